@@ -1,0 +1,302 @@
+//! Access analysis (formats.md "Semantics", milp.md "Inputs"): per stencil the distinct
+//! (array, offset) reads `A_i`, the per-array bounding boxes `B_i^d(a)`, the fetch weight
+//! `c_i = 1 + |A_i|`, the dependency graph, and the extents the reference semantics evaluates
+//! each stencil on. Construction validates the data flow: forward reads and cycles, dead
+//! stencils, outputs that are not stencils, reads beyond the halo.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use petgraph::graph::{DiGraph, NodeIndex};
+
+use crate::diagnostic::Diagnostic;
+use crate::program::{access_snippet, Program, DIMS};
+
+/// Index into [`Analysis::arrays`].
+pub type ArrayId = usize;
+
+/// Min and max offset per dimension: `[(lo, hi); 3]` for (x, y, z).
+pub type Bounds = [(i32, i32); 3];
+
+/// Cells beyond the domain on each side per dimension: `[[minus, plus]; 3]`.
+pub type Extent = [[usize; 2]; 3];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArrayKind {
+    /// Read by the program, defined by no stencil.
+    Input,
+    /// Written by the stencil with this index.
+    Stencil(usize),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Array {
+    pub name: String,
+    pub kind: ArrayKind,
+}
+
+/// What the analysis knows of one stencil.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StencilInfo {
+    pub name: String,
+    /// The array this stencil writes.
+    pub array: ArrayId,
+    /// `A_i`: the distinct (array, offset) pairs read, sorted.
+    pub accesses: Vec<(ArrayId, [i32; 3])>,
+    /// `B_i^d(a)` for every array read.
+    pub bounds: BTreeMap<ArrayId, Bounds>,
+    /// `c_i = 1 + |A_i|`: one store and the distinct loads.
+    pub fetch_weight: u64,
+    /// Stencils that read this one, in program order.
+    pub readers: Vec<usize>,
+    pub is_output: bool,
+    /// The box the reference semantics evaluates this stencil on, beyond the domain.
+    pub extent: Extent,
+}
+
+impl StencilInfo {
+    /// Arrays read, in id order.
+    pub fn reads(&self) -> impl Iterator<Item = ArrayId> + '_ {
+        self.bounds.keys().copied()
+    }
+}
+
+/// The analysed program.
+#[derive(Clone, Debug)]
+pub struct Analysis {
+    pub arrays: Vec<Array>,
+    pub stencils: Vec<StencilInfo>,
+    /// Input arrays in order of first appearance.
+    pub inputs: Vec<ArrayId>,
+    /// Output stencils in program order.
+    pub outputs: Vec<usize>,
+    /// Data-flow graph: one node per array, an edge from each array to each stencil array
+    /// that reads it (node index == ArrayId).
+    pub graph: DiGraph<ArrayId, ()>,
+    pub domain: [usize; 3],
+    pub halo: [usize; 3],
+}
+
+impl Analysis {
+    /// Analyses a parsed program; every data-flow problem found is returned.
+    pub fn new(program: &Program) -> Result<Analysis, Vec<Diagnostic>> {
+        let mut errors = Vec::new();
+        let mut arrays: Vec<Array> = Vec::new();
+        let mut ids: HashMap<String, ArrayId> = HashMap::new();
+        for (n, s) in program.stencils.iter().enumerate() {
+            ids.insert(s.name.clone(), arrays.len());
+            arrays.push(Array {
+                name: s.name.clone(),
+                kind: ArrayKind::Stencil(n),
+            });
+        }
+        let mut inputs = Vec::new();
+        let mut stencils = Vec::new();
+        for (n, s) in program.stencils.iter().enumerate() {
+            let mut reads: BTreeSet<(ArrayId, [i32; 3])> = BTreeSet::new();
+            let mut reported: BTreeSet<String> = BTreeSet::new();
+            let mut visit = |expr: &crate::expr::Expr, src: &str, spans, path: String| {
+                expr.visit_accesses(&mut |name, offset| {
+                    let id = match ids.get(name) {
+                        Some(&id) => id,
+                        None => {
+                            let id = arrays.len();
+                            arrays.push(Array {
+                                name: name.to_string(),
+                                kind: ArrayKind::Input,
+                            });
+                            ids.insert(name.to_string(), id);
+                            inputs.push(id);
+                            id
+                        }
+                    };
+                    if let ArrayKind::Stencil(m) = arrays[id].kind {
+                        if m >= n && reported.insert(name.to_string()) {
+                            let message = if m == n {
+                                format!(
+                                    "stencil `{}` reads its own array `{name}`: a stencil may not read what it writes (a cycle)",
+                                    s.name
+                                )
+                            } else {
+                                format!(
+                                    "stencil `{}` reads `{name}`, which is defined later (stencils[{m}]); a stencil may read only inputs and earlier stencils",
+                                    s.name
+                                )
+                            };
+                            let mut d = Diagnostic::new(path.clone(), message);
+                            if let Some((col, len)) = access_snippet(src, spans, name) {
+                                d = d.with_snippet(src, col, len);
+                            }
+                            errors.push(d);
+                        }
+                    }
+                    reads.insert((id, offset));
+                });
+            };
+            for (l, (src, spans)) in s.lets.iter().zip(&s.sources.lets) {
+                visit(&l.expr, src, spans, format!("stencils[{n}].let.{}", l.name));
+            }
+            visit(
+                &s.expr,
+                &s.sources.expr,
+                &s.sources.expr_accesses,
+                format!("stencils[{n}].expr"),
+            );
+            let mut bounds: BTreeMap<ArrayId, Bounds> = BTreeMap::new();
+            for &(a, off) in &reads {
+                let b = bounds.entry(a).or_insert([(off[0], off[0]), (off[1], off[1]), (off[2], off[2])]);
+                for d in 0..3 {
+                    b[d].0 = b[d].0.min(off[d]);
+                    b[d].1 = b[d].1.max(off[d]);
+                }
+            }
+            stencils.push(StencilInfo {
+                name: s.name.clone(),
+                array: n,
+                fetch_weight: 1 + reads.len() as u64,
+                accesses: reads.into_iter().collect(),
+                bounds,
+                readers: Vec::new(),
+                is_output: program.outputs.contains(&s.name),
+                extent: [[0; 2]; 3],
+            });
+        }
+        let mut outputs = Vec::new();
+        for (n, o) in program.outputs.iter().enumerate() {
+            match ids.get(o).map(|&id| arrays[id].kind) {
+                Some(ArrayKind::Stencil(m)) => outputs.push(m),
+                Some(ArrayKind::Input) => errors.push(Diagnostic::new(
+                    format!("outputs[{n}]"),
+                    format!("`{o}` is an input array, not a stencil; outputs must name stencils"),
+                )),
+                None => errors.push(Diagnostic::new(
+                    format!("outputs[{n}]"),
+                    format!("`{o}` is not a stencil of this program"),
+                )),
+            }
+        }
+        outputs.sort_unstable();
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+
+        // Readers and the graph.
+        let mut graph = DiGraph::new();
+        for id in 0..arrays.len() {
+            graph.add_node(id);
+        }
+        for n in 0..stencils.len() {
+            let reads: Vec<ArrayId> = stencils[n].reads().collect();
+            for a in reads {
+                graph.add_edge(NodeIndex::new(a), NodeIndex::new(n), ());
+                if let ArrayKind::Stencil(m) = arrays[a].kind {
+                    stencils[m].readers.push(n);
+                }
+            }
+        }
+        debug_assert!(!petgraph::algo::is_cyclic_directed(&graph));
+
+        for (n, s) in stencils.iter().enumerate() {
+            if !s.is_output && s.readers.is_empty() {
+                errors.push(Diagnostic::new(
+                    format!("stencils[{n}].name"),
+                    format!(
+                        "stencil `{}` is neither an output nor read by another stencil (dead code): list it in `outputs` or remove it",
+                        s.name
+                    ),
+                ));
+            }
+        }
+
+        // Extents, from the last stencil backwards: each reader widens what it reads.
+        for n in (0..stencils.len()).rev() {
+            let ext = stencils[n].extent;
+            let reads: Vec<(ArrayId, Bounds)> =
+                stencils[n].bounds.iter().map(|(&a, &b)| (a, b)).collect();
+            for (a, b) in reads {
+                if let ArrayKind::Stencil(m) = arrays[a].kind {
+                    for d in 0..3 {
+                        let e = &mut stencils[m].extent[d];
+                        e[0] = e[0].max(ext[d][0] + (-b[d].0).max(0) as usize);
+                        e[1] = e[1].max(ext[d][1] + b[d].1.max(0) as usize);
+                    }
+                }
+            }
+        }
+
+        // Halo: everything read must lie in domain + halo.
+        for (n, s) in stencils.iter().enumerate() {
+            for (&a, b) in &s.bounds {
+                for d in 0..3 {
+                    for side in 0..2 {
+                        let reach = if side == 0 { -b[d].0 } else { b[d].1 }.max(0) as usize;
+                        let need = s.extent[d][side] + reach;
+                        if need > program.halo[d] {
+                            let sign = if side == 0 { "-" } else { "+" };
+                            let name = &arrays[a].name;
+                            let message = format!(
+                                "stencil `{}` reads `{name}` {need} cell(s) beyond the domain on the {}{sign} side (it is evaluated {} cell(s) beyond the domain there and reads up to offset {sign}{reach}); the halo along {} is {}, it must be at least {need}",
+                                s.name, DIMS[d], s.extent[d][side], DIMS[d], program.halo[d]
+                            );
+                            let src = &program.stencils[n].sources;
+                            let mut d = Diagnostic::new(format!("stencils[{n}].expr"), message);
+                            if let Some((col, len)) =
+                                access_snippet(&src.expr, &src.expr_accesses, name)
+                            {
+                                d = d.with_snippet(&src.expr, col, len);
+                            } else if let Some((k, (text, spans))) = src
+                                .lets
+                                .iter()
+                                .enumerate()
+                                .find(|(_, (t, sp))| access_snippet(t, sp, name).is_some())
+                            {
+                                let (col, len) = access_snippet(text, spans, name).unwrap_or((1, 1));
+                                d = Diagnostic::new(
+                                    format!("stencils[{n}].let.{}", program.stencils[n].lets[k].name),
+                                    d.message,
+                                )
+                                .with_snippet(text, col, len);
+                            }
+                            errors.push(d);
+                        }
+                    }
+                }
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Ok(Analysis {
+            arrays,
+            stencils,
+            inputs,
+            outputs,
+            graph,
+            domain: program.domain,
+            halo: program.halo,
+        })
+    }
+
+    pub fn array_id(&self, name: &str) -> Option<ArrayId> {
+        self.arrays.iter().position(|a| a.name == name)
+    }
+
+    /// The stencil that writes `array`, if any.
+    pub fn producer(&self, array: ArrayId) -> Option<usize> {
+        match self.arrays[array].kind {
+            ArrayKind::Stencil(n) => Some(n),
+            ArrayKind::Input => None,
+        }
+    }
+
+    /// Arrays stencil `n` touches: what it reads and what it writes, in id order.
+    pub fn touched(&self, n: usize) -> BTreeSet<ArrayId> {
+        let s = &self.stencils[n];
+        let mut t: BTreeSet<ArrayId> = s.reads().collect();
+        t.insert(s.array);
+        t
+    }
+
+    pub fn num_stencils(&self) -> usize {
+        self.stencils.len()
+    }
+}

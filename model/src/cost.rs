@@ -1,0 +1,512 @@
+//! The ABSINTHE cost model (milp.md): the one definition of what a configuration costs.
+//!
+//! A [`Configuration`] is a group index per stencil and tile counts per group. [`evaluate`]
+//! derives everything else — evaluation widths, loads, stores, load boundaries — and returns
+//! the exact integer access counts of every term (the same counts `learn` fits the parameters
+//! to) together with their cost in seconds and the feasibility verdict.
+//!
+//! The cost of a group depends only on the group's own stencils, its tile counts and which of
+//! its stencils are read after it: [`group_cost`] is that function and `evaluate` sums it.
+
+use std::fmt;
+use std::ops::Range;
+
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::{Analysis, ArrayId, ArrayKind, Extent};
+use crate::machine::{ModelMachine, Params};
+use crate::program::DIMS;
+
+/// A point in the search space: which stencils are fused and how each group is tiled.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Configuration {
+    /// Group index per stencil: starts at 0 and grows by 0 or 1.
+    pub groups: Vec<usize>,
+    /// Tile counts (n^x, n^y, n^z) per group.
+    pub tiles: Vec<[usize; 3]>,
+}
+
+impl Configuration {
+    /// One group per maximal run of equal indices, as stencil index ranges.
+    pub fn group_ranges(&self) -> Vec<Range<usize>> {
+        ranges_of(&self.groups)
+    }
+
+    /// Checks the shape: indices start at 0 and grow by 0 or 1, one tile triple per group,
+    /// tile counts within 1..=D.
+    pub fn check_shape(&self, stencils: usize, domain: [usize; 3]) -> Result<(), String> {
+        crate::program::check_group_indices(&self.groups, stencils)?;
+        let ngroups = self.groups.last().map_or(0, |g| g + 1);
+        if self.tiles.len() != ngroups {
+            return Err(format!(
+                "{} tile triples given for {} groups",
+                self.tiles.len(),
+                ngroups
+            ));
+        }
+        for (g, t) in self.tiles.iter().enumerate() {
+            for d in 0..3 {
+                if t[d] < 1 || t[d] > domain[d] {
+                    return Err(format!(
+                        "group {g}: tile count along {} is {}, it must be between 1 and {}",
+                        DIMS[d], t[d], domain[d]
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Tile sizes `ceil(D / n)` of group `g`.
+    pub fn tile_size(&self, g: usize, domain: [usize; 3]) -> [usize; 3] {
+        let t = self.tiles[g];
+        [0, 1, 2].map(|d| domain[d].div_ceil(t[d]))
+    }
+}
+
+/// Splits a group-index vector into ranges of equal indices.
+pub fn ranges_of(groups: &[usize]) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in 1..=groups.len() {
+        if i == groups.len() || groups[i] != groups[start] {
+            out.push(start..i);
+            start = i;
+        }
+    }
+    out
+}
+
+/// Peel and body access counts of one part of the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct PeelBodyCount {
+    pub peel: u128,
+    pub body: u128,
+}
+
+/// Access counts of one stencil: what the six parameters multiply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Counts {
+    pub fast: PeelBodyCount,
+    pub slow_base: PeelBodyCount,
+    pub slow_stream: PeelBodyCount,
+}
+
+impl Counts {
+    /// Componentwise sum.
+    pub fn add(&mut self, o: &Counts) {
+        self.fast.peel += o.fast.peel;
+        self.fast.body += o.fast.body;
+        self.slow_base.peel += o.slow_base.peel;
+        self.slow_base.body += o.slow_base.body;
+        self.slow_stream.peel += o.slow_stream.peel;
+        self.slow_stream.body += o.slow_stream.body;
+    }
+}
+
+/// Weights (w, w^x, w^y, w^z) of one part of the model for one stencil.
+pub type Weights = [u64; 4];
+
+/// Everything the model derives for one stencil of a configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StencilCost {
+    /// `[[e^{d-}, e^{d+}]; 3]`: evaluation widths beyond the tile core.
+    pub widths: Extent,
+    /// `L_i`: arrays loaded from slow memory.
+    pub loads: Vec<ArrayId>,
+    /// `w_i`: whether the result is stored to slow memory.
+    pub store: bool,
+    /// (c, c^x, c^y, c^z), (m, m^x, m^y, m^z), (s, s^x, s^y, s^z).
+    pub fast_weights: Weights,
+    pub base_weights: Weights,
+    pub stream_weights: Weights,
+    pub counts: Counts,
+    /// Seconds of each term.
+    pub fast_peel: f64,
+    pub fast_body: f64,
+    /// Base plus stream.
+    pub slow_peel: f64,
+    pub slow_body: f64,
+    /// `max(fast_peel, slow_peel)`.
+    pub peel: f64,
+    /// `max(fast_body, slow_body)`.
+    pub body: f64,
+    /// `peel + body`.
+    pub time: f64,
+    /// Tile count product `n^x n^y n^z` of its group.
+    pub tiles_total: u64,
+}
+
+impl StencilCost {
+    /// Which term dominates: `fast`/`slow` memory for peel and body.
+    pub fn dominant(&self) -> (&'static str, &'static str) {
+        let peel = if self.fast_peel >= self.slow_peel { "fast" } else { "slow" };
+        let body = if self.fast_body >= self.slow_body { "fast" } else { "slow" };
+        (peel, body)
+    }
+}
+
+/// Why a configuration violates the model's constraints.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Infeasibility {
+    /// The working set of a tile exceeds the cache.
+    Cache {
+        group: usize,
+        stencil: usize,
+        arrays: usize,
+        tile_values: f64,
+        capacity: u64,
+    },
+    /// Fewer tiles than threads.
+    TooFewTiles { group: usize, tiles: u64, threads: usize },
+    /// The tile count does not keep the threads busy to within the slack.
+    ParallelEfficiency {
+        group: usize,
+        tiles: u64,
+        threads: usize,
+        slack: f64,
+    },
+    /// Tiles of one dimension are too uneven.
+    UnevenTiles {
+        group: usize,
+        dim: usize,
+        count: usize,
+        size: usize,
+        domain: usize,
+        slack: f64,
+    },
+}
+
+impl fmt::Display for Infeasibility {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Infeasibility::Cache {
+                group,
+                arrays,
+                tile_values,
+                capacity,
+                ..
+            } => write!(
+                f,
+                "group {group}: cache: {arrays} arrays x {tile_values} cells per tile = {} values exceed the capacity of {capacity} values",
+                arrays as f64 * tile_values
+            ),
+            Infeasibility::TooFewTiles {
+                group,
+                tiles,
+                threads,
+            } => write!(f, "group {group}: {tiles} tiles for {threads} threads"),
+            Infeasibility::ParallelEfficiency {
+                group,
+                tiles,
+                threads,
+                slack,
+            } => write!(
+                f,
+                "group {group}: {tiles} tiles do not keep {threads} threads busy within the slack {slack} (the last round of tiles is too short)"
+            ),
+            Infeasibility::UnevenTiles {
+                group,
+                dim,
+                count,
+                size,
+                domain,
+                slack,
+            } => write!(
+                f,
+                "group {group}: {count} tiles of {size} along {} cover {} cells for a domain of {domain}: more than the slack {slack} allows",
+                DIMS[dim],
+                count * size
+            ),
+        }
+    }
+}
+
+/// The cost of one group.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupCost {
+    pub range: Range<usize>,
+    pub tiles: [usize; 3],
+    pub stencils: Vec<StencilCost>,
+    /// Loop-bound overhead: `6 (B^b + B^v) n^x n^y n^z` per stencil.
+    pub overhead: f64,
+    /// Sum of stencil times plus overhead.
+    pub time: f64,
+    pub infeasible: Option<Infeasibility>,
+}
+
+/// The cost of a configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cost {
+    pub groups: Vec<GroupCost>,
+    /// The objective: sum of all stencil times and overheads, in seconds.
+    pub total: f64,
+    /// The first violated constraint, if any.
+    pub infeasible: Option<Infeasibility>,
+}
+
+impl Cost {
+    /// Per-stencil costs in program order.
+    pub fn stencils(&self) -> impl Iterator<Item = &StencilCost> {
+        self.groups.iter().flat_map(|g| g.stencils.iter())
+    }
+    pub fn is_feasible(&self) -> bool {
+        self.infeasible.is_none()
+    }
+}
+
+/// Cache capacity in values: `floor(cache_bytes * cache_fraction / value_bytes)`.
+pub fn cache_capacity(machine: &ModelMachine) -> u64 {
+    machine.cache_values.floor().max(0.0) as u64
+}
+
+/// Relative tolerance of the slack comparisons, so that decimal slacks such as 0.05 behave as
+/// the exact decimals they are written as.
+const SLACK_TOLERANCE: f64 = 1e-9;
+
+/// Whether `n` tiles along a dimension of extent `domain` are even enough:
+/// there is an integer t with `D <= n t <= D / (1 - σ_D)`.
+pub fn even_tiles(domain: usize, n: usize, slack: f64) -> bool {
+    let t = domain.div_ceil(n);
+    ((n * t) as f64) * (1.0 - slack) <= domain as f64 * (1.0 + SLACK_TOLERANCE)
+}
+
+/// Whether `tiles` tiles keep `threads` threads busy: `tiles >= T` and an integer k with
+/// `(1 - σ_T) T k <= tiles <= T k`.
+pub fn parallel_ok(tiles: u64, threads: usize, slack: f64) -> bool {
+    if tiles < threads as u64 {
+        return false;
+    }
+    let k = tiles.div_ceil(threads as u64);
+    (1.0 - slack) * threads as f64 * k as f64 <= tiles as f64 * (1.0 + SLACK_TOLERANCE)
+}
+
+/// The cost of the stencils `range` fused into one group tiled by `tiles`.
+pub fn group_cost(
+    analysis: &Analysis,
+    machine: &ModelMachine,
+    group: usize,
+    range: Range<usize>,
+    tiles: [usize; 3],
+) -> GroupCost {
+    let dom = analysis.domain.map(|d| d as u128);
+    let n = tiles.map(|t| t as u128);
+    let in_group = |s: usize| range.contains(&s);
+    let start = range.start;
+    let len = range.len();
+
+    // Evaluation widths, last stencil first.
+    let mut widths: Vec<Extent> = vec![[[0; 2]; 3]; len];
+    for i in range.clone().rev() {
+        let mut e = [[0usize; 2]; 3];
+        for &r in &analysis.stencils[i].readers {
+            if !in_group(r) {
+                continue;
+            }
+            let b = analysis.stencils[r].bounds[&analysis.stencils[i].array];
+            let er = widths[r - start];
+            for d in 0..3 {
+                e[d][0] = e[d][0].max(er[d][0] + (-b[d].0).max(0) as usize);
+                e[d][1] = e[d][1].max(er[d][1] + b[d].1.max(0) as usize);
+            }
+        }
+        widths[i - start] = e;
+    }
+
+    let params = &machine.params;
+    let tiles_total = tiles.iter().map(|&t| t as u64).product::<u64>();
+    let mut stencils = Vec::with_capacity(len);
+    for i in range.clone() {
+        let info = &analysis.stencils[i];
+        let e = widths[i - start];
+        let ext = |d: usize| (e[d][0] + e[d][1]) as u64;
+        let produced_in_group =
+            |a: ArrayId| matches!(analysis.arrays[a].kind, ArrayKind::Stencil(p) if in_group(p));
+        let earlier_readers = |a: ArrayId| {
+            (start..i).filter(move |&j| analysis.stencils[j].bounds.contains_key(&a))
+        };
+        let mut loads = Vec::new();
+        // Lines loaded per dimension, both sides together.
+        let mut lines = [0u64; 3];
+        for (&a, b) in &info.bounds {
+            if produced_in_group(a) {
+                continue;
+            }
+            let alpha = |s: usize, d: usize, side: usize| -> u64 {
+                let bd = analysis.stencils[s].bounds[&a][d];
+                let reach = if side == 0 { -bd.0 } else { bd.1 }.max(0) as usize;
+                (widths[s - start][d][side] + reach) as u64
+            };
+            let _ = b;
+            let earlier: Vec<usize> = earlier_readers(a).collect();
+            if earlier.is_empty() {
+                loads.push(a);
+                for (d, l) in lines.iter_mut().enumerate() {
+                    *l += alpha(i, d, 0) + alpha(i, d, 1);
+                }
+            } else {
+                for (d, l) in lines.iter_mut().enumerate() {
+                    for side in 0..2 {
+                        let before = earlier.iter().map(|&j| alpha(j, d, side)).max().unwrap_or(0);
+                        *l += alpha(i, d, side).saturating_sub(before);
+                    }
+                }
+            }
+        }
+        let store = info.is_output || info.readers.iter().any(|&r| !in_group(r));
+        let w = store as u64;
+        let s_weight = loads.len() as u64 + w;
+        let m = (s_weight > 0) as u64;
+        let c = info.fetch_weight;
+        let fast_weights = [c, c * ext(0), c * ext(1), c * ext(2)];
+        let base_weights = [m, m * ext(0), m * ext(1), m * ext(2)];
+        let stream_weights = [
+            s_weight,
+            lines[0] + w * ext(0),
+            lines[1] + w * ext(1),
+            lines[2] + w * ext(2),
+        ];
+        let peel = |wt: &Weights| -> u128 {
+            let [w0, _, wy, wz] = wt.map(|x| x as u128);
+            n[0] * (dom[1] * dom[2] * w0 + dom[2] * n[1] * wy + dom[1] * n[2] * wz)
+        };
+        let body = |wt: &Weights| -> u128 {
+            let [w0, wx, wy, wz] = wt.map(|x| x as u128);
+            dom[0] * dom[1] * dom[2] * w0
+                + dom[1] * dom[2] * n[0] * wx
+                + dom[0] * dom[2] * n[1] * wy
+                + dom[0] * dom[1] * n[2] * wz
+        };
+        let counts = Counts {
+            fast: PeelBodyCount {
+                peel: peel(&fast_weights),
+                body: body(&fast_weights),
+            },
+            slow_base: PeelBodyCount {
+                peel: peel(&base_weights),
+                body: body(&base_weights),
+            },
+            slow_stream: PeelBodyCount {
+                peel: peel(&stream_weights),
+                body: body(&stream_weights),
+            },
+        };
+        let t = term_seconds(params, &counts);
+        stencils.push(StencilCost {
+            widths: e,
+            loads,
+            store,
+            fast_weights,
+            base_weights,
+            stream_weights,
+            counts,
+            fast_peel: t[0],
+            fast_body: t[1],
+            slow_peel: t[2],
+            slow_body: t[3],
+            peel: t[0].max(t[2]),
+            body: t[1].max(t[3]),
+            time: t[0].max(t[2]) + t[1].max(t[3]),
+            tiles_total,
+        });
+    }
+    let overhead =
+        6.0 * (params.slow_base.body + params.slow_stream.body) * tiles_total as f64 * len as f64;
+    let time = stencils.iter().map(|s| s.time).sum::<f64>() + overhead;
+
+    let infeasible = group_infeasibility(analysis, machine, group, range.clone(), tiles);
+    GroupCost {
+        range,
+        tiles,
+        stencils,
+        overhead,
+        time,
+        infeasible,
+    }
+}
+
+/// Seconds of (fast peel, fast body, slow peel, slow body) for some counts.
+pub fn term_seconds(params: &Params, c: &Counts) -> [f64; 4] {
+    [
+        params.fast.peel * c.fast.peel as f64,
+        params.fast.body * c.fast.body as f64,
+        params.slow_base.peel * c.slow_base.peel as f64
+            + params.slow_stream.peel * c.slow_stream.peel as f64,
+        params.slow_base.body * c.slow_base.body as f64
+            + params.slow_stream.body * c.slow_stream.body as f64,
+    ]
+}
+
+/// The first constraint (cache, parallel efficiency, even tiles) the group violates.
+pub fn group_infeasibility(
+    analysis: &Analysis,
+    machine: &ModelMachine,
+    group: usize,
+    range: Range<usize>,
+    tiles: [usize; 3],
+) -> Option<Infeasibility> {
+    let dom = analysis.domain;
+    for d in 0..3 {
+        if !even_tiles(dom[d], tiles[d], machine.slack.size) {
+            return Some(Infeasibility::UnevenTiles {
+                group,
+                dim: d,
+                count: tiles[d],
+                size: dom[d].div_ceil(tiles[d]),
+                domain: dom[d],
+                slack: machine.slack.size,
+            });
+        }
+    }
+    let total = tiles.iter().map(|&t| t as u64).product::<u64>();
+    if total < machine.threads as u64 {
+        return Some(Infeasibility::TooFewTiles {
+            group,
+            tiles: total,
+            threads: machine.threads,
+        });
+    }
+    if !parallel_ok(total, machine.threads, machine.slack.cores) {
+        return Some(Infeasibility::ParallelEfficiency {
+            group,
+            tiles: total,
+            threads: machine.threads,
+            slack: machine.slack.cores,
+        });
+    }
+    let capacity = cache_capacity(machine);
+    let cells = dom.iter().map(|&d| d as u128).product::<u128>();
+    let mut touched = std::collections::BTreeSet::new();
+    for i in range {
+        touched.extend(analysis.touched(i));
+        // count * D^x D^y D^z <= C * n^x n^y n^z, in integers.
+        if touched.len() as u128 * cells > capacity as u128 * total as u128 {
+            return Some(Infeasibility::Cache {
+                group,
+                stencil: i,
+                arrays: touched.len(),
+                tile_values: cells as f64 / total as f64,
+                capacity,
+            });
+        }
+    }
+    None
+}
+
+/// The cost of a configuration (which must have a valid shape; see
+/// [`Configuration::check_shape`]).
+pub fn evaluate(analysis: &Analysis, machine: &ModelMachine, config: &Configuration) -> Cost {
+    let groups: Vec<GroupCost> = config
+        .group_ranges()
+        .into_iter()
+        .enumerate()
+        .map(|(g, r)| group_cost(analysis, machine, g, r, config.tiles[g]))
+        .collect();
+    let total = groups.iter().map(|g| g.time).sum();
+    let infeasible = groups.iter().find_map(|g| g.infeasible.clone());
+    Cost {
+        groups,
+        total,
+        infeasible,
+    }
+}

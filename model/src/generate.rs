@@ -1,0 +1,244 @@
+//! Generated stencil programs: random small programs for property tests and long chains for
+//! benchmarks. Deterministic from a seed (a SplitMix64 generator, no external crate), written as
+//! program YAML so they go through the same parser as user files.
+
+use std::fmt::Write;
+
+/// SplitMix64: small, fast, good enough for test-case generation.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed ^ 0x9E37_79B9_7F4A_7C15)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in `lo..=hi`.
+    pub fn range(&mut self, lo: i64, hi: i64) -> i64 {
+        debug_assert!(lo <= hi);
+        lo + (self.next_u64() % (hi - lo + 1) as u64) as i64
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n.max(1) as u64) as usize
+    }
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.next_u64() % 100 < percent
+    }
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+}
+
+/// Shape of random programs.
+#[derive(Clone, Debug)]
+pub struct RandomShape {
+    pub min_stencils: usize,
+    pub max_stencils: usize,
+    /// Domain extents are drawn from 1..=max_domain per dimension (at least min_domain).
+    pub min_domain: usize,
+    pub max_domain: usize,
+    /// Offsets are drawn from -max_offset..=max_offset.
+    pub max_offset: i64,
+    /// Whether to use the whole expression language (lets, calls, ternaries, comparisons)
+    /// rather than sums of products.
+    pub rich_expressions: bool,
+}
+
+impl Default for RandomShape {
+    fn default() -> Self {
+        RandomShape {
+            min_stencils: 1,
+            max_stencils: 5,
+            min_domain: 1,
+            max_domain: 6,
+            max_offset: 1,
+            rich_expressions: false,
+        }
+    }
+}
+
+const LITERALS: [&str; 6] = ["0.5", "0.25", "2.0", "1.5", "0.125", "3.0"];
+
+fn access(rng: &mut Rng, array: &str, max_offset: i64, dims_active: [bool; 3]) -> String {
+    let idx = ["i", "j", "k"];
+    let parts: Vec<String> = (0..3)
+        .map(|d| {
+            let o = if dims_active[d] {
+                rng.range(-max_offset, max_offset)
+            } else {
+                0
+            };
+            match o {
+                0 => idx[d].to_string(),
+                o if o > 0 => format!("{}+{o}", idx[d]),
+                o => format!("{}{o}", idx[d]),
+            }
+        })
+        .collect();
+    format!("{array}({})", parts.join(", "))
+}
+
+fn random_term(rng: &mut Rng, reads: &[String], shape: &RandomShape, dims: [bool; 3], locals: &[String]) -> String {
+    let arr = rng.pick(reads).clone();
+    let a = access(rng, &arr, shape.max_offset, dims);
+    if !shape.rich_expressions {
+        return if rng.chance(50) {
+            format!("{} * {a}", rng.pick(&LITERALS))
+        } else {
+            a
+        };
+    }
+    match rng.below(8) {
+        0 => format!("{} * {a}", rng.pick(&LITERALS)),
+        1 => format!("sqrt(fabs({a}) + 1.0)"),
+        2 => {
+            let arr = rng.pick(reads).clone();
+            let b = access(rng, &arr, shape.max_offset, dims);
+            format!("({a} > {b} ? {a} - {b} : 0.5 * {b})")
+        }
+        3 => {
+            let arr = rng.pick(reads).clone();
+            let b = access(rng, &arr, shape.max_offset, dims);
+            format!("min({a}, {b})")
+        }
+        4 if !locals.is_empty() => format!("{} * {a}", rng.pick(locals)),
+        5 => format!("({a} - {}) / 3.0", rng.pick(&LITERALS)),
+        6 => format!("-{a}"),
+        _ => a,
+    }
+}
+
+/// A random valid program. The halo is the smallest that admits every read, plus 0 or 1.
+pub fn random_program(seed: u64, shape: &RandomShape) -> String {
+    let mut rng = Rng::new(seed);
+    let n = rng.range(shape.min_stencils as i64, shape.max_stencils as i64) as usize;
+    let domain: Vec<usize> = (0..3)
+        .map(|_| rng.range(shape.min_domain as i64, shape.max_domain as i64) as usize)
+        .collect();
+    let n_inputs = rng.range(1, 3) as usize;
+    let inputs: Vec<String> = (0..n_inputs).map(|k| format!("in{k}")).collect();
+    let names: Vec<String> = (0..n).map(|k| format!("s{k}")).collect();
+    // Which dimensions carry offsets (some programs are 2-D-ish, like hdiff).
+    let dims = [true, rng.chance(80), rng.chance(50)];
+    let mut read_by_later = vec![false; n];
+    let mut bodies = Vec::new();
+    for s in 0..n {
+        let mut pool: Vec<String> = inputs.clone();
+        // Prefer recent stencils so chains form.
+        for p in s.saturating_sub(3)..s {
+            pool.push(names[p].clone());
+            pool.push(names[p].clone());
+        }
+        let n_terms = rng.range(1, 3) as usize;
+        let mut locals = Vec::new();
+        let mut lets = Vec::new();
+        if shape.rich_expressions && rng.chance(30) {
+            let arr = rng.pick(&pool).clone();
+            let a = access(&mut rng, &arr, shape.max_offset, dims);
+            lets.push(("t0".to_string(), format!("{a} * 0.5")));
+            locals.push("t0".to_string());
+        }
+        let mut terms = Vec::new();
+        for _ in 0..n_terms {
+            terms.push(random_term(&mut rng, &pool, shape, dims, &locals));
+        }
+        // Make sure the previous stencil is read, so few stencils are dead.
+        if s > 0 && !read_by_later[s - 1] && rng.chance(85) {
+            let a = access(&mut rng, &names[s - 1], shape.max_offset, dims);
+            terms.push(a);
+        }
+        if !locals.is_empty() && !terms.iter().any(|t| t.contains("t0")) {
+            terms.push("t0".to_string());
+        }
+        let expr = terms.join(" + ");
+        for (p, name) in names.iter().enumerate().take(s) {
+            let needle = format!("{name}(");
+            if expr.contains(&needle) || lets.iter().any(|(_, e)| e.contains(&needle)) {
+                read_by_later[p] = true;
+            }
+        }
+        bodies.push((lets, expr));
+    }
+    let mut outputs: Vec<String> = (0..n)
+        .filter(|&s| !read_by_later[s])
+        .map(|s| names[s].clone())
+        .collect();
+    if rng.chance(30) && n > 1 {
+        let extra = names[rng.below(n - 1)].clone();
+        if !outputs.contains(&extra) {
+            outputs.push(extra);
+        }
+    }
+    let mut text = String::new();
+    let _ = writeln!(text, "name: random{seed}");
+    let _ = writeln!(text, "domain: [{}, {}, {}]", domain[0], domain[1], domain[2]);
+    text.push_str("halo: HALO\n");
+    let _ = writeln!(text, "outputs: [{}]", outputs.join(", "));
+    text.push_str("stencils:\n");
+    for (s, (lets, expr)) in bodies.iter().enumerate() {
+        let _ = writeln!(text, "  - name: {}", names[s]);
+        if !lets.is_empty() {
+            text.push_str("    let:\n");
+            for (l, e) in lets {
+                let _ = writeln!(text, "      {l}: \"{e}\"");
+            }
+        }
+        let _ = writeln!(text, "    expr: \"{expr}\"");
+    }
+    let halo = required_halo(&text).map(|h| h + (rng.chance(30) as usize));
+    text.replace("HALO", &format!("[{}, {}, {}]", halo[0], halo[1], halo[2]))
+}
+
+/// The smallest halo admitting every read of a program whose `halo:` line reads `HALO`.
+fn required_halo(text_with_placeholder: &str) -> [usize; 3] {
+    let big = text_with_placeholder.replace("HALO", "[1000, 1000, 1000]");
+    let Ok(program) = crate::program::Program::from_yaml(&big) else {
+        return [0; 3];
+    };
+    let Ok(analysis) = crate::analysis::Analysis::new(&program) else {
+        return [0; 3];
+    };
+    let mut halo = [0usize; 3];
+    for s in &analysis.stencils {
+        for b in s.bounds.values() {
+            for d in 0..3 {
+                halo[d] = halo[d]
+                    .max(s.extent[d][0] + (-b[d].0).max(0) as usize)
+                    .max(s.extent[d][1] + b[d].1.max(0) as usize);
+            }
+        }
+    }
+    halo
+}
+
+/// A chain of `n` stencils for benchmarks, in the style of a dynamical core: stages alternate
+/// between a 3-point difference along x, one along y, and a pointwise update that also reads
+/// one of two coefficient inputs. The last stencil is the output.
+pub fn chain(n: usize, domain: [usize; 3]) -> String {
+    let mut text = String::new();
+    let _ = writeln!(text, "name: chain{n}");
+    let _ = writeln!(text, "domain: [{}, {}, {}]", domain[0], domain[1], domain[2]);
+    text.push_str("halo: HALO\n");
+    let _ = writeln!(text, "outputs: [c{}]", n - 1);
+    text.push_str("stencils:\n");
+    for s in 0..n {
+        let prev = if s == 0 { "in".to_string() } else { format!("c{}", s - 1) };
+        let expr = match s % 3 {
+            0 => format!("0.25 * ({prev}(i-1,j,k) + 2.0 * {prev}(i,j,k) + {prev}(i+1,j,k))"),
+            1 => format!("0.25 * ({prev}(i,j-1,k) + 2.0 * {prev}(i,j,k) + {prev}(i,j+1,k))"),
+            _ => format!(
+                "{prev}(i,j,k) + {} * (in(i,j,k) - {prev}(i,j,k))",
+                if s % 2 == 0 { "wa(i,j,k)" } else { "wb(i,j,k)" }
+            ),
+        };
+        let _ = writeln!(text, "  - name: c{s}\n    expr: \"{expr}\"");
+    }
+    let halo = required_halo(&text);
+    text.replace("HALO", &format!("[{}, {}, {}]", halo[0], halo[1], halo[2]))
+}

@@ -1,0 +1,28 @@
+//! absinthe's model: the program and machine files, the stencil expression language, the access
+//! analysis, the cost model (`evaluate`) and its MILP encoding.
+//!
+//! Everything here is pure: no solver, no process, no I/O beyond parsing text the caller read.
+//! The data flow is `Program` → `Analysis` → (`evaluate` | `milp`), with `Machine` beside it.
+
+pub mod analysis;
+pub mod cost;
+pub mod diagnostic;
+pub mod expr;
+pub mod generate;
+pub mod linearize;
+pub mod lp;
+pub mod machine;
+pub mod milp;
+pub mod program;
+pub mod search;
+pub mod solution;
+pub mod yaml;
+
+pub use analysis::{Analysis, ArrayId, ArrayKind};
+pub use diagnostic::{Diagnostic, FileError, Snippet};
+pub use expr::Expr;
+pub use machine::Machine;
+pub use program::Program;
+
+#[cfg(test)]
+mod tests;

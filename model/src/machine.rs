@@ -1,0 +1,248 @@
+//! Machine files (formats.md, "Machine"): the target's threads, cache, compiler and the six
+//! learned parameters of the cost model.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::diagnostic::{Diagnostic, FileError};
+use crate::yaml;
+
+/// Seconds per counted access for the peel (per row start) and body (per cell) terms.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PeelBody {
+    pub peel: f64,
+    pub body: f64,
+}
+
+/// The six parameters of the model: fast memory, slow-memory base and slow-memory stream.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    pub fast: PeelBody,
+    pub slow_base: PeelBody,
+    pub slow_stream: PeelBody,
+}
+
+impl Params {
+    /// The parameters in a fixed order with their file keys, for validation and reports.
+    pub fn named(&self) -> [(&'static str, f64); 6] {
+        [
+            ("params.fast.peel", self.fast.peel),
+            ("params.fast.body", self.fast.body),
+            ("params.slow_base.peel", self.slow_base.peel),
+            ("params.slow_base.body", self.slow_base.body),
+            ("params.slow_stream.peel", self.slow_stream.peel),
+            ("params.slow_stream.body", self.slow_stream.body),
+        ]
+    }
+}
+
+/// The parallel-efficiency slacks σ_T (cores) and σ_D (tile size).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Slack {
+    #[serde(default = "default_slack_cores")]
+    pub cores: f64,
+    #[serde(default = "default_slack_size")]
+    pub size: f64,
+}
+
+fn default_slack_cores() -> f64 {
+    0.05
+}
+fn default_slack_size() -> f64 {
+    0.02
+}
+
+impl Default for Slack {
+    fn default() -> Self {
+        Slack {
+            cores: default_slack_cores(),
+            size: default_slack_size(),
+        }
+    }
+}
+
+/// How generated code is compiled by `learn` and `bench`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Compiler {
+    pub cxx: String,
+    #[serde(default)]
+    pub flags: Vec<String>,
+}
+
+impl Default for Compiler {
+    fn default() -> Self {
+        Compiler {
+            cxx: "g++".into(),
+            flags: vec!["-O3".into(), "-march=native".into(), "-fopenmp".into()],
+        }
+    }
+}
+
+/// R² of the two fits.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FitQuality {
+    pub fast: f64,
+    pub slow: f64,
+}
+
+/// Provenance written by `absinthe learn`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Learned {
+    pub at: String,
+    pub host: String,
+    pub samples: u64,
+    pub r2: FitQuality,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_seconds: Option<f64>,
+}
+
+/// A machine file. `cores`, `cache_bytes` and `params` may be absent in a file given to
+/// `learn`; everything that evaluates the model asks for them through [`Machine::model_view`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Machine {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cores: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_bytes: Option<u64>,
+    #[serde(default = "default_cache_fraction")]
+    pub cache_fraction: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_bytes: Option<usize>,
+    #[serde(default)]
+    pub slack: Slack,
+    #[serde(default)]
+    pub compiler: Compiler,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<Params>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learned: Option<Learned>,
+}
+
+fn default_cache_fraction() -> f64 {
+    1.0 / 3.0
+}
+
+/// The numbers the cost model needs, all present and validated.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ModelMachine {
+    /// T: threads, one per core.
+    pub threads: usize,
+    /// C: cache capacity in values for one tile's working set.
+    pub cache_values: f64,
+    pub slack: Slack,
+    pub params: Params,
+}
+
+impl Machine {
+    /// Reads and validates a machine file.
+    pub fn load(path: &Path) -> Result<Machine, FileError> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            FileError::single(path, Diagnostic::new("", format!("cannot read the file: {e}")))
+        })?;
+        Machine::from_yaml(&text).map_err(|d| FileError::new(path, d))
+    }
+
+    pub fn from_yaml(text: &str) -> Result<Machine, Vec<Diagnostic>> {
+        let m: Machine = yaml::from_str(text).map_err(|d| vec![d])?;
+        let errors = m.validate();
+        if errors.is_empty() {
+            Ok(m)
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// Range checks on every number present.
+    pub fn validate(&self) -> Vec<Diagnostic> {
+        let mut errors = Vec::new();
+        if self.cores == Some(0) {
+            errors.push(Diagnostic::new("cores", "cores must be at least 1"));
+        }
+        if self.cache_bytes == Some(0) {
+            errors.push(Diagnostic::new("cache_bytes", "cache_bytes must be at least 1"));
+        }
+        if !(self.cache_fraction > 0.0 && self.cache_fraction <= 1.0) {
+            errors.push(Diagnostic::new(
+                "cache_fraction",
+                format!("cache_fraction must be in (0, 1], found {}", self.cache_fraction),
+            ));
+        }
+        if let Some(v) = self.value_bytes {
+            if v != 4 && v != 8 {
+                errors.push(Diagnostic::new(
+                    "value_bytes",
+                    format!("value_bytes must be 4 or 8, found {v}"),
+                ));
+            }
+        }
+        for (key, v) in [("slack.cores", self.slack.cores), ("slack.size", self.slack.size)] {
+            if !(0.0..1.0).contains(&v) {
+                errors.push(Diagnostic::new(
+                    key,
+                    format!("a slack must be in [0, 1), found {v}"),
+                ));
+            }
+        }
+        if self.compiler.cxx.trim().is_empty() {
+            errors.push(Diagnostic::new("compiler.cxx", "the compiler command is empty"));
+        }
+        if let Some(p) = &self.params {
+            for (key, v) in p.named() {
+                if !v.is_finite() || v < 0.0 {
+                    errors.push(Diagnostic::new(
+                        key,
+                        format!(
+                            "parameters must be finite and non-negative, found {v} (the model's max and >= encodings are exact only for non-negative costs)"
+                        ),
+                    ));
+                }
+            }
+        }
+        errors
+    }
+
+    /// The model's view of this machine for a program whose values have `program_value_bytes`
+    /// bytes; errors name the missing keys.
+    pub fn model_view(&self, program_value_bytes: usize) -> Result<ModelMachine, Vec<Diagnostic>> {
+        let mut errors = Vec::new();
+        if self.cores.is_none() {
+            errors.push(Diagnostic::new("cores", "missing: the model needs the number of threads"));
+        }
+        if self.cache_bytes.is_none() {
+            errors.push(Diagnostic::new(
+                "cache_bytes",
+                "missing: the model needs the cache capacity",
+            ));
+        }
+        if self.params.is_none() {
+            errors.push(Diagnostic::new(
+                "params",
+                "missing: run `absinthe learn --machine FILE` to measure this machine first",
+            ));
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let value_bytes = self.value_bytes.unwrap_or(program_value_bytes);
+        Ok(ModelMachine {
+            threads: self.cores.unwrap_or(1),
+            cache_values: self.cache_bytes.unwrap_or(1) as f64 * self.cache_fraction
+                / value_bytes as f64,
+            slack: self.slack,
+            params: self.params.unwrap_or(Params {
+                fast: PeelBody { peel: 0.0, body: 0.0 },
+                slow_base: PeelBody { peel: 0.0, body: 0.0 },
+                slow_stream: PeelBody { peel: 0.0, body: 0.0 },
+            }),
+        })
+    }
+}

@@ -1,0 +1,586 @@
+//! The linearized MILP of the ABSINTHE model (milp.md, "Linearization").
+//!
+//! Variables, per stencil i: group-cut binaries `cut_i = g_{i+1} - g_i` and integer group
+//! indices `g_i`; tile counts `n_i^d` as sums of binary digits; evaluation widths `e_i^{d±}`;
+//! load lines, running maxima and their selectors; the products of tile counts with weights as
+//! binary-digit products; peel and body times as `≥` both branches of their max.
+//!
+//! Exactness: "same group" tests are exact (for contiguous groups, `same(j, i)` is the
+//! conjunction of "no cut between j and i", linearized by its convex hull); loads `ℓ_{i,a}` and
+//! stores `w_i` are exact linear functions of them; evaluation widths are exact (a selector per
+//! reader) wherever they feed a running maximum; the running maxima of the load growth are
+//! exact. Everything else uses `≥`, exact at the optimum because all costs are non-negative and
+//! grow with it. The objective is in microseconds (see [`OBJECTIVE_SCALE`]).
+
+use std::collections::HashMap;
+
+use crate::analysis::{Analysis, ArrayId, ArrayKind};
+use crate::cost::{cache_capacity, Configuration};
+use crate::linearize::{and_not, digits_product, exact_max, gated, gated_lower, switched_max, upper_bound};
+use crate::lp::{LinExpr, Milp, Sense, VarId};
+use crate::machine::ModelMachine;
+use crate::program::DIMS;
+
+/// Objective units per second: the MILP objective is in microseconds.
+pub const OBJECTIVE_SCALE: f64 = 1e6;
+
+/// Restrictions of the search.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MilpOptions {
+    /// Fixed group index per stencil.
+    pub fixed_groups: Option<Vec<usize>>,
+    /// Lower bounds on tile counts per dimension.
+    pub tiles_min: Option<[usize; 3]>,
+    /// Upper bounds on tile counts per dimension.
+    pub tiles_max: Option<[usize; 3]>,
+}
+
+impl MilpOptions {
+    /// Tile-count range per dimension after clipping to 1..=D.
+    pub fn tile_range(&self, domain: [usize; 3]) -> [(usize, usize); 3] {
+        [0, 1, 2].map(|d| {
+            let lo = self.tiles_min.map_or(1, |t| t[d]).clamp(1, domain[d]);
+            let hi = self.tiles_max.map_or(domain[d], |t| t[d]).clamp(1, domain[d]);
+            (lo, hi)
+        })
+    }
+
+    /// Whether a configuration respects these restrictions.
+    pub fn admits(&self, config: &Configuration, domain: [usize; 3]) -> bool {
+        if let Some(g) = &self.fixed_groups {
+            if *g != config.groups {
+                return false;
+            }
+        }
+        let range = self.tile_range(domain);
+        config
+            .tiles
+            .iter()
+            .all(|t| (0..3).all(|d| t[d] >= range[d].0 && t[d] <= range[d].1))
+    }
+}
+
+/// The MILP with the handles needed to read a configuration back.
+#[derive(Clone, Debug)]
+pub struct AbsintheMilp {
+    pub milp: Milp,
+    /// `cut_i = g_{i+1} - g_i`, binary, one per stencil but the last.
+    pub cuts: Vec<VarId>,
+    /// Group index per stencil (integer; `g_0` fixed to 0).
+    pub group_index: Vec<VarId>,
+    /// Tile counts per stencil and dimension (integer).
+    pub tile_counts: Vec<[VarId; 3]>,
+    /// Binary digits of each tile count, least significant first.
+    pub tile_bits: Vec<[Vec<VarId>; 3]>,
+}
+
+impl AbsintheMilp {
+    /// Reads the configuration from a solver's values (rounding integers).
+    pub fn decode(&self, values: &[f64]) -> Configuration {
+        let mut groups = vec![0usize; self.tile_counts.len()];
+        for i in 1..groups.len() {
+            groups[i] = groups[i - 1] + (values[self.cuts[i - 1].0] > 0.5) as usize;
+        }
+        let mut tiles = Vec::new();
+        for (i, &g) in groups.iter().enumerate() {
+            if i == 0 || g != groups[i - 1] {
+                tiles.push(self.tile_counts[i].map(|v| values[v.0].round().max(1.0) as usize));
+            }
+        }
+        Configuration { groups, tiles }
+    }
+
+    /// A copy of the MILP with the grouping and tile counts fixed to `config` (an LP in effect):
+    /// solving it gives the model's objective of exactly that configuration.
+    pub fn fixed_to(&self, config: &Configuration) -> Milp {
+        let mut m = self.milp.clone();
+        let fix = |m: &mut Milp, v: VarId, x: f64| {
+            m.vars[v.0].lower = x;
+            m.vars[v.0].upper = x;
+        };
+        for (i, &c) in self.cuts.iter().enumerate() {
+            fix(&mut m, c, (config.groups[i + 1] != config.groups[i]) as u8 as f64);
+        }
+        for (i, &g) in config.groups.iter().enumerate() {
+            let t = config.tiles[g];
+            for d in 0..3 {
+                fix(&mut m, self.tile_counts[i][d], t[d] as f64);
+                for (k, &b) in self.tile_bits[i][d].iter().enumerate() {
+                    fix(&mut m, b, ((t[d] >> k) & 1) as f64);
+                }
+            }
+        }
+        m
+    }
+}
+
+struct Builder {
+    milp: Milp,
+    cuts: Vec<VarId>,
+    same_memo: HashMap<(usize, usize), LinExpr>,
+    bits: Vec<[Vec<VarId>; 3]>,
+}
+
+impl Builder {
+    fn upper(&self, e: &LinExpr) -> f64 {
+        upper_bound(&self.milp, e)
+    }
+
+    /// `same(j, i)` for `j <= i`: 1 when no cut lies between them. Exact.
+    fn same(&mut self, j: usize, i: usize) -> LinExpr {
+        if j == i {
+            return LinExpr::constant(1.0);
+        }
+        if i == j + 1 {
+            return LinExpr::constant(1.0).plus(&LinExpr::var(self.cuts[j]), -1.0);
+        }
+        if let Some(e) = self.same_memo.get(&(j, i)) {
+            return e.clone();
+        }
+        let prev = self.same(j, i - 1);
+        let s = and_not(&mut self.milp, &prev, self.cuts[i - 1], &format!("same_{j}_{i}"));
+        self.same_memo.insert((j, i), s.clone());
+        s
+    }
+
+    /// `n_i^d * y` for `0 <= y <= y_max`, exactly.
+    fn times_tiles(&mut self, i: usize, d: usize, y: &LinExpr, y_max: f64, name: &str) -> LinExpr {
+        let bits = self.bits[i][d].clone();
+        digits_product(&mut self.milp, &bits, y, y_max, &format!("{name}_{}{i}", DIMS[d]))
+    }
+
+    fn tiles_expr(&self, i: usize, d: usize) -> LinExpr {
+        let mut e = LinExpr::new();
+        for (k, &b) in self.bits[i][d].iter().enumerate() {
+            e.add(b, (1u64 << k) as f64);
+        }
+        e
+    }
+
+    fn gated_lower(&mut self, x: &LinExpr, flag: &LinExpr, x_max: f64, name: &str) -> LinExpr {
+        gated_lower(&mut self.milp, x, flag, x_max, name)
+    }
+}
+
+/// For array `a` read by stencil `i`: the latest stencil before `i` that reads or writes `a`.
+fn previous_toucher(analysis: &Analysis, a: ArrayId, i: usize) -> Option<usize> {
+    (0..i).rev().find(|&j| {
+        analysis.stencils[j].array == a || analysis.stencils[j].bounds.contains_key(&a)
+    })
+}
+
+/// For array `a` read by stencil `i`: the latest earlier stencil that reads it.
+fn previous_reader(analysis: &Analysis, a: ArrayId, i: usize) -> Option<usize> {
+    (0..i)
+        .rev()
+        .find(|&j| analysis.stencils[j].bounds.contains_key(&a))
+}
+
+/// Builds the MILP of `analysis` on `machine`.
+pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) -> AbsintheMilp {
+    let n_st = analysis.stencils.len();
+    let dom = analysis.domain;
+    let dom_f = dom.map(|d| d as f64);
+    let cells = dom_f[0] * dom_f[1] * dom_f[2];
+    let tile_range = options.tile_range(dom);
+    let params = machine.params;
+
+    let mut b = Builder {
+        milp: Milp::new("absinthe"),
+        cuts: Vec::new(),
+        same_memo: HashMap::new(),
+        bits: Vec::new(),
+    };
+
+    // Group indices and cuts.
+    let mut group_index = Vec::new();
+    for i in 0..n_st {
+        let g = b.milp.add_var(format!("g_{i}"), 0.0, i as f64, true);
+        group_index.push(g);
+    }
+    b.milp.vars[group_index[0].0].upper = 0.0;
+    for i in 0..n_st.saturating_sub(1) {
+        let (lo, hi) = match &options.fixed_groups {
+            Some(g) => {
+                let c = (g[i + 1] != g[i]) as u8 as f64;
+                (c, c)
+            }
+            None => (0.0, 1.0),
+        };
+        let c = b.milp.add_var(format!("cut_{i}"), lo, hi, true);
+        b.cuts.push(c);
+        // g_{i+1} - g_i - cut_i = 0
+        let mut e = LinExpr::var(group_index[i + 1]);
+        e.add(group_index[i], -1.0).add(c, -1.0);
+        b.milp.add_constraint(format!("group_step_{i}"), &e, Sense::Eq, 0.0);
+    }
+
+    // Tile counts as binary digits; equal within a group.
+    let mut tile_counts = Vec::new();
+    for i in 0..n_st {
+        let mut vars = [VarId(0); 3];
+        let mut bits: [Vec<VarId>; 3] = Default::default();
+        for d in 0..3 {
+            let (lo, hi) = tile_range[d];
+            let nbits = (usize::BITS - hi.leading_zeros()) as usize;
+            for k in 0..nbits {
+                bits[d].push(b.milp.add_binary(format!("bit_{}{i}_{k}", DIMS[d])));
+            }
+            let v = b
+                .milp
+                .add_var(format!("n_{}{i}", DIMS[d]), lo as f64, hi as f64, true);
+            let mut e = LinExpr::var(v);
+            for (k, &bit) in bits[d].iter().enumerate() {
+                e.add(bit, -((1u64 << k) as f64));
+            }
+            b.milp
+                .add_constraint(format!("n_{}{i}_digits", DIMS[d]), &e, Sense::Eq, 0.0);
+            vars[d] = v;
+        }
+        tile_counts.push(vars);
+        b.bits.push(bits);
+    }
+    for i in 0..n_st.saturating_sub(1) {
+        for d in 0..3 {
+            let span = (tile_range[d].1 - tile_range[d].0) as f64;
+            let mut diff = LinExpr::var(tile_counts[i + 1][d]);
+            diff.add(tile_counts[i][d], -1.0);
+            let bound = LinExpr::term(b.cuts[i], span);
+            b.milp
+                .add_relation(format!("n_{}{i}_eq_up", DIMS[d]), &diff, Sense::Le, &bound);
+            b.milp.add_relation(
+                format!("n_{}{i}_eq_down", DIMS[d]),
+                &diff.scaled(-1.0),
+                Sense::Le,
+                &bound,
+            );
+        }
+    }
+
+    // Which evaluation widths must be exact: those feeding a running maximum, and everything
+    // they are bounded by (their readers' widths).
+    let mut exact_width = vec![false; n_st];
+    for i in 0..n_st {
+        let feeds_max = analysis.stencils[i]
+            .reads()
+            .any(|a| ((i + 1)..n_st).any(|k| analysis.stencils[k].bounds.contains_key(&a)));
+        exact_width[i] |= feeds_max;
+    }
+    for p in 0..n_st {
+        if exact_width[p] {
+            for &r in &analysis.stencils[p].readers.clone() {
+                exact_width[r] = true;
+            }
+        }
+    }
+
+    // Evaluation widths e[i][d][side], last stencil first.
+    let mut widths: Vec<[[LinExpr; 2]; 3]> = vec![Default::default(); n_st];
+    for i in (0..n_st).rev() {
+        let info = &analysis.stencils[i];
+        for d in 0..3 {
+            for side in 0..2 {
+                let ub = info.extent[d][side] as f64;
+                let readers: Vec<(usize, f64)> = info
+                    .readers
+                    .iter()
+                    .map(|&r| {
+                        let bd = analysis.stencils[r].bounds[&info.array][d];
+                        let reach = if side == 0 { -bd.0 } else { bd.1 }.max(0) as f64;
+                        (r, reach)
+                    })
+                    .collect();
+                if readers.is_empty() || ub == 0.0 {
+                    widths[i][d][side] = LinExpr::new();
+                    continue;
+                }
+                let sname = ["m", "p"][side];
+                let name = format!("e_{}{i}_{sname}", DIMS[d]);
+                let mut terms = Vec::new();
+                for &(r, reach) in &readers {
+                    let t = widths[r][d][side].clone().plus(&LinExpr::constant(reach), 1.0);
+                    let same = b.same(i, r);
+                    terms.push((t, same));
+                }
+                let ev = switched_max(&mut b.milp, &terms, ub, exact_width[i], &name);
+                widths[i][d][side] = ev;
+            }
+        }
+    }
+
+    let kappa_peel = params.slow_base.peel.max(params.slow_stream.peel);
+    let kappa_body = params.slow_base.body.max(params.slow_stream.body);
+    let capacity = cache_capacity(machine) as f64;
+    let threads = machine.threads as f64;
+    let max_tiles: f64 = tile_range.iter().map(|r| r.1 as f64).product();
+    let mut objective = LinExpr::new();
+    // Running maxima U of access extents per (array, reader), per dimension and side.
+    let mut running: HashMap<(ArrayId, usize), [[LinExpr; 2]; 3]> = HashMap::new();
+    let mut count_prev: Option<LinExpr> = None;
+
+    for i in 0..n_st {
+        let info = &analysis.stencils[i];
+        let ext: [LinExpr; 3] =
+            [0, 1, 2].map(|d| widths[i][d][0].clone().plus(&widths[i][d][1], 1.0));
+        let ext_ub: [f64; 3] = [0, 1, 2].map(|d| b.upper(&ext[d]));
+
+        // Store flag w_i.
+        let store = if info.is_output {
+            LinExpr::constant(1.0)
+        } else {
+            let last = *info.readers.iter().max().unwrap_or(&i);
+            LinExpr::constant(1.0).plus(&b.same(i, last), -1.0)
+        };
+
+        // Loads and lines per array.
+        let mut load_sum = LinExpr::new();
+        let mut load_flags = Vec::new();
+        let mut lines: [LinExpr; 3] = Default::default();
+        for (&a, bd) in &info.bounds {
+            let producer = match analysis.arrays[a].kind {
+                ArrayKind::Stencil(p) => Some(p),
+                ArrayKind::Input => None,
+            };
+            let load = match previous_toucher(analysis, a, i) {
+                Some(j) => LinExpr::constant(1.0).plus(&b.same(j, i), -1.0),
+                None => LinExpr::constant(1.0),
+            };
+            load_sum.add_expr(&load, 1.0);
+            load_flags.push(load.clone());
+            let produced = match producer {
+                Some(p) => b.same(p, i),
+                None => LinExpr::new(),
+            };
+            let prev_reader = previous_reader(analysis, a, i);
+            let has_later_reader =
+                ((i + 1)..n_st).any(|k| analysis.stencils[k].bounds.contains_key(&a));
+            let mut u_here: [[LinExpr; 2]; 3] = Default::default();
+            for d in 0..3 {
+                for side in 0..2 {
+                    let reach = if side == 0 { -bd[d].0 } else { bd[d].1 }.max(0) as f64;
+                    let alpha = widths[i][d][side].clone().plus(&LinExpr::constant(reach), 1.0);
+                    let alpha_ub = b.upper(&alpha);
+                    let tag = format!("{}{i}_{}_{}", DIMS[d], ["m", "p"][side], a);
+                    // V = same(prev, i) * U_prev, exactly.
+                    let (v, v_ub) = match prev_reader {
+                        Some(j) => {
+                            let u_prev = running[&(a, j)][d][side].clone();
+                            let u_ub = b.upper(&u_prev);
+                            let same = b.same(j, i);
+                            let v = gated(&mut b.milp, &u_prev, &same, u_ub, &format!("v_{tag}"));
+                            (v, u_ub)
+                        }
+                        None => (LinExpr::new(), 0.0),
+                    };
+                    // U = max(alpha, V), exactly, where a later reader will use it.
+                    let u = if v_ub <= 0.0 {
+                        alpha.clone()
+                    } else if !has_later_reader {
+                        LinExpr::new() // unused
+                    } else {
+                        exact_max(&mut b.milp, &alpha, &v, alpha_ub.max(v_ub), &format!("u_{tag}"))
+                    };
+                    u_here[d][side] = u;
+                    if alpha_ub <= 0.0 {
+                        continue;
+                    }
+                    // lines >= alpha - V - ub * produced (the growth max(0, alpha - V), or the
+                    // full access extent when V = 0; none when produced in the group).
+                    let line = b.milp.add_var(format!("lines_{tag}"), 0.0, alpha_ub, false);
+                    let rhs = alpha
+                        .clone()
+                        .plus(&v, -1.0)
+                        .plus(&produced, -alpha_ub);
+                    b.milp
+                        .add_relation(format!("lines_{tag}_ge"), &LinExpr::var(line), Sense::Ge, &rhs);
+                    lines[d].add(line, 1.0);
+                }
+            }
+            running.insert((a, i), u_here);
+        }
+
+        // Base flag m_i = [|L_i| + w_i > 0], exact.
+        let s_weight = load_sum.clone().plus(&store, 1.0).normalized();
+        let base = if s_weight.terms.is_empty() {
+            LinExpr::constant((s_weight.constant > 0.0) as u8 as f64)
+        } else {
+            let m = b.milp.add_var(format!("m_{i}"), 0.0, 1.0, false);
+            let mv = LinExpr::var(m);
+            for (k, f) in load_flags.iter().chain(std::iter::once(&store)).enumerate() {
+                b.milp.add_relation(format!("m_{i}_ge_{k}"), &mv, Sense::Ge, f);
+            }
+            b.milp.add_relation(format!("m_{i}_le"), &mv, Sense::Le, &s_weight);
+            mv
+        };
+
+        // Weights per dimension: m^d = m E^d, s^d = lines^d + w E^d.
+        let mut base_d: [LinExpr; 3] = Default::default();
+        let mut stream_d: [LinExpr; 3] = Default::default();
+        for d in 0..3 {
+            base_d[d] = b.gated_lower(&ext[d], &base, ext_ub[d], &format!("mE_{}{i}", DIMS[d]));
+            let we = b.gated_lower(&ext[d], &store, ext_ub[d], &format!("wE_{}{i}", DIMS[d]));
+            stream_d[d] = lines[d].clone().plus(&we, 1.0);
+        }
+
+        // Products shared by the fast terms: n^d E^d and n^x n^y E^y, n^x n^z E^z.
+        let c = info.fetch_weight as f64;
+        let n_e: [LinExpr; 3] = [0, 1, 2].map(|d| {
+            let e = ext[d].clone();
+            b.times_tiles(i, d, &e, ext_ub[d], "nE")
+        });
+        let nxy_ey = {
+            let y = n_e[1].clone();
+            b.times_tiles(i, 0, &y, ext_ub[1] * tile_range[1].1 as f64, "nxnyE")
+        };
+        let nxz_ez = {
+            let y = n_e[2].clone();
+            b.times_tiles(i, 0, &y, ext_ub[2] * tile_range[2].1 as f64, "nxnzE")
+        };
+        let nx = b.tiles_expr(i, 0);
+        let nz = b.tiles_expr(i, 2);
+
+        let us = OBJECTIVE_SCALE;
+        let fast_peel = nx
+            .scaled(dom_f[1] * dom_f[2])
+            .plus(&nxy_ey, dom_f[2])
+            .plus(&nxz_ez, dom_f[1])
+            .scaled(us * params.fast.peel * c);
+        let fast_body = LinExpr::constant(cells)
+            .plus(&n_e[0], dom_f[1] * dom_f[2])
+            .plus(&n_e[1], dom_f[0] * dom_f[2])
+            .plus(&n_e[2], dom_f[0] * dom_f[1])
+            .scaled(us * params.fast.body * c);
+
+        // Slow terms: weights normalised by the larger parameter of each pair.
+        let slow_weights = |pb: f64, pv: f64, kappa: f64, m: &LinExpr, s: &LinExpr| -> LinExpr {
+            m.scaled(pb / kappa).plus(s, pv / kappa)
+        };
+        let mut slow_peel = LinExpr::new();
+        if kappa_peel > 0.0 {
+            let (pb, pv) = (params.slow_base.peel, params.slow_stream.peel);
+            let w0 = slow_weights(pb, pv, kappa_peel, &base, &s_weight);
+            let wy = slow_weights(pb, pv, kappa_peel, &base_d[1], &stream_d[1]);
+            let wz = slow_weights(pb, pv, kappa_peel, &base_d[2], &stream_d[2]);
+            let (w0_ub, wy_ub, wz_ub) = (b.upper(&w0), b.upper(&wy), b.upper(&wz));
+            let nx_w0 = b.times_tiles(i, 0, &w0, w0_ub, "nW");
+            let ny_wy = b.times_tiles(i, 1, &wy, wy_ub, "nWp");
+            let nxy_wy = b.times_tiles(i, 0, &ny_wy, wy_ub * tile_range[1].1 as f64, "nnWpy");
+            let nz_wz = b.times_tiles(i, 2, &wz, wz_ub, "nWp");
+            let nxz_wz = b.times_tiles(i, 0, &nz_wz, wz_ub * tile_range[2].1 as f64, "nnWpz");
+            slow_peel = nx_w0
+                .scaled(dom_f[1] * dom_f[2])
+                .plus(&nxy_wy, dom_f[2])
+                .plus(&nxz_wz, dom_f[1])
+                .scaled(us * kappa_peel);
+        }
+        let mut slow_body = LinExpr::new();
+        if kappa_body > 0.0 {
+            let (pb, pv) = (params.slow_base.body, params.slow_stream.body);
+            let w0 = slow_weights(pb, pv, kappa_body, &base, &s_weight);
+            let mut body = w0.scaled(cells);
+            let face = [dom_f[1] * dom_f[2], dom_f[0] * dom_f[2], dom_f[0] * dom_f[1]];
+            for d in 0..3 {
+                let wd = slow_weights(pb, pv, kappa_body, &base_d[d], &stream_d[d]);
+                let wd_ub = b.upper(&wd);
+                let nw = b.times_tiles(i, d, &wd, wd_ub, "nWb");
+                body.add_expr(&nw, face[d]);
+            }
+            slow_body = body.scaled(us * kappa_body);
+        }
+        let peel = b.milp.add_var(format!("peel_{i}"), 0.0, f64::INFINITY, false);
+        let body = b.milp.add_var(format!("body_{i}"), 0.0, f64::INFINITY, false);
+        let (pv, bv) = (LinExpr::var(peel), LinExpr::var(body));
+        b.milp.add_relation(format!("peel_{i}_fast"), &pv, Sense::Ge, &fast_peel);
+        b.milp.add_relation(format!("peel_{i}_slow"), &pv, Sense::Ge, &slow_peel);
+        b.milp.add_relation(format!("body_{i}_fast"), &bv, Sense::Ge, &fast_body);
+        b.milp.add_relation(format!("body_{i}_slow"), &bv, Sense::Ge, &slow_body);
+        objective.add(peel, 1.0).add(body, 1.0);
+
+        // Tile total N = n^x (n^y n^z), exactly.
+        let nz_expr = nz.clone();
+        let nyz = b.times_tiles(i, 1, &nz_expr, tile_range[2].1 as f64, "nn");
+        let total = b.times_tiles(
+            i,
+            0,
+            &nyz,
+            (tile_range[1].1 * tile_range[2].1) as f64,
+            "nnn",
+        );
+        objective.add_expr(
+            &total,
+            us * 6.0 * (params.slow_base.body + params.slow_stream.body),
+        );
+
+        // Parallel efficiency: N >= T, (1 - σ_T) T k <= N <= T k.
+        b.milp
+            .add_constraint(format!("threads_{i}"), &total, Sense::Ge, threads);
+        let k_max = (max_tiles / threads).ceil().max(1.0);
+        let k = b.milp.add_var(format!("rounds_{i}"), 1.0, k_max, true);
+        b.milp.add_relation(
+            format!("rounds_{i}_le"),
+            &total,
+            Sense::Le,
+            &LinExpr::term(k, threads),
+        );
+        b.milp.add_relation(
+            format!("rounds_{i}_ge"),
+            &LinExpr::term(k, (1.0 - machine.slack.cores) * threads),
+            Sense::Le,
+            &total,
+        );
+
+        // Even tiles: D <= n t <= D / (1 - σ_D) for an integer t.
+        for d in 0..3 {
+            let (lo, hi) = tile_range[d];
+            let t_lo = dom[d].div_ceil(hi) as f64;
+            let t_hi = dom[d].div_ceil(lo) as f64;
+            let t = b
+                .milp
+                .add_var(format!("size_{}{i}", DIMS[d]), t_lo, t_hi, true);
+            let nt = b.times_tiles(i, d, &LinExpr::var(t), t_hi, "nt");
+            let max_cover = (dom_f[d] * (1.0 + 1e-9) / (1.0 - machine.slack.size)).floor();
+            b.milp.add_constraint(
+                format!("even_{}{i}_lo", DIMS[d]),
+                &nt,
+                Sense::Ge,
+                dom_f[d],
+            );
+            b.milp.add_constraint(
+                format!("even_{}{i}_hi", DIMS[d]),
+                &nt,
+                Sense::Le,
+                max_cover,
+            );
+        }
+
+        // Cache: arrays touched from the group's start to i, times cells per tile.
+        let touched_here = analysis.touched(i).len() as f64;
+        let mut count = LinExpr::constant(touched_here);
+        for a in info.reads() {
+            if let Some(j) = previous_toucher(analysis, a, i) {
+                let s = b.same(j, i);
+                count.add_expr(&s, -1.0);
+            }
+        }
+        if let Some(prev) = count_prev.take() {
+            let prev_ub = b.upper(&prev);
+            let same_prev = b.same(i - 1, i);
+            let carried = b.gated_lower(&prev, &same_prev, prev_ub, &format!("carried_{i}"));
+            count.add_expr(&carried, 1.0);
+        }
+        // count * cells <= C * N
+        let row = count.scaled(cells).plus(&total, -capacity);
+        b.milp
+            .add_constraint(format!("cache_{i}"), &row, Sense::Le, 0.0);
+        count_prev = Some(count);
+    }
+
+    b.milp.set_objective(&objective);
+    AbsintheMilp {
+        milp: b.milp,
+        cuts: b.cuts,
+        group_index,
+        tile_counts,
+        tile_bits: b.bits,
+    }
+}

@@ -1,0 +1,463 @@
+//! Stencil programs as read from YAML (formats.md, "Program"): the file shape, its validation,
+//! and the parsed [`Program`] every later stage uses.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+use crate::diagnostic::{Diagnostic, FileError};
+use crate::expr::{parse_expr_spanned, AccessSpan, Expr, Func};
+use crate::yaml;
+
+/// The three dimensions, in memory order: x (contiguous, index `i`), y (`j`), z (`k`).
+pub const DIMS: [&str; 3] = ["i", "j", "k"];
+
+/// The floating-point type of every array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ValueType {
+    #[default]
+    Double,
+    Float,
+}
+
+impl ValueType {
+    pub fn bytes(self) -> usize {
+        match self {
+            ValueType::Double => 8,
+            ValueType::Float => 4,
+        }
+    }
+    pub fn c_name(self) -> &'static str {
+        match self {
+            ValueType::Double => "double",
+            ValueType::Float => "float",
+        }
+    }
+}
+
+/// A `let` local: evaluated in order before the stencil's expression.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Let {
+    pub name: String,
+    pub expr: Expr,
+}
+
+/// One stencil: writes the array named after it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stencil {
+    pub name: String,
+    pub lets: Vec<Let>,
+    pub expr: Expr,
+    /// Source text and access spans of `expr` and of each let (same order as `lets`), kept so
+    /// later checks can point a caret at an access.
+    pub sources: StencilSources,
+}
+
+/// Where a stencil's expressions came from, for error messages.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct StencilSources {
+    pub expr: String,
+    pub expr_accesses: Vec<AccessSpan>,
+    pub lets: Vec<(String, Vec<AccessSpan>)>,
+}
+
+/// Optional restrictions of the search, from the program's `constraints:` block or the CLI.
+#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Constraints {
+    /// Fixed group index per stencil (`0,0,1,1`): first 0, steps of 0 or 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups: Option<Vec<usize>>,
+    /// Lower bounds on tile counts (n^x, n^y, n^z).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tiles_min: Option<[usize; 3]>,
+    /// Upper bounds on tile counts (n^x, n^y, n^z).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tiles_max: Option<[usize; 3]>,
+}
+
+/// A validated stencil program (the syntax is checked here; data-flow checks are in `analysis`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    pub name: String,
+    pub domain: [usize; 3],
+    pub halo: [usize; 3],
+    pub outputs: Vec<String>,
+    pub value_type: ValueType,
+    pub stencils: Vec<Stencil>,
+    pub constraints: Constraints,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProgramFile {
+    name: String,
+    domain: [i64; 3],
+    halo: [i64; 3],
+    outputs: Vec<String>,
+    #[serde(default, rename = "type")]
+    value_type: ValueType,
+    stencils: Vec<StencilFile>,
+    #[serde(default)]
+    constraints: Option<Constraints>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StencilFile {
+    name: String,
+    #[serde(default, rename = "let")]
+    lets: IndexMap<String, String>,
+    expr: String,
+}
+
+/// `[A-Za-z_][A-Za-z0-9_]*`
+pub fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(c) if c.is_ascii_alphabetic() || c == '_' => {}
+        _ => return false,
+    }
+    chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Names a user may not give an array or a local: the index variables and the functions.
+pub fn reserved_reason(name: &str) -> Option<&'static str> {
+    if DIMS.contains(&name) {
+        Some("is an index variable")
+    } else if Func::from_name(name).is_some() {
+        Some("is a function name")
+    } else {
+        None
+    }
+}
+
+fn expr_diagnostic(path: String, src: &str, err: &crate::expr::ParseError) -> Diagnostic {
+    let len = src
+        .get(err.span.start..err.span.end.max(err.span.start))
+        .map(|s| s.chars().count())
+        .unwrap_or(1);
+    Diagnostic::new(path, err.message.clone()).with_snippet(src, err.column(), len)
+}
+
+/// Finds the column and length of an access in a source string, for carets.
+pub fn access_snippet(src: &str, spans: &[AccessSpan], array: &str) -> Option<(usize, usize)> {
+    spans.iter().find(|a| a.array == array).map(|a| {
+        let column = src
+            .get(..a.span.start)
+            .map(|p| p.chars().count() + 1)
+            .unwrap_or(1);
+        let len = src
+            .get(a.span.start..a.span.end)
+            .map(|s| s.chars().count())
+            .unwrap_or(1);
+        (column, len)
+    })
+}
+
+impl Program {
+    /// Reads and validates a program file.
+    pub fn load(path: &Path) -> Result<Program, FileError> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            FileError::single(path, Diagnostic::new("", format!("cannot read the file: {e}")))
+        })?;
+        Program::from_yaml(&text).map_err(|d| FileError::new(path, d))
+    }
+
+    /// Parses and validates program text; every problem found is returned.
+    pub fn from_yaml(text: &str) -> Result<Program, Vec<Diagnostic>> {
+        let file: ProgramFile = yaml::from_str(text).map_err(|d| vec![d])?;
+        let mut errors = Vec::new();
+
+        if !is_identifier(&file.name) {
+            errors.push(Diagnostic::new(
+                "name",
+                format!(
+                    "`{}` is not an identifier ([A-Za-z_][A-Za-z0-9_]*)",
+                    file.name
+                ),
+            ));
+        }
+        let mut domain = [1usize; 3];
+        let mut halo = [0usize; 3];
+        for d in 0..3 {
+            if file.domain[d] <= 0 {
+                errors.push(Diagnostic::new(
+                    format!("domain[{d}]"),
+                    format!(
+                        "the domain extent along {} must be at least 1, found {}",
+                        DIMS[d], file.domain[d]
+                    ),
+                ));
+            } else {
+                domain[d] = file.domain[d] as usize;
+            }
+            if file.halo[d] < 0 {
+                errors.push(Diagnostic::new(
+                    format!("halo[{d}]"),
+                    format!(
+                        "the halo along {} must be 0 or more, found {}",
+                        DIMS[d], file.halo[d]
+                    ),
+                ));
+            } else {
+                halo[d] = file.halo[d] as usize;
+            }
+        }
+        if domain.iter().map(|&d| d as u128).product::<u128>() > (1u128 << 40) {
+            errors.push(Diagnostic::new(
+                "domain",
+                "the domain has more than 2^40 cells; absinthe does not handle domains that large",
+            ));
+        }
+        if file.stencils.is_empty() {
+            errors.push(Diagnostic::new("stencils", "a program needs at least one stencil"));
+        }
+
+        let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut stencils = Vec::new();
+        for (n, s) in file.stencils.iter().enumerate() {
+            let base = format!("stencils[{n}]");
+            if !is_identifier(&s.name) {
+                errors.push(Diagnostic::new(
+                    format!("{base}.name"),
+                    format!("`{}` is not an identifier ([A-Za-z_][A-Za-z0-9_]*)", s.name),
+                ));
+            } else if let Some(why) = reserved_reason(&s.name) {
+                errors.push(Diagnostic::new(
+                    format!("{base}.name"),
+                    format!("`{}` {why} and cannot name a stencil", s.name),
+                ));
+            }
+            if let Some(first) = seen.insert(&s.name, n) {
+                errors.push(Diagnostic::new(
+                    format!("{base}.name"),
+                    format!(
+                        "duplicate stencil name `{}` (first defined at stencils[{first}])",
+                        s.name
+                    ),
+                ));
+            }
+            let mut lets = Vec::new();
+            let mut let_sources = Vec::new();
+            let mut let_names = HashSet::new();
+            for (name, src) in &s.lets {
+                let path = format!("{base}.let.{name}");
+                if !is_identifier(name) {
+                    errors.push(Diagnostic::new(
+                        path.clone(),
+                        format!("`{name}` is not an identifier"),
+                    ));
+                } else if let Some(why) = reserved_reason(name) {
+                    errors.push(Diagnostic::new(
+                        path.clone(),
+                        format!("`{name}` {why} and cannot name a local"),
+                    ));
+                }
+                if !let_names.insert(name.clone()) {
+                    errors.push(Diagnostic::new(path.clone(), format!("duplicate local `{name}`")));
+                }
+                match parse_expr_spanned(src) {
+                    Ok((expr, spans)) => {
+                        lets.push(Let {
+                            name: name.clone(),
+                            expr,
+                        });
+                        let_sources.push((src.clone(), spans));
+                    }
+                    Err(e) => errors.push(expr_diagnostic(path, src, &e)),
+                }
+            }
+            match parse_expr_spanned(&s.expr) {
+                Ok((expr, spans)) => stencils.push(Stencil {
+                    name: s.name.clone(),
+                    lets,
+                    expr,
+                    sources: StencilSources {
+                        expr: s.expr.clone(),
+                        expr_accesses: spans,
+                        lets: let_sources,
+                    },
+                }),
+                Err(e) => errors.push(expr_diagnostic(format!("{base}.expr"), &s.expr, &e)),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+
+        // Locals: defined before use, and never the name of an array.
+        let mut arrays: HashSet<String> = HashSet::new();
+        for s in &stencils {
+            arrays.insert(s.name.clone());
+            let mut collect = |e: &Expr| e.visit_accesses(&mut |a, _| {
+                arrays.insert(a.to_string());
+            });
+            collect(&s.expr);
+            s.lets.iter().for_each(|l| collect(&l.expr));
+        }
+        for (n, s) in stencils.iter().enumerate() {
+            let mut defined: Vec<&str> = Vec::new();
+            for (l, (src, _)) in s.lets.iter().zip(&s.sources.lets) {
+                let path = format!("stencils[{n}].let.{}", l.name);
+                if arrays.contains(&l.name) {
+                    errors.push(Diagnostic::new(
+                        path.clone(),
+                        format!(
+                            "local `{}` has the name of an array of the program; a `let` name may not shadow an array",
+                            l.name
+                        ),
+                    ));
+                }
+                check_locals(&l.expr, &defined, &path, src, &mut errors);
+                defined.push(&l.name);
+            }
+            check_locals(
+                &s.expr,
+                &defined,
+                &format!("stencils[{n}].expr"),
+                &s.sources.expr,
+                &mut errors,
+            );
+        }
+
+        let mut outputs_seen = HashSet::new();
+        for (n, o) in file.outputs.iter().enumerate() {
+            if !outputs_seen.insert(o) {
+                errors.push(Diagnostic::new(
+                    format!("outputs[{n}]"),
+                    format!("`{o}` is listed twice"),
+                ));
+            }
+        }
+        if file.outputs.is_empty() {
+            errors.push(Diagnostic::new("outputs", "a program needs at least one output"));
+        }
+
+        let constraints = file.constraints.unwrap_or_default();
+        if let Some(groups) = &constraints.groups {
+            if let Err(msg) = check_group_indices(groups, stencils.len()) {
+                errors.push(Diagnostic::new("constraints.groups", msg));
+            }
+        }
+        for (key, bound) in [
+            ("tiles_min", constraints.tiles_min),
+            ("tiles_max", constraints.tiles_max),
+        ] {
+            if let Some(b) = bound {
+                for d in 0..3 {
+                    if b[d] < 1 || b[d] > domain[d] {
+                        errors.push(Diagnostic::new(
+                            format!("constraints.{key}[{d}]"),
+                            format!(
+                                "a tile count along {} must be between 1 and the domain extent {}, found {}",
+                                DIMS[d], domain[d], b[d]
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        if let (Some(lo), Some(hi)) = (constraints.tiles_min, constraints.tiles_max) {
+            for d in 0..3 {
+                if lo[d] > hi[d] {
+                    errors.push(Diagnostic::new(
+                        format!("constraints.tiles_min[{d}]"),
+                        format!("tiles_min {} exceeds tiles_max {}", lo[d], hi[d]),
+                    ));
+                }
+            }
+        }
+
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Ok(Program {
+            name: file.name,
+            domain,
+            halo,
+            outputs: file.outputs,
+            value_type: file.value_type,
+            stencils,
+            constraints,
+        })
+    }
+
+    /// Index of the stencil named `name`.
+    pub fn stencil_index(&self, name: &str) -> Option<usize> {
+        self.stencils.iter().position(|s| s.name == name)
+    }
+}
+
+/// Checks a group-index vector: one entry per stencil, starting at 0, steps of 0 or 1.
+pub fn check_group_indices(groups: &[usize], stencils: usize) -> Result<(), String> {
+    if groups.len() != stencils {
+        return Err(format!(
+            "{} group indices given for {} stencils",
+            groups.len(),
+            stencils
+        ));
+    }
+    if groups.first().is_some_and(|&g| g != 0) {
+        return Err("the first group index must be 0".into());
+    }
+    for (n, w) in groups.windows(2).enumerate() {
+        if w[1] != w[0] && w[1] != w[0] + 1 {
+            return Err(format!(
+                "group indices must grow by 0 or 1 from one stencil to the next; entry {} is {} after {}",
+                n + 1,
+                w[1],
+                w[0]
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_locals(
+    expr: &Expr,
+    defined: &[&str],
+    path: &str,
+    src: &str,
+    errors: &mut Vec<Diagnostic>,
+) {
+    let mut undefined = Vec::new();
+    expr.visit_locals(&mut |name| {
+        if !defined.contains(&name) && !undefined.iter().any(|u: &String| u == name) {
+            undefined.push(name.to_string());
+        }
+    });
+    for name in undefined {
+        let mut d = Diagnostic::new(
+            path,
+            format!(
+                "`{name}` is not defined: a bare name must be a `let` local defined before this expression (arrays are accessed as `{name}(i, j, k)`)"
+            ),
+        );
+        if let Some(col) = find_word(src, &name) {
+            d = d.with_snippet(src, col, name.chars().count());
+        }
+        errors.push(d);
+    }
+}
+
+/// 1-based character column of the first whole-word occurrence of `word` in `src`.
+fn find_word(src: &str, word: &str) -> Option<usize> {
+    let bytes = src.as_bytes();
+    let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut from = 0;
+    while let Some(pos) = src.get(from..)?.find(word) {
+        let start = from + pos;
+        let end = start + word.len();
+        let before_ok = start == 0 || !is_ident(bytes[start - 1]);
+        let after_ok = end >= bytes.len() || !is_ident(bytes[end]);
+        if before_ok && after_ok {
+            return Some(src[..start].chars().count() + 1);
+        }
+        from = end;
+    }
+    None
+}

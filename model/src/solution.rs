@@ -1,0 +1,200 @@
+//! Solution files (formats.md, "Solution"): what `solve` writes and `codegen`/`verify` read.
+
+use std::path::Path;
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::Analysis;
+use crate::cost::{Configuration, Cost};
+use crate::diagnostic::{Diagnostic, FileError};
+use crate::lp::MilpSize;
+use crate::program::DIMS;
+use crate::yaml;
+
+/// How the configuration was found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SolverReport {
+    pub name: String,
+    pub status: String,
+    /// Relative gap between the incumbent and the best bound.
+    pub gap: f64,
+    /// Wall time of the solve.
+    pub seconds: f64,
+    /// The solver's own objective, in seconds (beside `estimate_seconds`, which is `evaluate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objective_seconds: Option<f64>,
+    /// Best proven lower bound, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound_seconds: Option<f64>,
+}
+
+/// One fused group.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupReport {
+    pub stencils: Vec<String>,
+    /// Tile counts (n^x, n^y, n^z).
+    pub tiles: [usize; 3],
+    /// `ceil(D / n)` per dimension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tile_size: Option<[usize; 3]>,
+}
+
+/// The model's terms for one stencil.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StencilReport {
+    /// `[[e^{i-}, e^{i+}], [e^{j-}, e^{j+}], [e^{k-}, e^{k+}]]`.
+    pub extent: [[usize; 2]; 3],
+    /// `max(fast, slow)` peel seconds.
+    pub peel: f64,
+    /// `max(fast, slow)` body seconds.
+    pub body: f64,
+    pub fast_peel: f64,
+    pub fast_body: f64,
+    pub slow_peel: f64,
+    pub slow_body: f64,
+    pub loads: Vec<String>,
+    pub store: bool,
+}
+
+/// A solution file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Solution {
+    pub program: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub solver: Option<SolverReport>,
+    /// `evaluate` of the configuration, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimate_seconds: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub milp: Option<MilpSize>,
+    pub groups: Vec<GroupReport>,
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub stencils: IndexMap<String, StencilReport>,
+}
+
+impl Solution {
+    /// The report of a configuration and its cost.
+    pub fn describe(
+        program_name: &str,
+        analysis: &Analysis,
+        config: &Configuration,
+        cost: &Cost,
+    ) -> Solution {
+        let groups = config
+            .group_ranges()
+            .into_iter()
+            .enumerate()
+            .map(|(g, r)| GroupReport {
+                stencils: r.map(|s| analysis.stencils[s].name.clone()).collect(),
+                tiles: config.tiles[g],
+                tile_size: Some(config.tile_size(g, analysis.domain)),
+            })
+            .collect();
+        let stencils = cost
+            .stencils()
+            .enumerate()
+            .map(|(i, c)| {
+                (
+                    analysis.stencils[i].name.clone(),
+                    StencilReport {
+                        extent: c.widths,
+                        peel: c.peel,
+                        body: c.body,
+                        fast_peel: c.fast_peel,
+                        fast_body: c.fast_body,
+                        slow_peel: c.slow_peel,
+                        slow_body: c.slow_body,
+                        loads: c.loads.iter().map(|&a| analysis.arrays[a].name.clone()).collect(),
+                        store: c.store,
+                    },
+                )
+            })
+            .collect();
+        Solution {
+            program: program_name.to_string(),
+            machine: None,
+            solver: None,
+            estimate_seconds: Some(cost.total),
+            milp: None,
+            groups,
+            stencils,
+        }
+    }
+
+    pub fn load(path: &Path) -> Result<Solution, FileError> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            FileError::single(path, Diagnostic::new("", format!("cannot read the file: {e}")))
+        })?;
+        // JSON is YAML, so one parser reads both.
+        yaml::from_str(&text).map_err(|d| FileError::single(path, d))
+    }
+
+    /// The configuration this solution describes, checked against the program: every stencil
+    /// in exactly one group, groups contiguous and in program order, tile counts in 1..=D and
+    /// tile sizes (when given) equal to `ceil(D / n)`.
+    pub fn configuration(&self, analysis: &Analysis) -> Result<Configuration, Vec<Diagnostic>> {
+        let mut errors = Vec::new();
+        let n = analysis.stencils.len();
+        let mut groups = Vec::new();
+        let mut next = 0usize;
+        for (g, group) in self.groups.iter().enumerate() {
+            if group.stencils.is_empty() {
+                errors.push(Diagnostic::new(format!("groups[{g}].stencils"), "a group needs at least one stencil"));
+            }
+            for (k, name) in group.stencils.iter().enumerate() {
+                let path = format!("groups[{g}].stencils[{k}]");
+                match analysis.stencils.iter().position(|s| &s.name == name) {
+                    None => errors.push(Diagnostic::new(path, format!("`{name}` is not a stencil of the program"))),
+                    Some(i) if i != next => errors.push(Diagnostic::new(
+                        path,
+                        format!(
+                            "`{name}` is stencil {i} of the program, but stencil {next} (`{}`) was expected here: groups list every stencil once, in program order",
+                            analysis.stencils.get(next).map_or("none", |s| s.name.as_str())
+                        ),
+                    )),
+                    Some(_) => {
+                        groups.push(g);
+                        next += 1;
+                    }
+                }
+            }
+            for d in 0..3 {
+                let t = group.tiles[d];
+                if t < 1 || t > analysis.domain[d] {
+                    errors.push(Diagnostic::new(
+                        format!("groups[{g}].tiles[{d}]"),
+                        format!("tile count along {} must be between 1 and {}, found {t}", DIMS[d], analysis.domain[d]),
+                    ));
+                } else if let Some(size) = group.tile_size {
+                    let expected = analysis.domain[d].div_ceil(t);
+                    if size[d] != expected {
+                        errors.push(Diagnostic::new(
+                            format!("groups[{g}].tile_size[{d}]"),
+                            format!("{} tiles along {} of a domain of {} have size {expected}, not {}", t, DIMS[d], analysis.domain[d], size[d]),
+                        ));
+                    }
+                }
+            }
+        }
+        if errors.is_empty() && next != n {
+            errors.push(Diagnostic::new(
+                "groups",
+                format!("the groups cover {next} of the program's {n} stencils; stencil `{}` is missing", analysis.stencils[next].name),
+            ));
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Ok(Configuration {
+            groups,
+            tiles: self.groups.iter().map(|g| g.tiles).collect(),
+        })
+    }
+}

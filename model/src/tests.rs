@@ -1,0 +1,280 @@
+//! Unit tests of the model crate on hand-checked programs.
+
+use crate::analysis::Analysis;
+use crate::cost::{evaluate, Configuration, Infeasibility};
+use crate::machine::{Machine, ModelMachine};
+use crate::program::Program;
+
+const EXAMPLE2: &str = include_str!("../../configs/example2.yaml");
+const HDIFF: &str = include_str!("../../configs/hdiff.yaml");
+
+fn analyse(text: &str) -> Analysis {
+    let p = Program::from_yaml(text).expect("valid program");
+    Analysis::new(&p).expect("valid analysis")
+}
+
+fn errors(text: &str) -> Vec<String> {
+    match Program::from_yaml(text) {
+        Err(d) => d.iter().map(|d| format!("{}: {}", d.path, d.message)).collect(),
+        Ok(p) => match Analysis::new(&p) {
+            Err(d) => d.iter().map(|d| format!("{}: {}", d.path, d.message)).collect(),
+            Ok(_) => vec![],
+        },
+    }
+}
+
+fn accesses(a: &Analysis, s: usize) -> Vec<(String, [i32; 3])> {
+    a.stencils[s]
+        .accesses
+        .iter()
+        .map(|(arr, o)| (a.arrays[*arr].name.clone(), *o))
+        .collect()
+}
+
+#[test]
+fn example2_analysis_by_hand() {
+    let a = analyse(EXAMPLE2);
+    let i0 = a.array_id("i0").unwrap();
+    let i1 = a.array_id("i1").unwrap();
+    let s0 = a.array_id("s0").unwrap();
+    // s0 = 0.5 * (i0(i+1,j,k) + i0(i,j,k)): two distinct reads, c = 3.
+    assert_eq!(
+        accesses(&a, 0),
+        vec![("i0".into(), [0, 0, 0]), ("i0".into(), [1, 0, 0])]
+    );
+    assert_eq!(a.stencils[0].fetch_weight, 3);
+    assert_eq!(a.stencils[0].bounds[&i0], [(0, 1), (0, 0), (0, 0)]);
+    // s1 = i1 * (s0(j+1) - s0(j-1)): three distinct reads, c = 4.
+    assert_eq!(a.stencils[1].fetch_weight, 4);
+    assert_eq!(a.stencils[1].bounds[&s0], [(0, 0), (-1, 1), (0, 0)]);
+    assert_eq!(a.stencils[1].bounds[&i1], [(0, 0), (0, 0), (0, 0)]);
+    // s0 is evaluated one row beyond the domain on both y sides for s1.
+    assert_eq!(a.stencils[0].extent, [[0, 0], [1, 1], [0, 0]]);
+    assert_eq!(a.stencils[1].extent, [[0, 0]; 3]);
+    assert_eq!(a.stencils[0].readers, vec![1]);
+    assert_eq!(a.outputs, vec![1]);
+    assert_eq!(a.inputs.len(), 2);
+}
+
+#[test]
+fn hdiff_analysis_by_hand() {
+    let a = analyse(HDIFF);
+    let id = |n: &str| a.array_id(n).unwrap();
+    // lap reads the 5-point star of `in`: c = 6, box [-1,1] x [-1,1] x [0,0].
+    assert_eq!(a.stencils[0].fetch_weight, 6);
+    assert_eq!(a.stencils[0].bounds[&id("in")], [(-1, 1), (-1, 1), (0, 0)]);
+    assert_eq!(a.stencils[1].fetch_weight, 3);
+    assert_eq!(a.stencils[1].bounds[&id("lap")], [(0, 1), (0, 0), (0, 0)]);
+    assert_eq!(a.stencils[2].fetch_weight, 3);
+    assert_eq!(a.stencils[2].bounds[&id("lap")], [(0, 0), (0, 1), (0, 0)]);
+    assert_eq!(a.stencils[3].fetch_weight, 6);
+    assert_eq!(a.stencils[3].bounds[&id("fli")], [(-1, 0), (0, 0), (0, 0)]);
+    assert_eq!(a.stencils[3].bounds[&id("flj")], [(0, 0), (-1, 0), (0, 0)]);
+    // out on the domain; fli one column to the left; flj one row below; lap both.
+    assert_eq!(a.stencils[3].extent, [[0, 0]; 3]);
+    assert_eq!(a.stencils[1].extent, [[1, 0], [0, 0], [0, 0]]);
+    assert_eq!(a.stencils[2].extent, [[0, 0], [1, 0], [0, 0]]);
+    assert_eq!(a.stencils[0].extent, [[1, 1], [1, 1], [0, 0]]);
+    assert_eq!(a.stencils[0].readers, vec![1, 2]);
+}
+
+#[test]
+fn bad_programs_are_rejected_with_precise_messages() {
+    let base = |stencils: &str, outputs: &str, halo: &str| {
+        format!("name: t\ndomain: [8, 8, 8]\nhalo: {halo}\noutputs: [{outputs}]\nstencils:\n{stencils}")
+    };
+    let cases: Vec<(String, &str)> = vec![
+        (
+            base("  - name: a\n    expr: b(i,j,k)\n  - name: b\n    expr: x(i,j,k)\n", "a", "[1,1,1]"),
+            "stencils[0].expr: stencil `a` reads `b`, which is defined later (stencils[1])",
+        ),
+        (
+            base("  - name: a\n    expr: a(i-1,j,k)\n", "a", "[1,1,1]"),
+            "stencils[0].expr: stencil `a` reads its own array `a`",
+        ),
+        (
+            base("  - name: a\n    expr: x(i,j,k)\n  - name: b\n    expr: x(i,j,k)\n", "b", "[1,1,1]"),
+            "stencils[0].name: stencil `a` is neither an output nor read by another stencil",
+        ),
+        (
+            base("  - name: a\n    expr: x(i,j,k)\n", "x", "[1,1,1]"),
+            "outputs[0]: `x` is an input array, not a stencil",
+        ),
+        (
+            base("  - name: a\n    expr: x(i,j,k)\n", "zz", "[1,1,1]"),
+            "outputs[0]: `zz` is not a stencil of this program",
+        ),
+        (
+            base("  - name: a\n    expr: x(i-2,j,k)\n", "a", "[1,1,1]"),
+            "stencils[0].expr: stencil `a` reads `x` 2 cell(s) beyond the domain on the i- side",
+        ),
+        (
+            base("  - name: a\n    expr: x(i,j+1,k)\n  - name: b\n    expr: a(i,j+1,k)\n", "b", "[1,1,1]"),
+            "the halo along j is 1, it must be at least 2",
+        ),
+        (
+            base("  - name: a\n    expr: x(i,j,k)\n  - name: a\n    expr: x(i,j,k)\n", "a", "[1,1,1]"),
+            "stencils[1].name: duplicate stencil name `a`",
+        ),
+        (
+            base("  - name: a\n    let:\n      y: 1.0\n    expr: y + y(i,j,k)\n", "a", "[1,1,1]"),
+            "stencils[0].let.y: local `y` has the name of an array",
+        ),
+        (
+            base("  - name: a\n    expr: q + x(i,j,k)\n", "a", "[1,1,1]"),
+            "stencils[0].expr: `q` is not defined",
+        ),
+        (
+            base("  - name: a\n    expr: x(i,j,k) +\n", "a", "[1,1,1]"),
+            "stencils[0].expr:",
+        ),
+        (
+            "name: t\ndomain: [0, 8, -1]\nhalo: [1,1,1]\noutputs: [a]\nstencils:\n  - name: a\n    expr: x(i,j,k)\n".into(),
+            "domain[0]: the domain extent along i must be at least 1, found 0",
+        ),
+        (
+            "name: t\ndomain: [4, 8, 8]\nhalo: [1,-1,1]\noutputs: [a]\nstencils:\n  - name: a\n    expr: x(i,j,k)\n".into(),
+            "halo[1]: the halo along j must be 0 or more, found -1",
+        ),
+        (
+            "name: t\ndomain: [4, 8, 8]\nhalo: [1,1,1]\nouputs: [a]\nstencils:\n  - name: a\n    expr: x(i,j,k)\n".into(),
+            "unknown field `ouputs`",
+        ),
+        (
+            base("  - name: a\n    expr: x(i,j,k)\n    flavour: sweet\n", "a", "[1,1,1]"),
+            "stencils[0]: unknown field `flavour`",
+        ),
+    ];
+    for (text, expected) in cases {
+        let errs = errors(&text);
+        assert!(
+            errs.iter().any(|e| e.contains(expected)),
+            "expected an error containing {expected:?}, got {errs:?} for\n{text}"
+        );
+    }
+}
+
+#[test]
+fn expression_errors_carry_the_column() {
+    let text = "name: t\ndomain: [4, 4, 4]\nhalo: [1,1,1]\noutputs: [a]\nstencils:\n  - name: a\n    expr: x(i,j,k) + sin(x(i,j,k))\n";
+    let d = Program::from_yaml(text).unwrap_err();
+    let s = d[0].snippet.as_ref().expect("snippet");
+    assert_eq!(d[0].path, "stencils[0].expr");
+    assert_eq!(s.column, 12, "{:?}", d[0]);
+    assert!(d[0].message.contains("unknown function `sin`"));
+}
+
+fn test_machine() -> ModelMachine {
+    let m = Machine::from_yaml(
+        "name: hand\ncores: 4\ncache_bytes: 1048576\ncache_fraction: 0.5\nparams:\n  fast: {peel: 3.0e-10, body: 2.0e-11}\n  slow_base: {peel: 1.0e-10, body: 1.0e-11}\n  slow_stream: {peel: 1.0e-9, body: 1.0e-10}\n",
+    )
+    .unwrap();
+    m.model_view(8).unwrap()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-12 * b.abs().max(1e-30)
+}
+
+/// The arithmetic of milp.md worked by hand for example2 (D = 64 x 64 x 60, n = (1, 4, 6)).
+#[test]
+fn example2_evaluate_fused_by_hand() {
+    let a = analyse(EXAMPLE2);
+    let m = test_machine();
+    let config = Configuration {
+        groups: vec![0, 0],
+        tiles: vec![[1, 4, 6]],
+    };
+    let cost = evaluate(&a, &m, &config);
+    assert!(cost.is_feasible(), "{:?}", cost.infeasible);
+    let s: Vec<_> = cost.stencils().collect();
+    // s0 is read by s1 at j-1 and j+1 inside the group: e^{y-} = e^{y+} = 1.
+    assert_eq!(s[0].widths, [[0, 0], [1, 1], [0, 0]]);
+    assert_eq!(s[1].widths, [[0, 0]; 3]);
+    // s0 loads i0 and stores nothing; s1 loads i1 (s0 is produced in the group) and stores.
+    assert_eq!(s[0].loads, vec![a.array_id("i0").unwrap()]);
+    assert!(!s[0].store);
+    assert_eq!(s[1].loads, vec![a.array_id("i1").unwrap()]);
+    assert!(s[1].store);
+    // Weights: c = 3, c^y = 3 * 2; m = 1, m^y = 2; s = 1, s^x = 1 (i0 at i+1), s^y = 2.
+    assert_eq!(s[0].fast_weights, [3, 0, 6, 0]);
+    assert_eq!(s[0].base_weights, [1, 0, 2, 0]);
+    assert_eq!(s[0].stream_weights, [1, 1, 2, 0]);
+    assert_eq!(s[1].fast_weights, [4, 0, 0, 0]);
+    assert_eq!(s[1].stream_weights, [2, 0, 0, 0]);
+    // f^p = n^x (DyDz w + Dz n^y wy + Dy n^z wz) with DyDz = 3840, Dz n^y = 240, Dy n^z = 384.
+    // f^b = 245760 w + 3840 wx + 15360 wy + 24576 wz.
+    assert_eq!(s[0].counts.fast.peel, 3840 * 3 + 240 * 6); // 12960
+    assert_eq!(s[0].counts.fast.body, 245760 * 3 + 15360 * 6); // 829440
+    assert_eq!(s[0].counts.slow_base.peel, 3840 + 240 * 2); // 4320
+    assert_eq!(s[0].counts.slow_base.body, 245760 + 15360 * 2); // 276480
+    assert_eq!(s[0].counts.slow_stream.peel, 3840 + 240 * 2); // 4320
+    assert_eq!(s[0].counts.slow_stream.body, 245760 + 3840 + 15360 * 2); // 280320
+    // s0: peel = max(12960 * 3e-10, 4320e-10 + 4320e-9) = 4.752e-6,
+    //     body = max(829440 * 2e-11, 276480e-11 + 280320e-10) = 3.07968e-5.
+    assert!(close(s[0].peel, 4.752e-6));
+    assert!(close(s[0].body, 3.07968e-5));
+    // s1: peel = max(15360 * 3e-10, 3840e-10 + 7680e-9) = 8.064e-6,
+    //     body = max(983040 * 2e-11, 245760e-11 + 491520e-10) = 5.16096e-5.
+    assert!(close(s[1].peel, 8.064e-6));
+    assert!(close(s[1].body, 5.16096e-5));
+    // Overhead: 6 (1e-11 + 1e-10) * 24 tiles * 2 stencils = 3.168e-8.
+    assert!(close(cost.groups[0].overhead, 3.168e-8));
+    assert!(close(cost.total, 3.55488e-5 + 5.96736e-5 + 3.168e-8));
+}
+
+#[test]
+fn example2_evaluate_unfused_by_hand() {
+    let a = analyse(EXAMPLE2);
+    let m = test_machine();
+    let config = Configuration {
+        groups: vec![0, 1],
+        tiles: vec![[1, 4, 6], [1, 4, 6]],
+    };
+    let cost = evaluate(&a, &m, &config);
+    assert!(cost.is_feasible());
+    let s: Vec<_> = cost.stencils().collect();
+    // Unfused: no redundant rows; s0 stores (s1 reads it from another group), s1 loads s0 with
+    // a boundary of one row on each y side.
+    assert_eq!(s[0].widths, [[0, 0]; 3]);
+    assert!(s[0].store);
+    assert_eq!(s[0].stream_weights, [2, 1, 0, 0]);
+    assert_eq!(s[1].stream_weights, [3, 0, 2, 0]);
+    // s0: peel = max(11520 * 3e-10, 3840e-10 + 7680e-9) = 8.064e-6;
+    //     body = max(737280 * 2e-11, 245760e-11 + 495360e-10) = 5.19936e-5.
+    assert!(close(s[0].time, 8.064e-6 + 5.19936e-5));
+    // s1: peel = max(15360 * 3e-10, 3840e-10 + 12000e-9) = 1.2384e-5;
+    //     body = max(983040 * 2e-11, 245760e-11 + 768000e-10) = 7.92576e-5.
+    assert_eq!(s[1].counts.slow_stream.peel, 3840 * 3 + 240 * 2);
+    assert_eq!(s[1].counts.slow_stream.body, 245760 * 3 + 15360 * 2);
+    assert!(close(s[1].time, 1.2384e-5 + 7.92576e-5));
+    assert!(close(cost.total, 6.00576e-5 + 9.16416e-5 + 3.168e-8));
+}
+
+#[test]
+fn infeasibility_reasons() {
+    let a = analyse(EXAMPLE2);
+    let m = test_machine();
+    let one = |tiles: [usize; 3]| {
+        evaluate(
+            &a,
+            &m,
+            &Configuration {
+                groups: vec![0, 0],
+                tiles: vec![tiles],
+            },
+        )
+        .infeasible
+    };
+    // 3 tiles for 4 threads.
+    assert!(matches!(one([1, 1, 3]), Some(Infeasibility::TooFewTiles { .. })));
+    // 5 tiles: k = 2, 0.95 * 4 * 2 = 7.6 > 5.
+    assert!(matches!(one([1, 1, 5]), Some(Infeasibility::ParallelEfficiency { .. })));
+    // 7 tiles of ceil(60/7) = 9 along k cover 63 > 60 / 0.98.
+    assert!(matches!(one([1, 4, 7]), Some(Infeasibility::UnevenTiles { dim: 2, .. })));
+    // 4 tiles: 61440 cells x 2 arrays of s0 > 65536 values.
+    assert!(matches!(one([1, 2, 2]), Some(Infeasibility::Cache { stencil: 0, arrays: 2, .. })));
+    // 8 tiles: 30720 cells x 2 arrays fit, x 4 arrays (with s1) do not.
+    assert!(matches!(one([1, 2, 4]), Some(Infeasibility::Cache { stencil: 1, arrays: 4, .. })));
+    assert_eq!(one([1, 4, 4]), None);
+}

@@ -1,0 +1,222 @@
+//! The HiGHS backend (cargo feature `highs`), through the `highs` crate, which builds HiGHS
+//! from source.
+//!
+//! Status, bound and gap come straight from HiGHS: its model status says how the run ended,
+//! its `primal_solution_status` info says whether a stopped run holds an incumbent, and its
+//! `mip_dual_bound` info is the proven bound of a MIP (for a pure LP solved to optimality the
+//! bound is the objective itself). The gap is recomputed from objective and bound with
+//! [`relative_gap`] so that every backend reports the same quantity.
+//!
+//! The objective constant travels as an extra column fixed at 1 (the `highs` crate passes no
+//! objective offset), so HiGHS's own objective, bound and relative gap include it; the column's
+//! value is dropped from the reported values.
+
+use std::time::Instant;
+
+use absinthe_model::lp::{Milp, Sense};
+use highs::{ColProblem, HighsModelStatus, HighsSolutionStatus, Row, SolvedModel};
+
+use crate::{
+    relative_gap, solve_without_variables, unbounded_or_infeasible, validate, validate_options,
+    without_incumbent, MilpSolution, SolveOptions, Solver, SolverError, Status,
+};
+
+const NAME: &str = "highs";
+
+/// The HiGHS MILP solver.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Highs;
+
+impl Solver for Highs {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn solve(&self, milp: &Milp, options: &SolveOptions) -> Result<MilpSolution, SolverError> {
+        validate(milp)?;
+        validate_options(options)?;
+        let started = Instant::now();
+        if milp.vars.is_empty() {
+            return Ok(MilpSolution {
+                seconds: started.elapsed().as_secs_f64(),
+                ..solve_without_variables(milp, NAME)
+            });
+        }
+
+        let mut model = column_problem(milp)
+            .try_optimise(highs::Sense::Minimise)
+            .map_err(|status| backend(format!("HiGHS rejected the model ({status:?})")))?;
+        model.make_quiet();
+        let mut set = |option: &str, value: OptionValue| {
+            let result = match value {
+                OptionValue::Float(v) => model.try_set_option(option, v),
+                OptionValue::Int(v) => model.try_set_option(option, v),
+                OptionValue::Bool(v) => model.try_set_option(option, v),
+            };
+            result.map_err(|_| backend(format!("could not set option `{option}` to {value:?}")))
+        };
+        set("mip_rel_gap", OptionValue::Float(options.relative_gap))?;
+        // Small enough that the relative gap governs (objectives are in microseconds).
+        set("mip_abs_gap", OptionValue::Float(1e-9))?;
+        if let Some(limit) = options.time_limit {
+            set("time_limit", OptionValue::Float(limit))?;
+        }
+        if let Some(threads) = options.threads {
+            let threads = i32::try_from(threads).unwrap_or(i32::MAX);
+            set("threads", OptionValue::Int(threads))?;
+        }
+        if options.verbose {
+            set("output_flag", OptionValue::Bool(true))?;
+            set("log_to_console", OptionValue::Bool(true))?;
+        }
+
+        let solved = model
+            .try_solve()
+            .map_err(|status| backend(format!("the run failed ({status:?})")))?;
+        let is_mip = milp.vars.iter().any(|v| v.integer);
+        let seconds = || started.elapsed().as_secs_f64();
+        match solved.status() {
+            HighsModelStatus::Optimal => {
+                let (values, objective) = incumbent(&solved, milp);
+                let best_bound = if is_mip {
+                    mip_dual_bound(&solved)
+                } else {
+                    objective
+                };
+                Ok(with_incumbent(
+                    Status::Optimal,
+                    values,
+                    objective,
+                    best_bound,
+                    seconds(),
+                ))
+            }
+            HighsModelStatus::Infeasible => Ok(without_incumbent(
+                Status::Infeasible,
+                f64::INFINITY,
+                seconds(),
+                NAME,
+            )),
+            HighsModelStatus::Unbounded => Ok(without_incumbent(
+                Status::Unbounded,
+                f64::NEG_INFINITY,
+                seconds(),
+                NAME,
+            )),
+            HighsModelStatus::UnboundedOrInfeasible => {
+                drop(solved);
+                unbounded_or_infeasible(self, milp, options, started)
+            }
+            // Every way of stopping early: report the incumbent if HiGHS holds one.
+            HighsModelStatus::ReachedTimeLimit
+            | HighsModelStatus::ReachedIterationLimit
+            | HighsModelStatus::ReachedSolutionLimit
+            | HighsModelStatus::ReachedInterrupt
+            | HighsModelStatus::ReachedMemoryLimit
+            | HighsModelStatus::ObjectiveBound
+            | HighsModelStatus::ObjectiveTarget => {
+                let best_bound = if is_mip {
+                    mip_dual_bound(&solved)
+                } else {
+                    f64::NEG_INFINITY
+                };
+                if solved.primal_solution_status() == HighsSolutionStatus::Feasible {
+                    let (values, objective) = incumbent(&solved, milp);
+                    Ok(with_incumbent(
+                        Status::TimeLimit,
+                        values,
+                        objective,
+                        best_bound,
+                        seconds(),
+                    ))
+                } else {
+                    Ok(without_incumbent(
+                        Status::NoSolution,
+                        best_bound,
+                        seconds(),
+                        NAME,
+                    ))
+                }
+            }
+            other => Err(backend(format!("HiGHS ended with model status {other:?}"))),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum OptionValue {
+    Float(f64),
+    Int(i32),
+    Bool(bool),
+}
+
+fn backend(reason: String) -> SolverError {
+    SolverError::Backend {
+        solver: NAME,
+        reason,
+    }
+}
+
+/// The MILP column by column; a last column fixed at 1 carries a non-zero objective constant.
+fn column_problem(milp: &Milp) -> ColProblem {
+    let mut problem = ColProblem::new();
+    let rows: Vec<Row> = milp
+        .constraints
+        .iter()
+        .map(|c| match c.sense {
+            Sense::Le => problem.add_row(f64::NEG_INFINITY..=c.rhs),
+            Sense::Ge => problem.add_row(c.rhs..=f64::INFINITY),
+            Sense::Eq => problem.add_row(c.rhs..=c.rhs),
+        })
+        .collect();
+    let mut columns: Vec<Vec<(Row, f64)>> = vec![Vec::new(); milp.vars.len()];
+    for (row, constraint) in rows.iter().zip(&milp.constraints) {
+        for &(var, coef) in &constraint.terms {
+            columns[var.0].push((*row, coef));
+        }
+    }
+    let mut costs = vec![0.0; milp.vars.len()];
+    for &(var, coef) in &milp.objective.terms {
+        costs[var.0] += coef;
+    }
+    for ((var, column), cost) in milp.vars.iter().zip(columns).zip(costs) {
+        problem.add_column_with_integrality(cost, var.lower..=var.upper, column, var.integer);
+    }
+    if milp.objective.constant != 0.0 {
+        problem.add_column(milp.objective.constant, 1.0..=1.0, Vec::<(Row, f64)>::new());
+    }
+    problem
+}
+
+/// The incumbent's values (without the constant column) and HiGHS's objective value.
+fn incumbent(solved: &SolvedModel, milp: &Milp) -> (Vec<f64>, f64) {
+    let solution = solved.get_solution();
+    let values = solution.columns()[..milp.vars.len()].to_vec();
+    (values, solved.objective_value())
+}
+
+/// HiGHS's proven MIP bound; `-inf` when it has none to report.
+fn mip_dual_bound(solved: &SolvedModel) -> f64 {
+    match solved.double_info_value(c"mip_dual_bound") {
+        Ok(bound) if !bound.is_nan() => bound,
+        _ => f64::NEG_INFINITY,
+    }
+}
+
+fn with_incumbent(
+    status: Status,
+    values: Vec<f64>,
+    objective: f64,
+    best_bound: f64,
+    seconds: f64,
+) -> MilpSolution {
+    MilpSolution {
+        status,
+        values,
+        objective,
+        best_bound,
+        gap: relative_gap(objective, best_bound),
+        seconds,
+        solver: NAME,
+    }
+}

@@ -1,0 +1,392 @@
+//! MILP solvers behind one small trait.
+//!
+//! A [`Milp`] from `absinthe-model` is solver-neutral; this crate hands it to a backend and
+//! reports a [`MilpSolution`] in the model's own terms: one value per variable, the objective
+//! *including* its constant, the best bound the backend proved, the relative gap between them,
+//! the wall time, and a [`Status`] that says how the search ended.
+//!
+//! Every backend is one module behind one cargo feature (`cbc`, `highs`), and each is a unit
+//! struct implementing [`Solver`]; [`by_name`] picks one at run time and [`available`] lists
+//! the ones compiled in. Adding a backend never touches the model. The [`write`] module writes
+//! the same [`Milp`] as CPLEX LP or MPS text for external solvers.
+//!
+//! All backends get the same settings ([`SolveOptions`]): a relative gap (default `1e-4`, see
+//! `design/milp.md`, "Scaling"), an absolute gap small enough that the relative one governs, an
+//! optional time limit and thread count, and silence unless `verbose`.
+//!
+//! ```
+//! use absinthe_model::lp::{LinExpr, Milp, Sense};
+//! use absinthe_solvers::{by_name, available, SolveOptions, Status};
+//!
+//! // Maximise 5x + 4y (minimise the negation) with 6x + 4y <= 24, x + 2y <= 6, x, y integer.
+//! let mut milp = Milp::new("example");
+//! let x = milp.add_var("x", 0.0, f64::INFINITY, true);
+//! let y = milp.add_var("y", 0.0, f64::INFINITY, true);
+//! milp.add_constraint("c1", LinExpr::term(x, 6.0).add(y, 4.0), Sense::Le, 24.0);
+//! milp.add_constraint("c2", LinExpr::term(x, 1.0).add(y, 2.0), Sense::Le, 6.0);
+//! milp.set_objective(LinExpr::term(x, -5.0).add(y, -4.0));
+//! for name in available() {
+//!     let solution = by_name(name)?.solve(&milp, &SolveOptions::default())?;
+//!     assert_eq!(solution.status, Status::Optimal);
+//!     assert!((solution.objective - -20.0).abs() < 1e-6); // x = 4, y = 0 (or x = 2, y = 2... is -18)
+//! }
+//! # Ok::<(), absinthe_solvers::SolverError>(())
+//! ```
+
+use std::fmt;
+
+use absinthe_model::lp::{Milp, Sense};
+
+#[cfg(feature = "cbc")]
+mod cbc;
+#[cfg(feature = "highs")]
+mod highs;
+pub mod write;
+
+#[cfg(feature = "cbc")]
+pub use cbc::Cbc;
+#[cfg(feature = "highs")]
+pub use highs::Highs;
+pub use write::{write_lp, write_mps};
+
+/// Settings every backend receives.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SolveOptions {
+    /// Stop when `|objective - bound| / |objective|` is at most this. Default `1e-4`.
+    pub relative_gap: f64,
+    /// Wall-clock limit in seconds; `None` for no limit.
+    pub time_limit: Option<f64>,
+    /// Worker threads; `None` leaves the backend's default.
+    pub threads: Option<usize>,
+    /// Let the backend print its log (to standard output); otherwise it is fully silent.
+    pub verbose: bool,
+}
+
+impl Default for SolveOptions {
+    fn default() -> Self {
+        SolveOptions {
+            relative_gap: 1e-4,
+            time_limit: None,
+            threads: None,
+            verbose: false,
+        }
+    }
+}
+
+/// How a solve ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Solved to within the requested relative gap.
+    Optimal,
+    /// Stopped at the time limit (or another limit) holding a feasible incumbent.
+    TimeLimit,
+    /// Stopped at the time limit (or another limit) without any feasible point.
+    NoSolution,
+    /// Proven to have no feasible point.
+    Infeasible,
+    /// Feasible, with an objective that decreases without bound.
+    Unbounded,
+}
+
+impl Status {
+    /// Whether the solution carries values for the variables.
+    pub fn has_values(self) -> bool {
+        matches!(self, Status::Optimal | Status::TimeLimit)
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Status::Optimal => "optimal",
+            Status::TimeLimit => "time_limit",
+            Status::NoSolution => "no_solution",
+            Status::Infeasible => "infeasible",
+            Status::Unbounded => "unbounded",
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a backend reports. The objective is minimised.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct MilpSolution {
+    pub status: Status,
+    /// One value per variable of the [`Milp`], in order; empty when there is no incumbent.
+    pub values: Vec<f64>,
+    /// Objective value of `values`, including the objective's constant. `+inf` when there is
+    /// no incumbent (infeasible, no solution), `-inf` when unbounded.
+    pub objective: f64,
+    /// Best proven lower bound on the objective, including the constant; `-inf` when the
+    /// backend proved none, `+inf` when infeasible.
+    pub best_bound: f64,
+    /// Relative gap `|objective - best_bound| / max(|objective|, 1e-9)`; 0 when optimal with
+    /// an equal bound, `+inf` without an incumbent.
+    pub gap: f64,
+    /// Wall time of the solve, model transfer included.
+    pub seconds: f64,
+    /// The backend's name.
+    pub solver: &'static str,
+}
+
+/// The relative gap between an objective and a bound, as [`MilpSolution::gap`] defines it.
+pub fn relative_gap(objective: f64, best_bound: f64) -> f64 {
+    if objective == best_bound {
+        return 0.0;
+    }
+    let difference = (objective - best_bound).abs();
+    if difference.is_nan() {
+        return f64::INFINITY;
+    }
+    difference / objective.abs().max(1e-9)
+}
+
+/// A MILP backend.
+pub trait Solver: Send + Sync {
+    /// The name [`by_name`] knows it by.
+    fn name(&self) -> &'static str;
+    /// Minimises `milp`'s objective.
+    fn solve(&self, milp: &Milp, options: &SolveOptions) -> Result<MilpSolution, SolverError>;
+}
+
+/// Why a backend could not produce a [`MilpSolution`].
+#[derive(Debug, thiserror::Error)]
+pub enum SolverError {
+    #[error("unknown solver `{name}`; available: {available}")]
+    Unknown { name: String, available: String },
+    #[error(
+        "solver `{name}` was compiled out of this build (enable the cargo feature `{feature}`); \
+         available: {available}"
+    )]
+    CompiledOut {
+        name: String,
+        feature: &'static str,
+        available: String,
+    },
+    #[error("the MILP `{milp}` is malformed: {reason}")]
+    InvalidModel { milp: String, reason: String },
+    #[error("{solver} failed: {reason}")]
+    Backend {
+        solver: &'static str,
+        reason: String,
+    },
+    #[error("invalid solve options: {0}")]
+    InvalidOptions(String),
+}
+
+/// Every backend this crate knows, with the cargo feature that compiles it in.
+const BACKENDS: &[(&str, &str)] = &[("cbc", "cbc"), ("highs", "highs")];
+
+/// The names of the backends compiled into this build.
+pub fn available() -> Vec<&'static str> {
+    #[allow(unused_mut)]
+    let mut names = Vec::new();
+    #[cfg(feature = "cbc")]
+    names.push("cbc");
+    #[cfg(feature = "highs")]
+    names.push("highs");
+    names
+}
+
+/// The backend called `name` (case-insensitive).
+pub fn by_name(name: &str) -> Result<Box<dyn Solver>, SolverError> {
+    let wanted = name.trim().to_ascii_lowercase();
+    match wanted.as_str() {
+        #[cfg(feature = "cbc")]
+        "cbc" => return Ok(Box::new(Cbc)),
+        #[cfg(feature = "highs")]
+        "highs" => return Ok(Box::new(Highs)),
+        _ => {}
+    }
+    let available = match available().join(", ") {
+        list if list.is_empty() => "none (every backend was compiled out)".to_string(),
+        list => list,
+    };
+    match BACKENDS.iter().find(|(backend, _)| *backend == wanted) {
+        Some(&(_, feature)) => Err(SolverError::CompiledOut {
+            name: name.to_string(),
+            feature,
+            available,
+        }),
+        None => Err(SolverError::Unknown {
+            name: name.to_string(),
+            available,
+        }),
+    }
+}
+
+/// Checks what every backend relies on: finite coefficients and right-hand sides, bounds that
+/// are not NaN and not inverted, variable indices in range.
+fn validate(milp: &Milp) -> Result<(), SolverError> {
+    let invalid = |reason: String| SolverError::InvalidModel {
+        milp: milp.name.clone(),
+        reason,
+    };
+    for var in &milp.vars {
+        if var.lower.is_nan() || var.upper.is_nan() {
+            return Err(invalid(format!("variable `{}` has a NaN bound", var.name)));
+        }
+        if var.lower == f64::INFINITY || var.upper == f64::NEG_INFINITY || var.lower > var.upper {
+            return Err(invalid(format!(
+                "variable `{}` has bounds [{}, {}]",
+                var.name, var.lower, var.upper
+            )));
+        }
+    }
+    let check_terms = |terms: &[(absinthe_model::lp::VarId, f64)], place: &str| {
+        for &(var, coef) in terms {
+            if var.0 >= milp.vars.len() {
+                return Err(invalid(format!(
+                    "{place} refers to variable #{} of {}",
+                    var.0,
+                    milp.vars.len()
+                )));
+            }
+            if !coef.is_finite() {
+                return Err(invalid(format!(
+                    "{place} has coefficient {coef} on `{}`",
+                    milp.vars[var.0].name
+                )));
+            }
+        }
+        Ok(())
+    };
+    check_terms(&milp.objective.terms, "the objective")?;
+    if !milp.objective.constant.is_finite() {
+        return Err(invalid(format!(
+            "the objective constant is {}",
+            milp.objective.constant
+        )));
+    }
+    for constraint in &milp.constraints {
+        check_terms(&constraint.terms, &format!("constraint `{}`", constraint.name))?;
+        if !constraint.rhs.is_finite() {
+            return Err(invalid(format!(
+                "constraint `{}` has right-hand side {}",
+                constraint.name, constraint.rhs
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn validate_options(options: &SolveOptions) -> Result<(), SolverError> {
+    if !(options.relative_gap >= 0.0 && options.relative_gap.is_finite()) {
+        return Err(SolverError::InvalidOptions(format!(
+            "relative gap {} is not a finite non-negative number",
+            options.relative_gap
+        )));
+    }
+    if let Some(limit) = options.time_limit {
+        if !(limit >= 0.0) {
+            return Err(SolverError::InvalidOptions(format!(
+                "time limit {limit} is not a non-negative number of seconds"
+            )));
+        }
+    }
+    if options.threads == Some(0) {
+        return Err(SolverError::InvalidOptions(
+            "thread count 0 (leave it unset for the backend's default)".to_string(),
+        ));
+    }
+    Ok(())
+}
+
+/// Answers for a MILP without variables, which the backends treat inconsistently: every
+/// constraint is `0 (sense) rhs`, so it is either trivially optimal or infeasible.
+fn solve_without_variables(milp: &Milp, solver: &'static str) -> MilpSolution {
+    let feasible = milp.constraints.iter().all(|c| match c.sense {
+        Sense::Le => 0.0 <= c.rhs,
+        Sense::Ge => 0.0 >= c.rhs,
+        Sense::Eq => c.rhs == 0.0,
+    });
+    if feasible {
+        let objective = milp.objective.constant;
+        MilpSolution {
+            status: Status::Optimal,
+            values: Vec::new(),
+            objective,
+            best_bound: objective,
+            gap: 0.0,
+            seconds: 0.0,
+            solver,
+        }
+    } else {
+        without_incumbent(Status::Infeasible, f64::INFINITY, 0.0, solver)
+    }
+}
+
+/// A solution with no values (infeasible, unbounded, no solution found).
+fn without_incumbent(
+    status: Status,
+    best_bound: f64,
+    seconds: f64,
+    solver: &'static str,
+) -> MilpSolution {
+    let objective = if status == Status::Unbounded {
+        f64::NEG_INFINITY
+    } else {
+        f64::INFINITY
+    };
+    MilpSolution {
+        status,
+        values: Vec::new(),
+        objective,
+        best_bound,
+        gap: f64::INFINITY,
+        seconds,
+        solver,
+    }
+}
+
+/// The same constraints with a zero objective: solving it tells "unbounded" from "infeasible"
+/// when a backend only knows that one of them holds. (For rational data, a feasible MILP whose
+/// relaxation is unbounded is itself unbounded.)
+fn feasibility_version(milp: &Milp) -> Milp {
+    let mut feasibility = milp.clone();
+    feasibility.name = format!("{}_feasibility", milp.name);
+    feasibility.objective = Default::default();
+    feasibility
+}
+
+/// Resolves an "unbounded or infeasible" answer by solving [`feasibility_version`].
+fn unbounded_or_infeasible(
+    solver: &dyn Solver,
+    milp: &Milp,
+    options: &SolveOptions,
+    started: std::time::Instant,
+) -> Result<MilpSolution, SolverError> {
+    let check = solver.solve(&feasibility_version(milp), options)?;
+    let seconds = started.elapsed().as_secs_f64();
+    Ok(match check.status {
+        Status::Optimal | Status::TimeLimit | Status::Unbounded => {
+            without_incumbent(Status::Unbounded, f64::NEG_INFINITY, seconds, solver.name())
+        }
+        Status::Infeasible => {
+            without_incumbent(Status::Infeasible, f64::INFINITY, seconds, solver.name())
+        }
+        Status::NoSolution => without_incumbent(
+            Status::NoSolution,
+            f64::NEG_INFINITY,
+            seconds,
+            solver.name(),
+        ),
+    })
+}
+
+/// The name of an extra column fixed at 1 that carries the objective constant into a backend
+/// (or a file): `obj_constant`, made unique against the MILP's own names.
+fn constant_column_name(milp: &Milp) -> String {
+    let mut name = "obj_constant".to_string();
+    while milp.vars.iter().any(|v| v.name == name) {
+        name.push('_');
+    }
+    name
+}
+
+#[cfg(test)]
+mod tests;

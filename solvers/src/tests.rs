@@ -1,0 +1,523 @@
+//! Every backend against optima computed by hand or by enumeration.
+
+use absinthe_model::lp::{LinExpr, Milp, Sense, VarId};
+
+use crate::{available, by_name, relative_gap, MilpSolution, SolveOptions, Solver, Status};
+
+/// A tiny linear congruential generator (Knuth's MMIX constants): seeded, reproducible.
+pub(crate) struct Lcg(u64);
+
+impl Lcg {
+    pub(crate) fn new(seed: u64) -> Self {
+        Lcg(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(1))
+    }
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+    /// Uniform in `low..=high`.
+    pub(crate) fn int(&mut self, low: i64, high: i64) -> i64 {
+        low + (self.next() % (high - low + 1) as u64) as i64
+    }
+}
+
+fn backends() -> Vec<Box<dyn Solver>> {
+    let names = available();
+    assert!(!names.is_empty(), "tests need at least one backend");
+    names.into_iter().map(|n| by_name(n).unwrap()).collect()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-6 * a.abs().max(b.abs()).max(1.0)
+}
+
+/// An optimal solution with the expected objective, feasible values that reproduce it, and a
+/// consistent bound and gap.
+fn assert_optimal(milp: &Milp, solution: &MilpSolution, expected: f64) {
+    let who = format!("{} on {}", solution.solver, milp.name);
+    assert_eq!(solution.status, Status::Optimal, "{who}: {solution:?}");
+    assert!(
+        close(solution.objective, expected),
+        "{who}: objective {} != {expected}",
+        solution.objective
+    );
+    assert_incumbent(milp, solution);
+    assert!(
+        solution.gap <= 1e-4 + 1e-9,
+        "{who}: gap {} above the requested 1e-4",
+        solution.gap
+    );
+}
+
+/// Values present, feasible, and reproducing the reported objective; bound below objective.
+fn assert_incumbent(milp: &Milp, solution: &MilpSolution) {
+    let who = format!("{} on {}", solution.solver, milp.name);
+    assert_eq!(solution.values.len(), milp.vars.len(), "{who}");
+    let violation = milp.max_violation(&solution.values);
+    assert!(violation <= 1e-6, "{who}: violation {violation}");
+    let evaluated = milp.objective.eval(&solution.values);
+    assert!(
+        close(evaluated, solution.objective),
+        "{who}: values evaluate to {evaluated}, reported {}",
+        solution.objective
+    );
+    assert!(
+        solution.best_bound <= solution.objective + 1e-6 * solution.objective.abs().max(1.0),
+        "{who}: bound {} above objective {}",
+        solution.best_bound,
+        solution.objective
+    );
+    assert!(
+        (solution.gap - relative_gap(solution.objective, solution.best_bound)).abs() <= 1e-12,
+        "{who}: gap {} inconsistent",
+        solution.gap
+    );
+    assert!(solution.seconds >= 0.0 && solution.seconds.is_finite(), "{who}");
+}
+
+/// Enumerates every integer point of a pure integer MILP with finite bounds.
+fn brute_force(milp: &Milp) -> Option<f64> {
+    let ranges: Vec<(i64, i64)> = milp
+        .vars
+        .iter()
+        .map(|v| {
+            assert!(v.integer && v.lower.is_finite() && v.upper.is_finite());
+            (v.lower.ceil() as i64, v.upper.floor() as i64)
+        })
+        .collect();
+    let mut point: Vec<i64> = ranges.iter().map(|r| r.0).collect();
+    let mut best: Option<f64> = None;
+    loop {
+        let values: Vec<f64> = point.iter().map(|&x| x as f64).collect();
+        if milp.constraints.iter().all(|c| c.violation(&values) <= 1e-9) {
+            let objective = milp.objective.eval(&values);
+            best = Some(best.map_or(objective, |b: f64| b.min(objective)));
+        }
+        // Next point, odometer style.
+        let mut i = 0;
+        loop {
+            if i == point.len() {
+                return best;
+            }
+            if point[i] < ranges[i].1 {
+                point[i] += 1;
+                break;
+            }
+            point[i] = ranges[i].0;
+            i += 1;
+        }
+    }
+}
+
+fn expr(terms: &[(VarId, f64)]) -> LinExpr {
+    LinExpr {
+        terms: terms.to_vec(),
+        constant: 0.0,
+    }
+}
+
+/// Maximise value under one weight capacity (as a minimisation of the negated value).
+fn knapsack(constant: f64) -> Milp {
+    let values = [10.0, 13.0, 7.0, 8.0, 4.0, 9.0, 6.0];
+    let weights = [5.0, 6.0, 3.0, 4.0, 2.0, 5.0, 3.0];
+    let mut milp = Milp::new("knapsack");
+    let items: Vec<VarId> = (0..values.len())
+        .map(|i| milp.add_binary(format!("take_{i}")))
+        .collect();
+    let weight: Vec<(VarId, f64)> = items.iter().copied().zip(weights).collect();
+    milp.add_constraint("capacity", &expr(&weight), Sense::Le, 14.0);
+    let mut objective = expr(&items.iter().copied().zip(values.map(|v| -v)).collect::<Vec<_>>());
+    objective.constant = constant;
+    milp.set_objective(&objective);
+    milp
+}
+
+#[test]
+fn knapsack_matches_enumeration() {
+    let milp = knapsack(0.0);
+    let expected = brute_force(&milp).unwrap();
+    // By hand: 13 + 7 + 10 (weights 6 + 3 + 5) or 13 + 7 + 4 + 6 (6 + 3 + 2 + 3).
+    assert_eq!(expected, -30.0);
+    for solver in backends() {
+        let solution = solver.solve(&milp, &SolveOptions::default()).unwrap();
+        assert_optimal(&milp, &solution, expected);
+    }
+}
+
+#[test]
+fn objective_constant_is_part_of_objective_and_bound() {
+    let milp = knapsack(100.5);
+    for solver in backends() {
+        let solution = solver.solve(&milp, &SolveOptions::default()).unwrap();
+        assert_optimal(&milp, &solution, 70.5);
+        assert!(close(solution.best_bound, 70.5), "{solution:?}");
+    }
+    // A pure LP with a constant, and an objective that is only a constant.
+    let mut lp = Milp::new("lp_constant");
+    let x = lp.add_var("x", 1.0, 4.0, false);
+    lp.set_objective(&LinExpr::term(x, 1.0).plus(&LinExpr::constant(2.5), 1.0));
+    let mut constant_only = Milp::new("constant_only");
+    let y = constant_only.add_var("y", 0.0, 3.0, true);
+    constant_only.add_constraint("y_at_least_two", &LinExpr::var(y), Sense::Ge, 2.0);
+    constant_only.set_objective(&LinExpr::constant(-7.0));
+    for solver in backends() {
+        let solution = solver.solve(&lp, &SolveOptions::default()).unwrap();
+        assert_optimal(&lp, &solution, 3.5);
+        let solution = solver.solve(&constant_only, &SolveOptions::default()).unwrap();
+        assert_optimal(&constant_only, &solution, -7.0);
+    }
+}
+
+/// `3x + 2y - z = 7`, `x + y + z <= 12`, `y - w >= 1.5` with x, y, z integer in [0, 10] and w
+/// continuous in [-5, 5]; minimise `2x + 3y + z - 4w`.
+fn equality_and_general_integers() -> Milp {
+    let mut milp = Milp::new("equality_general");
+    let x = milp.add_var("x", 0.0, 10.0, true);
+    let y = milp.add_var("y", 0.0, 10.0, true);
+    let z = milp.add_var("z", 0.0, 10.0, true);
+    let w = milp.add_var("w", -5.0, 5.0, false);
+    milp.add_constraint("balance", &expr(&[(x, 3.0), (y, 2.0), (z, -1.0)]), Sense::Eq, 7.0);
+    milp.add_constraint("total", &expr(&[(x, 1.0), (y, 1.0), (z, 1.0)]), Sense::Le, 12.0);
+    milp.add_constraint("slack", &expr(&[(y, 1.0), (w, -1.0)]), Sense::Ge, 1.5);
+    milp.set_objective(&expr(&[(x, 2.0), (y, 3.0), (z, 1.0), (w, -4.0)]));
+    milp
+}
+
+#[test]
+fn equality_and_general_integers_match_enumeration() {
+    let milp = equality_and_general_integers();
+    // Enumerate the integers; the best w is as large as allowed: min(5, y - 1.5).
+    let mut expected = f64::INFINITY;
+    for x in 0..=10 {
+        for y in 0..=10 {
+            for z in 0..=10 {
+                let (x, y, z) = (x as f64, y as f64, z as f64);
+                let w = (y - 1.5).min(5.0);
+                if 3.0 * x + 2.0 * y - z == 7.0 && x + y + z <= 12.0 && w >= -5.0 {
+                    expected = expected.min(2.0 * x + 3.0 * y + z - 4.0 * w);
+                }
+            }
+        }
+    }
+    // By hand: x = 0, y = 4, z = 1, w = 2.5.
+    assert_eq!(expected, 3.0);
+    for solver in backends() {
+        let solution = solver.solve(&milp, &SolveOptions::default()).unwrap();
+        assert_optimal(&milp, &solution, expected);
+        let rounded: Vec<f64> = solution.values.iter().map(|v| v.round()).collect();
+        assert_eq!(&rounded[..3], &[0.0, 4.0, 1.0], "{}", solver.name());
+        assert!(close(solution.values[3], 2.5), "{}", solver.name());
+    }
+}
+
+#[test]
+fn free_variables() {
+    // x free and continuous, y integer in [-2, 5], z a free integer:
+    // x - 2y >= -7.3, z - x >= 0.2; minimise x + 0.5y + z.
+    // Optimum: y = -2, x = -11.3, z = ceil(-11.1) = -11, objective -23.3.
+    let mut milp = Milp::new("free");
+    let x = milp.add_var("x", f64::NEG_INFINITY, f64::INFINITY, false);
+    let y = milp.add_var("y", -2.0, 5.0, true);
+    let z = milp.add_var("z", f64::NEG_INFINITY, f64::INFINITY, true);
+    milp.add_constraint("x_floor", &expr(&[(x, 1.0), (y, -2.0)]), Sense::Ge, -7.3);
+    milp.add_constraint("z_above", &expr(&[(z, 1.0), (x, -1.0)]), Sense::Ge, 0.2);
+    milp.set_objective(&expr(&[(x, 1.0), (y, 0.5), (z, 1.0)]));
+    for solver in backends() {
+        let solution = solver.solve(&milp, &SolveOptions::default()).unwrap();
+        assert_optimal(&milp, &solution, -23.3);
+    }
+}
+
+#[test]
+fn infeasible_problems() {
+    // The relaxation is infeasible.
+    let mut relaxation = Milp::new("infeasible_relaxation");
+    let x = relaxation.add_var("x", 0.0, 10.0, true);
+    let y = relaxation.add_var("y", 0.0, 10.0, false);
+    relaxation.add_constraint("low", &expr(&[(x, 1.0), (y, 1.0)]), Sense::Ge, 3.0);
+    relaxation.add_constraint("high", &expr(&[(x, 1.0), (y, 1.0)]), Sense::Le, 2.0);
+    relaxation.set_objective(&expr(&[(x, 1.0)]));
+    // The relaxation is feasible (x = 0.5) but no integer is.
+    let mut parity = Milp::new("infeasible_parity");
+    let x = parity.add_var("x", 0.0, 10.0, true);
+    parity.add_constraint("half", &expr(&[(x, 2.0)]), Sense::Eq, 1.0);
+    parity.set_objective(&expr(&[(x, 1.0)]));
+    // A pure LP.
+    let mut lp = relaxation.clone();
+    lp.name = "infeasible_lp".into();
+    lp.vars[0].integer = false;
+    for solver in backends() {
+        for milp in [&relaxation, &parity, &lp] {
+            let solution = solver.solve(milp, &SolveOptions::default()).unwrap();
+            assert_eq!(solution.status, Status::Infeasible, "{} on {}", solver.name(), milp.name);
+            assert!(solution.values.is_empty());
+            assert_eq!(solution.objective, f64::INFINITY);
+            assert_eq!(solution.gap, f64::INFINITY);
+        }
+    }
+}
+
+#[test]
+fn unbounded_problems() {
+    // x - y <= 2 with x, y >= 0 integer; minimise -x - y.
+    let mut milp = Milp::new("unbounded");
+    let x = milp.add_var("x", 0.0, f64::INFINITY, true);
+    let y = milp.add_var("y", 0.0, f64::INFINITY, true);
+    milp.add_constraint("spread", &expr(&[(x, 1.0), (y, -1.0)]), Sense::Le, 2.0);
+    milp.set_objective(&expr(&[(x, -1.0), (y, -1.0)]));
+    let mut lp = milp.clone();
+    lp.name = "unbounded_lp".into();
+    for var in &mut lp.vars {
+        var.integer = false;
+    }
+    // A free variable with nothing holding it.
+    let mut free = Milp::new("unbounded_free");
+    let f = free.add_var("f", f64::NEG_INFINITY, f64::INFINITY, false);
+    let b = free.add_binary("b");
+    free.add_constraint("link", &expr(&[(f, 1.0), (b, 1.0)]), Sense::Le, 4.0);
+    free.set_objective(&expr(&[(f, 1.0), (b, 1.0)]));
+    for solver in backends() {
+        for milp in [&milp, &lp, &free] {
+            let solution = solver.solve(milp, &SolveOptions::default()).unwrap();
+            assert_eq!(solution.status, Status::Unbounded, "{} on {}", solver.name(), milp.name);
+            assert!(solution.values.is_empty());
+            assert_eq!(solution.objective, f64::NEG_INFINITY);
+        }
+    }
+}
+
+/// A multi-dimensional knapsack with `n` items and 6 capacities, generated from `seed`.
+fn hard_knapsack(n: usize, seed: u64) -> Milp {
+    let mut rng = Lcg::new(seed);
+    let mut milp = Milp::new(format!("knapsack_{n}_{seed}"));
+    let items: Vec<VarId> = (0..n).map(|i| milp.add_binary(format!("item_{i}"))).collect();
+    for k in 0..6 {
+        let weights: Vec<(VarId, f64)> =
+            items.iter().map(|&v| (v, rng.int(10, 100) as f64)).collect();
+        let capacity = weights.iter().map(|w| w.1).sum::<f64>() / 2.0;
+        milp.add_constraint(format!("capacity_{k}"), &expr(&weights), Sense::Le, capacity);
+    }
+    let value: Vec<(VarId, f64)> = items.iter().map(|&v| (v, -(rng.int(10, 100) as f64))).collect();
+    milp.set_objective(&expr(&value));
+    milp
+}
+
+#[test]
+fn time_limit_reports_incumbent_or_nothing() {
+    let milp = hard_knapsack(120, 7);
+    for limit in [0.01, 0.3] {
+        let options = SolveOptions {
+            time_limit: Some(limit),
+            relative_gap: 0.0,
+            ..SolveOptions::default()
+        };
+        for solver in backends() {
+            let solution = solver.solve(&milp, &options).unwrap();
+            match solution.status {
+                Status::Optimal | Status::TimeLimit => assert_incumbent(&milp, &solution),
+                // Only plausible at the tiniest limit, before any heuristic ran.
+                Status::NoSolution if limit < 0.1 => {
+                    assert!(solution.values.is_empty());
+                    assert_eq!(solution.objective, f64::INFINITY);
+                }
+                other => panic!("{} at {limit}s: {other}", solver.name()),
+            }
+            // Limits are approximate; this only catches a limit that was ignored.
+            assert!(solution.seconds < 20.0, "{}: {}s", solver.name(), solution.seconds);
+        }
+    }
+}
+
+/// Six integers in [0, 3], four random constraints, a random objective (halves), generated
+/// from `seed`; about a third are infeasible.
+pub(crate) fn random_milp(seed: u64) -> Milp {
+    let mut rng = Lcg::new(seed);
+    let mut milp = Milp::new(format!("random_{seed}"));
+    let vars: Vec<VarId> = (0..6)
+        .map(|i| milp.add_var(format!("x{i}"), 0.0, 3.0, true))
+        .collect();
+    for k in 0..4 {
+        let terms: Vec<(VarId, f64)> = vars
+            .iter()
+            .map(|&v| (v, rng.int(-5, 5) as f64))
+            .filter(|t| t.1 != 0.0)
+            .collect();
+        let sense = match rng.int(0, 7) {
+            0 => Sense::Eq,
+            1..=4 => Sense::Le,
+            _ => Sense::Ge,
+        };
+        let rhs = rng.int(-6, 12) as f64;
+        milp.add_constraint(format!("c{k}"), &expr(&terms), sense, rhs);
+    }
+    let mut objective = expr(
+        &vars
+            .iter()
+            .map(|&v| (v, rng.int(-10, 10) as f64 / 2.0))
+            .collect::<Vec<_>>(),
+    );
+    objective.constant = rng.int(-3, 3) as f64 * 0.25;
+    milp.set_objective(&objective);
+    milp
+}
+
+#[test]
+fn random_integer_programs_match_enumeration() {
+    let solvers = backends();
+    let (mut feasible, mut infeasible) = (0, 0);
+    for seed in 0..50 {
+        let milp = random_milp(seed);
+        let expected = brute_force(&milp);
+        for solver in &solvers {
+            let solution = solver.solve(&milp, &SolveOptions::default()).unwrap();
+            match expected {
+                Some(optimum) => assert_optimal(&milp, &solution, optimum),
+                None => assert_eq!(
+                    solution.status,
+                    Status::Infeasible,
+                    "{} on {}: {solution:?}",
+                    solver.name(),
+                    milp.name
+                ),
+            }
+        }
+        match expected {
+            Some(_) => feasible += 1,
+            None => infeasible += 1,
+        }
+    }
+    // The generator exercises both outcomes.
+    assert!(feasible >= 15 && infeasible >= 5, "{feasible} feasible, {infeasible} infeasible");
+}
+
+#[test]
+fn solves_in_parallel_threads() {
+    // CBC keeps global state; its backend serialises itself, HiGHS runs concurrently.
+    let handles: Vec<_> = (0..4)
+        .map(|t| {
+            std::thread::spawn(move || {
+                for seed in 0..3 {
+                    let milp = random_milp(100 + t * 10 + seed);
+                    let expected = brute_force(&milp);
+                    for solver in backends() {
+                        let solution = solver.solve(&milp, &SolveOptions::default()).unwrap();
+                        match expected {
+                            Some(optimum) => assert_optimal(&milp, &solution, optimum),
+                            None => assert_eq!(solution.status, Status::Infeasible),
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle.join().expect("a solving thread panicked");
+    }
+}
+
+#[test]
+fn options_are_accepted() {
+    let milp = equality_and_general_integers();
+    let options = SolveOptions {
+        relative_gap: 0.0,
+        time_limit: Some(60.0),
+        threads: Some(2),
+        verbose: false,
+    };
+    for solver in backends() {
+        let solution = solver.solve(&milp, &options).unwrap();
+        assert_optimal(&milp, &solution, 3.0);
+        assert_eq!(solution.gap, 0.0);
+    }
+    let bad = SolveOptions {
+        relative_gap: f64::NAN,
+        ..SolveOptions::default()
+    };
+    for solver in backends() {
+        let error = solver.solve(&milp, &bad).unwrap_err();
+        assert!(error.to_string().contains("relative gap"), "{error}");
+    }
+}
+
+#[test]
+fn malformed_models_are_errors() {
+    let mut milp = knapsack(0.0);
+    milp.constraints[0].terms[0].1 = f64::NAN;
+    let mut inverted = knapsack(0.0);
+    inverted.vars[2].lower = 2.0;
+    for solver in backends() {
+        let error = solver.solve(&milp, &SolveOptions::default()).unwrap_err();
+        assert!(error.to_string().contains("capacity"), "{error}");
+        let error = solver.solve(&inverted, &SolveOptions::default()).unwrap_err();
+        assert!(error.to_string().contains("take_2"), "{error}");
+    }
+}
+
+#[test]
+fn models_without_variables() {
+    let mut trivial = Milp::new("empty");
+    trivial.set_objective(&LinExpr::constant(4.0));
+    let mut impossible = trivial.clone();
+    impossible.add_constraint("never", &LinExpr::new(), Sense::Ge, 1.0);
+    for solver in backends() {
+        let solution = solver.solve(&trivial, &SolveOptions::default()).unwrap();
+        assert_eq!((solution.status, solution.objective), (Status::Optimal, 4.0));
+        let solution = solver.solve(&impossible, &SolveOptions::default()).unwrap();
+        assert_eq!(solution.status, Status::Infeasible);
+    }
+}
+
+#[test]
+fn backends_by_name() {
+    for name in available() {
+        assert_eq!(by_name(name).unwrap().name(), name);
+        assert_eq!(by_name(&name.to_uppercase()).unwrap().name(), name);
+    }
+    let error = by_name("gurobi").err().unwrap().to_string();
+    assert!(error.contains("unknown solver `gurobi`"), "{error}");
+    for name in available() {
+        assert!(error.contains(name), "{error}");
+    }
+    #[cfg(not(feature = "cbc"))]
+    assert!(by_name("cbc").err().unwrap().to_string().contains("feature `cbc`"));
+    #[cfg(not(feature = "highs"))]
+    assert!(by_name("highs").err().unwrap().to_string().contains("feature `highs`"));
+}
+
+#[test]
+fn status_words() {
+    let all = [
+        (Status::Optimal, "optimal"),
+        (Status::TimeLimit, "time_limit"),
+        (Status::NoSolution, "no_solution"),
+        (Status::Infeasible, "infeasible"),
+        (Status::Unbounded, "unbounded"),
+    ];
+    for (status, word) in all {
+        assert_eq!(status.to_string(), word);
+        assert_eq!(serde_json::to_string(&status).unwrap(), format!("\"{word}\""));
+    }
+    assert_eq!(relative_gap(100.0, 99.0), 0.01);
+    assert_eq!(relative_gap(-5.0, -5.0), 0.0);
+    assert_eq!(relative_gap(0.0, -1e-12), 1e-3);
+    assert_eq!(relative_gap(3.0, f64::NEG_INFINITY), f64::INFINITY);
+}
+
+#[test]
+fn scratch_debug() {
+    let milp = hard_knapsack(120, 7);
+    for limit in [0.0, 0.01, 0.3, 2.0] {
+        let options = SolveOptions { time_limit: Some(limit), relative_gap: 0.0, ..SolveOptions::default() };
+        for solver in backends() {
+            let s = solver.solve(&milp, &options).unwrap();
+            eprintln!("{limit} {} {} obj {} bound {} gap {} t {:.3}", s.solver, s.status, s.objective, s.best_bound, s.gap, s.seconds);
+        }
+    }
+    for solver in backends() {
+        let s = solver.solve(&knapsack(100.5), &SolveOptions::default()).unwrap();
+        eprintln!("{} {} obj {} bound {} gap {}", s.solver, s.status, s.objective, s.best_bound, s.gap);
+    }
+}

@@ -1,0 +1,193 @@
+//! `absinthe check PROGRAM`: validate and summarise a program.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use absinthe_model::analysis::Analysis;
+use absinthe_model::program::{Program, DIMS};
+use absinthe_model::FileError;
+use clap::Args;
+use serde::Serialize;
+
+use crate::output::{table, Format};
+
+/// Validate a program and print its stencils with their reads, bounding boxes, fetch weights
+/// and required evaluation extents.
+///
+/// Exit status is 0 when the program is valid, 1 otherwise; errors name the file, the key
+/// (e.g. `stencils[3].expr`) and, for expressions, the column.
+#[derive(Args)]
+#[command(verbatim_doc_comment)]
+pub struct CheckArgs {
+    /// The program file (YAML, see docs/ARCHITECTURE.md and formats).
+    program: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+}
+
+/// Loads and analyses a program, with file-located errors.
+pub fn load(path: &std::path::Path) -> anyhow::Result<(Program, Analysis)> {
+    let program = Program::load(path)?;
+    let analysis = Analysis::new(&program).map_err(|d| FileError::new(path, d))?;
+    Ok((program, analysis))
+}
+
+#[derive(Serialize)]
+struct Report {
+    program: String,
+    domain: [usize; 3],
+    halo: [usize; 3],
+    #[serde(rename = "type")]
+    value_type: &'static str,
+    inputs: Vec<String>,
+    outputs: Vec<String>,
+    stencils: Vec<StencilReport>,
+}
+
+#[derive(Serialize)]
+struct StencilReport {
+    name: String,
+    reads: Vec<ReadReport>,
+    fetch_weight: u64,
+    readers: Vec<String>,
+    output: bool,
+    /// Cells beyond the domain the reference evaluates, [[i-, i+], [j-, j+], [k-, k+]].
+    extent: [[usize; 2]; 3],
+}
+
+#[derive(Serialize)]
+struct ReadReport {
+    array: String,
+    offsets: Vec<[i32; 3]>,
+    /// [[lo, hi] per dimension]
+#[serde(rename = "box")]
+    bounds: [[i32; 2]; 3],
+}
+
+fn report(program: &Program, a: &Analysis) -> Report {
+    Report {
+        program: program.name.clone(),
+        domain: program.domain,
+        halo: program.halo,
+        value_type: program.value_type.c_name(),
+        inputs: a.inputs.iter().map(|&i| a.arrays[i].name.clone()).collect(),
+        outputs: a.outputs.iter().map(|&s| a.stencils[s].name.clone()).collect(),
+        stencils: a
+            .stencils
+            .iter()
+            .map(|s| StencilReport {
+                name: s.name.clone(),
+                reads: s
+                    .bounds
+                    .iter()
+                    .map(|(&arr, b)| ReadReport {
+                        array: a.arrays[arr].name.clone(),
+                        offsets: s
+                            .accesses
+                            .iter()
+                            .filter(|(x, _)| *x == arr)
+                            .map(|(_, o)| *o)
+                            .collect(),
+                        bounds: [[b[0].0, b[0].1], [b[1].0, b[1].1], [b[2].0, b[2].1]],
+                    })
+                    .collect(),
+                fetch_weight: s.fetch_weight,
+                readers: s.readers.iter().map(|&r| a.stencils[r].name.clone()).collect(),
+                output: s.is_output,
+                extent: s.extent,
+            })
+            .collect(),
+    }
+}
+
+fn range(lo: i32, hi: i32) -> String {
+    if lo == hi {
+        format!("{lo}")
+    } else {
+        format!("{lo}..{hi}")
+    }
+}
+
+fn print_table(r: &Report) {
+    println!(
+        "program {}: {} stencils, domain {}x{}x{}, halo {}x{}x{}, {}",
+        r.program,
+        r.stencils.len(),
+        r.domain[0],
+        r.domain[1],
+        r.domain[2],
+        r.halo[0],
+        r.halo[1],
+        r.halo[2],
+        r.value_type
+    );
+    println!("inputs:  {}", r.inputs.join(", "));
+    println!("outputs: {}", r.outputs.join(", "));
+    println!();
+    let rows: Vec<Vec<String>> = r
+        .stencils
+        .iter()
+        .enumerate()
+        .flat_map(|(n, s)| {
+            let extent = (0..3)
+                .map(|d| format!("{}{}:-{}+{}", "", DIMS[d], s.extent[d][0], s.extent[d][1]))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let mut rows = Vec::new();
+            for (k, rd) in s.reads.iter().enumerate() {
+                let bx = (0..3)
+                    .map(|d| range(rd.bounds[d][0], rd.bounds[d][1]))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let first = k == 0;
+                rows.push(vec![
+                    if first { n.to_string() } else { String::new() },
+                    if first {
+                        format!("{}{}", s.name, if s.output { " (out)" } else { "" })
+                    } else {
+                        String::new()
+                    },
+                    rd.array.clone(),
+                    rd.offsets.len().to_string(),
+                    format!("[{bx}]"),
+                    if first { s.fetch_weight.to_string() } else { String::new() },
+                    if first { extent.clone() } else { String::new() },
+                ]);
+            }
+            if rows.is_empty() {
+                rows.push(vec![
+                    n.to_string(),
+                    s.name.clone(),
+                    "-".into(),
+                    "0".into(),
+                    "-".into(),
+                    s.fetch_weight.to_string(),
+                    extent,
+                ]);
+            }
+            rows
+        })
+        .collect();
+    print!(
+        "{}",
+        table(
+            &["#", "stencil", "reads", "points", "box [i, j, k]", "fetch", "extent"],
+            &rows
+        )
+    );
+}
+
+pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
+    let (program, analysis) = load(&args.program)?;
+    let r = report(&program, &analysis);
+    match args.format {
+        Format::Table => print_table(&r),
+        Format::Json => println!("{}", serde_json::to_string_pretty(&r)?),
+        Format::Yaml => print!(
+            "{}",
+            absinthe_model::yaml::to_string(&r).map_err(anyhow::Error::msg)?
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,42 @@
+//! The `absinthe` command line: argument handling, file I/O and output formats only. All the
+//! work is done by the library crates (`absinthe-model`, `absinthe-solvers`, ...).
+
+mod check;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// absinthe tunes stencil programs for the machine they run on: it chooses which stencils to
+/// fuse and how to tile them by solving one mixed-integer linear program built from a learned
+/// performance model, and emits tiled OpenMP C++ for that choice.
+///
+/// Typical session:
+///   absinthe check configs/hdiff.yaml
+///   absinthe solve configs/hdiff.yaml --machine machines/default.yaml
+#[derive(Parser)]
+#[command(name = "absinthe", version, about, long_about, verbatim_doc_comment)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Check(check::CheckArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check(args) => check::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("{}", output::format_error(&err));
+            ExitCode::from(1)
+        }
+    }
+}
