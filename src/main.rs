@@ -3,6 +3,7 @@
 
 mod check;
 mod output;
+mod solve;
 
 use std::process::ExitCode;
 
@@ -25,12 +26,14 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Check(check::CheckArgs),
+    Solve(solve::SolveArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check(args) => check::run(args),
+        Command::Solve(args) => solve::run(args),
     };
     match result {
         Ok(code) => code,

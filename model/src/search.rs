@@ -105,3 +105,77 @@ pub fn exhaustive(
     }
     Some((Configuration { groups, tiles }, total))
 }
+
+/// Why no configuration satisfies the constraints, naming the binding one; `None` when a
+/// feasible configuration exists. Groups are checked as fixed by `options`, else one stencil per
+/// group (the most permissive grouping: fusing only adds arrays to a tile's working set).
+pub fn explain_infeasible(
+    analysis: &Analysis,
+    machine: &ModelMachine,
+    options: &MilpOptions,
+) -> Option<String> {
+    use crate::program::DIMS;
+    let n = analysis.stencils.len();
+    let counts = admissible_tile_counts(analysis.domain, machine, options);
+    let range = options.tile_range(analysis.domain);
+    for d in 0..3 {
+        if counts[d].is_empty() {
+            return Some(format!(
+                "even tiles: no tile count along {} between {} and {} splits the domain extent {} into tiles within the size slack {}",
+                DIMS[d], range[d].0, range[d].1, analysis.domain[d], machine.slack.size
+            ));
+        }
+    }
+    let max_tiles: u64 = counts.iter().map(|c| *c.iter().max().unwrap_or(&1) as u64).product();
+    if max_tiles < machine.threads as u64 {
+        return Some(format!(
+            "parallelism: at most {max_tiles} tiles are possible (tile counts up to {}x{}x{}), fewer than the {} threads",
+            counts[0].iter().max().unwrap_or(&1),
+            counts[1].iter().max().unwrap_or(&1),
+            counts[2].iter().max().unwrap_or(&1),
+            machine.threads
+        ));
+    }
+    let groups: Vec<std::ops::Range<usize>> = match &options.fixed_groups {
+        Some(g) => crate::cost::ranges_of(g),
+        None => (0..n).map(|i| i..i + 1).collect(),
+    };
+    let capacity = crate::cost::cache_capacity(machine);
+    let cells: u128 = analysis.domain.iter().map(|&d| d as u128).product();
+    for r in groups {
+        if best_group_tiling(analysis, machine, r.clone(), &counts).is_some() {
+            continue;
+        }
+        let names: Vec<&str> = r.clone().map(|s| analysis.stencils[s].name.as_str()).collect();
+        let mut touched = std::collections::BTreeSet::new();
+        for s in r.clone() {
+            touched.extend(analysis.touched(s));
+        }
+        // The largest tile count that is also parallel-efficient.
+        let mut best_parallel = 0u64;
+        for &x in &counts[0] {
+            for &y in &counts[1] {
+                for &z in &counts[2] {
+                    let t = (x * y * z) as u64;
+                    if parallel_ok(t, machine.threads, machine.slack.cores) {
+                        best_parallel = best_parallel.max(t);
+                    }
+                }
+            }
+        }
+        if best_parallel == 0 {
+            return Some(format!(
+                "parallel efficiency: no admissible tile counts give a multiple of the {} threads within the slack {}",
+                machine.threads, machine.slack.cores
+            ));
+        }
+        let per_tile = cells as f64 / best_parallel as f64;
+        return Some(format!(
+            "cache: the group [{}] touches {} arrays; even with {best_parallel} tiles a tile holds {per_tile:.0} cells, so its working set is {:.0} values, more than the cache capacity of {capacity} values (cache_bytes x cache_fraction / value_bytes)",
+            names.join(", "),
+            touched.len(),
+            per_tile * touched.len() as f64
+        ));
+    }
+    None
+}

@@ -33,7 +33,7 @@ use crate::{
 const NAME: &str = "cbc";
 
 /// Serialises every use of CBC in this process (see the module documentation).
-static CBC: Mutex<()> = Mutex::new(());
+pub(crate) static CBC: Mutex<()> = Mutex::new(());
 
 /// CBC reports "no value" as numbers this large (1e50 and friends).
 const CBC_INFINITY: f64 = 1e30;
@@ -124,12 +124,12 @@ fn run(milp: &Milp, options: &SolveOptions) -> Result<Outcome, SolverError> {
     let best_bound = from_cbc(model.best_possible_value());
     let status = model.status();
     let secondary = model.secondary_status();
-    eprintln!("DEBUG {} status {status:?} {secondary:?} opt {} inf {} unb {} obj {} bound {best_bound}", milp.name, model.is_proven_optimal(), model.is_proven_infeasible(), model.is_continuous_unbounded(), model.obj_value());
     if status == CbcStatus::Abandoned {
-        return Err(backend("CBC abandoned the search (numerical trouble)".into()));
+        return Err(backend(
+            "CBC abandoned the search (numerical trouble)".into(),
+        ));
     }
-    if model.is_continuous_unbounded() || secondary == SecondaryStatus::LinearRelaxationUnbounded
-    {
+    if model.is_continuous_unbounded() || secondary == SecondaryStatus::LinearRelaxationUnbounded {
         return Ok(Outcome::RelaxationUnbounded);
     }
     if model.is_proven_infeasible() {
@@ -255,6 +255,8 @@ fn configure(model: &mut Model, options: &SolveOptions) -> Result<(), SolverErro
     // Small enough that the relative gap governs (objectives are in microseconds).
     set("allowableGap", number(1e-9))?;
     if let Some(limit) = options.time_limit {
+        // Wall-clock seconds, as for every backend (CBC counts CPU time by default).
+        set("timeMode", "elapsed".into())?;
         set("seconds", number(limit))?;
     }
     if let Some(threads) = options.threads.filter(|&t| t > 1) {

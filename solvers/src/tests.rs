@@ -75,7 +75,10 @@ fn assert_incumbent(milp: &Milp, solution: &MilpSolution) {
         "{who}: gap {} inconsistent",
         solution.gap
     );
-    assert!(solution.seconds >= 0.0 && solution.seconds.is_finite(), "{who}");
+    assert!(
+        solution.seconds >= 0.0 && solution.seconds.is_finite(),
+        "{who}"
+    );
 }
 
 /// Enumerates every integer point of a pure integer MILP with finite bounds.
@@ -92,7 +95,11 @@ fn brute_force(milp: &Milp) -> Option<f64> {
     let mut best: Option<f64> = None;
     loop {
         let values: Vec<f64> = point.iter().map(|&x| x as f64).collect();
-        if milp.constraints.iter().all(|c| c.violation(&values) <= 1e-9) {
+        if milp
+            .constraints
+            .iter()
+            .all(|c| c.violation(&values) <= 1e-9)
+        {
             let objective = milp.objective.eval(&values);
             best = Some(best.map_or(objective, |b: f64| b.min(objective)));
         }
@@ -129,7 +136,13 @@ fn knapsack(constant: f64) -> Milp {
         .collect();
     let weight: Vec<(VarId, f64)> = items.iter().copied().zip(weights).collect();
     milp.add_constraint("capacity", &expr(&weight), Sense::Le, 14.0);
-    let mut objective = expr(&items.iter().copied().zip(values.map(|v| -v)).collect::<Vec<_>>());
+    let mut objective = expr(
+        &items
+            .iter()
+            .copied()
+            .zip(values.map(|v| -v))
+            .collect::<Vec<_>>(),
+    );
     objective.constant = constant;
     milp.set_objective(&objective);
     milp
@@ -166,7 +179,9 @@ fn objective_constant_is_part_of_objective_and_bound() {
     for solver in backends() {
         let solution = solver.solve(&lp, &SolveOptions::default()).unwrap();
         assert_optimal(&lp, &solution, 3.5);
-        let solution = solver.solve(&constant_only, &SolveOptions::default()).unwrap();
+        let solution = solver
+            .solve(&constant_only, &SolveOptions::default())
+            .unwrap();
         assert_optimal(&constant_only, &solution, -7.0);
     }
 }
@@ -179,8 +194,18 @@ fn equality_and_general_integers() -> Milp {
     let y = milp.add_var("y", 0.0, 10.0, true);
     let z = milp.add_var("z", 0.0, 10.0, true);
     let w = milp.add_var("w", -5.0, 5.0, false);
-    milp.add_constraint("balance", &expr(&[(x, 3.0), (y, 2.0), (z, -1.0)]), Sense::Eq, 7.0);
-    milp.add_constraint("total", &expr(&[(x, 1.0), (y, 1.0), (z, 1.0)]), Sense::Le, 12.0);
+    milp.add_constraint(
+        "balance",
+        &expr(&[(x, 3.0), (y, 2.0), (z, -1.0)]),
+        Sense::Eq,
+        7.0,
+    );
+    milp.add_constraint(
+        "total",
+        &expr(&[(x, 1.0), (y, 1.0), (z, 1.0)]),
+        Sense::Le,
+        12.0,
+    );
     milp.add_constraint("slack", &expr(&[(y, 1.0), (w, -1.0)]), Sense::Ge, 1.5);
     milp.set_objective(&expr(&[(x, 2.0), (y, 3.0), (z, 1.0), (w, -4.0)]));
     milp
@@ -252,7 +277,13 @@ fn infeasible_problems() {
     for solver in backends() {
         for milp in [&relaxation, &parity, &lp] {
             let solution = solver.solve(milp, &SolveOptions::default()).unwrap();
-            assert_eq!(solution.status, Status::Infeasible, "{} on {}", solver.name(), milp.name);
+            assert_eq!(
+                solution.status,
+                Status::Infeasible,
+                "{} on {}",
+                solver.name(),
+                milp.name
+            );
             assert!(solution.values.is_empty());
             assert_eq!(solution.objective, f64::INFINITY);
             assert_eq!(solution.gap, f64::INFINITY);
@@ -282,7 +313,13 @@ fn unbounded_problems() {
     for solver in backends() {
         for milp in [&milp, &lp, &free] {
             let solution = solver.solve(milp, &SolveOptions::default()).unwrap();
-            assert_eq!(solution.status, Status::Unbounded, "{} on {}", solver.name(), milp.name);
+            assert_eq!(
+                solution.status,
+                Status::Unbounded,
+                "{} on {}",
+                solver.name(),
+                milp.name
+            );
             assert!(solution.values.is_empty());
             assert_eq!(solution.objective, f64::NEG_INFINITY);
         }
@@ -293,14 +330,26 @@ fn unbounded_problems() {
 fn hard_knapsack(n: usize, seed: u64) -> Milp {
     let mut rng = Lcg::new(seed);
     let mut milp = Milp::new(format!("knapsack_{n}_{seed}"));
-    let items: Vec<VarId> = (0..n).map(|i| milp.add_binary(format!("item_{i}"))).collect();
+    let items: Vec<VarId> = (0..n)
+        .map(|i| milp.add_binary(format!("item_{i}")))
+        .collect();
     for k in 0..6 {
-        let weights: Vec<(VarId, f64)> =
-            items.iter().map(|&v| (v, rng.int(10, 100) as f64)).collect();
+        let weights: Vec<(VarId, f64)> = items
+            .iter()
+            .map(|&v| (v, rng.int(10, 100) as f64))
+            .collect();
         let capacity = weights.iter().map(|w| w.1).sum::<f64>() / 2.0;
-        milp.add_constraint(format!("capacity_{k}"), &expr(&weights), Sense::Le, capacity);
+        milp.add_constraint(
+            format!("capacity_{k}"),
+            &expr(&weights),
+            Sense::Le,
+            capacity,
+        );
     }
-    let value: Vec<(VarId, f64)> = items.iter().map(|&v| (v, -(rng.int(10, 100) as f64))).collect();
+    let value: Vec<(VarId, f64)> = items
+        .iter()
+        .map(|&v| (v, -(rng.int(10, 100) as f64)))
+        .collect();
     milp.set_objective(&expr(&value));
     milp
 }
@@ -326,7 +375,12 @@ fn time_limit_reports_incumbent_or_nothing() {
                 other => panic!("{} at {limit}s: {other}", solver.name()),
             }
             // Limits are approximate; this only catches a limit that was ignored.
-            assert!(solution.seconds < 20.0, "{}: {}s", solver.name(), solution.seconds);
+            assert!(
+                solution.seconds < 20.0,
+                "{}: {}s",
+                solver.name(),
+                solution.seconds
+            );
         }
     }
 }
@@ -390,7 +444,10 @@ fn random_integer_programs_match_enumeration() {
         }
     }
     // The generator exercises both outcomes.
-    assert!(feasible >= 15 && infeasible >= 5, "{feasible} feasible, {infeasible} infeasible");
+    assert!(
+        feasible >= 15 && infeasible >= 5,
+        "{feasible} feasible, {infeasible} infeasible"
+    );
 }
 
 #[test]
@@ -451,7 +508,9 @@ fn malformed_models_are_errors() {
     for solver in backends() {
         let error = solver.solve(&milp, &SolveOptions::default()).unwrap_err();
         assert!(error.to_string().contains("capacity"), "{error}");
-        let error = solver.solve(&inverted, &SolveOptions::default()).unwrap_err();
+        let error = solver
+            .solve(&inverted, &SolveOptions::default())
+            .unwrap_err();
         assert!(error.to_string().contains("take_2"), "{error}");
     }
 }
@@ -464,7 +523,10 @@ fn models_without_variables() {
     impossible.add_constraint("never", &LinExpr::new(), Sense::Ge, 1.0);
     for solver in backends() {
         let solution = solver.solve(&trivial, &SolveOptions::default()).unwrap();
-        assert_eq!((solution.status, solution.objective), (Status::Optimal, 4.0));
+        assert_eq!(
+            (solution.status, solution.objective),
+            (Status::Optimal, 4.0)
+        );
         let solution = solver.solve(&impossible, &SolveOptions::default()).unwrap();
         assert_eq!(solution.status, Status::Infeasible);
     }
@@ -482,9 +544,17 @@ fn backends_by_name() {
         assert!(error.contains(name), "{error}");
     }
     #[cfg(not(feature = "cbc"))]
-    assert!(by_name("cbc").err().unwrap().to_string().contains("feature `cbc`"));
+    assert!(by_name("cbc")
+        .err()
+        .unwrap()
+        .to_string()
+        .contains("feature `cbc`"));
     #[cfg(not(feature = "highs"))]
-    assert!(by_name("highs").err().unwrap().to_string().contains("feature `highs`"));
+    assert!(by_name("highs")
+        .err()
+        .unwrap()
+        .to_string()
+        .contains("feature `highs`"));
 }
 
 #[test]
@@ -498,7 +568,10 @@ fn status_words() {
     ];
     for (status, word) in all {
         assert_eq!(status.to_string(), word);
-        assert_eq!(serde_json::to_string(&status).unwrap(), format!("\"{word}\""));
+        assert_eq!(
+            serde_json::to_string(&status).unwrap(),
+            format!("\"{word}\"")
+        );
     }
     assert_eq!(relative_gap(100.0, 99.0), 0.01);
     assert_eq!(relative_gap(-5.0, -5.0), 0.0);
@@ -506,18 +579,122 @@ fn status_words() {
     assert_eq!(relative_gap(3.0, f64::NEG_INFINITY), f64::INFINITY);
 }
 
-#[test]
-fn scratch_debug() {
-    let milp = hard_knapsack(120, 7);
-    for limit in [0.0, 0.01, 0.3, 2.0] {
-        let options = SolveOptions { time_limit: Some(limit), relative_gap: 0.0, ..SolveOptions::default() };
-        for solver in backends() {
-            let s = solver.solve(&milp, &options).unwrap();
-            eprintln!("{limit} {} {} obj {} bound {} gap {} t {:.3}", s.solver, s.status, s.objective, s.best_bound, s.gap, s.seconds);
+/// The written LP and MPS files, read back by the solvers' own readers, have the same optimum
+/// as the MILP.
+mod files_read_by_solvers {
+    use std::path::PathBuf;
+
+    use absinthe_model::lp::Milp;
+
+    use super::{brute_force, close, equality_and_general_integers, knapsack, random_milp};
+    use crate::{write_lp, write_mps};
+
+    /// Instances with known optima (`None`: infeasible).
+    fn instances() -> Vec<(Milp, Option<f64>)> {
+        let mut instances = vec![
+            (knapsack(100.5), Some(70.5)),
+            (equality_and_general_integers(), Some(3.0)),
+        ];
+        for seed in 0..20 {
+            let milp = random_milp(seed);
+            let optimum = brute_force(&milp);
+            instances.push((milp, optimum));
+        }
+        instances
+    }
+
+    /// Writes `milp` with `writer` to a file unique to this process and `reader`.
+    fn written(
+        milp: &Milp,
+        reader: &str,
+        extension: &str,
+        writer: fn(&Milp, &mut std::fs::File) -> std::io::Result<()>,
+    ) -> PathBuf {
+        let path = std::env::temp_dir().join(format!(
+            "absinthe_solvers_{}_{reader}_{}.{extension}",
+            std::process::id(),
+            milp.name
+        ));
+        let mut file = std::fs::File::create(&path).unwrap();
+        writer(milp, &mut file).unwrap();
+        path
+    }
+
+    fn lp_file(milp: &Milp, reader: &str) -> PathBuf {
+        written(milp, reader, "lp", write_lp)
+    }
+
+    fn mps_file(milp: &Milp, reader: &str) -> PathBuf {
+        written(milp, reader, "mps", write_mps)
+    }
+
+    #[cfg(feature = "highs")]
+    #[test]
+    fn highs_reads_lp_and_mps() {
+        use highs::{ColProblem, HighsModelStatus, Sense};
+        use std::ffi::{c_char, c_void, CString};
+
+        // From HiGHS's C API, which the `highs` crate links but does not wrap. HighsInt is
+        // 32 bits (HiGHS is built without HIGHSINT64); it returns -1 on error.
+        extern "C" {
+            fn Highs_readModel(highs: *mut c_void, filename: *const c_char) -> i32;
+        }
+
+        for (milp, optimum) in instances() {
+            for path in [lp_file(&milp, "highs"), mps_file(&milp, "highs")] {
+                let mut model = ColProblem::new().optimise(Sense::Minimise);
+                model.make_quiet();
+                let name = CString::new(path.to_str().unwrap()).unwrap();
+                // SAFETY: a live HiGHS instance and a NUL-terminated path.
+                let status = unsafe { Highs_readModel(model.as_mut_ptr(), name.as_ptr()) };
+                assert_eq!(status, 0, "HiGHS could not read {}", path.display());
+                let solved = model.try_solve().unwrap();
+                match optimum {
+                    Some(optimum) => {
+                        assert_eq!(solved.status(), HighsModelStatus::Optimal, "{path:?}");
+                        assert!(
+                            close(solved.objective_value(), optimum),
+                            "{path:?}: {} != {optimum}",
+                            solved.objective_value()
+                        );
+                    }
+                    None => assert_eq!(solved.status(), HighsModelStatus::Infeasible, "{path:?}"),
+                }
+                std::fs::remove_file(&path).unwrap();
+            }
         }
     }
-    for solver in backends() {
-        let s = solver.solve(&knapsack(100.5), &SolveOptions::default()).unwrap();
-        eprintln!("{} {} obj {} bound {} gap {}", s.solver, s.status, s.objective, s.best_bound, s.gap);
+
+    #[cfg(feature = "cbc")]
+    #[test]
+    fn cbc_reads_mps() {
+        use coin_cbc::raw::Model;
+        use std::ffi::CString;
+
+        for (milp, optimum) in instances() {
+            let path = mps_file(&milp, "cbc");
+            let _cbc = crate::cbc::CBC.lock().unwrap_or_else(|e| e.into_inner());
+            let mut model = Model::new();
+            model.set_log_level(0);
+            model.set_parameter(c"log", c"0");
+            model.set_parameter(c"slogLevel", c"0");
+            model.read_mps(&CString::new(path.to_str().unwrap()).unwrap());
+            assert_eq!(model.num_cols(), milp.vars.len(), "{path:?}");
+            assert_eq!(model.num_rows(), milp.constraints.len(), "{path:?}");
+            for (i, var) in milp.vars.iter().enumerate() {
+                assert_eq!(model.is_integer(i), var.integer, "{path:?}");
+                assert_eq!(model.col_lower()[i], var.lower, "{path:?}");
+            }
+            model.solve();
+            match optimum {
+                Some(optimum) => {
+                    assert!(model.is_proven_optimal(), "{path:?}");
+                    let values = model.col_solution().to_vec();
+                    assert!(close(milp.objective.eval(&values), optimum), "{path:?}");
+                }
+                None => assert!(model.is_proven_infeasible(), "{path:?}"),
+            }
+            std::fs::remove_file(&path).unwrap();
+        }
     }
 }

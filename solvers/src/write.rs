@@ -60,9 +60,7 @@ pub fn write_lp(milp: &Milp, out: &mut impl Write) -> io::Result<()> {
             (true, false) => writeln!(out, " -infinity <= {name} <= {}", number(upper))?,
             (false, true) if lower == 0.0 => {} // the default
             (false, true) => writeln!(out, " {name} >= {}", number(lower))?,
-            (false, false) => {
-                writeln!(out, " {} <= {name} <= {}", number(lower), number(upper))?
-            }
+            (false, false) => writeln!(out, " {} <= {name} <= {}", number(lower), number(upper))?,
         }
     }
     if write_constant {
@@ -133,7 +131,13 @@ pub fn write_mps(milp: &Milp, out: &mut impl Write) -> io::Result<()> {
         }
         if entries.is_empty() {
             // A column must appear to exist.
-            writeln!(out, "    {:<8}  {:<8}  {}", var.name, objective_row, number(0.0))?;
+            writeln!(
+                out,
+                "    {:<8}  {:<8}  {}",
+                var.name,
+                objective_row,
+                number(0.0)
+            )?;
         }
         for (row, coef) in entries {
             writeln!(out, "    {:<8}  {:<8}  {}", var.name, row, number(*coef))?;
@@ -149,7 +153,12 @@ pub fn write_mps(milp: &Milp, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "RHS")?;
     let constant = milp.objective.constant;
     if constant != 0.0 {
-        writeln!(out, "    RHS       {:<8}  {}", objective_row, number(-constant))?;
+        writeln!(
+            out,
+            "    RHS       {:<8}  {}",
+            objective_row,
+            number(-constant)
+        )?;
     }
     for constraint in milp.constraints.iter().filter(|c| c.rhs != 0.0) {
         writeln!(
@@ -216,9 +225,7 @@ fn check(milp: &Milp, lp: bool) -> io::Result<()> {
     let invalid = |what: String| Err(io::Error::new(io::ErrorKind::InvalidInput, what));
     let check_name = |kind: &str, name: &str| {
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return invalid(format!(
-                "{kind} name `{name}` is not made of [A-Za-z0-9_]"
-            ));
+            return invalid(format!("{kind} name `{name}` is not made of [A-Za-z0-9_]"));
         }
         if lp && looks_numeric(name) {
             return invalid(format!(
@@ -262,7 +269,10 @@ fn check(milp: &Milp, lp: bool) -> io::Result<()> {
     }
     for constraint in &milp.constraints {
         check_name("constraint", &constraint.name)?;
-        check_terms(&format!("constraint `{}`", constraint.name), &constraint.terms)?;
+        check_terms(
+            &format!("constraint `{}`", constraint.name),
+            &constraint.terms,
+        )?;
         if !constraint.rhs.is_finite() {
             return invalid(format!(
                 "constraint `{}` has right-hand side {}",
@@ -451,7 +461,9 @@ mod tests {
                         if pair[0] == objective_row {
                             milp.objective.terms.push((VarId(var), coef));
                         } else {
-                            milp.constraints[rows[pair[0]]].terms.push((VarId(var), coef));
+                            milp.constraints[rows[pair[0]]]
+                                .terms
+                                .push((VarId(var), coef));
                         }
                     }
                 }
@@ -501,7 +513,9 @@ mod tests {
         let tiny = milp.add_var("tiny", 1e-300, 1e300, false);
         let unused = milp.add_var("unused", 0.0, 4.0, false);
         let _ = unused;
-        let all = [binary, general, boxed_int, fixed, free, free_int, upper_only, lower_only];
+        let all = [
+            binary, general, boxed_int, fixed, free, free_int, upper_only, lower_only,
+        ];
         let mut sum = LinExpr::new();
         for (i, &v) in all.iter().enumerate() {
             sum.add(v, 0.1 * (i as f64 + 1.0));
@@ -545,7 +559,10 @@ mod tests {
                     .map(|v| &v.name)
                     .chain(milp.constraints.iter().map(|c| &c.name))
                 {
-                    assert!(tokens.contains(&name.as_str()), "{name} missing from\n{text}");
+                    assert!(
+                        tokens.contains(&name.as_str()),
+                        "{name} missing from\n{text}"
+                    );
                 }
                 let lowered = text.to_lowercase();
                 assert!(!lowered.contains("nan"), "{text}");
@@ -583,7 +600,10 @@ mod tests {
             "End",
         ];
         for line in expected_lines {
-            assert!(text.lines().any(|l| l == line), "no line `{line}` in\n{text}");
+            assert!(
+                text.lines().any(|l| l == line),
+                "no line `{line}` in\n{text}"
+            );
         }
         // Sections in order.
         let position = |s: &str| text.find(&format!("\n{s}\n")).unwrap();

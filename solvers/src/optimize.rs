@@ -1,0 +1,153 @@
+//! From a program to its optimal configuration: build the MILP, solve it with a backend, read
+//! the configuration back, and hold the solver's objective against `evaluate` (they must agree
+//! to 1e-6 relative, or the linearization has a bug and this says so loudly).
+
+use std::time::Instant;
+
+use absinthe_model::analysis::Analysis;
+use absinthe_model::cost::{evaluate, Configuration, Cost};
+use absinthe_model::lp::MilpSize;
+use absinthe_model::machine::ModelMachine;
+use absinthe_model::milp::{milp, AbsintheMilp, MilpOptions, OBJECTIVE_SCALE};
+use absinthe_model::search::explain_infeasible;
+
+use crate::{MilpSolution, SolveOptions, Solver, SolverError, Status};
+
+/// Relative tolerance between the solver's objective and `evaluate`.
+pub const AGREEMENT_TOLERANCE: f64 = 1e-6;
+
+/// An optimised configuration and how it was found.
+#[derive(Clone, Debug)]
+pub struct Optimum {
+    pub config: Configuration,
+    /// `evaluate` of `config`.
+    pub cost: Cost,
+    /// The backend's report (objective and bound in MILP units, microseconds).
+    pub solution: MilpSolution,
+    /// The solver's objective for `config`, in seconds.
+    pub objective_seconds: f64,
+    /// The solver's best bound, in seconds.
+    pub bound_seconds: f64,
+    pub size: MilpSize,
+    /// Seconds spent building the MILP.
+    pub build_seconds: f64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OptimizeError {
+    #[error("no configuration satisfies the model's constraints: {0}")]
+    Infeasible(String),
+    #[error("{solver} found no feasible configuration within the time limit ({seconds:.1} s); raise --time-limit")]
+    NoSolution { solver: &'static str, seconds: f64 },
+    #[error("{solver} reported the MILP unbounded: this is a bug in the MILP encoding")]
+    Unbounded { solver: &'static str },
+    #[error("BUG: {0}")]
+    Mismatch(String),
+    #[error(transparent)]
+    Solver(#[from] SolverError),
+}
+
+/// Finds the optimal configuration of `analysis` on `machine` with `solver`.
+pub fn optimize(
+    analysis: &Analysis,
+    machine: &ModelMachine,
+    options: &MilpOptions,
+    solver: &dyn Solver,
+    solve_options: &SolveOptions,
+) -> Result<Optimum, OptimizeError> {
+    let started = Instant::now();
+    let encoded = milp(analysis, machine, options);
+    let build_seconds = started.elapsed().as_secs_f64();
+    let solution = solver.solve(&encoded.milp, solve_options)?;
+    match solution.status {
+        Status::Infeasible => {
+            let reason = explain_infeasible(analysis, machine, options).unwrap_or_else(|| {
+                format!(
+                    "{} reports the MILP infeasible, but enumeration finds feasible configurations: this is a bug",
+                    solver.name()
+                )
+            });
+            return Err(OptimizeError::Infeasible(reason));
+        }
+        Status::NoSolution => {
+            if let Some(reason) = explain_infeasible(analysis, machine, options) {
+                return Err(OptimizeError::Infeasible(reason));
+            }
+            return Err(OptimizeError::NoSolution {
+                solver: solver.name(),
+                seconds: solution.seconds,
+            });
+        }
+        Status::Unbounded => {
+            return Err(OptimizeError::Unbounded {
+                solver: solver.name(),
+            })
+        }
+        Status::Optimal | Status::TimeLimit => {}
+    }
+    let config = encoded.decode(&solution.values);
+    check_decoded(&encoded, &config, analysis, &solution.values)?;
+    let cost = evaluate(analysis, machine, &config);
+    if let Some(why) = &cost.infeasible {
+        return Err(OptimizeError::Mismatch(format!(
+            "{} returned a configuration the model rejects ({why}): the MILP admits an infeasible point",
+            solver.name()
+        )));
+    }
+    let mut objective_seconds = solution.objective / OBJECTIVE_SCALE;
+    if !agree(objective_seconds, cost.total) {
+        // An incumbent may carry slack in its `≥` variables; the MILP fixed to the
+        // configuration gives the encoding's exact value for it.
+        let fixed = solver.solve(&encoded.fixed_to(&config), solve_options)?;
+        let fixed_seconds = fixed.objective / OBJECTIVE_SCALE;
+        if !fixed.status.has_values() || !agree(fixed_seconds, cost.total) {
+            return Err(OptimizeError::Mismatch(format!(
+                "{}'s objective for groups {:?} tiles {:?} is {:e} s (fixed re-solve: {:e} s) but evaluate gives {:e} s: the linearization disagrees with the model",
+                solver.name(),
+                config.groups,
+                config.tiles,
+                objective_seconds,
+                fixed_seconds,
+                cost.total
+            )));
+        }
+        objective_seconds = fixed_seconds;
+    }
+    Ok(Optimum {
+        config,
+        bound_seconds: solution.best_bound / OBJECTIVE_SCALE,
+        objective_seconds,
+        cost,
+        size: encoded.milp.size(),
+        solution,
+        build_seconds,
+    })
+}
+
+/// Whether two objective values agree to [`AGREEMENT_TOLERANCE`].
+pub fn agree(a: f64, b: f64) -> bool {
+    (a - b).abs() <= AGREEMENT_TOLERANCE * a.abs().max(b.abs()).max(1e-12)
+}
+
+/// The decoded configuration is well formed and every stencil of a group has its group's tile
+/// counts in the solver's values.
+fn check_decoded(
+    encoded: &AbsintheMilp,
+    config: &Configuration,
+    analysis: &Analysis,
+    values: &[f64],
+) -> Result<(), OptimizeError> {
+    config
+        .check_shape(analysis.stencils.len(), analysis.domain)
+        .map_err(|e| OptimizeError::Mismatch(format!("decoded configuration is malformed: {e}")))?;
+    for (i, &g) in config.groups.iter().enumerate() {
+        let n = encoded.tile_counts[i].map(|v| values[v.0].round() as usize);
+        if n != config.tiles[g] {
+            return Err(OptimizeError::Mismatch(format!(
+                "stencil {i} has tile counts {n:?} in the solver's values but its group has {:?}",
+                config.tiles[g]
+            )));
+        }
+    }
+    Ok(())
+}
