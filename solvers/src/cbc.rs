@@ -12,10 +12,12 @@
 //!   and "unbounded" reads as "infeasible"). So the model always gets one integer column
 //!   fixed at 1, which also carries the objective constant.
 //!
-//! Status: `is_proven_optimal` (optimal, or stopped within the gap), `is_proven_infeasible`,
-//! `is_continuous_unbounded` (the relaxation is unbounded: resolved into unbounded or
-//! infeasible by a feasibility solve), and otherwise a stop on a limit, where the incumbent
-//! counts only if its values satisfy the MILP. The bound is CBC's best possible objective.
+//! Status comes from CBC's own verdicts: `is_continuous_unbounded` (the relaxation is
+//! unbounded, resolved into unbounded or infeasible by a feasibility solve),
+//! `is_proven_infeasible`, then the run's status: finished with an incumbent is optimal (proven,
+//! or stopped within the gap); stopped (time, nodes, solutions) is a time limit with or without
+//! an incumbent, which CBC holds when its objective value is not its 1e50 sentinel. The bound is
+//! CBC's best possible objective value; the gap is recomputed with [`relative_gap`].
 
 use std::ffi::CString;
 use std::os::raw::c_int;
@@ -25,10 +27,10 @@ use std::time::Instant;
 use absinthe_model::lp::{Milp, Sense};
 use coin_cbc::raw::{Model, SecondaryStatus, Sense as CbcSense, Status as CbcStatus};
 
-use crate::{
-    relative_gap, solve_without_variables, unbounded_or_infeasible, validate, validate_options,
-    without_incumbent, MilpSolution, SolveOptions, Solver, SolverError, Status,
+use crate::backend::{
+    solve_without_variables, unbounded_or_infeasible, validate, validate_options, without_incumbent,
 };
+use crate::{relative_gap, MilpSolution, SolveOptions, Solver, SolverError, Status};
 
 const NAME: &str = "cbc";
 
@@ -135,27 +137,37 @@ fn run(milp: &Milp, options: &SolveOptions) -> Result<Outcome, SolverError> {
     if model.is_proven_infeasible() {
         return Ok(Outcome::Infeasible);
     }
-    let feasible = is_feasible(milp, &values);
-    if model.is_proven_optimal() && feasible {
-        let objective = objective_value(&model, milp, &values);
-        // CBC's bound may be stale once the search closed; the optimum bounds itself.
-        let best_bound = if best_bound.is_finite() && best_bound <= objective {
-            best_bound
-        } else {
-            objective
-        };
-        return Ok(Outcome::Incumbent {
-            status: Status::Optimal,
-            values,
-            objective,
-            best_bound,
-        });
-    }
+    // CBC holds an incumbent exactly when its objective value is not its 1e50 sentinel.
+    let reported = model.obj_value();
+    let has_incumbent = reported.abs() < CBC_INFINITY && values.iter().all(|x| x.is_finite());
     match status {
+        // The search completed: proven optimal, or stopped within the gap.
+        CbcStatus::Finished if has_incumbent => {
+            // When the search closed the optimum bounds itself; CBC's bound may be stale.
+            let best_bound = if best_bound.is_finite() {
+                best_bound.min(reported)
+            } else {
+                reported
+            };
+            Ok(Outcome::Incumbent {
+                status: Status::Optimal,
+                values,
+                objective: reported,
+                best_bound,
+            })
+        }
         // Stopped on a limit (time, nodes, solutions) or by an event.
         CbcStatus::Stopped | CbcStatus::UserEvent => {
-            if feasible {
-                let objective = objective_value(&model, milp, &values);
+            if has_incumbent {
+                Ok(Outcome::Incumbent {
+                    status: Status::TimeLimit,
+                    values,
+                    objective: reported,
+                    best_bound: best_bound.min(reported),
+                })
+            } else if is_feasible(milp, &values) {
+                // No recorded incumbent, but the relaxation's point happens to be feasible.
+                let objective = milp.objective.eval(&values);
                 Ok(Outcome::Incumbent {
                     status: Status::TimeLimit,
                     values,
@@ -167,7 +179,7 @@ fn run(milp: &Milp, options: &SolveOptions) -> Result<Outcome, SolverError> {
             }
         }
         _ => Err(backend(format!(
-            "CBC finished without a verdict (status {status:?}, secondary status {secondary:?})"
+            "CBC ended without a verdict (status {status:?}, secondary status {secondary:?})"
         ))),
     }
 }
@@ -279,16 +291,6 @@ fn from_cbc(x: f64) -> f64 {
         f64::NEG_INFINITY
     } else {
         x
-    }
-}
-
-/// CBC's objective value when it has one, else the objective of `values`.
-fn objective_value(model: &Model, milp: &Milp, values: &[f64]) -> f64 {
-    let reported = model.obj_value();
-    if reported.is_finite() && reported.abs() < CBC_INFINITY {
-        reported
-    } else {
-        milp.objective.eval(values)
     }
 }
 

@@ -16,10 +16,10 @@ use std::time::Instant;
 use absinthe_model::lp::{Milp, Sense};
 use highs::{ColProblem, HighsModelStatus, HighsSolutionStatus, Row, SolvedModel};
 
-use crate::{
-    relative_gap, solve_without_variables, unbounded_or_infeasible, validate, validate_options,
-    without_incumbent, MilpSolution, SolveOptions, Solver, SolverError, Status,
+use crate::backend::{
+    solve_without_variables, unbounded_or_infeasible, validate, validate_options, without_incumbent,
 };
+use crate::{relative_gap, MilpSolution, SolveOptions, Solver, SolverError, Status};
 
 const NAME: &str = "highs";
 

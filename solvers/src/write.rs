@@ -15,10 +15,18 @@ use std::io::{self, Write};
 
 use absinthe_model::lp::{Milp, Sense, VarId};
 
-use crate::constant_column_name;
-
 /// LP lines are kept below this length (CPLEX's limit is 255).
 const MAX_LINE: usize = 200;
+
+/// The name of the extra LP variable fixed at 1 that carries the objective constant:
+/// `obj_constant`, made unique against the MILP's own names.
+fn constant_column_name(milp: &Milp) -> String {
+    let mut name = "obj_constant".to_string();
+    while milp.vars.iter().any(|v| v.name == name) {
+        name.push('_');
+    }
+    name
+}
 
 /// Writes `milp` in CPLEX LP format.
 pub fn write_lp(milp: &Milp, out: &mut impl Write) -> io::Result<()> {
@@ -383,7 +391,7 @@ mod tests {
     use absinthe_model::lp::{Constraint, LinExpr, Milp, Sense, Var, VarId};
 
     use super::{write_lp, write_mps};
-    use crate::tests::random_milp;
+    use crate::testing::random_milp;
 
     fn lp_text(milp: &Milp) -> String {
         let mut out = Vec::new();

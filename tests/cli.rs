@@ -1,0 +1,179 @@
+//! The `absinthe` binary on good and bad files.
+
+use crate::common::{absinthe, stderr, stdout, temp_file};
+
+const SHIPPED: [&str; 4] = ["example2", "hdiff", "heat4", "j3d7pt"];
+
+#[test]
+fn check_accepts_every_shipped_program() {
+    let dir = crate::common::root().join("configs");
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "yaml") {
+            continue;
+        }
+        let p = path.to_string_lossy().into_owned();
+        let o = absinthe(&["check", &p]);
+        assert!(o.status.success(), "{p}: {}", stderr(&o));
+        let o = absinthe(&["check", &p, "--format", "json"]);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+        assert!(v["stencils"].as_array().is_some_and(|s| !s.is_empty()));
+    }
+}
+
+#[test]
+fn check_json_reports_hdiff_by_hand() {
+    let o = absinthe(&["check", "configs/hdiff.yaml", "--format", "json"]);
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let lap = &v["stencils"][0];
+    assert_eq!(lap["name"], "lap");
+    assert_eq!(lap["fetch_weight"], 6);
+    assert_eq!(lap["extent"], serde_json::json!([[1, 1], [1, 1], [0, 0]]));
+    assert_eq!(lap["reads"][0]["array"], "in");
+    assert_eq!(lap["reads"][0]["box"], serde_json::json!([[-1, 1], [-1, 1], [0, 0]]));
+    assert_eq!(v["inputs"], serde_json::json!(["in", "wgt"]));
+    assert_eq!(v["outputs"], serde_json::json!(["out"]));
+}
+
+#[test]
+fn check_table_lists_stencils() {
+    let o = absinthe(&["check", "configs/hdiff.yaml"]);
+    let out = stdout(&o);
+    for s in ["lap", "fli", "flj", "out (out)", "[-1..1, -1..1, 0]"] {
+        assert!(out.contains(s), "missing {s:?} in\n{out}");
+    }
+}
+
+#[test]
+fn bad_files_get_file_key_and_caret() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "stencils:\n  - name: a\n    expr: x(i,j,k) + sin(x(i,j,k))\n",
+            vec!["stencils[0].expr", "unknown function `sin`", "    |             ^^^"],
+        ),
+        (
+            "stencils:\n  - name: a\n    expr: x(i-3,j,k)\n",
+            vec!["stencils[0].expr", "on the i- side", "must be at least 3", "^"],
+        ),
+        (
+            "stencils:\n  - name: a\n    expr: b(i,j,k)\n  - name: b\n    expr: x(i,j,k)\n",
+            vec!["stencils[0].expr", "defined later"],
+        ),
+        (
+            "stencils:\n  - name: a\n    expr: x(i,j,k)\n    colour: red\n",
+            vec!["stencils[0]", "unknown field `colour`", "line"],
+        ),
+    ];
+    for (n, (stencils, expected)) in cases.iter().enumerate() {
+        let text = format!("name: t\ndomain: [8, 8, 8]\nhalo: [1, 1, 1]\noutputs: [a]\n{stencils}");
+        let path = temp_file(dir.path(), &format!("bad{n}.yaml"), &text);
+        let o = absinthe(&["check", path.to_str().unwrap()]);
+        assert!(!o.status.success());
+        let err = stderr(&o);
+        assert!(err.contains(&format!("bad{n}.yaml")), "{err}");
+        for e in expected {
+            assert!(err.contains(e), "expected {e:?} in\n{err}");
+        }
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+#[test]
+fn missing_file_is_a_clear_error() {
+    let o = absinthe(&["check", "configs/nope.yaml"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("configs/nope.yaml: cannot read the file"), "{}", stderr(&o));
+}
+
+#[test]
+fn solve_every_shipped_program_with_both_backends() {
+    for p in SHIPPED {
+        for solver in absinthe_solvers::available() {
+            let path = format!("configs/{p}.yaml");
+            let o = absinthe(&["solve", &path, "--solver", solver, "--format", "json"]);
+            assert!(o.status.success(), "{p} {solver}: {}", stderr(&o));
+            let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+            assert_eq!(v["program"], p);
+            assert_eq!(v["solver"]["name"], solver);
+            assert_eq!(v["solver"]["status"], "optimal");
+            let est = v["estimate_seconds"].as_f64().unwrap();
+            let obj = v["solver"]["objective_seconds"].as_f64().unwrap();
+            assert!((est - obj).abs() <= 1e-6 * est, "{p} {solver}: {est} vs {obj}");
+            let groups = v["groups"].as_array().unwrap();
+            let named: usize = groups.iter().map(|g| g["stencils"].as_array().unwrap().len()).sum();
+            assert_eq!(named, v["stencils"].as_object().unwrap().len());
+            assert!(v["milp"]["variables"].as_u64().unwrap() > 0);
+        }
+    }
+}
+
+#[test]
+fn solve_writes_a_solution_file_and_emits_lp_and_mps() {
+    let dir = tempfile::tempdir().unwrap();
+    let sol = dir.path().join("s.yaml");
+    let lp = dir.path().join("m.lp");
+    let mps = dir.path().join("m.mps");
+    let o = absinthe(&[
+        "solve", "configs/example2.yaml", "-o", sol.to_str().unwrap(), "--emit", "lp", lp.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&sol).unwrap();
+    let s: absinthe_model::solution::Solution = absinthe_model::yaml::from_str(&text).unwrap();
+    assert_eq!(s.program, "example2");
+    assert!(std::fs::read_to_string(&lp).unwrap().contains("Subject To"));
+    let o = absinthe(&["solve", "configs/example2.yaml", "--emit", "mps", mps.to_str().unwrap()]);
+    assert!(o.status.success());
+    assert!(std::fs::read_to_string(&mps).unwrap().contains("ENDATA"));
+    // Table output names the groups and the dominant memory.
+    let out = stdout(&o);
+    assert!(out.contains("group") && out.contains("dominant memory"), "{out}");
+}
+
+#[test]
+fn fixed_groups_are_respected() {
+    let o = absinthe(&["solve", "configs/hdiff.yaml", "--fix-groups", "0,1,1,2", "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let groups: Vec<Vec<String>> = v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["stencils"].as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect())
+        .collect();
+    assert_eq!(groups, vec![vec!["lap"], vec!["fli", "flj"], vec!["out"]]);
+    let bad = absinthe(&["solve", "configs/hdiff.yaml", "--fix-groups", "0,2,2,2"]);
+    assert!(!bad.status.success());
+    assert!(stderr(&bad).contains("--fix-groups"), "{}", stderr(&bad));
+}
+
+#[test]
+fn infeasible_machine_names_the_binding_constraint() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = temp_file(
+        dir.path(),
+        "tiny.yaml",
+        "name: tiny\ncores: 2\ncache_bytes: 64\ncache_fraction: 1.0\nparams:\n  fast: {peel: 1.0e-10, body: 1.0e-11}\n  slow_base: {peel: 0.0, body: 0.0}\n  slow_stream: {peel: 1.0e-9, body: 1.0e-10}\n",
+    );
+    let o = absinthe(&["solve", "configs/hdiff.yaml", "--machine", m.to_str().unwrap()]);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains("cache:") && err.contains("cache capacity of 8 values"), "{err}");
+}
+
+#[test]
+fn machine_errors_name_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = temp_file(
+        dir.path(),
+        "neg.yaml",
+        "name: neg\ncores: 2\ncache_bytes: 65536\nparams:\n  fast: {peel: -1.0e-10, body: 1.0e-11}\n  slow_base: {peel: 0.0, body: 0.0}\n  slow_stream: {peel: 1.0e-9, body: 1.0e-10}\n",
+    );
+    let o = absinthe(&["solve", "configs/hdiff.yaml", "--machine", m.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("neg.yaml: params.fast.peel: parameters must be finite and non-negative"), "{}", stderr(&o));
+    let m = temp_file(dir.path(), "noparams.yaml", "name: bare\ncores: 2\ncache_bytes: 65536\n");
+    let o = absinthe(&["solve", "configs/hdiff.yaml", "--machine", m.to_str().unwrap()]);
+    assert!(stderr(&o).contains("params: missing: run `absinthe learn"), "{}", stderr(&o));
+}

@@ -1,0 +1,72 @@
+//! Shared helpers for the end-to-end tests.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use absinthe_model::analysis::Analysis;
+use absinthe_model::generate::Rng;
+use absinthe_model::machine::{Machine, ModelMachine};
+use absinthe_model::program::Program;
+
+/// The repository root (where configs/ and machines/ live).
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs the built `absinthe` binary in the repository root.
+pub fn absinthe(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_absinthe"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run absinthe")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Writes `text` to a file in a fresh temporary directory and returns its path.
+pub fn temp_file(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write temp file");
+    p
+}
+
+pub fn analyse(text: &str) -> Analysis {
+    let p = Program::from_yaml(text).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+    Analysis::new(&p).unwrap_or_else(|e| panic!("{e:?}\n{text}"))
+}
+
+/// A random machine: threads, cache and parameters drawn so that every constraint binds in
+/// some cases, and parameters are sometimes zero.
+pub fn random_machine(rng: &mut Rng, cells: usize) -> ModelMachine {
+    let cores = rng.range(1, 4);
+    let param = |rng: &mut Rng, scale: f64| -> f64 {
+        if rng.chance(20) {
+            0.0
+        } else {
+            scale * rng.range(1, 50) as f64 / 10.0
+        }
+    };
+    // Cache between a tenth of and a few times one array of the domain.
+    let cache_values = (cells as f64 * rng.range(1, 40) as f64 / 10.0).max(1.0);
+    let text = format!(
+        "name: random\ncores: {cores}\ncache_bytes: {}\ncache_fraction: 1.0\nvalue_bytes: 8\nslack: {{cores: {}, size: {}}}\nparams:\n  fast: {{peel: {:e}, body: {:e}}}\n  slow_base: {{peel: {:e}, body: {:e}}}\n  slow_stream: {{peel: {:e}, body: {:e}}}\n",
+        (cache_values * 8.0).round() as u64,
+        rng.pick(&[0.0, 0.05, 0.2, 0.5]),
+        rng.pick(&[0.0, 0.02, 0.2, 0.4]),
+        param(rng, 1e-10),
+        param(rng, 1e-11),
+        param(rng, 1e-10),
+        param(rng, 1e-11),
+        param(rng, 1e-9),
+        param(rng, 1e-10),
+    );
+    let m = Machine::from_yaml(&text).unwrap_or_else(|e| panic!("{e:?}"));
+    m.model_view(8).unwrap()
+}

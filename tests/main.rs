@@ -1,0 +1,7 @@
+//! End-to-end and cross-crate tests, in one test binary: the CLI on real files, the MILP against
+//! brute force, the linearization primitives against brute force.
+
+mod cli;
+mod common;
+mod linearize;
+mod milp_exact;

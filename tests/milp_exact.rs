@@ -1,0 +1,209 @@
+//! The test that proves the linearization: on random small programs and machines, the MILP
+//! optimum of each backend equals the minimum of `evaluate` over every grouping and every tile
+//! count, and the solver's objective equals `evaluate` of its configuration.
+
+use absinthe_model::analysis::Analysis;
+use absinthe_model::cost::{evaluate, Configuration};
+use absinthe_model::generate::{random_program, RandomShape, Rng};
+use absinthe_model::machine::ModelMachine;
+use absinthe_model::milp::MilpOptions;
+use absinthe_model::search::exhaustive;
+use absinthe_solvers::optimize::{agree, optimize, OptimizeError};
+use absinthe_solvers::SolveOptions;
+
+use crate::common::{analyse, random_machine};
+
+/// Every configuration: all groupings, all tile triples per group (1..=D each). None when the
+/// enumeration would be larger than `limit`.
+fn naive_minimum(
+    a: &Analysis,
+    m: &ModelMachine,
+    options: &MilpOptions,
+    limit: usize,
+) -> Option<Option<f64>> {
+    let n = a.stencils.len();
+    let triples: Vec<[usize; 3]> = (1..=a.domain[0])
+        .flat_map(|x| (1..=a.domain[1]).flat_map(move |y| (1..=a.domain[2]).map(move |z| [x, y, z])))
+        .collect();
+    let mut total = 0usize;
+    for mask in 0..(1usize << (n - 1)) {
+        let groups = 1 + mask.count_ones() as usize;
+        total = total.saturating_add(triples.len().saturating_pow(groups as u32));
+    }
+    if total > limit {
+        return None;
+    }
+    let mut best: Option<f64> = None;
+    for mask in 0..(1usize << (n - 1)) {
+        let mut groups = vec![0usize; n];
+        for i in 1..n {
+            groups[i] = groups[i - 1] + ((mask >> (i - 1)) & 1);
+        }
+        let ng = groups[n - 1] + 1;
+        let mut idx = vec![0usize; ng];
+        loop {
+            let config = Configuration {
+                groups: groups.clone(),
+                tiles: idx.iter().map(|&k| triples[k]).collect(),
+            };
+            if options.admits(&config, a.domain) {
+                let cost = evaluate(a, m, &config);
+                if cost.is_feasible() && best.is_none_or(|b| cost.total < b) {
+                    best = Some(cost.total);
+                }
+            }
+            // next tile assignment
+            let mut g = 0;
+            loop {
+                if g == ng {
+                    break;
+                }
+                idx[g] += 1;
+                if idx[g] < triples.len() {
+                    break;
+                }
+                idx[g] = 0;
+                g += 1;
+            }
+            if g == ng {
+                break;
+            }
+        }
+    }
+    Some(best)
+}
+
+fn random_options(rng: &mut Rng, a: &Analysis) -> MilpOptions {
+    let n = a.stencils.len();
+    let mut o = MilpOptions::default();
+    if rng.chance(15) {
+        let mut g = vec![0; n];
+        for i in 1..n {
+            g[i] = g[i - 1] + rng.chance(50) as usize;
+        }
+        o.fixed_groups = Some(g);
+    }
+    if rng.chance(15) {
+        o.tiles_max = Some(a.domain.map(|d| rng.range(1, d as i64) as usize));
+    }
+    if rng.chance(10) {
+        o.tiles_min = Some(a.domain.map(|d| rng.range(1, (d as i64).min(2)) as usize));
+        if let Some(max) = o.tiles_max {
+            o.tiles_min = Some([0, 1, 2].map(|d| o.tiles_min.unwrap()[d].min(max[d])));
+        }
+    }
+    o
+}
+
+fn exact_options() -> SolveOptions {
+    SolveOptions {
+        relative_gap: 1e-9,
+        time_limit: Some(60.0),
+        threads: Some(1),
+        verbose: false,
+    }
+}
+
+fn check_case(seed: u64, shape: &RandomShape, naive_limit: usize) -> (bool, bool) {
+    let text = random_program(seed, shape);
+    let a = analyse(&text);
+    let mut rng = absinthe_model::generate::Rng::new(seed.wrapping_mul(7919));
+    let cells = a.domain.iter().product::<usize>();
+    let m = random_machine(&mut rng, cells);
+    let options = random_options(&mut rng, &a);
+    let dp = exhaustive(&a, &m, &options).map(|(c, t)| {
+        let cost = evaluate(&a, &m, &c);
+        assert!(cost.is_feasible());
+        assert!(agree(cost.total, t), "seed {seed}: DP total {t} vs evaluate {}", cost.total);
+        t
+    });
+    let naive = naive_minimum(&a, &m, &options, naive_limit);
+    if let Some(naive) = naive {
+        match (naive, dp) {
+            (None, None) => {}
+            (Some(x), Some(y)) => assert!(agree(x, y), "seed {seed}: naive {x} vs DP {y}\n{text}"),
+            other => panic!("seed {seed}: naive vs DP feasibility differ: {other:?}\n{text}"),
+        }
+    }
+    for name in absinthe_solvers::available() {
+        let solver = absinthe_solvers::by_name(name).unwrap();
+        let result = optimize(&a, &m, &options, solver.as_ref(), &exact_options());
+        match (result, dp) {
+            (Ok(opt), Some(best)) => {
+                assert!(
+                    agree(opt.cost.total, best),
+                    "seed {seed}: {name} optimum {:e} ({:?} {:?}) but brute force finds {:e}\nmachine {m:?}\noptions {options:?}\n{text}",
+                    opt.cost.total,
+                    opt.config.groups,
+                    opt.config.tiles,
+                    best
+                );
+                assert!(agree(opt.objective_seconds, opt.cost.total));
+                assert!(options.admits(&opt.config, a.domain));
+            }
+            (Err(OptimizeError::Infeasible(_)), None) => {}
+            (r, b) => panic!(
+                "seed {seed}: {name} gives {:?}, brute force {b:?}\nmachine {m:?}\noptions {options:?}\n{text}",
+                r.map(|o| (o.config, o.cost.total))
+            ),
+        }
+    }
+    (naive.is_some(), dp.is_some())
+}
+
+#[test]
+fn milp_optimum_equals_brute_force_on_random_programs() {
+    let shape = RandomShape {
+        min_stencils: 1,
+        max_stencils: 5,
+        min_domain: 1,
+        max_domain: 6,
+        max_offset: 1,
+        rich_expressions: false,
+    };
+    let mut naive_checked = 0;
+    let mut feasible = 0;
+    let cases = 60;
+    for seed in 0..cases {
+        let (naive, feas) = check_case(seed, &shape, 300_000);
+        naive_checked += naive as usize;
+        feasible += feas as usize;
+    }
+    // The generator must exercise both outcomes and the fully naive enumeration.
+    assert!(feasible >= cases as usize / 3, "only {feasible} feasible cases");
+    assert!(feasible < cases as usize, "no infeasible case");
+    assert!(naive_checked >= 15, "only {naive_checked} cases fully enumerated");
+}
+
+#[test]
+fn milp_optimum_equals_brute_force_with_wider_reads() {
+    let shape = RandomShape {
+        min_stencils: 2,
+        max_stencils: 4,
+        min_domain: 2,
+        max_domain: 8,
+        max_offset: 2,
+        rich_expressions: false,
+    };
+    for seed in 1000..1030 {
+        check_case(seed, &shape, 100_000);
+    }
+}
+
+/// The shipped programs: the MILP optimum equals the exhaustive optimum on the real domains.
+#[test]
+fn milp_optimum_equals_exhaustive_on_shipped_programs() {
+    let machine = absinthe_model::machine::Machine::load(&crate::common::root().join("machines/default.yaml"))
+        .unwrap()
+        .model_view(8)
+        .unwrap();
+    for p in ["example2", "hdiff"] {
+        let text = std::fs::read_to_string(crate::common::root().join(format!("configs/{p}.yaml"))).unwrap();
+        let a = analyse(&text);
+        let options = MilpOptions::default();
+        let (_, best) = exhaustive(&a, &machine, &options).expect("feasible");
+        let solver = absinthe_solvers::by_name("highs").unwrap();
+        let opt = optimize(&a, &machine, &options, solver.as_ref(), &exact_options()).unwrap();
+        assert!(agree(opt.cost.total, best), "{p}: MILP {:e} vs exhaustive {best:e}", opt.cost.total);
+    }
+}
