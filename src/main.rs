@@ -1,9 +1,14 @@
 //! The `absinthe` command line: argument handling, file I/O and output formats only. All the
 //! work is done by the library crates (`absinthe-model`, `absinthe-solvers`, ...).
 
+mod bench;
 mod check;
+mod compare;
+mod codegen_cmd;
 mod output;
 mod solve;
+#[cfg(feature = "z3")]
+mod verify;
 
 use std::process::ExitCode;
 
@@ -27,6 +32,11 @@ struct Cli {
 enum Command {
     Check(check::CheckArgs),
     Solve(solve::SolveArgs),
+    Compare(compare::CompareArgs),
+    #[cfg(feature = "z3")]
+    Verify(verify::VerifyArgs),
+    Codegen(codegen_cmd::CodegenArgs),
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -34,6 +44,11 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => check::run(args),
         Command::Solve(args) => solve::run(args),
+        Command::Compare(args) => compare::run(args),
+        #[cfg(feature = "z3")]
+        Command::Verify(args) => verify::run(args),
+        Command::Codegen(args) => codegen_cmd::run(args),
+        Command::Bench(args) => bench::run(args),
     };
     match result {
         Ok(code) => code,

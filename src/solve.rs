@@ -42,7 +42,9 @@ pub struct SolveArgs {
     /// The MILP backend.
     #[arg(long, default_value = "highs")]
     pub solver: String,
-    /// Also write the MILP as a file for another solver: `--emit lp FILE` or `--emit mps FILE`.
+    /// Also write the problem as a file for another solver: `--emit lp FILE`, `--emit mps FILE`,
+    /// or `--emit smt2 FILE` (SMT-LIB 2, the linearized MILP in exact rationals, with Z3's
+    /// `minimize`).
     #[arg(long, num_args = 2, value_names = ["KIND", "FILE"])]
     pub emit: Option<Vec<String>>,
     /// Output format on standard output.
@@ -239,6 +241,7 @@ pub fn solve_program(
 enum EmitKind {
     Lp,
     Mps,
+    Smt2,
 }
 
 fn emit_milp(
@@ -252,12 +255,15 @@ fn emit_milp(
         _ => bail!("--emit takes a kind and a file: --emit lp FILE"),
     };
     let kind = EmitKind::from_str(kind, true)
-        .map_err(|_| anyhow::anyhow!("--emit: unknown kind `{kind}`; use lp or mps"))?;
+        .map_err(|_| anyhow::anyhow!("--emit: unknown kind `{kind}`; use lp, mps or smt2"))?;
     let encoded = milp(analysis, view, options);
     let mut text = Vec::new();
     match kind {
         EmitKind::Lp => absinthe_solvers::write_lp(&encoded.milp, &mut text)?,
         EmitKind::Mps => absinthe_solvers::write_mps(&encoded.milp, &mut text)?,
+        EmitKind::Smt2 => {
+            text = absinthe_model::smt::linear_absinthe(&encoded).to_smt2().into_bytes()
+        }
     }
     write_atomic(&file, &text)?;
     eprintln!("wrote the MILP to {}", file.display());

@@ -2,6 +2,9 @@
 //! brute force, the linearization primitives against brute force.
 
 mod cli;
+mod codegen;
 mod common;
 mod linearize;
 mod milp_exact;
+#[cfg(feature = "z3")]
+mod verify;

@@ -7,6 +7,7 @@
 pub mod analysis;
 pub mod cost;
 pub mod diagnostic;
+pub mod exact;
 pub mod expr;
 pub mod generate;
 pub mod linearize;
@@ -15,6 +16,7 @@ pub mod machine;
 pub mod milp;
 pub mod program;
 pub mod search;
+pub mod smt;
 pub mod solution;
 pub mod yaml;
 

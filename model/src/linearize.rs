@@ -71,6 +71,56 @@ pub fn digits_product(
     out
 }
 
+/// Adds the four McCormick rows of `p = n * y` over the box `[n_lo, n_hi] x [y_lo, y_max]`,
+/// where `n = Σ_k 2^k bits_k`. They hold at every point of the box (so the feasible set is
+/// unchanged) and tighten the LP relaxation, where fractional digits otherwise let a
+/// binary-digit product fall to zero.
+#[allow(clippy::too_many_arguments)]
+pub fn mccormick(
+    milp: &mut Milp,
+    bits: &[VarId],
+    (n_lo, n_hi): (f64, f64),
+    y: &LinExpr,
+    (y_lo, y_max): (f64, f64),
+    p: &LinExpr,
+    name: &str,
+) {
+    let y = y.normalized();
+    if y.terms.is_empty() || y_max <= 0.0 {
+        return;
+    }
+    let mut n = LinExpr::new();
+    for (k, &b) in bits.iter().enumerate() {
+        n.add(b, (1u64 << k) as f64);
+    }
+    let corners = [
+        (n_lo, y_lo, Sense::Ge),
+        (n_hi, y_max, Sense::Ge),
+        (n_hi, y_lo, Sense::Le),
+        (n_lo, y_max, Sense::Le),
+    ];
+    for (k, (a, c, sense)) in corners.into_iter().enumerate() {
+        // p (>= | <=) a y + c n - a c
+        let rhs = y
+            .scaled(a)
+            .plus(&n, c)
+            .plus(&LinExpr::constant(a * c), -1.0);
+        milp.add_relation(format!("{name}_mc{k}"), p, sense, &rhs);
+    }
+}
+
+/// Smallest value `e` can take given its variables' bounds.
+pub fn lower_bound(milp: &Milp, e: &LinExpr) -> f64 {
+    e.constant
+        + e.terms
+            .iter()
+            .map(|&(v, c)| {
+                let var = &milp.vars[v.0];
+                (c * var.lower).min(c * var.upper)
+            })
+            .sum::<f64>()
+}
+
 /// `flag * x` for a 0/1 expression `flag` and `0 <= x <= x_max`, exactly (four rows).
 pub fn gated(milp: &mut Milp, x: &LinExpr, flag: &LinExpr, x_max: f64, name: &str) -> LinExpr {
     let flag = flag.normalized();
@@ -188,4 +238,96 @@ pub fn switched_max(
     }
     milp.add_constraint(format!("{name}_sel_one"), &sum, Sense::Eq, 1.0);
     ev
+}
+
+/// What one exact linearization stands for, recorded so that it can be proved sound
+/// (`smt::soundness_queries`): the variables and rows it added, and the nonlinear value its
+/// output must equal on every assignment of the rows within the variables' bounds.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Linearization {
+    /// `output = (Σ_k 2^k bits_k) * y` for `0 <= y <= y_max` ([`digits_product`]).
+    Product {
+        name: String,
+        bits: Vec<VarId>,
+        y: LinExpr,
+        y_max: f64,
+        output: LinExpr,
+        /// Variables and constraints it added (index ranges into the MILP).
+        vars: std::ops::Range<usize>,
+        rows: std::ops::Range<usize>,
+    },
+    /// `output = max(a, b)` for `0 <= a, b <= big` ([`exact_max`]).
+    Max {
+        name: String,
+        a: LinExpr,
+        b: LinExpr,
+        big: f64,
+        output: LinExpr,
+        vars: std::ops::Range<usize>,
+        rows: std::ops::Range<usize>,
+    },
+}
+
+impl Linearization {
+    pub fn name(&self) -> &str {
+        match self {
+            Linearization::Product { name, .. } | Linearization::Max { name, .. } => name,
+        }
+    }
+    /// Rows the linearization added.
+    pub fn rows(&self) -> std::ops::Range<usize> {
+        match self {
+            Linearization::Product { rows, .. } | Linearization::Max { rows, .. } => rows.clone(),
+        }
+    }
+    /// Variables the linearization added.
+    pub fn vars(&self) -> std::ops::Range<usize> {
+        match self {
+            Linearization::Product { vars, .. } | Linearization::Max { vars, .. } => vars.clone(),
+        }
+    }
+}
+
+/// [`digits_product`] with its [`Linearization`] record.
+pub fn recorded_product(
+    milp: &mut Milp,
+    bits: &[VarId],
+    y: &LinExpr,
+    y_max: f64,
+    name: &str,
+) -> (LinExpr, Linearization) {
+    let (v0, r0) = (milp.vars.len(), milp.constraints.len());
+    let output = digits_product(milp, bits, y, y_max, name);
+    let record = Linearization::Product {
+        name: name.to_string(),
+        bits: bits.to_vec(),
+        y: y.normalized(),
+        y_max,
+        output: output.clone(),
+        vars: v0..milp.vars.len(),
+        rows: r0..milp.constraints.len(),
+    };
+    (output, record)
+}
+
+/// [`exact_max`] with its [`Linearization`] record.
+pub fn recorded_max(
+    milp: &mut Milp,
+    a: &LinExpr,
+    b: &LinExpr,
+    big: f64,
+    name: &str,
+) -> (LinExpr, Linearization) {
+    let (v0, r0) = (milp.vars.len(), milp.constraints.len());
+    let output = exact_max(milp, a, b, big, name);
+    let record = Linearization::Max {
+        name: name.to_string(),
+        a: a.normalized(),
+        b: b.normalized(),
+        big,
+        output: output.clone(),
+        vars: v0..milp.vars.len(),
+        rows: r0..milp.constraints.len(),
+    };
+    (output, record)
 }

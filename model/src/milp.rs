@@ -16,7 +16,10 @@ use std::collections::HashMap;
 
 use crate::analysis::{Analysis, ArrayId, ArrayKind};
 use crate::cost::{cache_capacity, Configuration};
-use crate::linearize::{and_not, digits_product, exact_max, gated, gated_lower, switched_max, upper_bound};
+use crate::linearize::{
+    and_not, gated, gated_lower, lower_bound, mccormick, recorded_max, recorded_product, switched_max, upper_bound,
+    Linearization,
+};
 use crate::lp::{LinExpr, Milp, Sense, VarId};
 use crate::machine::ModelMachine;
 use crate::program::DIMS;
@@ -72,6 +75,9 @@ pub struct AbsintheMilp {
     pub tile_counts: Vec<[VarId; 3]>,
     /// Binary digits of each tile count, least significant first.
     pub tile_bits: Vec<[Vec<VarId>; 3]>,
+    /// Every binary-digit product and exact maximum, with the rows that encode it (for the
+    /// soundness proofs of `smt::soundness_queries`).
+    pub linearizations: Vec<Linearization>,
 }
 
 impl AbsintheMilp {
@@ -119,6 +125,8 @@ struct Builder {
     cuts: Vec<VarId>,
     same_memo: HashMap<(usize, usize), LinExpr>,
     bits: Vec<[Vec<VarId>; 3]>,
+    linearizations: Vec<Linearization>,
+    tile_range: [(usize, usize); 3],
 }
 
 impl Builder {
@@ -146,7 +154,23 @@ impl Builder {
     /// `n_i^d * y` for `0 <= y <= y_max`, exactly.
     fn times_tiles(&mut self, i: usize, d: usize, y: &LinExpr, y_max: f64, name: &str) -> LinExpr {
         let bits = self.bits[i][d].clone();
-        digits_product(&mut self.milp, &bits, y, y_max, &format!("{name}_{}{i}", DIMS[d]))
+        let name = format!("{name}_{}{i}", DIMS[d]);
+        let (output, record) = recorded_product(&mut self.milp, &bits, y, y_max, &name);
+        if !record.vars().is_empty() {
+            self.linearizations.push(record);
+        }
+        let (lo, hi) = self.tile_range[d];
+        let y_lo = lower_bound(&self.milp, y).max(0.0);
+        mccormick(
+            &mut self.milp,
+            &bits,
+            (lo as f64, hi as f64),
+            y,
+            (y_lo, y_max),
+            &output,
+            &name,
+        );
+        output
     }
 
     fn tiles_expr(&self, i: usize, d: usize) -> LinExpr {
@@ -190,6 +214,8 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
         cuts: Vec::new(),
         same_memo: HashMap::new(),
         bits: Vec::new(),
+        linearizations: Vec::new(),
+        tile_range,
     };
 
     // Group indices and cuts.
@@ -378,7 +404,15 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
                     } else if !has_later_reader {
                         LinExpr::new() // unused
                     } else {
-                        exact_max(&mut b.milp, &alpha, &v, alpha_ub.max(v_ub), &format!("u_{tag}"))
+                        let (u, record) = recorded_max(
+                            &mut b.milp,
+                            &alpha,
+                            &v,
+                            alpha_ub.max(v_ub),
+                            &format!("u_{tag}"),
+                        );
+                        b.linearizations.push(record);
+                        u
                     };
                     u_here[d][side] = u;
                     if alpha_ub <= 0.0 {
@@ -582,5 +616,6 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
         group_index,
         tile_counts,
         tile_bits: b.bits,
+        linearizations: b.linearizations,
     }
 }

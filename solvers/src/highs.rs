@@ -65,6 +65,24 @@ impl Solver for Highs {
             let threads = i32::try_from(threads).unwrap_or(i32::MAX);
             set("threads", OptionValue::Int(threads))?;
         }
+        // Expert knob: extra HiGHS options as `name=value,name=value`.
+        if let Ok(extra) = std::env::var("ABSINTHE_HIGHS_OPTIONS") {
+            for pair in extra.split(',').filter(|p| !p.trim().is_empty()) {
+                let (name, value) = pair
+                    .split_once('=')
+                    .ok_or_else(|| backend(format!("ABSINTHE_HIGHS_OPTIONS: `{pair}` is not name=value")))?;
+                let value = if let Ok(i) = value.parse::<i32>() {
+                    OptionValue::Int(i)
+                } else if let Ok(f) = value.parse::<f64>() {
+                    OptionValue::Float(f)
+                } else if let Ok(b) = value.parse::<bool>() {
+                    OptionValue::Bool(b)
+                } else {
+                    return Err(backend(format!("ABSINTHE_HIGHS_OPTIONS: `{value}` is not a number or bool")));
+                };
+                set(name.trim(), value)?;
+            }
+        }
         if options.verbose {
             set("output_flag", OptionValue::Bool(true))?;
             set("log_to_console", OptionValue::Bool(true))?;

@@ -5,7 +5,7 @@
 //! *including* its constant, the best bound the backend proved, the relative gap between them,
 //! the wall time, and a [`Status`] that says how the search ended.
 //!
-//! Every backend is one module behind one cargo feature (`cbc`, `highs`), and each is a unit
+//! Every backend is one module behind one cargo feature (`cbc`, `highs`, `z3`), and each is a unit
 //! struct implementing [`Solver`]; [`by_name`] picks one at run time and [`available`] lists
 //! the ones compiled in. Adding a backend never touches the model. The [`write`] module writes
 //! the same [`Milp`] as CPLEX LP or MPS text for external solvers.
@@ -45,12 +45,16 @@ mod cbc;
 mod highs;
 pub mod optimize;
 pub mod write;
+#[cfg(feature = "z3")]
+pub mod z3;
 
 #[cfg(feature = "cbc")]
 pub use cbc::Cbc;
 #[cfg(feature = "highs")]
 pub use highs::Highs;
 pub use write::{write_lp, write_mps};
+#[cfg(feature = "z3")]
+pub use self::z3::Z3;
 
 /// Settings every backend receives.
 #[derive(Clone, Debug, PartialEq)]
@@ -186,6 +190,7 @@ pub enum SolverError {
 const BACKENDS: &[(&str, &str, bool)] = &[
     ("cbc", "cbc", cfg!(feature = "cbc")),
     ("highs", "highs", cfg!(feature = "highs")),
+    ("z3", "z3", cfg!(feature = "z3")),
 ];
 
 /// The names of the backends compiled into this build.
@@ -205,6 +210,8 @@ pub fn by_name(name: &str) -> Result<Box<dyn Solver>, SolverError> {
         "cbc" => return Ok(Box::new(Cbc)),
         #[cfg(feature = "highs")]
         "highs" => return Ok(Box::new(Highs)),
+        #[cfg(feature = "z3")]
+        "z3" => return Ok(Box::new(Z3)),
         _ => {}
     }
     let available = match available().join(", ") {

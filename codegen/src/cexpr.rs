@@ -1,0 +1,159 @@
+//! Expressions as C: fully parenthesised from the AST, in the AST's order, so that the
+//! reference and every fused or tiled variant round identically (with `-ffp-contract=off`).
+//!
+//! Literals are printed in the program's type (`1` becomes `1.0` or `1.0f`); comparisons and
+//! logic yield 0 or 1 converted to the program's type, so no integer arithmetic (or integer
+//! division) ever happens; `abs` is the floating-point absolute value; `min`/`max` are
+//! `a < b ? a : b` / `a > b ? a : b`, which the compiler must keep exact when it vectorises.
+
+use absinthe_model::expr::{BinaryOp, Expr, Func, UnaryOp};
+use absinthe_model::program::ValueType;
+
+/// A literal of the program's type.
+pub fn literal(value: f64, vt: ValueType) -> String {
+    let t = vt.c_name();
+    if value.is_nan() {
+        return format!("(({t})NAN)");
+    }
+    if value.is_infinite() {
+        return format!("(({t}){}INFINITY)", if value < 0.0 { "-" } else { "" });
+    }
+    let mut text = format!("{value:?}");
+    if !text.contains(['.', 'e', 'E']) {
+        text.push_str(".0");
+    }
+    match vt {
+        ValueType::Double => text,
+        ValueType::Float => text + "f",
+    }
+}
+
+/// Prints `expr` as C. `access(array, offset)` prints an array read and `local(name)` a `let`
+/// local's identifier.
+pub fn c_expr(
+    expr: &Expr,
+    vt: ValueType,
+    access: &dyn Fn(&str, [i32; 3]) -> String,
+    local: &dyn Fn(&str) -> String,
+) -> String {
+    let mut out = String::new();
+    write_expr(&mut out, expr, vt, access, local);
+    out
+}
+
+fn write_expr(
+    out: &mut String,
+    expr: &Expr,
+    vt: ValueType,
+    access: &dyn Fn(&str, [i32; 3]) -> String,
+    local: &dyn Fn(&str) -> String,
+) {
+    let t = vt.c_name();
+    let sub = |out: &mut String, e: &Expr| write_expr(out, e, vt, access, local);
+    match expr {
+        Expr::Number { value, .. } => out.push_str(&literal(*value, vt)),
+        Expr::Local(name) => out.push_str(&local(name)),
+        Expr::Access { array, offset } => out.push_str(&access(array, *offset)),
+        Expr::Unary { op, operand } => match op {
+            UnaryOp::Neg => {
+                out.push_str("(-");
+                sub(out, operand);
+                out.push(')');
+            }
+            UnaryOp::Not => {
+                out.push_str(&format!("(({t})(!"));
+                sub(out, operand);
+                out.push_str("))");
+            }
+        },
+        Expr::Binary { op, lhs, rhs } => {
+            let logical = !matches!(
+                op,
+                BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div
+            );
+            if logical {
+                out.push_str(&format!("(({t})("));
+            } else {
+                out.push('(');
+            }
+            sub(out, lhs);
+            out.push(' ');
+            out.push_str(op.symbol());
+            out.push(' ');
+            sub(out, rhs);
+            out.push_str(if logical { "))" } else { ")" });
+        }
+        Expr::Ternary {
+            cond,
+            then,
+            otherwise,
+        } => {
+            out.push_str("((");
+            sub(out, cond);
+            out.push_str(") != 0 ? ");
+            sub(out, then);
+            out.push_str(" : ");
+            sub(out, otherwise);
+            out.push(')');
+        }
+        Expr::Call { func, args } => {
+            let name = match func {
+                Func::Sqrt => "std::sqrt",
+                Func::Fabs | Func::Abs => "std::fabs",
+                Func::Exp => "std::exp",
+                Func::Log => "std::log",
+                Func::Pow => "std::pow",
+                Func::Min => "absinthe_min",
+                Func::Max => "absinthe_max",
+                Func::Floor => "std::floor",
+                Func::Ceil => "std::ceil",
+            };
+            out.push_str(name);
+            out.push('(');
+            for (n, a) in args.iter().enumerate() {
+                if n > 0 {
+                    out.push_str(", ");
+                }
+                sub(out, a);
+            }
+            out.push(')');
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use absinthe_model::expr::parse_expr;
+
+    fn show(src: &str, vt: ValueType) -> String {
+        let e = parse_expr(src).unwrap();
+        c_expr(
+            &e,
+            vt,
+            &|a, o| format!("{a}[{},{},{}]", o[0], o[1], o[2]),
+            &|l| format!("l_{l}"),
+        )
+    }
+
+    #[test]
+    fn sums_are_left_nested_and_literals_typed() {
+        assert_eq!(
+            show("a(i,j,k) + 1 + b(i+1,j,k)", ValueType::Double),
+            "((a[0,0,0] + 1.0) + b[1,0,0])"
+        );
+        assert_eq!(show("1 / 2", ValueType::Float), "(1.0f / 2.0f)");
+    }
+
+    #[test]
+    fn comparisons_are_floating() {
+        assert_eq!(
+            show("(a(i,j,k) > 1) / 2", ValueType::Double),
+            "(((double)(a[0,0,0] > 1.0)) / 2.0)"
+        );
+        assert_eq!(
+            show("abs(a(i,j,k))", ValueType::Float),
+            "std::fabs(a[0,0,0])"
+        );
+    }
+}

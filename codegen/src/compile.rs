@@ -1,0 +1,202 @@
+//! Building and running generated code: the machine's compiler and flags plus
+//! `-ffp-contract=off` (and `-fno-fast-math`, `-fopenmp`), in a cache directory keyed by a hash
+//! of the sources, compiler and flags, so an unchanged variant is not rebuilt.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde::Deserialize;
+
+use crate::CodegenError;
+
+/// A compiler command line.
+#[derive(Clone, Debug)]
+pub struct Toolchain {
+    pub cxx: String,
+    /// The machine's flags; the exactness flags are appended by [`Toolchain::all_flags`].
+    pub flags: Vec<String>,
+    /// Where builds are cached.
+    pub cache_dir: PathBuf,
+}
+
+/// `$ABSINTHE_CACHE_DIR`, else `$XDG_CACHE_HOME/absinthe/build`, else
+/// `$HOME/.cache/absinthe/build`, else a directory under the system temporary directory.
+pub fn default_cache_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("ABSINTHE_CACHE_DIR") {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(d).join("absinthe").join("build");
+    }
+    if let Some(d) = std::env::var_os("HOME") {
+        return PathBuf::from(d)
+            .join(".cache")
+            .join("absinthe")
+            .join("build");
+    }
+    std::env::temp_dir().join("absinthe-build")
+}
+
+/// FNV-1a, 64 bit: stable across Rust versions, good enough for a cache key.
+fn fnv1a(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for &b in p.iter().chain(&[0xffu8]) {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+impl Toolchain {
+    pub fn new(cxx: &str, flags: &[String]) -> Toolchain {
+        Toolchain {
+            cxx: cxx.to_string(),
+            flags: flags.to_vec(),
+            cache_dir: default_cache_dir(),
+        }
+    }
+
+    pub fn with_cache_dir(mut self, dir: PathBuf) -> Toolchain {
+        self.cache_dir = dir;
+        self
+    }
+
+    /// The machine's flags plus what exact verification and the harness need.
+    pub fn all_flags(&self) -> Vec<String> {
+        let mut f = self.flags.clone();
+        if !f.iter().any(|x| x == "-fopenmp") {
+            f.push("-fopenmp".into());
+        }
+        f.push("-fno-fast-math".into());
+        f.push("-ffp-contract=off".into());
+        f
+    }
+
+    /// Writes `files` into a cache directory and compiles every `.cpp` among them into one
+    /// executable; returns its path. Reuses an earlier build of the same inputs.
+    pub fn build(
+        &self,
+        files: &[(String, String)],
+        extra_flags: &[&str],
+    ) -> Result<PathBuf, CodegenError> {
+        let flags: Vec<String> = self
+            .all_flags()
+            .into_iter()
+            .chain(extra_flags.iter().map(|s| s.to_string()))
+            .collect();
+        let mut parts: Vec<&[u8]> = vec![self.cxx.as_bytes()];
+        parts.extend(flags.iter().map(|f| f.as_bytes()));
+        for (n, t) in files {
+            parts.push(n.as_bytes());
+            parts.push(t.as_bytes());
+        }
+        let key = format!("{:016x}", fnv1a(&parts));
+        let dir = self.cache_dir.join(&key);
+        let exe = dir.join("a.out");
+        if exe.is_file() {
+            return Ok(exe);
+        }
+        let io = |e: std::io::Error, p: &Path| CodegenError::Io(format!("{}: {e}", p.display()));
+        std::fs::create_dir_all(&dir).map_err(|e| io(e, &dir))?;
+        for (n, t) in files {
+            let p = dir.join(n);
+            std::fs::write(&p, t).map_err(|e| io(e, &p))?;
+        }
+        let tmp = dir.join(format!(
+            "a.out.tmp{}.{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let mut cmd = Command::new(&self.cxx);
+        cmd.current_dir(&dir).args(&flags);
+        for (n, _) in files.iter().filter(|(n, _)| n.ends_with(".cpp")) {
+            cmd.arg(n);
+        }
+        cmd.arg("-o").arg(&tmp);
+        let shown = format!("{cmd:?}");
+        let out = cmd.output().map_err(|e| CodegenError::Compile {
+            command: shown.clone(),
+            stderr: format!("cannot start {}: {e}", self.cxx),
+        })?;
+        if !out.status.success() {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let short: String = stderr.chars().take(8000).collect();
+            return Err(CodegenError::Compile {
+                command: format!("{shown} in {}", dir.display()),
+                stderr: short,
+            });
+        }
+        std::fs::rename(&tmp, &exe).map_err(|e| io(e, &exe))?;
+        Ok(exe)
+    }
+}
+
+/// The `ABSINTHE_RESULT` line of a harness run.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct HarnessResult {
+    pub label: String,
+    pub verified: bool,
+    /// `kernel` or `reference`.
+    pub timed: String,
+    pub runs: usize,
+    pub min: f64,
+    pub median: f64,
+    pub max: f64,
+    pub threads: usize,
+    /// The first mismatching element, when not verified.
+    pub mismatch: Option<serde_json::Value>,
+}
+
+/// Runs an executable and parses every `ABSINTHE_RESULT` line it prints (one per harness).
+/// A non-zero exit is not an error by itself (a failed verification exits 1); a crash or a
+/// missing result line is.
+pub fn run_harness(
+    exe: &Path,
+    args: &[String],
+    env: &[(&str, &str)],
+) -> Result<Vec<HarnessResult>, CodegenError> {
+    let mut cmd = Command::new(exe);
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().map_err(|e| CodegenError::Run {
+        program: exe.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let results: Vec<HarnessResult> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("ABSINTHE_RESULT "))
+        .map(|j| {
+            serde_json::from_str(j).map_err(|e| CodegenError::Run {
+                program: exe.display().to_string(),
+                message: format!("bad result line `{j}`: {e}"),
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    let failed_verification = results.iter().any(|r| !r.verified);
+    if !out.status.success() && !failed_verification {
+        return Err(CodegenError::Run {
+            program: exe.display().to_string(),
+            message: format!(
+                "{}\n{}{}",
+                out.status,
+                stdout.chars().take(2000).collect::<String>(),
+                String::from_utf8_lossy(&out.stderr)
+                    .chars()
+                    .take(6000)
+                    .collect::<String>()
+            ),
+        });
+    }
+    if results.is_empty() {
+        return Err(CodegenError::Run {
+            program: exe.display().to_string(),
+            message: "no ABSINTHE_RESULT line".into(),
+        });
+    }
+    Ok(results)
+}

@@ -1,0 +1,229 @@
+//! Rendering a [`Schedule`] through the minijinja templates. The templates are embedded in
+//! the binary; [`Renderer::from_dir`] reads them from a directory first (a user's copy), falling
+//! back to the embedded ones for any file the directory lacks.
+
+use std::path::{Path, PathBuf};
+
+use minijinja::{context, AutoEscape, Environment, UndefinedBehavior};
+use serde::Serialize;
+
+use crate::schedule::Schedule;
+use crate::CodegenError;
+
+/// The embedded templates, by name.
+pub const TEMPLATES: &[(&str, &str)] = &[
+    ("prelude.j2", include_str!("../templates/prelude.j2")),
+    ("kernel.h.j2", include_str!("../templates/kernel.h.j2")),
+    ("kernel.cpp.j2", include_str!("../templates/kernel.cpp.j2")),
+    (
+        "kernel_body.j2",
+        include_str!("../templates/kernel_body.j2"),
+    ),
+    (
+        "harness_includes.j2",
+        include_str!("../templates/harness_includes.j2"),
+    ),
+    (
+        "harness_body.j2",
+        include_str!("../templates/harness_body.j2"),
+    ),
+    (
+        "harness.cpp.j2",
+        include_str!("../templates/harness.cpp.j2"),
+    ),
+    ("bundle.cpp.j2", include_str!("../templates/bundle.cpp.j2")),
+    ("stream.cpp.j2", include_str!("../templates/stream.cpp.j2")),
+];
+
+/// Settings baked into a harness (each can be overridden on its command line).
+#[derive(Clone, Debug, Serialize)]
+pub struct HarnessOptions {
+    /// Timed runs, the first quarter discarded.
+    pub runs: usize,
+    /// Bytes streamed before each run to flush the caches.
+    pub flush_bytes: u64,
+    /// Names the result line (`"label"`).
+    pub label: String,
+    /// A compile command shown in the harness's header comment.
+    pub build_hint: String,
+}
+
+impl Default for HarnessOptions {
+    fn default() -> Self {
+        HarnessOptions {
+            runs: 64,
+            flush_bytes: default_flush_bytes(),
+            label: String::new(),
+            build_hint: "g++ -O3 -march=native -fopenmp -ffp-contract=off *.cpp".into(),
+        }
+    }
+}
+
+/// Bytes to stream before each timed run: 1.25 times the last-level cache from sysfs (at least
+/// 8 MiB, at most 1 GiB), or 64 MiB when sysfs says nothing.
+pub fn default_flush_bytes() -> u64 {
+    let llc = last_level_cache_bytes().unwrap_or(48 << 20);
+    (llc + llc / 4).clamp(8 << 20, 1 << 30)
+}
+
+/// The largest cache reported under `/sys/devices/system/cpu/cpu0/cache`.
+pub fn last_level_cache_bytes() -> Option<u64> {
+    let dir = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
+    dir.filter_map(|e| {
+        let text = std::fs::read_to_string(e.ok()?.path().join("size")).ok()?;
+        let t = text.trim();
+        let (num, mult) = match t.strip_suffix('K') {
+            Some(n) => (n, 1u64 << 10),
+            None => match t.strip_suffix('M') {
+                Some(n) => (n, 1 << 20),
+                None => (t, 1),
+            },
+        };
+        num.parse::<u64>().ok().map(|n| n * mult)
+    })
+    .max()
+}
+
+/// Generated files: (file name, contents).
+#[derive(Clone, Debug)]
+pub struct Files {
+    pub files: Vec<(String, String)>,
+}
+
+/// A harness case in a bundle.
+#[derive(Serialize)]
+pub struct BundleCase<'a> {
+    pub s: &'a Schedule,
+    pub h: &'a HarnessOptions,
+}
+
+/// The template environment.
+pub struct Renderer {
+    env: Environment<'static>,
+}
+
+impl Renderer {
+    /// The embedded templates.
+    pub fn embedded() -> Renderer {
+        Renderer::with_dir(None)
+    }
+
+    /// Templates from `dir`, each falling back to the embedded one when `dir` lacks it.
+    pub fn from_dir(dir: &Path) -> Result<Renderer, CodegenError> {
+        if !dir.is_dir() {
+            return Err(CodegenError::Io(format!(
+                "--templates {}: not a directory",
+                dir.display()
+            )));
+        }
+        Ok(Renderer::with_dir(Some(dir.to_path_buf())))
+    }
+
+    fn with_dir(dir: Option<PathBuf>) -> Renderer {
+        let mut env = Environment::new();
+        env.set_auto_escape_callback(|_| AutoEscape::None);
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        env.set_trim_blocks(true);
+        env.set_lstrip_blocks(true);
+        env.set_keep_trailing_newline(true);
+        env.set_loader(move |name| {
+            if let Some(dir) = &dir {
+                let path = dir.join(name);
+                if path.is_file() {
+                    return std::fs::read_to_string(&path).map(Some).map_err(|e| {
+                        minijinja::Error::new(
+                            minijinja::ErrorKind::InvalidOperation,
+                            format!("cannot read {}: {e}", path.display()),
+                        )
+                    });
+                }
+            }
+            Ok(TEMPLATES
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, t)| t.to_string()))
+        });
+        Renderer { env }
+    }
+
+    fn render(&self, name: &str, ctx: minijinja::Value) -> Result<String, CodegenError> {
+        let template = self
+            .env
+            .get_template(name)
+            .map_err(|e| CodegenError::Template(format!("{name}: {e:#}")))?;
+        template
+            .render(ctx)
+            .map_err(|e| CodegenError::Template(format!("{name}: {e:#}")))
+    }
+
+    /// The OpenMP kernel (`<program>.h`, `<program>.cpp`) and, with harness options, the
+    /// harness (`<program>_harness.cpp`).
+    pub fn openmp(
+        &self,
+        schedule: &Schedule,
+        harness: Option<&HarnessOptions>,
+    ) -> Result<Files, CodegenError> {
+        let stem = file_stem(&schedule.program);
+        let header = format!("{stem}.h");
+        let mut files = vec![
+            (
+                header.clone(),
+                self.render("kernel.h.j2", context! { s => schedule })?,
+            ),
+            (
+                format!("{stem}.cpp"),
+                self.render(
+                    "kernel.cpp.j2",
+                    context! { s => schedule, header => header },
+                )?,
+            ),
+        ];
+        if let Some(h) = harness {
+            let mut h = h.clone();
+            if h.label.is_empty() {
+                h.label = schedule.program.clone();
+            }
+            files.push((
+                format!("{stem}_harness.cpp"),
+                self.render(
+                    "harness.cpp.j2",
+                    context! { s => schedule, h => h, header => header },
+                )?,
+            ));
+        }
+        Ok(Files { files })
+    }
+
+    /// Several kernels with their harnesses in one translation unit whose `main` runs every
+    /// harness in turn (one result line each); used to batch many cases into one compile.
+    pub fn bundle(&self, cases: &[BundleCase<'_>]) -> Result<String, CodegenError> {
+        self.render("bundle.cpp.j2", context! { cases => cases })
+    }
+
+    /// The streaming-bandwidth program (`elements` doubles per array).
+    pub fn stream(&self, elements: u64, reps: u32) -> Result<String, CodegenError> {
+        self.render(
+            "stream.cpp.j2",
+            context! { elements => elements, reps => reps },
+        )
+    }
+}
+
+/// A file-name-safe stem for a program name.
+pub fn file_stem(program: &str) -> String {
+    let s: String = program
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.is_empty() {
+        "kernel".into()
+    } else {
+        s
+    }
+}

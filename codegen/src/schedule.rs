@@ -1,0 +1,457 @@
+//! Schedule lowering: one schedule drives every target (codegen.md).
+//!
+//! [`lower`] turns a program, its analysis and a configuration into a [`Schedule`]: per group
+//! the tile grid and, per stencil, the loop box of every tile (the tile core grown by the
+//! model's evaluation widths, clipped to the box the reference evaluates), where the stencil's
+//! values live (a global array, a tile-local buffer, or both) and the C expression that
+//! computes them. The templates only lay these numbers out.
+//!
+//! Boxes are half-open intervals `[lo, hi)` in domain coordinates: index 0 is the first domain
+//! cell, negative indices and indices `>= D` are halo cells.
+//!
+//! Invariants (checked by the property test in `tests/codegen.rs`):
+//! - the store boxes of a stencil partition the box the reference evaluates it on, so every
+//!   global element is written by exactly one tile and holds what the reference holds;
+//!   a tile whose core touches the domain boundary also stores the reference's extent beyond
+//!   the domain on that side;
+//! - the loop box of a producer in a tile covers what its in-group readers read in that tile.
+
+use absinthe_model::analysis::{Analysis, ArrayKind, Extent};
+use absinthe_model::cost::{Configuration, Cost};
+use absinthe_model::program::{Program, ValueType};
+use serde::Serialize;
+
+use crate::cexpr::c_expr;
+use crate::CodegenError;
+
+/// A half-open interval `[lo, hi)` along one dimension.
+pub type Interval = [i64; 2];
+
+/// Where a global array comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Read by the program; initialised by the caller on domain plus halo.
+    Input,
+    /// A program output.
+    Output,
+    /// A stencil read by a later group: stored globally between groups.
+    Temporary,
+}
+
+/// An array that lives in memory the caller allocates: `(D + 2H)` values per dimension,
+/// x fastest, element `(i, j, k)` at `(i + Hx) + (j + Hy) * AX + (k + Hz) * AX * AY`.
+#[derive(Clone, Debug, Serialize)]
+pub struct GlobalArray {
+    pub name: String,
+    /// The kernel parameter: `a_<name>`.
+    pub param: String,
+    /// The pointer shifted to element (0, 0, 0) inside the kernel: `g_<name>`.
+    pub origin: String,
+    pub role: Role,
+    /// Index among all arrays of the analysis (seeds the harness's input values).
+    pub array_id: usize,
+    /// For stencils: the box the reference evaluates (domain grown by the analysis extent).
+    pub region: Option<[Interval; 3]>,
+}
+
+/// A tile-local buffer: one per thread, sized for the largest loop box of any tile.
+#[derive(Clone, Debug, Serialize)]
+pub struct LocalBuffer {
+    /// Variable name of the thread's buffer.
+    pub ident: String,
+    pub shape: [usize; 3],
+    /// Elements per thread: `shape[0] * shape[1] * shape[2]`.
+    pub size: usize,
+    pub stride_y: usize,
+    pub stride_z: usize,
+}
+
+/// One `let` local, as C.
+#[derive(Clone, Debug, Serialize)]
+pub struct LocalDef {
+    pub ident: String,
+    pub code: String,
+}
+
+/// One stencil of a group as the tile loop runs it.
+#[derive(Clone, Debug, Serialize)]
+pub struct StencilStep {
+    pub stencil: usize,
+    pub name: String,
+    /// C-safe prefix of this step's variables: `s<index>`.
+    pub ident: String,
+    /// The model's evaluation widths `[[e-, e+]; 3]`.
+    pub widths: Extent,
+    /// The analysis extent: the box the reference evaluates, beyond the domain.
+    pub extent: Extent,
+    /// Loop box per dimension per tile index along that dimension.
+    pub loop_box: [Vec<Interval>; 3],
+    /// Store box (the tile core, plus the reference extent at the domain boundary) per
+    /// dimension per tile index; `None` when the stencil is not stored globally.
+    pub store_box: Option<[Vec<Interval>; 3]>,
+    /// The global array written (origin pointer name) when stored.
+    pub global: Option<String>,
+    /// The tile-local buffer when in-group readers read this stencil.
+    pub buffer: Option<LocalBuffer>,
+    pub lets: Vec<LocalDef>,
+    /// The expression as C, reading locals, local buffers and global arrays.
+    pub code: String,
+}
+
+/// One group: a tile loop over its fused stencils.
+#[derive(Clone, Debug, Serialize)]
+pub struct GroupSchedule {
+    pub index: usize,
+    pub stencils: Vec<String>,
+    /// The configuration's tile counts `n^d`.
+    pub tile_counts: [usize; 3],
+    /// `ceil(D / n)`.
+    pub tile_size: [usize; 3],
+    /// Non-empty tiles per dimension, `ceil(D / tile_size)` (at most `n^d`: with tile size
+    /// `ceil(D/n)` the last tiles may lie entirely beyond the domain; they are not run).
+    pub grid: [usize; 3],
+    pub tiles_total: usize,
+    /// The tile cores per dimension.
+    pub cores: [Vec<Interval>; 3],
+    pub steps: Vec<StencilStep>,
+}
+
+/// The naive reference: every stencil in program order over its reference box.
+#[derive(Clone, Debug, Serialize)]
+pub struct ReferenceStencil {
+    pub name: String,
+    /// The reference array's origin pointer name: `r_<name>`.
+    pub target: String,
+    pub region: [Interval; 3],
+    pub lets: Vec<LocalDef>,
+    pub code: String,
+}
+
+/// Everything a target needs to emit code for one (program, configuration).
+#[derive(Clone, Debug, Serialize)]
+pub struct Schedule {
+    pub program: String,
+    /// C identifier of the kernel function.
+    pub kernel: String,
+    /// `double` or `float`.
+    pub value_type: String,
+    pub value_bytes: usize,
+    pub domain: [usize; 3],
+    pub halo: [usize; 3],
+    /// Allocated extent per dimension: `D + 2H`.
+    pub alloc: [usize; 3],
+    /// `Hx + Hy * AX + Hz * AX * AY`: the linear index of element (0, 0, 0).
+    pub origin_offset: usize,
+    /// Kernel parameters in order: inputs, outputs, temporaries.
+    pub arrays: Vec<GlobalArray>,
+    /// All stencils' reference arrays and the inputs, for the harness.
+    pub stencil_arrays: Vec<String>,
+    pub groups: Vec<GroupSchedule>,
+    pub reference: Vec<ReferenceStencil>,
+    /// The configuration lowered (group index per stencil, tile counts per group).
+    pub configuration: Configuration,
+}
+
+/// Per-dimension `[lo, hi)` boxes of a stencil over the tiles along one dimension.
+fn boxes(
+    domain: usize,
+    tile: usize,
+    grid: usize,
+    widths: [usize; 2],
+    extent: [usize; 2],
+) -> (Vec<Interval>, Vec<Interval>, Vec<Interval>) {
+    let d = domain as i64;
+    let (lo_ref, hi_ref) = (-(extent[0] as i64), d + extent[1] as i64);
+    let mut cores = Vec::with_capacity(grid);
+    let mut loops = Vec::with_capacity(grid);
+    let mut stores = Vec::with_capacity(grid);
+    for t in 0..grid {
+        let c0 = (t * tile) as i64;
+        let c1 = (((t + 1) * tile).min(domain)) as i64;
+        cores.push([c0, c1]);
+        let lo = if c0 == 0 {
+            lo_ref
+        } else {
+            (c0 - widths[0] as i64).max(lo_ref)
+        };
+        let hi = if c1 == d {
+            hi_ref
+        } else {
+            (c1 + widths[1] as i64).min(hi_ref)
+        };
+        loops.push([lo, hi]);
+        let slo = if c0 == 0 { lo_ref } else { c0 };
+        let shi = if c1 == d { hi_ref } else { c1 };
+        stores.push([slo, shi]);
+    }
+    (cores, loops, stores)
+}
+
+/// A C identifier for the kernel of a program.
+fn kernel_name(program: &str) -> String {
+    let mut s: String = program
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) {
+        s.insert_str(0, "p_");
+    }
+    s + "_kernel"
+}
+
+/// Lowers a configuration. `cost` must be `evaluate(analysis, _, config)` (any machine: the
+/// evaluation widths do not depend on it). Any configuration of valid shape is accepted,
+/// feasible or not.
+pub fn lower(
+    program: &Program,
+    analysis: &Analysis,
+    config: &Configuration,
+    cost: &Cost,
+) -> Result<Schedule, CodegenError> {
+    let domain = analysis.domain;
+    let halo = analysis.halo;
+    config
+        .check_shape(program.stencils.len(), domain)
+        .map_err(CodegenError::Configuration)?;
+    let ranges = config.group_ranges();
+    if cost.groups.len() != ranges.len()
+        || cost.groups.iter().zip(&ranges).any(|(g, r)| g.range != *r)
+    {
+        return Err(CodegenError::Configuration(
+            "the cost does not belong to this configuration".into(),
+        ));
+    }
+    let vt = program.value_type;
+    let alloc = [0, 1, 2].map(|d| domain[d] + 2 * halo[d]);
+    let origin_offset = halo[0] + halo[1] * alloc[0] + halo[2] * alloc[0] * alloc[1];
+    let region_of = |s: usize| -> [Interval; 3] {
+        let e = analysis.stencils[s].extent;
+        [0, 1, 2].map(|d| [-(e[d][0] as i64), (domain[d] + e[d][1]) as i64])
+    };
+    let group_of = |s: usize| config.groups[s];
+    let stored = |s: usize| {
+        let info = &analysis.stencils[s];
+        info.is_output || info.readers.iter().any(|&r| group_of(r) != group_of(s))
+    };
+
+    // Global arrays: inputs, outputs, temporaries.
+    let mut arrays = Vec::new();
+    for &a in &analysis.inputs {
+        let name = &analysis.arrays[a].name;
+        arrays.push(GlobalArray {
+            name: name.clone(),
+            param: format!("a_{name}"),
+            origin: format!("g_{name}"),
+            role: Role::Input,
+            array_id: a,
+            region: None,
+        });
+    }
+    for want in [Role::Output, Role::Temporary] {
+        for (s, info) in analysis.stencils.iter().enumerate() {
+            let role = if info.is_output {
+                Role::Output
+            } else if stored(s) {
+                Role::Temporary
+            } else {
+                continue;
+            };
+            if role == want {
+                arrays.push(GlobalArray {
+                    name: info.name.clone(),
+                    param: format!("a_{}", info.name),
+                    origin: format!("g_{}", info.name),
+                    role,
+                    array_id: info.array,
+                    region: Some(region_of(s)),
+                });
+            }
+        }
+    }
+
+    let access_global = |off: [i32; 3], origin: &str| -> String {
+        format!("{origin}[{}]", linear(off, &["SY".into(), "SZ".into()]))
+    };
+    let local_ident = |name: &str| format!("l_{name}");
+
+    // The reference.
+    let reference: Vec<ReferenceStencil> = program
+        .stencils
+        .iter()
+        .enumerate()
+        .map(|(s, st)| {
+            let access = |array: &str, off: [i32; 3]| -> String {
+                let is_stencil = program.stencil_index(array).is_some();
+                let origin = if is_stencil {
+                    format!("r_{array}")
+                } else {
+                    format!("g_{array}")
+                };
+                access_global(off, &origin)
+            };
+            ReferenceStencil {
+                name: st.name.clone(),
+                target: format!("r_{}", st.name),
+                region: region_of(s),
+                lets: st
+                    .lets
+                    .iter()
+                    .map(|l| LocalDef {
+                        ident: local_ident(&l.name),
+                        code: c_expr(&l.expr, vt, &access, &local_ident),
+                    })
+                    .collect(),
+                code: c_expr(&st.expr, vt, &access, &local_ident),
+            }
+        })
+        .collect();
+
+    // The groups.
+    let mut groups = Vec::new();
+    for (g, range) in ranges.iter().enumerate() {
+        let counts = config.tiles[g];
+        let tile_size = config.tile_size(g, domain);
+        let grid = [0, 1, 2].map(|d| domain[d].div_ceil(tile_size[d]));
+        let mut cores: [Vec<Interval>; 3] = Default::default();
+        let mut steps: Vec<StencilStep> = Vec::new();
+        for s in range.clone() {
+            let info = &analysis.stencils[s];
+            let widths = cost.groups[g].stencils[s - range.start].widths;
+            let mut loop_box: [Vec<Interval>; 3] = Default::default();
+            let mut store_box: [Vec<Interval>; 3] = Default::default();
+            for d in 0..3 {
+                let (c, l, st) = boxes(domain[d], tile_size[d], grid[d], widths[d], info.extent[d]);
+                cores[d] = c;
+                loop_box[d] = l;
+                store_box[d] = st;
+            }
+            let read_in_group = info.readers.iter().any(|&r| group_of(r) == g);
+            let is_stored = stored(s);
+            let buffer = read_in_group.then(|| {
+                let shape = [0, 1, 2].map(|d| {
+                    loop_box[d]
+                        .iter()
+                        .map(|b| (b[1] - b[0]) as usize)
+                        .max()
+                        .unwrap_or(0)
+                });
+                LocalBuffer {
+                    ident: format!("b{s}"),
+                    shape,
+                    size: shape[0] * shape[1] * shape[2],
+                    stride_y: shape[0],
+                    stride_z: shape[0] * shape[1],
+                }
+            });
+            if buffer.is_none() && !is_stored {
+                return Err(CodegenError::Configuration(format!(
+                    "stencil `{}` is neither stored nor read in its group",
+                    info.name
+                )));
+            }
+            if buffer.is_none() && loop_box != store_box {
+                return Err(CodegenError::Configuration(format!(
+                    "stencil `{}` has no in-group reader but non-zero evaluation widths",
+                    info.name
+                )));
+            }
+            let access = |array: &str, off: [i32; 3]| -> String {
+                match program.stencil_index(array) {
+                    Some(p) if group_of(p) == g => {
+                        let b = steps
+                            .iter()
+                            .find(|st| st.stencil == p)
+                            .and_then(|st| st.buffer.as_ref())
+                            .expect("in-group producer has a buffer");
+                        format!(
+                            "{}[{}_base + {}]",
+                            b.ident,
+                            b.ident,
+                            linear(off, &[format!("{}_Y", b.ident), format!("{}_Z", b.ident)])
+                        )
+                    }
+                    _ => access_global(off, &format!("g_{array}")),
+                }
+            };
+            let st = &program.stencils[s];
+            let lets = st
+                .lets
+                .iter()
+                .map(|l| LocalDef {
+                    ident: local_ident(&l.name),
+                    code: c_expr(&l.expr, vt, &access, &local_ident),
+                })
+                .collect();
+            let code = c_expr(&st.expr, vt, &access, &local_ident);
+            steps.push(StencilStep {
+                stencil: s,
+                name: info.name.clone(),
+                ident: format!("s{s}"),
+                widths,
+                extent: info.extent,
+                loop_box,
+                store_box: is_stored.then_some(store_box),
+                global: is_stored.then(|| format!("g_{}", info.name)),
+                buffer,
+                lets,
+                code,
+            });
+        }
+        groups.push(GroupSchedule {
+            index: g,
+            stencils: range
+                .clone()
+                .map(|s| analysis.stencils[s].name.clone())
+                .collect(),
+            tile_counts: counts,
+            tile_size,
+            grid,
+            tiles_total: grid.iter().product(),
+            cores,
+            steps,
+        });
+    }
+
+    let mut stencil_arrays: Vec<String> = Vec::new();
+    for a in &analysis.arrays {
+        if matches!(a.kind, ArrayKind::Stencil(_)) {
+            stencil_arrays.push(a.name.clone());
+        }
+    }
+    Ok(Schedule {
+        program: program.name.clone(),
+        kernel: kernel_name(&program.name),
+        value_type: vt.c_name().to_string(),
+        value_bytes: match vt {
+            ValueType::Double => 8,
+            ValueType::Float => 4,
+        },
+        domain,
+        halo,
+        alloc,
+        origin_offset,
+        arrays,
+        stencil_arrays,
+        groups,
+        reference,
+        configuration: config.clone(),
+    })
+}
+
+/// `(i + ox) + (j + oy) * SY + (k + oz) * SZ` as C.
+fn linear(off: [i32; 3], strides: &[String; 2]) -> String {
+    let term = |v: &str, o: i32| match o {
+        0 => v.to_string(),
+        o if o > 0 => format!("({v} + {o})"),
+        o => format!("({v} - {})", -o),
+    };
+    format!(
+        "{} + {} * {} + {} * {}",
+        term("i", off[0]),
+        term("j", off[1]),
+        strides[0],
+        term("k", off[2]),
+        strides[1]
+    )
+}

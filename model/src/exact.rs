@@ -1,0 +1,267 @@
+//! The cost model in exact rational arithmetic, for verification (milp.md, face 1 "in exact
+//! rationals").
+//!
+//! [`evaluate`](crate::cost::evaluate) already counts every access exactly (integer
+//! [`Counts`]); only the last step, parameters × counts, is done in f64 there. Here that step is
+//! done in rationals, with every decimal input (the six parameters, the two slacks) taken as
+//! the decimal it is written as: an f64 is converted through its shortest round-trip decimal
+//! representation (`format!("{x:?}")`, e.g. `0.05` → 5/100), not its binary value
+//! (0.05000000000000000277…). That is the number the user wrote in the machine file, and the
+//! one the LP/MPS/SMT-LIB writers print. The cache capacity is the integer
+//! [`crate::cost::cache_capacity`] already (a floor), so the cache test is an integer comparison.
+//!
+//! Feasibility is decided exactly too: `n t (1 - σ_D) <= D` and `(1 - σ_T) T k <= N` without the
+//! small tolerance the f64 tests need.
+
+use std::fmt;
+
+use num_bigint::BigInt;
+use num_rational::BigRational;
+use num_traits::{One, Signed, ToPrimitive, Zero};
+
+use crate::analysis::Analysis;
+use crate::cost::{evaluate, Configuration, Counts, Infeasibility};
+use crate::machine::{ModelMachine, Params};
+
+/// An exact rational number.
+pub type Rational = BigRational;
+
+/// The exact value of the shortest decimal that round-trips to `x` (`x` must be finite).
+pub fn decimal(x: f64) -> Rational {
+    parse_decimal(&format!("{x:?}")).unwrap_or_else(|| {
+        // Unreachable for finite input; the binary value is the honest fallback.
+        Rational::from_float(x).unwrap_or_else(Rational::zero)
+    })
+}
+
+/// Parses `[-]digits[.digits][e[-]digits]` exactly.
+pub fn parse_decimal(text: &str) -> Option<Rational> {
+    let text = text.trim();
+    let (mantissa, exponent) = match text.find(['e', 'E']) {
+        Some(p) => (&text[..p], text[p + 1..].parse::<i32>().ok()?),
+        None => (text, 0),
+    };
+    let (negative, mantissa) = match mantissa.strip_prefix('-') {
+        Some(m) => (true, m),
+        None => (false, mantissa.strip_prefix('+').unwrap_or(mantissa)),
+    };
+    let (int_part, frac_part) = match mantissa.find('.') {
+        Some(p) => (&mantissa[..p], &mantissa[p + 1..]),
+        None => (mantissa, ""),
+    };
+    if int_part.is_empty() && frac_part.is_empty() {
+        return None;
+    }
+    let digits = format!("{int_part}{frac_part}");
+    if !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let mut value = Rational::from_integer(digits.parse::<BigInt>().ok()?);
+    let scale = exponent - frac_part.len() as i32;
+    let ten = BigInt::from(10);
+    let power = Rational::from_integer(num_traits::pow(ten, scale.unsigned_abs() as usize));
+    if scale >= 0 {
+        value *= power;
+    } else {
+        value /= power;
+    }
+    Some(if negative { -value } else { value })
+}
+
+/// A rational as an f64 (nearest, up to the division's rounding).
+pub fn to_f64(x: &Rational) -> f64 {
+    x.to_f64().unwrap_or(f64::NAN)
+}
+
+/// A rational as text: the integer, or `num/den` and its approximate decimal value.
+pub fn display(x: &Rational) -> String {
+    if x.is_integer() {
+        x.to_integer().to_string()
+    } else {
+        format!("{}/{} (~{:e})", x.numer(), x.denom(), to_f64(x))
+    }
+}
+
+/// The six parameters as exact decimals, in seconds per access.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExactParams {
+    pub fast: [Rational; 2],
+    pub slow_base: [Rational; 2],
+    pub slow_stream: [Rational; 2],
+}
+
+impl ExactParams {
+    pub fn new(p: &Params) -> Self {
+        ExactParams {
+            fast: [decimal(p.fast.peel), decimal(p.fast.body)],
+            slow_base: [decimal(p.slow_base.peel), decimal(p.slow_base.body)],
+            slow_stream: [decimal(p.slow_stream.peel), decimal(p.slow_stream.body)],
+        }
+    }
+}
+
+fn int(x: u128) -> Rational {
+    Rational::from_integer(BigInt::from(x))
+}
+
+/// (fast peel, fast body, slow peel, slow body) seconds of some counts, exactly.
+pub fn term_seconds(params: &ExactParams, c: &Counts) -> [Rational; 4] {
+    [
+        &params.fast[0] * int(c.fast.peel),
+        &params.fast[1] * int(c.fast.body),
+        &params.slow_base[0] * int(c.slow_base.peel)
+            + &params.slow_stream[0] * int(c.slow_stream.peel),
+        &params.slow_base[1] * int(c.slow_base.body)
+            + &params.slow_stream[1] * int(c.slow_stream.body),
+    ]
+}
+
+/// The exact cost of one stencil.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExactStencil {
+    pub counts: Counts,
+    /// `max(fast peel, slow peel)`.
+    pub peel: Rational,
+    /// `max(fast body, slow body)`.
+    pub body: Rational,
+}
+
+/// The exact cost of a configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExactCost {
+    pub stencils: Vec<ExactStencil>,
+    /// Loop-bound overheads of all groups.
+    pub overhead: Rational,
+    /// The objective, in seconds.
+    pub total: Rational,
+    /// The first violated constraint, decided exactly.
+    pub infeasible: Option<Infeasibility>,
+}
+
+/// The cost of `config` (of valid shape) in exact arithmetic.
+pub fn exact_cost(
+    analysis: &Analysis,
+    machine: &ModelMachine,
+    config: &Configuration,
+) -> ExactCost {
+    let params = ExactParams::new(&machine.params);
+    let cost = evaluate(analysis, machine, config);
+    let mut stencils = Vec::new();
+    let mut total = Rational::zero();
+    let mut overhead = Rational::zero();
+    let loop_bound =
+        Rational::from_integer(BigInt::from(6)) * (&params.slow_base[1] + &params.slow_stream[1]);
+    for group in &cost.groups {
+        for s in &group.stencils {
+            let [fp, fb, sp, sb] = term_seconds(&params, &s.counts);
+            let peel = if fp >= sp { fp } else { sp };
+            let body = if fb >= sb { fb } else { sb };
+            total += &peel + &body;
+            stencils.push(ExactStencil {
+                counts: s.counts,
+                peel,
+                body,
+            });
+        }
+        let tiles_total: u128 = group.tiles.iter().map(|&t| t as u128).product();
+        overhead += &loop_bound * int(tiles_total * group.range.len() as u128);
+    }
+    total += &overhead;
+    let infeasible = config
+        .group_ranges()
+        .into_iter()
+        .enumerate()
+        .find_map(|(g, range)| group_infeasibility(analysis, machine, g, range, config.tiles[g]));
+    ExactCost {
+        stencils,
+        overhead,
+        total,
+        infeasible,
+    }
+}
+
+/// Whether `n` tiles along `domain` are even enough, exactly: `n ceil(D/n) (1 - σ) <= D`.
+pub fn even_tiles(domain: usize, n: usize, slack: f64) -> bool {
+    let covered = int((n * domain.div_ceil(n)) as u128);
+    covered * (Rational::one() - decimal(slack)) <= int(domain as u128)
+}
+
+/// Whether `tiles` keep `threads` busy, exactly: `N >= T` and `(1 - σ) T ceil(N/T) <= N`.
+pub fn parallel_ok(tiles: u64, threads: usize, slack: f64) -> bool {
+    if tiles < threads as u64 {
+        return false;
+    }
+    let k = tiles.div_ceil(threads as u64);
+    (Rational::one() - decimal(slack)) * int(threads as u128 * k as u128) <= int(tiles as u128)
+}
+
+/// The first constraint a group violates, decided exactly (same order and reasons as
+/// [`crate::cost::group_infeasibility`]).
+pub fn group_infeasibility(
+    analysis: &Analysis,
+    machine: &ModelMachine,
+    group: usize,
+    range: std::ops::Range<usize>,
+    tiles: [usize; 3],
+) -> Option<Infeasibility> {
+    let dom = analysis.domain;
+    for d in 0..3 {
+        if !even_tiles(dom[d], tiles[d], machine.slack.size) {
+            return Some(Infeasibility::UnevenTiles {
+                group,
+                dim: d,
+                count: tiles[d],
+                size: dom[d].div_ceil(tiles[d]),
+                domain: dom[d],
+                slack: machine.slack.size,
+            });
+        }
+    }
+    let total = tiles.iter().map(|&t| t as u64).product::<u64>();
+    if total < machine.threads as u64 {
+        return Some(Infeasibility::TooFewTiles {
+            group,
+            tiles: total,
+            threads: machine.threads,
+        });
+    }
+    if !parallel_ok(total, machine.threads, machine.slack.cores) {
+        return Some(Infeasibility::ParallelEfficiency {
+            group,
+            tiles: total,
+            threads: machine.threads,
+            slack: machine.slack.cores,
+        });
+    }
+    let capacity = crate::cost::cache_capacity(machine);
+    let cells = dom.iter().map(|&d| d as u128).product::<u128>();
+    let mut touched = std::collections::BTreeSet::new();
+    for i in range {
+        touched.extend(analysis.touched(i));
+        if touched.len() as u128 * cells > capacity as u128 * total as u128 {
+            return Some(Infeasibility::Cache {
+                group,
+                stencil: i,
+                arrays: touched.len(),
+                tile_values: cells as f64 / total as f64,
+                capacity,
+            });
+        }
+    }
+    None
+}
+
+/// `|a - b| <= tol * max(|a|, |b|)`, exactly.
+pub fn agree_relative(a: &Rational, b: &Rational, tolerance: &Rational) -> bool {
+    let scale = if a.abs() >= b.abs() { a.abs() } else { b.abs() };
+    (a - b).abs() <= tolerance * scale
+}
+
+/// A rational for reports.
+pub struct Shown<'a>(pub &'a Rational);
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&display(self.0))
+    }
+}

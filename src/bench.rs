@@ -1,0 +1,558 @@
+//! `absinthe bench PROGRAM`: generate, compile, run and verify several variants of a program
+//! (the naive reference, unfused, fused, the optimum, fixed groupings, random configurations)
+//! and compare the model's prediction with the measured time and a streaming roofline.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use absinthe_codegen::compile::{run_harness, HarnessResult, Toolchain};
+use absinthe_codegen::render::{default_flush_bytes, HarnessOptions};
+use absinthe_codegen::{lower, Schedule};
+use absinthe_model::analysis::Analysis;
+use absinthe_model::cost::{evaluate, Configuration};
+use absinthe_model::generate::Rng;
+use absinthe_model::machine::ModelMachine;
+use absinthe_model::program::{check_group_indices, Program};
+use absinthe_solvers::optimize::optimize;
+use anyhow::{bail, Context};
+use clap::Args;
+use serde::Serialize;
+
+use crate::check::load;
+use crate::codegen_cmd::renderer;
+use crate::output::{table, Format};
+use crate::solve::{human_seconds, MachineArg, SearchArgs};
+
+/// Generate, compile, run and verify variants of a program; compare predicted and measured.
+///
+/// Variants (comma-separated): `opt` (the MILP optimum), `naive` (the reference itself:
+/// unfused, untiled, parallel over k), `unfused` (every stencil its own group, MILP-chosen
+/// tiles), `fused` (one group, if the model finds it feasible), `groups:0,0,1,...` (fixed
+/// groups, MILP-chosen tiles), `random:N` (N random feasible configurations, seeded).
+/// A variant that fails verification makes the command exit with status 1.
+///
+/// Examples:
+///   absinthe bench configs/hdiff.yaml --variants naive,unfused,opt
+///   absinthe bench configs/heat4.yaml --variants opt,groups:0,0,1,1,random:4 --format json
+#[derive(Args, Clone)]
+#[command(verbatim_doc_comment)]
+pub struct BenchArgs {
+    /// The program file.
+    pub program: PathBuf,
+    #[command(flatten)]
+    pub machine: MachineArg,
+    #[command(flatten)]
+    pub search: SearchArgs,
+    /// The MILP backend.
+    #[arg(long, default_value = "highs")]
+    pub solver: String,
+    /// Variants to run, e.g. naive,unfused,opt,groups:0,0,1,random:3.
+    #[arg(long, default_value = "naive,unfused,opt")]
+    pub variants: String,
+    /// Timed runs per variant; the first quarter is discarded.
+    #[arg(long, default_value_t = 64)]
+    pub runs: usize,
+    /// Bytes streamed before each run to flush the caches [default: 1.25 x the last-level
+    /// cache from sysfs, at most 1 GiB].
+    #[arg(long)]
+    pub flush_bytes: Option<u64>,
+    /// Seed of `random:N`.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Skip the bandwidth measurement and the roofline columns.
+    #[arg(long)]
+    pub no_roofline: bool,
+    /// Read templates from this directory first.
+    #[arg(long, value_name = "DIR")]
+    pub templates: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+/// One requested variant.
+#[derive(Clone, Debug, PartialEq)]
+enum Variant {
+    Opt,
+    Naive,
+    Unfused,
+    Fused,
+    Groups(Vec<usize>),
+    Random(usize),
+}
+
+/// Splits the variant list; the numbers after `groups:` belong to it.
+fn parse_variants(list: &str) -> anyhow::Result<Vec<Variant>> {
+    let mut out = Vec::new();
+    for token in list.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        if let Ok(n) = token.parse::<usize>() {
+            match out.last_mut() {
+                Some(Variant::Groups(g)) => {
+                    g.push(n);
+                    continue;
+                }
+                _ => bail!(
+                    "--variants: unexpected number `{token}` (group indices follow `groups:`)"
+                ),
+            }
+        }
+        out.push(match token {
+            "opt" => Variant::Opt,
+            "naive" => Variant::Naive,
+            "unfused" => Variant::Unfused,
+            "fused" => Variant::Fused,
+            t if t.starts_with("groups:") => {
+                let first = &t["groups:".len()..];
+                let g = first
+                    .parse::<usize>()
+                    .with_context(|| format!("--variants: `{t}`: expected groups:0,0,1,..."))?;
+                Variant::Groups(vec![g])
+            }
+            t if t.starts_with("random:") => Variant::Random(
+                t["random:".len()..]
+                    .parse()
+                    .with_context(|| format!("--variants: `{t}`: expected random:N"))?,
+            ),
+            t => bail!("--variants: unknown variant `{t}`; use opt, naive, unfused, fused, groups:G,G,..., random:N"),
+        });
+    }
+    if out.is_empty() {
+        bail!("--variants: no variant given");
+    }
+    Ok(out)
+}
+
+/// A variant ready to build.
+struct Planned {
+    name: String,
+    config: Configuration,
+    predicted: f64,
+    /// Time the reference instead of the kernel.
+    reference: bool,
+    /// Why it is not run (e.g. infeasible).
+    skipped: Option<String>,
+}
+
+/// One row of the result.
+#[derive(Serialize)]
+struct Row {
+    variant: String,
+    groups: Vec<usize>,
+    tiles: Vec<[usize; 3]>,
+    predicted_seconds: f64,
+    measured_seconds: Option<f64>,
+    min: Option<f64>,
+    max: Option<f64>,
+    verified: Option<bool>,
+    status: String,
+    /// Compulsory traffic (inputs read and outputs written once over the domain) in bytes.
+    compulsory_bytes: u64,
+    /// `compulsory_bytes / bandwidth`: the fastest this could run.
+    roofline_seconds: Option<f64>,
+    /// `roofline_seconds / measured_seconds`.
+    roofline_fraction: Option<f64>,
+}
+
+fn solve_with_groups(
+    analysis: &Analysis,
+    program: &Program,
+    view: &ModelMachine,
+    args: &BenchArgs,
+    groups: Option<Vec<usize>>,
+) -> anyhow::Result<Option<(Configuration, f64)>> {
+    let mut options = args.search.milp_options(program)?;
+    if let Some(g) = groups {
+        check_group_indices(&g, program.stencils.len())
+            .map_err(|e| anyhow::anyhow!("--variants: {e}"))?;
+        options.fixed_groups = Some(g);
+    }
+    let solver = absinthe_solvers::by_name(&args.solver)?;
+    match optimize(
+        analysis,
+        view,
+        &options,
+        solver.as_ref(),
+        &args.search.solve_options()?,
+    ) {
+        Ok(o) => Ok(Some((o.config, o.cost.total))),
+        Err(e) if e.to_string().to_lowercase().contains("infeasible") => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn random_configurations(
+    analysis: &Analysis,
+    view: &ModelMachine,
+    n: usize,
+    seed: u64,
+) -> Vec<Configuration> {
+    let mut rng = Rng::new(seed);
+    let stencils = analysis.stencils.len();
+    let mut out: Vec<Configuration> = Vec::new();
+    for _ in 0..n.saturating_mul(2000) {
+        if out.len() == n {
+            break;
+        }
+        let mut groups = vec![0];
+        for _ in 1..stencils {
+            let last = *groups.last().unwrap_or(&0);
+            groups.push(if rng.chance(50) { last + 1 } else { last });
+        }
+        let ngroups = groups.last().map_or(1, |g| g + 1);
+        let tiles = (0..ngroups)
+            .map(|_| [0, 1, 2].map(|d| rng.range(1, analysis.domain[d] as i64) as usize))
+            .collect();
+        let config = Configuration { groups, tiles };
+        if !out.contains(&config) && evaluate(analysis, view, &config).is_feasible() {
+            out.push(config);
+        }
+    }
+    out
+}
+
+fn plan(
+    args: &BenchArgs,
+    program: &Program,
+    analysis: &Analysis,
+    view: &ModelMachine,
+) -> anyhow::Result<Vec<Planned>> {
+    let n = program.stencils.len();
+    let mut planned = Vec::new();
+    let unfused: Vec<usize> = (0..n).collect();
+    let mut push = |name: String,
+                    found: Option<(Configuration, f64)>,
+                    reference: bool,
+                    fallback: Vec<usize>| {
+        planned.push(match found {
+            Some((config, predicted)) => Planned {
+                name,
+                config,
+                predicted,
+                reference,
+                skipped: None,
+            },
+            None => Planned {
+                name,
+                config: Configuration {
+                    tiles: vec![[1, 1, 1]; fallback.last().map_or(1, |g| g + 1)],
+                    groups: fallback,
+                },
+                predicted: f64::NAN,
+                reference,
+                skipped: Some("infeasible".into()),
+            },
+        });
+    };
+    for v in parse_variants(&args.variants)? {
+        match v {
+            Variant::Opt => push(
+                "opt".into(),
+                solve_with_groups(analysis, program, view, args, None)?,
+                false,
+                unfused.clone(),
+            ),
+            Variant::Unfused => push(
+                "unfused".into(),
+                solve_with_groups(analysis, program, view, args, Some(unfused.clone()))?,
+                false,
+                unfused.clone(),
+            ),
+            Variant::Fused => push(
+                "fused".into(),
+                solve_with_groups(analysis, program, view, args, Some(vec![0; n]))?,
+                false,
+                vec![0; n],
+            ),
+            Variant::Groups(g) => {
+                let name = format!(
+                    "groups:{}",
+                    g.iter()
+                        .map(|x| x.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                );
+                let found = solve_with_groups(analysis, program, view, args, Some(g.clone()))?;
+                push(name, found, false, g);
+            }
+            Variant::Naive => {
+                // The reference is untiled and unfused: its prediction is the unfused
+                // configuration with one tile per group.
+                let config = Configuration {
+                    groups: unfused.clone(),
+                    tiles: vec![[1, 1, 1]; n],
+                };
+                let predicted = evaluate(analysis, view, &config).total;
+                push(
+                    "naive".into(),
+                    Some((config, predicted)),
+                    true,
+                    unfused.clone(),
+                );
+            }
+            Variant::Random(count) => {
+                let found = random_configurations(analysis, view, count, args.seed);
+                if found.len() < count {
+                    eprintln!(
+                        "random:{count}: found only {} feasible configurations",
+                        found.len()
+                    );
+                }
+                for (k, config) in found.into_iter().enumerate() {
+                    let predicted = evaluate(analysis, view, &config).total;
+                    push(
+                        format!("random{k}"),
+                        Some((config, predicted)),
+                        false,
+                        unfused.clone(),
+                    );
+                }
+            }
+        }
+    }
+    Ok(planned)
+}
+
+/// Measures streaming bandwidth (bytes per second) with a triad compiled like the kernels.
+fn bandwidth(
+    tc: &Toolchain,
+    renderer: &absinthe_codegen::render::Renderer,
+    flush_bytes: u64,
+    env: &[(&str, &str)],
+) -> anyhow::Result<f64> {
+    let elements = (flush_bytes / 8).max(1 << 20);
+    let source = renderer.stream(elements, 5)?;
+    let exe = tc.build(&[("stream.cpp".into(), source)], &[])?;
+    let mut cmd = std::process::Command::new(&exe);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().context("running the bandwidth program")?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("ABSINTHE_STREAM "))
+        .context("the bandwidth program printed no result")?;
+    let v: serde_json::Value = serde_json::from_str(line)?;
+    v["bytes_per_second"]
+        .as_f64()
+        .context("bad bandwidth result")
+}
+
+pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    let (program, analysis) = load(&args.program)?;
+    let (machine, view) = args.machine.load(&program)?;
+    let renderer = renderer(args.templates.as_deref())?;
+    let tc = Toolchain::new(&machine.compiler.cxx, &machine.compiler.flags);
+    let flush_bytes = args.flush_bytes.unwrap_or_else(default_flush_bytes);
+    let threads = machine.cores.map(|c| c.to_string());
+    let env: Vec<(&str, &str)> = threads
+        .iter()
+        .map(|t| ("OMP_NUM_THREADS", t.as_str()))
+        .collect();
+
+    eprintln!("planning variants of {} ...", program.name);
+    let planned = plan(&args, &program, &analysis, &view)?;
+    let schedules: Vec<Option<Schedule>> = planned
+        .iter()
+        .map(|p| {
+            if p.skipped.is_some() {
+                return Ok(None);
+            }
+            let cost = evaluate(&analysis, &view, &p.config);
+            Ok(Some(lower(&program, &analysis, &p.config, &cost)?))
+        })
+        .collect::<anyhow::Result<_>>()?;
+
+    // Build in parallel (as many compilers as cores), run one at a time.
+    let jobs = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(planned.len().max(1));
+    eprintln!(
+        "compiling {} variant(s) with {} ({jobs} at a time) ...",
+        planned.len(),
+        tc.cxx
+    );
+    let sources: Vec<Option<Vec<(String, String)>>> = schedules
+        .iter()
+        .zip(&planned)
+        .map(|(s, p)| {
+            s.as_ref()
+                .map(|s| {
+                    let h = HarnessOptions {
+                        runs: args.runs,
+                        flush_bytes,
+                        label: p.name.clone(),
+                        ..HarnessOptions::default()
+                    };
+                    renderer.openmp(s, Some(&h)).map(|f| f.files)
+                })
+                .transpose()
+        })
+        .collect::<Result<_, _>>()?;
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut exes: Vec<Option<anyhow::Result<PathBuf>>> = (0..planned.len()).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..jobs)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut built = Vec::new();
+                    loop {
+                        let k = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        if k >= sources.len() {
+                            break built;
+                        }
+                        if let Some(files) = &sources[k] {
+                            built.push((k, tc.build(files, &[]).map_err(anyhow::Error::from)));
+                        }
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            for (k, r) in w.join().expect("build thread") {
+                exes[k] = Some(r);
+            }
+        }
+    });
+
+    let bw = if args.no_roofline {
+        None
+    } else {
+        eprintln!("measuring streaming bandwidth ...");
+        Some(bandwidth(&tc, &renderer, flush_bytes, &env)?)
+    };
+    let cells: u64 = analysis.domain.iter().map(|&d| d as u64).product();
+    let compulsory_bytes = cells
+        * program.value_type.bytes() as u64
+        * (analysis.inputs.len() + analysis.outputs.len()) as u64;
+
+    let mut rows = Vec::new();
+    let mut failed = false;
+    for (k, p) in planned.iter().enumerate() {
+        let mut row = Row {
+            variant: p.name.clone(),
+            groups: p.config.groups.clone(),
+            tiles: p.config.tiles.clone(),
+            predicted_seconds: p.predicted,
+            measured_seconds: None,
+            min: None,
+            max: None,
+            verified: None,
+            status: p.skipped.clone().unwrap_or_else(|| "ok".into()),
+            compulsory_bytes,
+            roofline_seconds: bw.map(|b| compulsory_bytes as f64 / b),
+            roofline_fraction: None,
+        };
+        if let Some(exe) = exes[k].take() {
+            eprintln!("[{}/{}] running {} ...", k + 1, planned.len(), p.name);
+            let exe = exe.with_context(|| format!("building variant {}", p.name))?;
+            let timed = if p.reference { "reference" } else { "kernel" };
+            let results: Vec<HarnessResult> = run_harness(
+                &exe,
+                &[
+                    args.runs.to_string(),
+                    flush_bytes.to_string(),
+                    timed.to_string(),
+                ],
+                &env,
+            )
+            .with_context(|| format!("running variant {}", p.name))?;
+            let r = &results[0];
+            row.measured_seconds = Some(r.median);
+            row.min = Some(r.min);
+            row.max = Some(r.max);
+            row.verified = Some(r.verified);
+            if !r.verified {
+                failed = true;
+                row.status = format!("MISMATCH {}", r.mismatch.clone().unwrap_or_default());
+            }
+            row.roofline_fraction = row
+                .roofline_seconds
+                .filter(|_| r.median > 0.0)
+                .map(|s| s / r.median);
+        }
+        rows.push(row);
+    }
+
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
+        Format::Yaml => print!(
+            "{}",
+            absinthe_model::yaml::to_string(&rows).map_err(anyhow::Error::msg)?
+        ),
+        Format::Table => print_table(&program, &rows, bw, args.runs),
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn print_table(program: &Program, rows: &[Row], bw: Option<f64>, runs: usize) {
+    let opt = |x: Option<f64>| x.map_or("-".to_string(), human_seconds);
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.variant.clone(),
+                r.groups
+                    .iter()
+                    .map(|g| g.to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+                r.tiles
+                    .iter()
+                    .map(|t| format!("{}x{}x{}", t[0], t[1], t[2]))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                if r.predicted_seconds.is_finite() {
+                    human_seconds(r.predicted_seconds)
+                } else {
+                    "-".into()
+                },
+                opt(r.measured_seconds),
+                opt(r.min),
+                opt(r.max),
+                r.roofline_fraction
+                    .map_or("-".into(), |f| format!("{:.1}%", f * 100.0)),
+                match r.verified {
+                    Some(true) => "yes".into(),
+                    Some(false) => "NO".into(),
+                    None => "-".into(),
+                },
+                r.status.clone(),
+            ]
+        })
+        .collect();
+    println!(
+        "{}: median of {} runs (first quarter discarded), caches flushed before each run",
+        program.name, runs
+    );
+    if let (Some(b), Some(r)) = (bw, rows.first()) {
+        println!(
+            "roofline: triad bandwidth {:.2} GB/s; compulsory traffic {:.1} MB (inputs read and outputs written once over the domain, halo not counted) -> at least {}",
+            b / 1e9,
+            r.compulsory_bytes as f64 / 1e6,
+            opt(r.roofline_seconds)
+        );
+    }
+    println!();
+    print!(
+        "{}",
+        table(
+            &[
+                "variant",
+                "groups",
+                "tiles",
+                "predicted",
+                "measured",
+                "min",
+                "max",
+                "roofline",
+                "verified",
+                "status"
+            ],
+            &body
+        )
+    );
+}

@@ -1,0 +1,134 @@
+//! `absinthe codegen PROGRAM`: emit tiled OpenMP C++ for a solution (solving first when no
+//! `--solution` is given).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use absinthe_codegen::render::{HarnessOptions, Renderer};
+use absinthe_codegen::{lower, Schedule};
+use absinthe_model::cost::evaluate;
+use absinthe_model::solution::Solution;
+use absinthe_model::FileError;
+use anyhow::{bail, Context};
+use clap::{Args, ValueEnum};
+
+use crate::check::load;
+use crate::output::write_atomic;
+use crate::solve::{solve_program, MachineArg, SearchArgs};
+
+/// Code generation targets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Target {
+    /// Tiled OpenMP C++.
+    Openmp,
+    /// CUDA (not implemented yet, issue 7).
+    Cuda,
+}
+
+/// Emit tiled OpenMP C++ for a program: a kernel header and source and, with `--harness`, a
+/// main program that verifies the kernel against the naive reference bit for bit and times it.
+///
+/// Examples:
+///   absinthe codegen configs/hdiff.yaml --harness -o out/
+///   absinthe codegen configs/hdiff.yaml --solution hdiff.solution.yaml -o out/
+///   g++ -O3 -march=native -fopenmp -ffp-contract=off out/*.cpp -o hdiff && ./hdiff 64
+#[derive(Args, Clone)]
+#[command(verbatim_doc_comment)]
+pub struct CodegenArgs {
+    /// The program file.
+    pub program: PathBuf,
+    #[command(flatten)]
+    pub machine: MachineArg,
+    /// A solution file (`absinthe solve -o`); without one the program is solved first.
+    #[arg(long)]
+    pub solution: Option<PathBuf>,
+    #[command(flatten)]
+    pub search: SearchArgs,
+    /// The MILP backend used when solving.
+    #[arg(long, default_value = "highs")]
+    pub solver: String,
+    #[arg(long, value_enum, default_value_t = Target::Openmp)]
+    pub target: Target,
+    /// Also emit the verification and timing harness (`<program>_harness.cpp`).
+    #[arg(long)]
+    pub harness: bool,
+    /// Timed runs the harness does by default (the first quarter is discarded).
+    #[arg(long, default_value_t = 64)]
+    pub runs: usize,
+    /// Read templates from this directory first (a copy of codegen/templates).
+    #[arg(long, value_name = "DIR")]
+    pub templates: Option<PathBuf>,
+    /// Output directory.
+    #[arg(short, long, value_name = "DIR")]
+    pub output: PathBuf,
+}
+
+/// The template renderer for `--templates`.
+pub fn renderer(templates: Option<&Path>) -> anyhow::Result<Renderer> {
+    Ok(match templates {
+        Some(dir) => Renderer::from_dir(dir)?,
+        None => Renderer::embedded(),
+    })
+}
+
+fn schedule(args: &CodegenArgs) -> anyhow::Result<(Schedule, String)> {
+    if let Some(sol) = &args.solution {
+        let (program, analysis) = load(&args.program)?;
+        let (_, view) = args.machine.load(&program)?;
+        let solution = Solution::load(sol)?;
+        let config = solution
+            .configuration(&analysis)
+            .map_err(|d| FileError::new(sol, d))?;
+        let cost = evaluate(&analysis, &view, &config);
+        Ok((
+            lower(&program, &analysis, &config, &cost)?,
+            format!("{}", sol.display()),
+        ))
+    } else {
+        let solved = solve_program(
+            &args.program,
+            &args.machine,
+            &args.search,
+            &args.solver,
+            None,
+        )?;
+        let s = lower(
+            &solved.program,
+            &solved.analysis,
+            &solved.optimum.config,
+            &solved.optimum.cost,
+        )?;
+        Ok((s, format!("the {} optimum", args.solver)))
+    }
+}
+
+pub fn run(args: CodegenArgs) -> anyhow::Result<ExitCode> {
+    if args.target == Target::Cuda {
+        bail!("--target cuda: not implemented yet (issue 7); use --target openmp");
+    }
+    let renderer = renderer(args.templates.as_deref())?;
+    let (schedule, source) = schedule(&args)?;
+    let harness = args.harness.then(|| HarnessOptions {
+        runs: args.runs,
+        ..HarnessOptions::default()
+    });
+    let files = renderer.openmp(&schedule, harness.as_ref())?;
+    std::fs::create_dir_all(&args.output)
+        .with_context(|| format!("cannot create {}", args.output.display()))?;
+    for (name, text) in &files.files {
+        write_atomic(&args.output.join(name), text.as_bytes())?;
+    }
+    eprintln!(
+        "wrote {} to {} (configuration from {source}: groups {:?}, tiles {:?})",
+        files
+            .files
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        args.output.display(),
+        schedule.configuration.groups,
+        schedule.configuration.tiles
+    );
+    Ok(ExitCode::SUCCESS)
+}

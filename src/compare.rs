@@ -1,0 +1,209 @@
+//! `absinthe compare PROGRAM --solvers cbc,highs,z3`: the same MILP on several backends, side
+//! by side; the optimal objectives must agree within the gap, or this is an error.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use absinthe_solvers::optimize::optimize;
+use clap::Args;
+use serde::Serialize;
+
+use crate::check::load;
+use crate::output::{table, Format};
+use crate::solve::{human_seconds, MachineArg, SearchArgs};
+
+/// Solve one program with several backends and compare them.
+///
+/// Prints, per solver, its status, the objective (`evaluate` of its configuration), its gap,
+/// wall time and the MILP's size. Solvers that finished (status optimal) must agree within the
+/// relative gap; a disagreement exits with status 1.
+///
+/// Examples:
+///   absinthe compare configs/heat4.yaml --solvers cbc,highs,z3
+///   absinthe compare configs/hdiff.yaml --solvers cbc,highs --time-limit 60 --format json
+#[derive(Args, Clone)]
+#[command(verbatim_doc_comment)]
+pub struct CompareArgs {
+    /// The program file.
+    pub program: PathBuf,
+    #[command(flatten)]
+    pub machine: MachineArg,
+    #[command(flatten)]
+    pub search: SearchArgs,
+    /// The backends to compare, comma-separated [default: every backend in this build].
+    #[arg(long, value_delimiter = ',', value_name = "SOLVER,...")]
+    pub solvers: Option<Vec<String>>,
+    /// Output format on standard output (table or json).
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+#[derive(Clone, Debug, Serialize)]
+struct Row {
+    solver: String,
+    status: String,
+    /// `evaluate` of the solver's configuration, seconds.
+    objective_seconds: Option<f64>,
+    gap: Option<f64>,
+    wall_seconds: f64,
+    groups: Option<Vec<usize>>,
+    tiles: Option<Vec<[usize; 3]>>,
+    variables: usize,
+    binaries: usize,
+    constraints: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+struct Report {
+    program: String,
+    relative_gap: f64,
+    agree: bool,
+    rows: Vec<Row>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    disagreement: Option<String>,
+}
+
+pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    let (program, analysis) = load(&args.program)?;
+    let (_, view) = args.machine.load(&program)?;
+    let options = args.search.milp_options(&program)?;
+    let solve_options = args.search.solve_options()?;
+    let names: Vec<String> = match &args.solvers {
+        Some(list) => list.clone(),
+        None => absinthe_solvers::available()
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+    };
+    let size = absinthe_model::milp::milp(&analysis, &view, &options)
+        .milp
+        .size();
+    let mut rows = Vec::new();
+    for name in &names {
+        let solver = absinthe_solvers::by_name(name)?;
+        let started = std::time::Instant::now();
+        let row = match optimize(&analysis, &view, &options, solver.as_ref(), &solve_options) {
+            Ok(o) => Row {
+                solver: solver.name().to_string(),
+                status: o.solution.status.to_string(),
+                objective_seconds: Some(o.cost.total),
+                gap: Some(o.solution.gap),
+                wall_seconds: started.elapsed().as_secs_f64(),
+                groups: Some(o.config.groups.clone()),
+                tiles: Some(o.config.tiles.clone()),
+                variables: size.variables,
+                binaries: size.binaries,
+                constraints: size.constraints,
+                error: None,
+            },
+            Err(e) => Row {
+                solver: solver.name().to_string(),
+                status: "error".to_string(),
+                objective_seconds: None,
+                gap: None,
+                wall_seconds: started.elapsed().as_secs_f64(),
+                groups: None,
+                tiles: None,
+                variables: size.variables,
+                binaries: size.binaries,
+                constraints: size.constraints,
+                error: Some(e.to_string()),
+            },
+        };
+        rows.push(row);
+    }
+    // Optimal objectives must agree within the gap (plus evaluate's f64 rounding).
+    let gap = solve_options.relative_gap;
+    let optimal: Vec<(&str, f64)> = rows
+        .iter()
+        .filter(|r| r.status == "optimal")
+        .filter_map(|r| r.objective_seconds.map(|o| (r.solver.as_str(), o)))
+        .collect();
+    let mut disagreement = None;
+    if let (Some(lo), Some(hi)) = (
+        optimal.iter().min_by(|a, b| a.1.total_cmp(&b.1)),
+        optimal.iter().max_by(|a, b| a.1.total_cmp(&b.1)),
+    ) {
+        if hi.1 - lo.1 > (gap + 1e-9) * hi.1.abs() {
+            disagreement = Some(format!(
+                "{} reports an optimum of {:e} s but {} one of {:e} s: more than the relative gap {gap:e} apart",
+                hi.0, hi.1, lo.0, lo.1
+            ));
+        }
+    }
+    let failed: Vec<String> = rows
+        .iter()
+        .filter_map(|r| r.error.as_ref().map(|e| format!("{}: {e}", r.solver)))
+        .collect();
+    let report = Report {
+        program: program.name.clone(),
+        relative_gap: gap,
+        agree: disagreement.is_none() && failed.is_empty(),
+        rows,
+        disagreement: disagreement.clone(),
+    };
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        _ => print_report(&report),
+    }
+    if let Some(d) = disagreement {
+        eprintln!("error: the solvers disagree: {d}");
+        return Ok(ExitCode::from(1));
+    }
+    if !failed.is_empty() {
+        eprintln!("error: {}", failed.join("; "));
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_report(report: &Report) {
+    if let Some(r) = report.rows.first() {
+        println!(
+            "{}: MILP {} variables ({} binary), {} constraints; relative gap {:e}",
+            report.program, r.variables, r.binaries, r.constraints, report.relative_gap
+        );
+    }
+    let rows: Vec<Vec<String>> = report
+        .rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.solver.clone(),
+                r.status.clone(),
+                r.objective_seconds
+                    .map_or("-".into(), |o| format!("{o:.9e}")),
+                r.gap.map_or("-".into(), |g| format!("{:.4}%", g * 100.0)),
+                human_seconds(r.wall_seconds),
+                match (&r.groups, &r.tiles) {
+                    (Some(g), Some(t)) => format!("groups {g:?} tiles {t:?}"),
+                    _ => r.error.clone().unwrap_or_default(),
+                },
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        table(
+            &[
+                "solver",
+                "status",
+                "objective (s)",
+                "gap",
+                "wall",
+                "configuration"
+            ],
+            &rows
+        )
+    );
+    println!(
+        "{}",
+        if report.agree {
+            "all solvers agree within the gap"
+        } else {
+            "the solvers DISAGREE"
+        }
+    );
+}
