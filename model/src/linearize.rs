@@ -4,16 +4,27 @@
 
 use crate::lp::{LinExpr, Milp, Sense, VarId};
 
-/// Largest value `e` can take given its variables' bounds (every variable must be bounded).
+/// Relative margin by which derived bounds are widened: a bound summed in f64 may fall an ulp
+/// short of the exact sum of the (decimal) coefficients, and an exact reading of the MILP (the
+/// SMT encodings) must still find every bound valid. A wider bound is always still valid.
+const BOUND_MARGIN: f64 = 1e-12;
+
+/// Largest value `e` can take given its variables' bounds (every variable must be bounded),
+/// widened by a relative 1e-12 so that it is a valid bound in exact arithmetic too.
 pub fn upper_bound(milp: &Milp, e: &LinExpr) -> f64 {
-    e.constant
+    let s = e.constant
         + e.terms
             .iter()
             .map(|&(v, c)| {
                 let var = &milp.vars[v.0];
                 (c * var.lower).max(c * var.upper)
             })
-            .sum::<f64>()
+            .sum::<f64>();
+    if e.terms.is_empty() {
+        s
+    } else {
+        s + s.abs() * BOUND_MARGIN
+    }
 }
 
 /// `prev AND NOT cut` for 0/1 `prev` and binary `cut`, by its convex hull (three rows). With it
@@ -111,14 +122,19 @@ pub fn mccormick(
 
 /// Smallest value `e` can take given its variables' bounds.
 pub fn lower_bound(milp: &Milp, e: &LinExpr) -> f64 {
-    e.constant
+    let s = e.constant
         + e.terms
             .iter()
             .map(|&(v, c)| {
                 let var = &milp.vars[v.0];
                 (c * var.lower).min(c * var.upper)
             })
-            .sum::<f64>()
+            .sum::<f64>();
+    if e.terms.is_empty() {
+        s
+    } else {
+        s - s.abs() * BOUND_MARGIN
+    }
 }
 
 /// `flag * x` for a 0/1 expression `flag` and `0 <= x <= x_max`, exactly (four rows).
