@@ -3,7 +3,7 @@
 #   make test   installs what is missing, builds, and runs the whole test suite
 CARGO ?= cargo
 DEMO_PROGRAM ?= configs/hdiff.yaml
-DEMO_MACHINE ?= machines/default.yaml
+DEMO_MACHINE ?= machines/xeon-sapphire-rapids-2core.yaml
 
 .PHONY: setup demo test build bench-milp
 

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use absinthe_codegen::compile::{run_harness, HarnessResult, Toolchain};
+use absinthe_codegen::cuda::{plan as cuda_plan, GpuLimits};
 use absinthe_codegen::render::{default_flush_bytes, HarnessOptions};
 use absinthe_codegen::{lower, Schedule};
 use absinthe_model::analysis::Analysis;
@@ -15,7 +16,7 @@ use absinthe_model::machine::ModelMachine;
 use absinthe_model::program::{check_group_indices, Program};
 use absinthe_solvers::optimize::optimize;
 use anyhow::{bail, Context};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use serde::Serialize;
 
 use crate::check::load;
@@ -65,8 +66,24 @@ pub struct BenchArgs {
     /// Read templates from this directory first.
     #[arg(long, value_name = "DIR")]
     pub templates: Option<PathBuf>,
+    /// Draw predicted against measured time into FILE.png or FILE.svg (log axes, the
+    /// diagonal and the ±20% lines, the optimum marked).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// What to build: the OpenMP kernels, or the host emulation of the CUDA kernels (one
+    /// block at a time on the CPU; it verifies the GPU index arithmetic, its times are not GPU
+    /// times).
+    #[arg(long, value_enum, default_value_t = BenchTarget::Openmp)]
+    pub target: BenchTarget,
+}
+
+/// Targets `bench` can build and run on this machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BenchTarget {
+    Openmp,
+    CudaEmulated,
 }
 
 /// One requested variant.
@@ -383,7 +400,15 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                         label: p.name.clone(),
                         ..HarnessOptions::default()
                     };
-                    renderer.openmp(s, Some(&h)).map(|f| f.files)
+                    match args.target {
+                        BenchTarget::Openmp => renderer.openmp(s, Some(&h)),
+                        BenchTarget::CudaEmulated => renderer.cuda_emulated(
+                            s,
+                            &cuda_plan(s, &GpuLimits::of_machine(&machine)),
+                            &h,
+                        ),
+                    }
+                    .map(|f| f.files)
                 })
                 .transpose()
         })
@@ -473,6 +498,16 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         rows.push(row);
     }
 
+    let points = accuracy_points(&planned, &rows);
+    if let Some(path) = &args.plot {
+        let title = format!(
+            "{}: predicted vs measured ({} variants)",
+            program.name,
+            points.len()
+        );
+        absinthe_learn::accuracy::plot(path, &title, &points)?;
+        eprintln!("wrote {}", path.display());
+    }
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
         Format::Yaml => print!(
@@ -480,6 +515,15 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             absinthe_model::yaml::to_string(&rows).map_err(anyhow::Error::msg)?
         ),
         Format::Table => print_table(&program, &rows, bw, args.runs),
+    }
+    if points.len() >= 2 {
+        let summary = accuracy_summary(&absinthe_learn::accuracy::summarize(&points));
+        // The summary goes with the table; beside JSON or YAML it goes to standard error.
+        if args.format == Format::Table {
+            println!("\n{summary}");
+        } else {
+            eprintln!("{summary}");
+        }
     }
     Ok(if failed {
         ExitCode::from(1)
@@ -555,4 +599,32 @@ fn print_table(program: &Program, rows: &[Row], bw: Option<f64>, runs: usize) {
             &body
         )
     );
+}
+
+/// The model-accuracy points of the measured kernel variants (the reference is not a
+/// generated schedule and is left out).
+fn accuracy_points(planned: &[Planned], rows: &[Row]) -> Vec<absinthe_learn::accuracy::Point> {
+    planned
+        .iter()
+        .zip(rows)
+        .filter(|(p, r)| {
+            !p.reference && r.predicted_seconds.is_finite() && r.measured_seconds.is_some()
+        })
+        .map(|(p, r)| absinthe_learn::accuracy::Point {
+            label: p.name.clone(),
+            predicted: r.predicted_seconds,
+            measured: r.measured_seconds.unwrap_or(f64::NAN),
+            optimum: p.name == "opt",
+        })
+        .collect()
+}
+
+fn accuracy_summary(s: &absinthe_learn::accuracy::Summary) -> String {
+    format!(
+        "model accuracy over {} generated variants: R² {:.3}, {:.0}% within 20% of measured, Spearman rank correlation {:.3}",
+        s.variants,
+        s.r2,
+        s.within_20_percent * 100.0,
+        s.spearman
+    )
 }

@@ -1,15 +1,17 @@
-//! `absinthe codegen PROGRAM`: emit tiled OpenMP C++ for a solution (solving first when no
-//! `--solution` is given).
+//! `absinthe codegen PROGRAM`: emit tiled OpenMP C++ or CUDA for a solution (solving first
+//! when no `--solution` is given).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use absinthe_codegen::cuda::{plan, GpuLimits};
 use absinthe_codegen::render::{HarnessOptions, Renderer};
 use absinthe_codegen::{lower, Schedule};
 use absinthe_model::cost::evaluate;
+use absinthe_model::machine::Machine;
 use absinthe_model::solution::Solution;
 use absinthe_model::FileError;
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::{Args, ValueEnum};
 
 use crate::check::load;
@@ -21,17 +23,23 @@ use crate::solve::{solve_program, MachineArg, SearchArgs};
 pub enum Target {
     /// Tiled OpenMP C++.
     Openmp,
-    /// CUDA (not implemented yet, issue 7).
+    /// CUDA: one kernel per group, one thread block per tile (`<program>.cu`), plus the host
+    /// emulation of the same kernels (`<program>_emu.cpp`, builds with g++).
     Cuda,
 }
 
-/// Emit tiled OpenMP C++ for a program: a kernel header and source and, with `--harness`, a
-/// main program that verifies the kernel against the naive reference bit for bit and times it.
+/// Emit tiled OpenMP C++ or CUDA for a program: the kernels and, with `--harness`, a main
+/// program that verifies them against the naive reference bit for bit and times them.
+///
+/// With `--target cuda` and no `--machine`, machines/h100.yaml is used (its `gpu:` section
+/// sets the shared-memory limit and the number of tiles the MILP asks for).
 ///
 /// Examples:
 ///   absinthe codegen configs/hdiff.yaml --harness -o out/
 ///   absinthe codegen configs/hdiff.yaml --solution hdiff.solution.yaml -o out/
 ///   g++ -O3 -march=native -fopenmp -ffp-contract=off out/*.cpp -o hdiff && ./hdiff 64
+///   absinthe codegen configs/hdiff.yaml --target cuda --harness -o cu/
+///   nvcc -O3 -arch=sm_90 --fmad=false -Xcompiler -fopenmp,-ffp-contract=off cu/hdiff.cu -lgomp -o hdiff_cuda && ./hdiff_cuda 64
 #[derive(Args, Clone)]
 #[command(verbatim_doc_comment)]
 pub struct CodegenArgs {
@@ -102,9 +110,15 @@ fn schedule(args: &CodegenArgs) -> anyhow::Result<(Schedule, String)> {
     }
 }
 
-pub fn run(args: CodegenArgs) -> anyhow::Result<ExitCode> {
-    if args.target == Target::Cuda {
-        bail!("--target cuda: not implemented yet (issue 7); use --target openmp");
+/// The GPU machine used by `--target cuda` when no `--machine` is given.
+pub const DEFAULT_GPU_MACHINE: &str = "machines/h100.yaml";
+
+pub fn run(mut args: CodegenArgs) -> anyhow::Result<ExitCode> {
+    if args.target == Target::Cuda
+        && args.machine.machine.is_none()
+        && Path::new(DEFAULT_GPU_MACHINE).exists()
+    {
+        args.machine.machine = Some(PathBuf::from(DEFAULT_GPU_MACHINE));
     }
     let renderer = renderer(args.templates.as_deref())?;
     let (schedule, source) = schedule(&args)?;
@@ -112,7 +126,18 @@ pub fn run(args: CodegenArgs) -> anyhow::Result<ExitCode> {
         runs: args.runs,
         ..HarnessOptions::default()
     });
-    let files = renderer.openmp(&schedule, harness.as_ref())?;
+    let files = match args.target {
+        Target::Openmp => renderer.openmp(&schedule, harness.as_ref())?,
+        Target::Cuda => {
+            let path = args.machine.path();
+            let limits = if path.exists() {
+                GpuLimits::of_machine(&Machine::load(&path)?)
+            } else {
+                GpuLimits::h100()
+            };
+            renderer.cuda(&schedule, &plan(&schedule, &limits), harness.as_ref())?
+        }
+    };
     std::fs::create_dir_all(&args.output)
         .with_context(|| format!("cannot create {}", args.output.display()))?;
     for (name, text) in &files.files {

@@ -4,6 +4,7 @@
 mod bench;
 mod check;
 mod compare;
+mod learn_cmd;
 mod codegen_cmd;
 mod output;
 mod solve;
@@ -37,6 +38,7 @@ enum Command {
     Verify(verify::VerifyArgs),
     Codegen(codegen_cmd::CodegenArgs),
     Bench(bench::BenchArgs),
+    Learn(learn_cmd::LearnArgs),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +51,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => verify::run(args),
         Command::Codegen(args) => codegen_cmd::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Learn(args) => learn_cmd::run(args),
     };
     match result {
         Ok(code) => code,

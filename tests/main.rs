@@ -3,7 +3,9 @@
 
 mod cli;
 mod codegen;
+mod learn;
 mod common;
+mod cuda;
 mod linearize;
 mod milp_exact;
 #[cfg(feature = "z3")]

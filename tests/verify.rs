@@ -224,7 +224,7 @@ fn compare_agrees_across_backends() {
         "--machine",
         &m,
         "--solvers",
-        "cbc,highs",
+        "cbc,highs,z3",
         "--time-limit",
         "60",
         "--format",
@@ -239,7 +239,7 @@ fn compare_agrees_across_backends() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["agree"], true);
     let rows = v["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 2);
+    assert_eq!(rows.len(), 3);
     for r in rows {
         assert_eq!(r["status"], "optimal", "{r}");
     }

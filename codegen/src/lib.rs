@@ -1,7 +1,8 @@
 //! Code generation for absinthe (codegen.md): a configuration is lowered once into a
 //! [`schedule::Schedule`] (tile grids, per-tile loop boxes, where every array lives, the
 //! expressions as C) and the templates under `codegen/templates/` lay it out as OpenMP C++:
-//! a kernel header and source, and optionally a verification and timing harness.
+//! a kernel header and source, and optionally a verification and timing harness; [`cuda`]
+//! lays the same schedule out as CUDA kernels plus a host emulation of them.
 //! [`compile`] builds and runs generated code with the machine's compiler.
 //!
 //! ```no_run
@@ -19,7 +20,9 @@
 
 pub mod cexpr;
 pub mod compile;
+pub mod cuda;
 pub mod render;
+pub mod runtime_tiles;
 pub mod schedule;
 
 pub use schedule::{lower, Schedule};

@@ -33,6 +33,36 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ),
     ("bundle.cpp.j2", include_str!("../templates/bundle.cpp.j2")),
     ("stream.cpp.j2", include_str!("../templates/stream.cpp.j2")),
+    (
+        "absinthe_cuda_emu.h",
+        include_str!("../templates/absinthe_cuda_emu.h"),
+    ),
+    (
+        "cuda_kernels.j2",
+        include_str!("../templates/cuda_kernels.j2"),
+    ),
+    (
+        "cuda_kernels.cuh.j2",
+        include_str!("../templates/cuda_kernels.cuh.j2"),
+    ),
+    ("cuda_host.j2", include_str!("../templates/cuda_host.j2")),
+    (
+        "cuda_emu_host.j2",
+        include_str!("../templates/cuda_emu_host.j2"),
+    ),
+    (
+        "cuda_timing.j2",
+        include_str!("../templates/cuda_timing.j2"),
+    ),
+    ("cuda.cu.j2", include_str!("../templates/cuda.cu.j2")),
+    (
+        "cuda_emu.cpp.j2",
+        include_str!("../templates/cuda_emu.cpp.j2"),
+    ),
+    (
+        "cuda_bundle.cpp.j2",
+        include_str!("../templates/cuda_bundle.cpp.j2"),
+    ),
 ];
 
 /// Settings baked into a harness (each can be overridden on its command line).
@@ -146,7 +176,7 @@ impl Renderer {
         Renderer { env }
     }
 
-    fn render(&self, name: &str, ctx: minijinja::Value) -> Result<String, CodegenError> {
+    pub(crate) fn render(&self, name: &str, ctx: minijinja::Value) -> Result<String, CodegenError> {
         let template = self
             .env
             .get_template(name)

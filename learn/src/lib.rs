@@ -1,1 +1,221 @@
-//! placeholder
+//! `absinthe learn` (learn.md): measures the machine it runs on and fits the six parameters of
+//! the cost model, and the tools that check the model against measurements afterwards.
+//!
+//! - [`training`]: the fast- and slow-memory training programs, their tile shapes, and the
+//!   model's counts for one run (from `absinthe_model::cost`, never a second copy).
+//! - [`measure`]: one runtime-tiled build per program (`absinthe_codegen::runtime_tiles`),
+//!   verified and timed over every shape.
+//! - [`fit`]: least absolute deviations with non-negative parameters as an LP through
+//!   `absinthe_solvers`, and R² on per-configuration medians.
+//! - [`machine_file`]: writes `params` and `learned` into a machine file, keeping the rest of
+//!   its text (comments included) as it was.
+//! - [`accuracy`]: predicted-versus-measured summaries (R², share within 20%, Spearman) and
+//!   the plot `absinthe bench --plot` draws.
+
+pub mod accuracy;
+pub mod fit;
+pub mod machine_file;
+pub mod measure;
+pub mod training;
+
+use absinthe_codegen::compile::Toolchain;
+use absinthe_model::machine::{Params, PeelBody};
+
+use crate::fit::Sample;
+use crate::measure::Measurement;
+use crate::training::Family;
+
+/// What can go wrong while learning.
+#[derive(Debug, thiserror::Error)]
+pub enum LearnError {
+    #[error("training program: {0}")]
+    Program(String),
+    #[error(transparent)]
+    Codegen(#[from] absinthe_codegen::CodegenError),
+    #[error("measuring: {0}")]
+    Run(String),
+    #[error("fit: {0}")]
+    Fit(String),
+    #[error("machine file: {0}")]
+    MachineFile(String),
+    #[error("plot: {0}")]
+    Plot(String),
+}
+
+/// How much to measure and on what.
+#[derive(Clone, Debug)]
+pub struct LearnOptions {
+    /// Tile shapes per family.
+    pub shapes: usize,
+    /// Timed runs per shape.
+    pub repeats: usize,
+    pub domain: [usize; 3],
+    /// OpenMP threads (the machine's cores).
+    pub threads: usize,
+    /// Bytes one tile's working set may use: `cache_bytes * cache_fraction`.
+    pub tile_bytes: f64,
+    /// Bytes streamed before every slow-family run.
+    pub flush_bytes: u64,
+    pub toolchain: Toolchain,
+    /// The LP backend of the fit.
+    pub solver: String,
+    /// Compilers run at a time.
+    pub jobs: usize,
+}
+
+impl LearnOptions {
+    /// The default budget (about five minutes on a 2-core machine) or, `thorough`, the
+    /// original work's grid: 103 shapes per family, 64 repeats.
+    pub fn budget(thorough: bool) -> (usize, usize) {
+        if thorough {
+            (103, 64)
+        } else {
+            (14, 6)
+        }
+    }
+}
+
+/// Progress events.
+#[derive(Clone, Debug)]
+pub enum Progress {
+    /// `total` units of work: builds plus shape runs.
+    Start { total: usize },
+    /// One unit done.
+    Step { what: String },
+}
+
+/// The result of a learn run.
+#[derive(Clone, Debug)]
+pub struct LearnResult {
+    pub params: Params,
+    pub r2_fast: f64,
+    pub r2_slow: f64,
+    pub measurements: Vec<Measurement>,
+    /// Per configuration (predicted, median measured) seconds of each family.
+    pub fast_medians: Vec<(f64, f64)>,
+    pub slow_medians: Vec<(f64, f64)>,
+}
+
+/// Builds, measures and fits.
+pub fn learn(
+    options: &LearnOptions,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<LearnResult, LearnError> {
+    let programs = training::programs(options.domain)?;
+    let sizes: Vec<Vec<[usize; 3]>> = programs
+        .iter()
+        .map(|p| {
+            // One shape list per family, sized for the family's largest working set.
+            let arrays = programs
+                .iter()
+                .filter(|q| q.family == p.family)
+                .map(|q| training::arrays_touched(&q.analysis))
+                .max()
+                .unwrap_or(1);
+            training::tile_sizes(
+                arrays,
+                p.program.value_type.bytes(),
+                options.tile_bytes,
+                options.shapes,
+            )
+        })
+        .collect();
+    // Shapes run in chunks so that progress moves while a program runs.
+    const CHUNK: usize = 7;
+    let runs: usize = sizes.iter().map(|s| s.len().div_ceil(CHUNK)).sum();
+    progress(Progress::Start {
+        total: programs.len() + runs,
+    });
+    let built = || {
+        progress(Progress::Step {
+            what: "build".into(),
+        })
+    };
+    let exes = measure::build_all(
+        &programs,
+        &options.toolchain,
+        options.threads,
+        options.jobs,
+        &built,
+    )?;
+    let mut measurements = Vec::new();
+    for ((program, exe), sizes) in programs.iter().zip(&exes).zip(&sizes) {
+        let flush = match program.family {
+            Family::Fast => 0,
+            Family::Slow => options.flush_bytes,
+        };
+        for chunk in sizes.chunks(CHUNK) {
+            measurements.extend(measure::run_shapes(
+                exe,
+                program,
+                chunk,
+                options.repeats,
+                flush,
+                options.threads,
+            )?);
+            progress(Progress::Step {
+                what: program.program.name.clone(),
+            });
+        }
+    }
+    fit_measurements(measurements, &options.solver)
+}
+
+/// The samples of one family: configurations numbered by (program, tile counts).
+pub fn samples(measurements: &[Measurement], family: Family) -> Vec<Sample> {
+    let mut keys: Vec<(String, [usize; 3])> = Vec::new();
+    measurements
+        .iter()
+        .filter(|m| m.family == family)
+        .map(|m| {
+            let key = (m.program.clone(), m.tiles);
+            let configuration = keys.iter().position(|k| *k == key).unwrap_or_else(|| {
+                keys.push(key);
+                keys.len() - 1
+            });
+            Sample {
+                configuration,
+                counts: m.counts.fit_counts(family),
+                seconds: m.seconds,
+            }
+        })
+        .collect()
+}
+
+/// Fits both families' parameters to measurements.
+pub fn fit_measurements(
+    measurements: Vec<Measurement>,
+    solver: &str,
+) -> Result<LearnResult, LearnError> {
+    let solver = absinthe_solvers::by_name(solver).map_err(|e| LearnError::Fit(e.to_string()))?;
+    let fast = samples(&measurements, Family::Fast);
+    let slow = samples(&measurements, Family::Slow);
+    let pf = fit::lad_fit(&fast, solver.as_ref())?;
+    let ps = fit::lad_fit(&slow, solver.as_ref())?;
+    let fast_medians = fit::medians(&fast, &pf);
+    let slow_medians = fit::medians(&slow, &ps);
+    Ok(LearnResult {
+        params: Params {
+            fast: PeelBody {
+                peel: pf[0],
+                body: pf[1],
+            },
+            slow_base: PeelBody {
+                peel: ps[0],
+                body: ps[1],
+            },
+            slow_stream: PeelBody {
+                peel: ps[2],
+                body: ps[3],
+            },
+        },
+        r2_fast: fit::r_squared(&fast_medians),
+        r2_slow: fit::r_squared(&slow_medians),
+        measurements,
+        fast_medians,
+        slow_medians,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -4,13 +4,9 @@
 
 use crate::lp::{LinExpr, Milp, Sense, VarId};
 
-/// Relative margin by which derived bounds are widened: a bound summed in f64 may fall an ulp
-/// short of the exact sum of the (decimal) coefficients, and an exact reading of the MILP (the
-/// SMT encodings) must still find every bound valid. A wider bound is always still valid.
-const BOUND_MARGIN: f64 = 1e-12;
-
-/// Largest value `e` can take given its variables' bounds (every variable must be bounded),
-/// widened by a relative 1e-12 so that it is a valid bound in exact arithmetic too.
+/// Largest value `e` can take given its variables' bounds (every variable must be bounded).
+/// The MILP keeps every linearized quantity integer-valued with integer coefficients, so this
+/// sum is exact in f64 and the bound is valid in an exact (SMT) reading too.
 pub fn upper_bound(milp: &Milp, e: &LinExpr) -> f64 {
     let s = e.constant
         + e.terms
@@ -20,11 +16,7 @@ pub fn upper_bound(milp: &Milp, e: &LinExpr) -> f64 {
                 (c * var.lower).max(c * var.upper)
             })
             .sum::<f64>();
-    if e.terms.is_empty() {
-        s
-    } else {
-        s + s.abs() * BOUND_MARGIN
-    }
+    s
 }
 
 /// `prev AND NOT cut` for 0/1 `prev` and binary `cut`, by its convex hull (three rows). With it
@@ -80,61 +72,6 @@ pub fn digits_product(
         out.add(z, (1u64 << k) as f64);
     }
     out
-}
-
-/// Adds the four McCormick rows of `p = n * y` over the box `[n_lo, n_hi] x [y_lo, y_max]`,
-/// where `n = Σ_k 2^k bits_k`. They hold at every point of the box (so the feasible set is
-/// unchanged) and tighten the LP relaxation, where fractional digits otherwise let a
-/// binary-digit product fall to zero.
-#[allow(clippy::too_many_arguments)]
-pub fn mccormick(
-    milp: &mut Milp,
-    bits: &[VarId],
-    (n_lo, n_hi): (f64, f64),
-    y: &LinExpr,
-    (y_lo, y_max): (f64, f64),
-    p: &LinExpr,
-    name: &str,
-) {
-    let y = y.normalized();
-    if y.terms.is_empty() || y_max <= 0.0 {
-        return;
-    }
-    let mut n = LinExpr::new();
-    for (k, &b) in bits.iter().enumerate() {
-        n.add(b, (1u64 << k) as f64);
-    }
-    let corners = [
-        (n_lo, y_lo, Sense::Ge),
-        (n_hi, y_max, Sense::Ge),
-        (n_hi, y_lo, Sense::Le),
-        (n_lo, y_max, Sense::Le),
-    ];
-    for (k, (a, c, sense)) in corners.into_iter().enumerate() {
-        // p (>= | <=) a y + c n - a c
-        let rhs = y
-            .scaled(a)
-            .plus(&n, c)
-            .plus(&LinExpr::constant(a * c), -1.0);
-        milp.add_relation(format!("{name}_mc{k}"), p, sense, &rhs);
-    }
-}
-
-/// Smallest value `e` can take given its variables' bounds.
-pub fn lower_bound(milp: &Milp, e: &LinExpr) -> f64 {
-    let s = e.constant
-        + e.terms
-            .iter()
-            .map(|&(v, c)| {
-                let var = &milp.vars[v.0];
-                (c * var.lower).min(c * var.upper)
-            })
-            .sum::<f64>();
-    if e.terms.is_empty() {
-        s
-    } else {
-        s - s.abs() * BOUND_MARGIN
-    }
 }
 
 /// `flag * x` for a 0/1 expression `flag` and `0 <= x <= x_max`, exactly (four rows).

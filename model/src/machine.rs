@@ -1,5 +1,7 @@
 //! Machine files (formats.md, "Machine"): the target's threads, cache, compiler and the six
-//! learned parameters of the cost model.
+//! learned parameters of the cost model. A GPU machine adds a `gpu:` section; the model then
+//! sees one thread block as a "thread" and shared memory per block as the "cache" (see
+//! [`Machine::model_view`]), so the MILP and `evaluate` stay one model.
 
 use std::path::Path;
 
@@ -103,6 +105,35 @@ pub struct Learned {
     pub wall_seconds: Option<f64>,
 }
 
+/// The `gpu:` section of a machine file: the device limits the CUDA generator and the model use.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Gpu {
+    /// Streaming multiprocessors on the device.
+    pub sm_count: usize,
+    /// Shared memory one thread block may allocate statically, in bytes (48 KiB on every
+    /// CUDA device without the dynamic opt-in); tile-local buffers beyond it go to global
+    /// scratch.
+    pub shared_bytes_per_block: u64,
+    /// Registers one thread may use (255 on sm_90); ptxas must fit the kernels without spills.
+    pub registers_per_thread: usize,
+    pub max_threads_per_block: usize,
+    /// Tiles (thread blocks) the model asks for per SM: T = `blocks_per_sm * sm_count`.
+    #[serde(default = "default_blocks_per_sm")]
+    pub blocks_per_sm: usize,
+}
+
+fn default_blocks_per_sm() -> usize {
+    4
+}
+
+impl Gpu {
+    /// T of the model: enough tiles for a few resident blocks per SM.
+    pub fn model_threads(&self) -> usize {
+        self.blocks_per_sm * self.sm_count
+    }
+}
+
 /// A machine file. `cores`, `cache_bytes` and `params` may be absent in a file given to
 /// `learn`; everything that evaluates the model asks for them through [`Machine::model_view`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -125,6 +156,9 @@ pub struct Machine {
     pub params: Option<Params>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub learned: Option<Learned>,
+    /// Present for a GPU: the model targets shared memory per block and the SM count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<Gpu>,
 }
 
 fn default_cache_fraction() -> f64 {
@@ -195,6 +229,19 @@ impl Machine {
         if self.compiler.cxx.trim().is_empty() {
             errors.push(Diagnostic::new("compiler.cxx", "the compiler command is empty"));
         }
+        if let Some(g) = &self.gpu {
+            for (key, v) in [
+                ("gpu.sm_count", g.sm_count as u64),
+                ("gpu.shared_bytes_per_block", g.shared_bytes_per_block),
+                ("gpu.registers_per_thread", g.registers_per_thread as u64),
+                ("gpu.max_threads_per_block", g.max_threads_per_block as u64),
+                ("gpu.blocks_per_sm", g.blocks_per_sm as u64),
+            ] {
+                if v == 0 {
+                    errors.push(Diagnostic::new(key, format!("{key} must be at least 1")));
+                }
+            }
+        }
         if let Some(p) = &self.params {
             for (key, v) in p.named() {
                 if !v.is_finite() || v < 0.0 {
@@ -212,8 +259,30 @@ impl Machine {
 
     /// The model's view of this machine for a program whose values have `program_value_bytes`
     /// bytes; errors name the missing keys.
+    ///
+    /// With a `gpu:` section one tile is one thread block: the capacity C becomes
+    /// `shared_bytes_per_block * cache_fraction / value_bytes` (the tile footprint must fit
+    /// shared memory, not a CPU cache) and T becomes `blocks_per_sm * sm_count` (at least a
+    /// few blocks per SM instead of one tile per core); `cores` and `cache_bytes` are then
+    /// not needed.
     pub fn model_view(&self, program_value_bytes: usize) -> Result<ModelMachine, Vec<Diagnostic>> {
         let mut errors = Vec::new();
+        if let Some(gpu) = &self.gpu {
+            let Some(params) = self.params else {
+                return Err(vec![Diagnostic::new(
+                    "params",
+                    "missing: the model needs the six cost parameters",
+                )]);
+            };
+            let value_bytes = self.value_bytes.unwrap_or(program_value_bytes);
+            return Ok(ModelMachine {
+                threads: gpu.model_threads(),
+                cache_values: gpu.shared_bytes_per_block as f64 * self.cache_fraction
+                    / value_bytes as f64,
+                slack: self.slack,
+                params,
+            });
+        }
         if self.cores.is_none() {
             errors.push(Diagnostic::new("cores", "missing: the model needs the number of threads"));
         }

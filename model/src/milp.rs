@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use crate::analysis::{Analysis, ArrayId, ArrayKind};
 use crate::cost::{cache_capacity, Configuration};
 use crate::linearize::{
-    and_not, gated, gated_lower, lower_bound, mccormick, recorded_max, recorded_product, switched_max, upper_bound,
+    and_not, gated, gated_lower, recorded_max, recorded_product, switched_max, upper_bound,
     Linearization,
 };
 use crate::lp::{LinExpr, Milp, Sense, VarId};
@@ -126,7 +126,6 @@ struct Builder {
     same_memo: HashMap<(usize, usize), LinExpr>,
     bits: Vec<[Vec<VarId>; 3]>,
     linearizations: Vec<Linearization>,
-    tile_range: [(usize, usize); 3],
 }
 
 impl Builder {
@@ -159,17 +158,6 @@ impl Builder {
         if !record.vars().is_empty() {
             self.linearizations.push(record);
         }
-        let (lo, hi) = self.tile_range[d];
-        let y_lo = lower_bound(&self.milp, y).max(0.0);
-        mccormick(
-            &mut self.milp,
-            &bits,
-            (lo as f64, hi as f64),
-            y,
-            (y_lo, y_max),
-            &output,
-            &name,
-        );
         output
     }
 
@@ -215,7 +203,6 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
         same_memo: HashMap::new(),
         bits: Vec::new(),
         linearizations: Vec::new(),
-        tile_range,
     };
 
     // Group indices and cuts.
@@ -334,8 +321,6 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
         }
     }
 
-    let kappa_peel = params.slow_base.peel.max(params.slow_stream.peel);
-    let kappa_body = params.slow_base.body.max(params.slow_stream.body);
     let capacity = cache_capacity(machine) as f64;
     let threads = machine.threads as f64;
     let max_tiles: f64 = tile_range.iter().map(|r| r.1 as f64).product();
@@ -485,41 +470,55 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
             .plus(&n_e[2], dom_f[0] * dom_f[1])
             .scaled(us * params.fast.body * c);
 
-        // Slow terms: weights normalised by the larger parameter of each pair.
-        let slow_weights = |pb: f64, pv: f64, kappa: f64, m: &LinExpr, s: &LinExpr| -> LinExpr {
-            m.scaled(pb / kappa).plus(s, pv / kappa)
-        };
+        // Slow terms: base (m, m^d) and stream (s, s^d) weights, each with its own products so
+        // every product row has integer coefficients and bounds (exact in any reading); a part
+        // whose parameter is zero gets no products at all.
         let mut slow_peel = LinExpr::new();
-        if kappa_peel > 0.0 {
-            let (pb, pv) = (params.slow_base.peel, params.slow_stream.peel);
-            let w0 = slow_weights(pb, pv, kappa_peel, &base, &s_weight);
-            let wy = slow_weights(pb, pv, kappa_peel, &base_d[1], &stream_d[1]);
-            let wz = slow_weights(pb, pv, kappa_peel, &base_d[2], &stream_d[2]);
-            let (w0_ub, wy_ub, wz_ub) = (b.upper(&w0), b.upper(&wy), b.upper(&wz));
-            let nx_w0 = b.times_tiles(i, 0, &w0, w0_ub, "nW");
-            let ny_wy = b.times_tiles(i, 1, &wy, wy_ub, "nWp");
-            let nxy_wy = b.times_tiles(i, 0, &ny_wy, wy_ub * tile_range[1].1 as f64, "nnWpy");
-            let nz_wz = b.times_tiles(i, 2, &wz, wz_ub, "nWp");
-            let nxz_wz = b.times_tiles(i, 0, &nz_wz, wz_ub * tile_range[2].1 as f64, "nnWpz");
-            slow_peel = nx_w0
-                .scaled(dom_f[1] * dom_f[2])
-                .plus(&nxy_wy, dom_f[2])
-                .plus(&nxz_wz, dom_f[1])
-                .scaled(us * kappa_peel);
-        }
         let mut slow_body = LinExpr::new();
-        if kappa_body > 0.0 {
-            let (pb, pv) = (params.slow_base.body, params.slow_stream.body);
-            let w0 = slow_weights(pb, pv, kappa_body, &base, &s_weight);
-            let mut body = w0.scaled(cells);
-            let face = [dom_f[1] * dom_f[2], dom_f[0] * dom_f[2], dom_f[0] * dom_f[1]];
-            for d in 0..3 {
-                let wd = slow_weights(pb, pv, kappa_body, &base_d[d], &stream_d[d]);
-                let wd_ub = b.upper(&wd);
-                let nw = b.times_tiles(i, d, &wd, wd_ub, "nWb");
-                body.add_expr(&nw, face[d]);
+        let face = [
+            dom_f[1] * dom_f[2],
+            dom_f[0] * dom_f[2],
+            dom_f[0] * dom_f[1],
+        ];
+        let parts = [
+            ("b", params.slow_base, &base, &base_d),
+            ("v", params.slow_stream, &s_weight, &stream_d),
+        ];
+        for (tag, p, w0, wd) in parts {
+            if p.peel > 0.0 {
+                let (w0_ub, wy_ub, wz_ub) = (b.upper(w0), b.upper(&wd[1]), b.upper(&wd[2]));
+                let nx_w0 = b.times_tiles(i, 0, w0, w0_ub, &format!("nW{tag}"));
+                let ny_wy = b.times_tiles(i, 1, &wd[1], wy_ub, &format!("nWp{tag}"));
+                let nxy_wy = b.times_tiles(
+                    i,
+                    0,
+                    &ny_wy,
+                    wy_ub * tile_range[1].1 as f64,
+                    &format!("nnWpy{tag}"),
+                );
+                let nz_wz = b.times_tiles(i, 2, &wd[2], wz_ub, &format!("nWp{tag}"));
+                let nxz_wz = b.times_tiles(
+                    i,
+                    0,
+                    &nz_wz,
+                    wz_ub * tile_range[2].1 as f64,
+                    &format!("nnWpz{tag}"),
+                );
+                let counts = nx_w0
+                    .scaled(dom_f[1] * dom_f[2])
+                    .plus(&nxy_wy, dom_f[2])
+                    .plus(&nxz_wz, dom_f[1]);
+                slow_peel.add_expr(&counts, us * p.peel);
             }
-            slow_body = body.scaled(us * kappa_body);
+            if p.body > 0.0 {
+                let mut counts = w0.scaled(cells);
+                for d in 0..3 {
+                    let ub = b.upper(&wd[d]);
+                    let nw = b.times_tiles(i, d, &wd[d], ub, &format!("nWb{tag}"));
+                    counts.add_expr(&nw, face[d]);
+                }
+                slow_body.add_expr(&counts, us * p.body);
+            }
         }
         let peel = b.milp.add_var(format!("peel_{i}"), 0.0, f64::INFINITY, false);
         let body = b.milp.add_var(format!("body_{i}"), 0.0, f64::INFINITY, false);

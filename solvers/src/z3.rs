@@ -6,8 +6,10 @@
 //! comparisons. [`check`] decides the satisfiability of any [`Smt`] (the certificates of
 //! `absinthe verify`), and [`minimise`] optimises one.
 //!
-//! Z3 optimises exactly: there is no relative gap, so a finished run is optimal with gap 0 and
-//! its bound equals its objective. A time limit interrupts the run (a watchdog thread calls
+//! Z3 optimises exactly, but its `Optimize` answer is only taken as an incumbent: the backend
+//! reports `optimal` once a satisfiability check of "objective < incumbent x (1 - gap)" is
+//! unsat (Debian's Z3 4.8 was seen to claim optimality for a far-from-optimal point). A time
+//! limit interrupts the run (a watchdog thread calls
 //! Z3's interrupt, besides the `timeout` parameter): satisfiability then reads `unknown`, and an
 //! interrupted optimisation reports the best model Z3 holds, if any, with no proven bound.
 
@@ -17,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use ::z3::ast::{Bool, Int, Real};
 use ::z3::{Config, Context, Model, Optimize, SatResult};
-use absinthe_model::exact::{to_f64, Rational};
+use absinthe_model::exact::{decimal, to_f64, Rational};
 use absinthe_model::lp::Milp;
 use absinthe_model::smt::{self, parse_value, Smt, Sort, OBJECTIVE};
 
@@ -43,7 +45,41 @@ impl Solver for Z3 {
         }
         let started = Instant::now();
         let encoded = smt::linear(milp);
-        let outcome = minimise(&encoded, options.time_limit)?;
+        let mut outcome = minimise(&encoded, options.time_limit)?;
+        // Z3's `Optimize` (4.8 as shipped by Debian) has been seen to report `sat` (optimal)
+        // for a point far from the optimum on a MILP of a few hundred variables. Its claim is
+        // therefore only an incumbent until a plain satisfiability check of
+        // "objective < incumbent x (1 - gap)" answers unsat. A sat answer is a better point:
+        // keep searching from it (linear search) until unsat or the time limit.
+        let mut proven = false;
+        if outcome.status == SmtStatus::Sat {
+            loop {
+                let Some(incumbent) = outcome.objective.clone() else {
+                    break;
+                };
+                let remaining = options
+                    .time_limit
+                    .map(|t| t - started.elapsed().as_secs_f64());
+                if remaining.is_some_and(|r| r <= 0.05) {
+                    break;
+                }
+                let factor = decimal(1.0 - options.relative_gap);
+                let mut below = encoded.clone();
+                below.objective_below(&(incumbent * factor));
+                let check_outcome = check(&below, remaining)?;
+                match check_outcome.status {
+                    SmtStatus::Unsat => {
+                        proven = true;
+                        break;
+                    }
+                    SmtStatus::Sat if check_outcome.objective.is_some() => {
+                        outcome.values = check_outcome.values;
+                        outcome.objective = check_outcome.objective;
+                    }
+                    _ => break,
+                }
+            }
+        }
         let seconds = started.elapsed().as_secs_f64();
         let values: Vec<f64> = match &outcome.values {
             Some(values) => milp
@@ -54,9 +90,9 @@ impl Solver for Z3 {
             None => Vec::new(),
         };
         let objective = outcome.objective.as_ref().map(to_f64);
-        let (status, objective, best_bound) = match (outcome.status, objective) {
-            (SmtStatus::Sat, Some(o)) => (Status::Optimal, o, o),
+        let (status, objective, best_bound) = match (&outcome.status, objective) {
             (SmtStatus::Unsat, _) => (Status::Infeasible, f64::INFINITY, f64::INFINITY),
+            (_, Some(o)) if proven => (Status::Optimal, o, o * (1.0 - options.relative_gap)),
             (_, Some(o)) if !values.is_empty() => (Status::TimeLimit, o, f64::NEG_INFINITY),
             _ => (Status::NoSolution, f64::INFINITY, f64::NEG_INFINITY),
         };

@@ -1,0 +1,194 @@
+//! Writing what `learn` found into a machine file: only the top-level `params` and `learned`
+//! blocks are replaced (and `cores` / `cache_bytes` added when the file lacks them); every
+//! other line, comments included, stays as written. The result is validated as a machine file
+//! before it is returned.
+
+use absinthe_model::machine::{Learned, Machine, Params};
+
+use crate::LearnError;
+
+/// The top-level key a line opens, if it opens one (`key:` at column 0).
+fn top_level_key(line: &str) -> Option<&str> {
+    if line.is_empty() || line.starts_with([' ', '\t', '#', '-']) {
+        return None;
+    }
+    let (key, _) = line.split_once(':')?;
+    Some(key.trim())
+}
+
+/// Line ranges `[start, end)` of the block of each top-level key: its line and the indented
+/// lines after it.
+fn blocks(lines: &[&str]) -> Vec<(String, usize, usize)> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        if let Some(key) = top_level_key(lines[i]) {
+            let start = i;
+            i += 1;
+            while i < lines.len() && lines[i].starts_with([' ', '\t']) {
+                i += 1;
+            }
+            out.push((key.to_string(), start, i));
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// A number in YAML: scientific with enough digits to round-trip a fit.
+fn number(x: f64) -> String {
+    if x == 0.0 {
+        "0.0".into()
+    } else {
+        format!("{x:.4e}")
+    }
+}
+
+/// The `params:` and `learned:` blocks.
+pub fn learned_blocks(params: &Params, learned: &Learned) -> String {
+    let pb = |p: &absinthe_model::machine::PeelBody| {
+        format!("{{peel: {}, body: {}}}", number(p.peel), number(p.body))
+    };
+    let quote = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
+    let mut text = format!(
+        "params:\n  fast:        {}\n  slow_base:   {}\n  slow_stream: {}\nlearned:\n  at: {}\n  host: {}\n  samples: {}\n  r2: {{fast: {:.4}, slow: {:.4}}}\n",
+        pb(&params.fast),
+        pb(&params.slow_base),
+        pb(&params.slow_stream),
+        quote(&learned.at),
+        quote(&learned.host),
+        learned.samples,
+        learned.r2.fast,
+        learned.r2.slow,
+    );
+    if let Some(w) = learned.wall_seconds {
+        text.push_str(&format!("  wall_seconds: {w:.1}\n"));
+    }
+    text
+}
+
+/// `text` with its `params` and `learned` blocks replaced (in place of the old `params`
+/// block, else at the end) and `extra` top-level `key: value` lines added where the file lacks
+/// the key.
+pub fn rewrite(
+    text: &str,
+    params: &Params,
+    learned: &Learned,
+    extra: &[(&str, String)],
+) -> Result<String, LearnError> {
+    let lines: Vec<&str> = text.lines().collect();
+    let found = blocks(&lines);
+    let has = |key: &str| found.iter().any(|b| b.0 == key);
+    let mut insert_at = found.iter().find(|b| b.0 == "params").map(|b| b.1);
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    let mut new_block = String::new();
+    for (key, value) in extra {
+        if !has(key) {
+            new_block.push_str(&format!("{key}: {value}\n"));
+        }
+    }
+    new_block.push_str(&learned_blocks(params, learned));
+    while i < lines.len() {
+        if insert_at == Some(i) {
+            out.extend(new_block.lines().map(str::to_string));
+            insert_at = None;
+        }
+        if let Some(b) = found
+            .iter()
+            .find(|b| b.1 == i && (b.0 == "params" || b.0 == "learned"))
+        {
+            i = b.2;
+            continue;
+        }
+        out.push(lines[i].to_string());
+        i += 1;
+    }
+    if insert_at.is_some() || !found.iter().any(|b| b.0 == "params") {
+        out.extend(new_block.lines().map(str::to_string));
+    }
+    let mut result = out.join("\n");
+    result.push('\n');
+    Machine::from_yaml(&result).map_err(|d| {
+        LearnError::MachineFile(format!(
+            "the rewritten file does not read back: {}",
+            d.iter()
+                .map(|x| format!("{x:?}"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ))
+    })?;
+    Ok(result)
+}
+
+/// Seconds since the Unix epoch as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn utc_timestamp(seconds: u64) -> String {
+    let days = (seconds / 86400) as i64;
+    let rem = seconds % 86400;
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + (month <= 2) as i64;
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        (rem / 60) % 60,
+        rem % 60
+    )
+}
+
+/// The per-core L2 (else the largest data or unified cache) that sysfs reports for cpu0.
+pub fn sysfs_cache_bytes() -> Option<u64> {
+    let dir = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
+    let mut caches: Vec<(u32, u64)> = Vec::new();
+    for entry in dir.flatten() {
+        let p = entry.path();
+        let read = |f: &str| std::fs::read_to_string(p.join(f)).ok();
+        let (Some(level), Some(size), Some(kind)) = (read("level"), read("size"), read("type"))
+        else {
+            continue;
+        };
+        if kind.trim() == "Instruction" {
+            continue;
+        }
+        let size = size.trim();
+        let bytes = if let Some(k) = size.strip_suffix('K') {
+            k.parse::<u64>().ok()? << 10
+        } else if let Some(m) = size.strip_suffix('M') {
+            m.parse::<u64>().ok()? << 20
+        } else {
+            size.parse::<u64>().ok()?
+        };
+        caches.push((level.trim().parse().ok()?, bytes));
+    }
+    caches
+        .iter()
+        .find(|c| c.0 == 2)
+        .or_else(|| caches.iter().max_by_key(|c| c.1))
+        .map(|c| c.1)
+}
+
+/// The host's name and CPU model, for `learned.host`.
+pub fn host_description() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into());
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, m)| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    format!("{name} ({model}, {cpus} CPUs)")
+}

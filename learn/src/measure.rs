@@ -1,0 +1,169 @@
+//! Building the training programs once each (runtime tile counts) and timing them over the
+//! tile shapes; every shape is verified bit for bit against the naive reference first.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use absinthe_codegen::compile::Toolchain;
+use absinthe_codegen::{lower, runtime_tiles};
+use absinthe_model::cost::evaluate;
+
+use crate::training::{self, Family, RunCounts, TrainingProgram};
+use crate::LearnError;
+
+/// One timed run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measurement {
+    pub program: String,
+    pub family: Family,
+    /// The tile size asked for and the tile counts it became.
+    pub tile_size: [usize; 3],
+    pub tiles: [usize; 3],
+    pub repeat: usize,
+    pub seconds: f64,
+    pub counts: RunCounts,
+}
+
+/// The header of [`to_csv`].
+pub const CSV_HEADER: &str = "program,family,size_x,size_y,size_z,tiles_x,tiles_y,tiles_z,repeat,seconds,fast_peel,fast_body,slow_base_peel,slow_base_body,slow_stream_peel,slow_stream_body,overhead";
+
+/// The raw measurements as CSV (`--keep-data`).
+pub fn to_csv(measurements: &[Measurement]) -> String {
+    let mut out = String::from(CSV_HEADER);
+    out.push('\n');
+    for m in measurements {
+        let c = &m.counts.counts;
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{},{:.9e},{},{},{},{},{},{},{}\n",
+            m.program,
+            m.family.name(),
+            m.tile_size[0],
+            m.tile_size[1],
+            m.tile_size[2],
+            m.tiles[0],
+            m.tiles[1],
+            m.tiles[2],
+            m.repeat,
+            m.seconds,
+            c.fast.peel,
+            c.fast.body,
+            c.slow_base.peel,
+            c.slow_base.body,
+            c.slow_stream.peel,
+            c.slow_stream.body,
+            m.counts.overhead
+        ));
+    }
+    out
+}
+
+/// Compiles the runtime-tiled kernel of every program, `jobs` compilers at a time; calls
+/// `built` after each.
+pub fn build_all(
+    programs: &[TrainingProgram],
+    toolchain: &Toolchain,
+    threads: usize,
+    jobs: usize,
+    built: &(dyn Fn() + Sync),
+) -> Result<Vec<PathBuf>, LearnError> {
+    let machine = training::lowering_machine(threads);
+    let sources: Vec<Vec<(String, String)>> = programs
+        .iter()
+        .map(|p| {
+            let config = training::configuration(&p.analysis, [1, 1, 1]);
+            let cost = evaluate(&p.analysis, &machine, &config);
+            let schedule = lower(&p.program, &p.analysis, &config, &cost)?;
+            Ok(runtime_tiles::render(&schedule)?)
+        })
+        .collect::<Result<_, LearnError>>()?;
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut exes: Vec<Option<Result<PathBuf, LearnError>>> =
+        (0..sources.len()).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..jobs.max(1))
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let k = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        if k >= sources.len() {
+                            break done;
+                        }
+                        done.push((
+                            k,
+                            toolchain.build(&sources[k], &[]).map_err(LearnError::from),
+                        ));
+                        built();
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            if let Ok(done) = w.join() {
+                for (k, r) in done {
+                    exes[k] = Some(r);
+                }
+            }
+        }
+    });
+    exes.into_iter()
+        .map(|e| e.unwrap_or_else(|| Err(LearnError::Run("a build thread panicked".into()))))
+        .collect()
+}
+
+/// Runs `exe` over `sizes` (tile sizes of `program`), `repeats` timed runs each, flushing
+/// `flush_bytes` before each run when positive.
+pub fn run_shapes(
+    exe: &std::path::Path,
+    program: &TrainingProgram,
+    sizes: &[[usize; 3]],
+    repeats: usize,
+    flush_bytes: u64,
+    threads: usize,
+) -> Result<Vec<Measurement>, LearnError> {
+    let domain = program.analysis.domain;
+    let tiles: Vec<[usize; 3]> = sizes
+        .iter()
+        .map(|&s| training::tile_counts(s, domain))
+        .collect();
+    let out = Command::new(exe)
+        .args(runtime_tiles::arguments(repeats, flush_bytes, &tiles))
+        .env("OMP_NUM_THREADS", threads.to_string())
+        .output()
+        .map_err(|e| LearnError::Run(format!("{}: {e}", exe.display())))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let results = runtime_tiles::parse_tile_results(&stdout)?;
+    if results.len() != tiles.len() {
+        return Err(LearnError::Run(format!(
+            "{} ({}): {} result lines for {} shapes; {}\n{}",
+            program.program.name,
+            exe.display(),
+            results.len(),
+            tiles.len(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    let mut measurements = Vec::new();
+    for ((result, &size), &n) in results.iter().zip(sizes).zip(&tiles) {
+        if !result.verified {
+            return Err(LearnError::Run(format!(
+                "{} at tile counts {n:?}: the kernel's output differs from the reference",
+                program.program.name
+            )));
+        }
+        let counts = training::run_counts(&program.analysis, n);
+        for (repeat, &seconds) in result.times.iter().enumerate() {
+            measurements.push(Measurement {
+                program: program.program.name.clone(),
+                family: program.family,
+                tile_size: size,
+                tiles: n,
+                repeat,
+                seconds,
+                counts,
+            });
+        }
+    }
+    Ok(measurements)
+}

@@ -1,0 +1,213 @@
+//! The fit against synthetic data from the model itself, the machine-file rewrite, the
+//! accuracy statistics.
+
+use absinthe_model::generate::Rng;
+use absinthe_model::machine::{FitQuality, Learned, Machine, Params, PeelBody};
+
+use crate::fit::{lad_fit, medians, r_squared, Sample};
+use crate::training::{self, Family};
+use crate::{accuracy, machine_file};
+
+/// Samples of one family whose times come from `coefficients` through the model's counts,
+/// with ±3% noise and 8% gross outliers (2-4 times too slow).
+fn synthetic(family: Family, coefficients: &[f64], seed: u64) -> Vec<Sample> {
+    let mut rng = Rng::new(seed);
+    let programs = training::programs([64, 32, 32]).unwrap();
+    let mut samples = Vec::new();
+    let mut configuration = 0;
+    for p in programs.iter().filter(|p| p.family == family) {
+        let arrays = training::arrays_touched(&p.analysis);
+        for size in training::tile_sizes(arrays, 8, 2097152.0 / 3.0, 12) {
+            let n = training::tile_counts(size, p.analysis.domain);
+            let counts = training::run_counts(&p.analysis, n).fit_counts(family);
+            let exact = crate::fit::predict(coefficients, &counts);
+            for _ in 0..5 {
+                let noise = 1.0 + (rng.range(-300, 300) as f64) * 1e-4;
+                let outlier = if rng.chance(8) {
+                    rng.range(2, 4) as f64
+                } else {
+                    1.0
+                };
+                samples.push(Sample {
+                    configuration,
+                    counts: counts.clone(),
+                    seconds: exact * noise * outlier,
+                });
+            }
+            configuration += 1;
+        }
+    }
+    samples
+}
+
+fn highs() -> Box<dyn absinthe_solvers::Solver> {
+    absinthe_solvers::by_name("highs").unwrap()
+}
+
+#[test]
+fn lad_recovers_fast_parameters_despite_noise_and_outliers() {
+    let truth = [3.1e-9, 1.7e-10];
+    let samples = synthetic(Family::Fast, &truth, 1);
+    let fitted = lad_fit(&samples, highs().as_ref()).unwrap();
+    for (f, t) in fitted.iter().zip(&truth) {
+        assert!(
+            (f - t).abs() <= 0.03 * t,
+            "fitted {fitted:?}, truth {truth:?}"
+        );
+    }
+    assert!(r_squared(&medians(&samples, &fitted)) > 0.95);
+}
+
+#[test]
+fn lad_recovers_slow_parameters_and_keeps_a_zero_parameter_at_zero() {
+    // The slow base peel is zero, as in formats.md's example.
+    let truth = [0.0, 4.0e-11, 5.0e-9, 3.0e-10];
+    let samples = synthetic(Family::Slow, &truth, 2);
+    let fitted = lad_fit(&samples, highs().as_ref()).unwrap();
+    assert!(fitted.iter().all(|&f| f >= 0.0), "{fitted:?}");
+    // A parameter's share of the mean predicted time must be recovered to 3% of that time.
+    let n = samples.len() as f64;
+    let mean_time = samples
+        .iter()
+        .map(|s| crate::fit::predict(&truth, &s.counts))
+        .sum::<f64>()
+        / n;
+    for k in 0..4 {
+        let mean_count = samples.iter().map(|s| s.counts[k]).sum::<f64>() / n;
+        let error = (fitted[k] - truth[k]).abs() * mean_count;
+        assert!(
+            error <= 0.03 * mean_time,
+            "parameter {k}: fitted {fitted:?}, truth {truth:?}"
+        );
+    }
+    for k in [2, 3] {
+        assert!(
+            (fitted[k] - truth[k]).abs() <= 0.05 * truth[k],
+            "{fitted:?}"
+        );
+    }
+}
+
+#[test]
+fn lad_clamps_at_zero_where_least_squares_would_go_negative() {
+    // Times fall as the first count grows: an unconstrained fit would make its coefficient
+    // negative; the non-negative fit puts it at zero and explains the rest with the second.
+    let samples: Vec<Sample> = (0..20)
+        .map(|r| Sample {
+            configuration: r,
+            counts: vec![r as f64 * 1e6, 1e6],
+            seconds: 1e-3 * (1.0 - r as f64 * 0.01),
+        })
+        .collect();
+    let fitted = lad_fit(&samples, highs().as_ref()).unwrap();
+    assert_eq!(fitted[0], 0.0);
+    assert!(fitted[1] > 0.0);
+}
+
+const MACHINE: &str = "# Header comment: where these numbers come from.\n# Second line.\nname: test-box\n# cores comment\ncores: 2\ncache_fraction: 0.3333\nparams:\n  fast:        {peel: 1.0e-10, body: 1.0e-11}\n  slow_base:   {peel: 0.0,     body: 0.0}\n  slow_stream: {peel: 1.0e-9,  body: 1.0e-10}\ncompiler: {cxx: g++, flags: [-O3]}   # trailing comment\n";
+
+fn learned() -> (Params, Learned) {
+    let params = Params {
+        fast: PeelBody {
+            peel: 2.5e-9,
+            body: 1.25e-10,
+        },
+        slow_base: PeelBody {
+            peel: 0.0,
+            body: 3.0e-11,
+        },
+        slow_stream: PeelBody {
+            peel: 4.0e-9,
+            body: 2.0e-10,
+        },
+    };
+    let learned = Learned {
+        at: machine_file::utc_timestamp(1_795_000_000),
+        host: "box (Some \"CPU\", 2 CPUs)".into(),
+        samples: 1234,
+        r2: FitQuality {
+            fast: 0.93,
+            slow: 0.91,
+        },
+        wall_seconds: Some(281.5),
+    };
+    (params, learned)
+}
+
+#[test]
+fn rewrite_replaces_params_and_keeps_everything_else() {
+    let (params, learned) = learned();
+    let extra = [
+        ("cores", "4".to_string()),
+        ("cache_bytes", "2097152".to_string()),
+    ];
+    let text = machine_file::rewrite(MACHINE, &params, &learned, &extra).unwrap();
+    let m = Machine::from_yaml(&text).unwrap();
+    assert_eq!(m.params, Some(params));
+    assert_eq!(m.learned, Some(learned.clone()));
+    assert_eq!(m.cores, Some(2), "an existing key is not overwritten");
+    assert_eq!(m.cache_bytes, Some(2097152), "a missing key is added");
+    for kept in [
+        "# Header comment: where these numbers come from.\n# Second line.\nname: test-box\n# cores comment\ncores: 2\n",
+        "compiler: {cxx: g++, flags: [-O3]}   # trailing comment\n",
+    ] {
+        assert!(text.contains(kept), "lost {kept:?}:\n{text}");
+    }
+    assert!(!text.contains("1.0e-9"), "old params remain:\n{text}");
+    // Rewriting again replaces the learned block instead of adding a second one.
+    let again = machine_file::rewrite(&text, &params, &learned, &extra).unwrap();
+    assert_eq!(again, text);
+}
+
+#[test]
+fn rewrite_appends_to_a_file_without_params() {
+    let (params, learned) = learned();
+    let text = machine_file::rewrite(
+        "# only a name\nname: bare\n",
+        &params,
+        &learned,
+        &[("cores", "2".into())],
+    )
+    .unwrap();
+    assert!(
+        text.starts_with("# only a name\nname: bare\ncores: 2\nparams:\n"),
+        "{text}"
+    );
+    assert_eq!(Machine::from_yaml(&text).unwrap().params, Some(params));
+}
+
+#[test]
+fn timestamps_are_utc_dates() {
+    assert_eq!(machine_file::utc_timestamp(0), "1970-01-01T00:00:00Z");
+    assert_eq!(
+        machine_file::utc_timestamp(951_782_400),
+        "2000-02-29T00:00:00Z"
+    );
+    assert_eq!(
+        machine_file::utc_timestamp(1_795_000_000),
+        "2026-11-18T11:06:40Z"
+    );
+}
+
+#[test]
+fn spearman_and_summary() {
+    assert!(
+        (accuracy::spearman(&[1.0, 2.0, 3.0, 4.0], &[10.0, 20.0, 30.0, 40.0]) - 1.0).abs() < 1e-12
+    );
+    assert!((accuracy::spearman(&[1.0, 2.0, 3.0], &[3.0, 2.0, 1.0]) + 1.0).abs() < 1e-12);
+    // Ties share a rank.
+    assert!((accuracy::spearman(&[1.0, 1.0, 2.0], &[1.0, 1.0, 2.0]) - 1.0).abs() < 1e-12);
+    let points: Vec<accuracy::Point> = [(1.0, 1.1), (2.0, 2.9), (3.0, 3.0)]
+        .iter()
+        .map(|&(p, m)| accuracy::Point {
+            label: String::new(),
+            predicted: p,
+            measured: m,
+            optimum: false,
+        })
+        .collect();
+    let s = accuracy::summarize(&points);
+    assert_eq!(s.variants, 3);
+    assert!((s.within_20_percent - 2.0 / 3.0).abs() < 1e-12);
+    assert!((s.spearman - 1.0).abs() < 1e-12);
+}

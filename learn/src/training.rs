@@ -1,0 +1,298 @@
+//! The training programs (learn.md, "Training programs") and their tile shapes, and the
+//! model's counts for one run — taken from `absinthe_model::cost::group_cost`, the function
+//! `solve` uses, never recomputed here.
+//!
+//! - **Fast memory**: nine identical stencils that all read one input at 12, 16 or 20 distinct
+//!   positions of its 3x3x3 neighbourhood (caches are not flushed between runs).
+//! - **Slow memory**: nine stencils, each reading 1, 2 or 3 inputs of its own at boundary width
+//!   0, 1 or 2 through the diagonal offsets `(-w,-w,-w), (0,0,0), (w,w,w)`, each writing its own
+//!   output (caches are flushed before every run).
+//!
+//! Every program runs as one fused group; the tile counts of a shape are kernel arguments.
+
+use std::fmt::Write;
+
+use absinthe_model::analysis::Analysis;
+use absinthe_model::cost::{group_cost, Configuration};
+use absinthe_model::machine::{ModelMachine, Params, PeelBody, Slack};
+use absinthe_model::program::Program;
+
+use crate::LearnError;
+
+/// Stencils per training program.
+pub const STENCILS: usize = 9;
+
+/// Which parameters a family's runs determine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Family {
+    /// `P^f, B^f`.
+    Fast,
+    /// `P^b, B^b, P^v, B^v`.
+    Slow,
+}
+
+impl Family {
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Fast => "fast",
+            Family::Slow => "slow",
+        }
+    }
+    /// Names of the fitted coefficients, in the order of [`RunCounts::fit_counts`].
+    pub fn coefficient_names(self) -> &'static [&'static str] {
+        match self {
+            Family::Fast => &["fast.peel", "fast.body"],
+            Family::Slow => &[
+                "slow_base.peel",
+                "slow_base.body",
+                "slow_stream.peel",
+                "slow_stream.body",
+            ],
+        }
+    }
+}
+
+/// One training program.
+#[derive(Clone, Debug)]
+pub struct TrainingProgram {
+    pub family: Family,
+    /// Program YAML.
+    pub text: String,
+    pub program: Program,
+    pub analysis: Analysis,
+}
+
+/// The domain every training program runs on: big enough for the largest tile (80 x 55 x 55)
+/// and for many tiles per thread, small enough that a run takes milliseconds.
+pub const DOMAIN: [usize; 3] = [128, 64, 64];
+
+/// The fast-memory program reading `positions` (12, 16 or 20) neighbours.
+pub fn fast_program(positions: usize, domain: [usize; 3]) -> String {
+    let mut offsets: Vec<[i32; 3]> = Vec::new();
+    for dz in -1..=1 {
+        for dy in -1..=1 {
+            for dx in -1..=1 {
+                offsets.push([dx, dy, dz]);
+            }
+        }
+    }
+    // Nearest first, then a fixed order: the centre, the faces, the edges, the corners.
+    offsets.sort_by_key(|o| o.iter().map(|x| x.abs()).sum::<i32>());
+    let reads: Vec<String> = offsets
+        .iter()
+        .take(positions)
+        .map(|o| format!("in({})", index(*o)))
+        .collect();
+    let mut text = String::new();
+    let _ = writeln!(text, "name: learn_fast{positions}");
+    let _ = writeln!(
+        text,
+        "domain: [{}, {}, {}]",
+        domain[0], domain[1], domain[2]
+    );
+    text.push_str("halo: [1, 1, 1]\n");
+    let names: Vec<String> = (0..STENCILS).map(|s| format!("f{s}")).collect();
+    let _ = writeln!(text, "outputs: [{}]", names.join(", "));
+    text.push_str("stencils:\n");
+    for name in &names {
+        let _ = writeln!(
+            text,
+            "  - name: {name}\n    expr: \"0.05 * ({})\"",
+            reads.join(" + ")
+        );
+    }
+    text
+}
+
+/// The slow-memory program whose stencils read `inputs` (1-3) fresh arrays each at boundary
+/// width `width` (0-2).
+pub fn slow_program(inputs: usize, width: i32, domain: [usize; 3]) -> String {
+    let mut text = String::new();
+    let _ = writeln!(text, "name: learn_slow{inputs}w{width}");
+    let _ = writeln!(
+        text,
+        "domain: [{}, {}, {}]",
+        domain[0], domain[1], domain[2]
+    );
+    text.push_str("halo: [2, 2, 2]\n");
+    let names: Vec<String> = (0..STENCILS).map(|s| format!("s{s}")).collect();
+    let _ = writeln!(text, "outputs: [{}]", names.join(", "));
+    text.push_str("stencils:\n");
+    let offsets: Vec<[i32; 3]> = if width == 0 {
+        vec![[0; 3]]
+    } else {
+        vec![[-width; 3], [0; 3], [width; 3]]
+    };
+    for (s, name) in names.iter().enumerate() {
+        let mut reads = Vec::new();
+        for q in 0..inputs {
+            for o in &offsets {
+                reads.push(format!("a{s}_{q}({})", index(*o)));
+            }
+        }
+        let _ = writeln!(
+            text,
+            "  - name: {name}\n    expr: \"0.25 * ({})\"",
+            reads.join(" + ")
+        );
+    }
+    text
+}
+
+fn index(o: [i32; 3]) -> String {
+    let term = |v: &str, x: i32| match x {
+        0 => v.to_string(),
+        x if x > 0 => format!("{v}+{x}"),
+        x => format!("{v}-{}", -x),
+    };
+    format!(
+        "{},{},{}",
+        term("i", o[0]),
+        term("j", o[1]),
+        term("k", o[2])
+    )
+}
+
+/// The twelve training programs: three fast, nine slow.
+pub fn programs(domain: [usize; 3]) -> Result<Vec<TrainingProgram>, LearnError> {
+    let mut texts = Vec::new();
+    for positions in [12, 16, 20] {
+        texts.push((Family::Fast, fast_program(positions, domain)));
+    }
+    for inputs in 1..=3 {
+        for width in 0..=2 {
+            texts.push((Family::Slow, slow_program(inputs, width, domain)));
+        }
+    }
+    texts
+        .into_iter()
+        .map(|(family, text)| {
+            let program = Program::from_yaml(&text)
+                .map_err(|d| LearnError::Program(format!("{d:?}\n{text}")))?;
+            let analysis = Analysis::new(&program)
+                .map_err(|d| LearnError::Program(format!("{d:?}\n{text}")))?;
+            Ok(TrainingProgram {
+                family,
+                text,
+                program,
+                analysis,
+            })
+        })
+        .collect()
+}
+
+/// Arrays a fused run of the whole program touches (inputs and outputs): what one tile's
+/// working set holds.
+pub fn arrays_touched(analysis: &Analysis) -> usize {
+    analysis.touched(analysis.stencils.len() - 1).len()
+}
+
+/// Tile sizes (x from 10 to 80, y and z from 1 to 55) whose working set of `arrays` arrays
+/// of `value_bytes` fits `capacity_bytes`, `count` of them spread evenly over the grid
+/// (all of them when fewer fit).
+pub fn tile_sizes(
+    arrays: usize,
+    value_bytes: usize,
+    capacity_bytes: f64,
+    count: usize,
+) -> Vec<[usize; 3]> {
+    let xs = [10, 16, 20, 24, 32, 40, 48, 56, 64, 72, 80];
+    let yz = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 40, 48, 55];
+    let mut all = Vec::new();
+    for &x in &xs {
+        for &y in &yz {
+            for &z in &yz {
+                let bytes = (x * y * z * arrays * value_bytes) as f64;
+                if bytes <= capacity_bytes {
+                    all.push([x, y, z]);
+                }
+            }
+        }
+    }
+    if count == 0 || all.len() <= count {
+        return all;
+    }
+    (0..count)
+        .map(|k| all[k * (all.len() - 1) / (count - 1).max(1)])
+        .collect()
+}
+
+/// Tile counts `ceil(D / size)` of a tile size.
+pub fn tile_counts(size: [usize; 3], domain: [usize; 3]) -> [usize; 3] {
+    [0, 1, 2].map(|d| domain[d].div_ceil(size[d].clamp(1, domain[d])))
+}
+
+/// The model's counts for one run of a training program at some tile counts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RunCounts {
+    /// Summed over the group's stencils.
+    pub counts: absinthe_model::cost::Counts,
+    /// The loop-bound overhead's count: the model charges `(B^b + B^v)` times it.
+    pub overhead: f64,
+}
+
+impl RunCounts {
+    /// The columns of the family's fit, in [`Family::coefficient_names`] order.
+    pub fn fit_counts(&self, family: Family) -> Vec<f64> {
+        let c = &self.counts;
+        match family {
+            Family::Fast => vec![c.fast.peel as f64, c.fast.body as f64],
+            Family::Slow => vec![
+                c.slow_base.peel as f64,
+                c.slow_base.body as f64 + self.overhead,
+                c.slow_stream.peel as f64,
+                c.slow_stream.body as f64 + self.overhead,
+            ],
+        }
+    }
+}
+
+fn unit_machine(threads: usize, body_base: f64) -> ModelMachine {
+    ModelMachine {
+        threads,
+        cache_values: f64::INFINITY,
+        slack: Slack::default(),
+        params: Params {
+            fast: PeelBody {
+                peel: 0.0,
+                body: 0.0,
+            },
+            slow_base: PeelBody {
+                peel: 0.0,
+                body: body_base,
+            },
+            slow_stream: PeelBody {
+                peel: 0.0,
+                body: 0.0,
+            },
+        },
+    }
+}
+
+/// The one-group configuration of a training program at tile counts `tiles`.
+pub fn configuration(analysis: &Analysis, tiles: [usize; 3]) -> Configuration {
+    Configuration {
+        groups: vec![0; analysis.stencils.len()],
+        tiles: vec![tiles],
+    }
+}
+
+/// The model's counts for `analysis` fused into one group tiled by `tiles`.
+pub fn run_counts(analysis: &Analysis, tiles: [usize; 3]) -> RunCounts {
+    let range = 0..analysis.stencils.len();
+    // With B^b = 1 and every other parameter 0, the group's overhead is its count.
+    let cost = group_cost(analysis, &unit_machine(1, 1.0), 0, range, tiles);
+    let mut counts = absinthe_model::cost::Counts::default();
+    for s in &cost.stencils {
+        counts.add(&s.counts);
+    }
+    RunCounts {
+        counts,
+        overhead: cost.overhead,
+    }
+}
+
+/// A machine view for lowering (the schedule does not depend on the parameters).
+pub fn lowering_machine(threads: usize) -> ModelMachine {
+    unit_machine(threads, 0.0)
+}

@@ -1,0 +1,194 @@
+//! `absinthe learn --machine FILE`: measure this machine and write the six parameters (and
+//! their provenance) into the machine file. Nothing is written before the end, and then
+//! atomically, so an interrupted run (Ctrl-C) leaves the file untouched.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use absinthe_codegen::compile::Toolchain;
+use absinthe_codegen::render::default_flush_bytes;
+use absinthe_learn::machine_file::{self, host_description, sysfs_cache_bytes, utc_timestamp};
+use absinthe_learn::{learn, measure, training, LearnOptions, Progress};
+use absinthe_model::machine::{FitQuality, Learned, Machine};
+use anyhow::Context;
+use clap::Args;
+
+use crate::output::{table, write_atomic};
+
+/// Measure this machine and write the six model parameters into its machine file.
+///
+/// Builds twelve synthetic training programs (fast memory: nine stencils reading one input at
+/// 12, 16 or 20 positions; slow memory: nine stencils reading 1-3 fresh inputs at boundary
+/// width 0-2), each once with tile counts taken at run time, times them over many tile shapes,
+/// and fits the parameters by least absolute deviations. The file may lack `params`, `cores`
+/// (default: this machine's CPUs) and `cache_bytes` (default: the L2 size sysfs reports).
+/// Only `params` and `learned` are rewritten (and missing `cores`/`cache_bytes` added);
+/// comments and every other key stay as written.
+///
+/// Examples:
+///   absinthe learn --machine machines/mybox.yaml
+///   absinthe learn --machine machines/default.yaml --out machines/learned.yaml --keep-data data/
+#[derive(Args, Clone)]
+#[command(verbatim_doc_comment)]
+pub struct LearnArgs {
+    /// The machine file to read (and to write, without --out).
+    #[arg(long, value_name = "FILE")]
+    pub machine: PathBuf,
+    /// Write the result here instead of over --machine.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// The original work's full grid: 103 tile shapes per family, 64 repeats (about an hour).
+    #[arg(long)]
+    pub thorough: bool,
+    /// Write the raw measurements as CSV (measurements.csv) into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub keep_data: Option<PathBuf>,
+    /// Tile shapes per family [default: 14, or 103 with --thorough].
+    #[arg(long, hide = true)]
+    pub shapes: Option<usize>,
+    /// Timed runs per shape [default: 6, or 64 with --thorough].
+    #[arg(long, hide = true)]
+    pub repeats: Option<usize>,
+    /// Bytes streamed before every slow-family run [default: 1.25 x the last-level cache].
+    #[arg(long)]
+    pub flush_bytes: Option<u64>,
+    /// The LP backend of the fit.
+    #[arg(long, default_value = "highs")]
+    pub solver: String,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// A one-line progress bar on standard error.
+struct Bar {
+    total: std::sync::atomic::AtomicUsize,
+    done: std::sync::atomic::AtomicUsize,
+    started: Instant,
+    quiet: bool,
+}
+
+impl Bar {
+    fn update(&self, event: Progress) {
+        use std::sync::atomic::Ordering::SeqCst;
+        let what = match event {
+            Progress::Start { total } => {
+                self.total.store(total, SeqCst);
+                "building".to_string()
+            }
+            Progress::Step { what } => {
+                self.done.fetch_add(1, SeqCst);
+                what
+            }
+        };
+        if self.quiet {
+            return;
+        }
+        let (done, total) = (self.done.load(SeqCst), self.total.load(SeqCst).max(1));
+        let width = 30;
+        let filled = width * done.min(total) / total;
+        let mut err = std::io::stderr().lock();
+        let _ = write!(
+            err,
+            "\r[{}{}] {done}/{total} {:>5.0}s  {what:<24}",
+            "#".repeat(filled),
+            " ".repeat(width - filled),
+            self.started.elapsed().as_secs_f64()
+        );
+        if done >= total {
+            let _ = writeln!(err);
+        }
+        let _ = err.flush();
+    }
+}
+
+pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
+    let machine = Machine::load(&args.machine)?;
+    let text = std::fs::read_to_string(&args.machine)
+        .with_context(|| format!("cannot read {}", args.machine.display()))?;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = machine.cores.unwrap_or(cpus);
+    let cache_bytes = match machine.cache_bytes {
+        Some(c) => c,
+        None => sysfs_cache_bytes().context(
+            "the machine file has no cache_bytes and sysfs reports no cache size; add cache_bytes",
+        )?,
+    };
+    let (shapes, repeats) = LearnOptions::budget(args.thorough);
+    let options = LearnOptions {
+        shapes: args.shapes.unwrap_or(shapes),
+        repeats: args.repeats.unwrap_or(repeats).max(1),
+        domain: training::DOMAIN,
+        threads,
+        tile_bytes: cache_bytes as f64 * machine.cache_fraction,
+        flush_bytes: args.flush_bytes.unwrap_or_else(default_flush_bytes),
+        toolchain: Toolchain::new(&machine.compiler.cxx, &machine.compiler.flags),
+        solver: args.solver.clone(),
+        jobs: cpus,
+    };
+    if !args.quiet {
+        eprintln!(
+            "learning {} with {threads} threads, tiles for {} KiB of cache: {} shapes x {} runs per program ...",
+            machine.name,
+            (options.tile_bytes / 1024.0).round(),
+            options.shapes,
+            options.repeats
+        );
+    }
+    let bar = Bar {
+        total: 0.into(),
+        done: 0.into(),
+        started,
+        quiet: args.quiet,
+    };
+    let result = learn(&options, &|p| bar.update(p))?;
+    let wall = started.elapsed().as_secs_f64();
+
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let learned = Learned {
+        at: utc_timestamp(now),
+        host: host_description(),
+        samples: result.measurements.len() as u64,
+        r2: FitQuality {
+            fast: result.r2_fast,
+            slow: result.r2_slow,
+        },
+        wall_seconds: Some(wall),
+    };
+    let extra = [
+        ("cores", threads.to_string()),
+        ("cache_bytes", cache_bytes.to_string()),
+    ];
+    let new_text = machine_file::rewrite(&text, &result.params, &learned, &extra)?;
+    if let Some(dir) = &args.keep_data {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        write_atomic(
+            &dir.join("measurements.csv"),
+            measure::to_csv(&result.measurements).as_bytes(),
+        )?;
+    }
+    let out = args.out.as_ref().unwrap_or(&args.machine);
+    write_atomic(out, new_text.as_bytes())?;
+
+    let rows: Vec<Vec<String>> = result
+        .params
+        .named()
+        .iter()
+        .map(|(k, v)| vec![k.to_string(), format!("{v:.4e}")])
+        .collect();
+    print!("{}", table(&["parameter", "seconds per access"], &rows));
+    println!(
+        "R² (per-configuration medians): fast {:.3}, slow {:.3}; {} samples; {:.0} s",
+        result.r2_fast,
+        result.r2_slow,
+        result.measurements.len(),
+        wall
+    );
+    println!("wrote {}", out.display());
+    Ok(ExitCode::SUCCESS)
+}

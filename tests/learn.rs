@@ -1,0 +1,221 @@
+//! `absinthe learn` end to end on this machine (a tiny budget), the runtime-tiled kernel
+//! against the naive reference bit for bit, and the accuracy plot.
+
+use std::process::Command;
+
+use absinthe_codegen::compile::Toolchain;
+use absinthe_codegen::{lower, runtime_tiles};
+use absinthe_learn::accuracy::{plot, Point};
+use absinthe_model::cost::{evaluate, Configuration};
+use absinthe_model::machine::Machine;
+use absinthe_model::program::Program;
+use absinthe_model::Analysis;
+
+use crate::common::{absinthe, root, stderr, stdout};
+
+/// A machine file without params, with comments and keys that must survive, compiling at -O1
+/// so the test builds quickly.
+const MACHINE: &str = "# A hand-made header that learn must keep.\n# Second comment line.\nname: tiny-learn\n# the slack stays as written\nslack: {cores: 0.05, size: 0.02}\ncache_fraction: 0.3333\ncompiler: {cxx: g++, flags: [-O1, -fopenmp]}   # fast builds\n";
+
+fn learn_command(machine: &std::path::Path, extra: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_absinthe"));
+    cmd.args(["learn", "--machine"])
+        .arg(machine)
+        .args([
+            "--shapes",
+            "2",
+            "--repeats",
+            "2",
+            "--flush-bytes",
+            "4000000",
+            "-q",
+        ])
+        .args(extra)
+        .env(
+            "ABSINTHE_CACHE_DIR",
+            root().join("target/absinthe-test-cache"),
+        )
+        .current_dir(root());
+    cmd
+}
+
+#[test]
+fn tiny_learn_writes_params_and_provenance_and_keeps_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny.yaml");
+    std::fs::write(&path, MACHINE).unwrap();
+    let data = dir.path().join("data");
+    let out = learn_command(&path, &["--keep-data", data.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    let text = std::fs::read_to_string(&path).unwrap();
+    // Everything that was there is still there, in order, comments included.
+    assert!(
+        text.starts_with(MACHINE),
+        "the original text was not kept:\n{text}"
+    );
+    let m = Machine::from_yaml(&text).unwrap();
+    let params = m.params.expect("params written");
+    assert!(params
+        .named()
+        .iter()
+        .all(|(_, v)| v.is_finite() && *v >= 0.0));
+    assert!(params.named().iter().any(|(_, v)| *v > 0.0), "{params:?}");
+    let learned = m.learned.clone().expect("learned written");
+    // 12 programs x 2 shapes x 2 repeats.
+    assert_eq!(learned.samples, 48);
+    assert!(
+        learned.at.ends_with('Z') && learned.at.len() == 20,
+        "{}",
+        learned.at
+    );
+    assert!(!learned.host.is_empty());
+    assert!(learned.r2.fast.is_finite() && learned.r2.slow.is_finite());
+    assert!(learned.wall_seconds.unwrap() > 0.0);
+    // cores and cache_bytes were absent: filled in from this machine.
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    assert_eq!(m.cores, Some(cpus));
+    assert!(m.cache_bytes.unwrap() > 0);
+    assert!(m.model_view(8).is_ok());
+    let csv = std::fs::read_to_string(data.join("measurements.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 48);
+    assert!(csv.starts_with("program,family,"));
+}
+
+#[test]
+fn interrupted_learn_leaves_the_file_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.yaml");
+    std::fs::write(&path, MACHINE).unwrap();
+    let mut child = learn_command(&path, &["--repeats", "50"]).spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let status = child.wait().unwrap();
+    assert!(!status.success());
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), MACHINE);
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(leftovers.len(), 1, "no temporary file is left behind");
+}
+
+#[test]
+fn runtime_tiled_kernels_match_the_reference_bit_for_bit() {
+    for (file, shapes) in [
+        (
+            "configs/hdiff.yaml",
+            vec![[1, 1, 1], [3, 5, 7], [7, 2, 60], [64, 64, 60], [2, 9, 1]],
+        ),
+        (
+            "configs/example2.yaml",
+            vec![[1, 1, 1], [5, 3, 2], [4, 4, 4]],
+        ),
+    ] {
+        let program = Program::load(&root().join(file)).unwrap();
+        let analysis = Analysis::new(&program).unwrap();
+        let machine = absinthe_learn::training::lowering_machine(2);
+        let config = Configuration {
+            groups: vec![0; program.stencils.len()],
+            tiles: vec![[2, 3, 4]],
+        };
+        let cost = evaluate(&analysis, &machine, &config);
+        let schedule = lower(&program, &analysis, &config, &cost).unwrap();
+        let files = runtime_tiles::render(&schedule).unwrap();
+        let exe = Toolchain::new("g++", &["-O1".to_string(), "-fopenmp".to_string()])
+            .with_cache_dir(root().join("target/absinthe-test-cache"))
+            .build(&files, &[])
+            .unwrap();
+        let shapes: Vec<[usize; 3]> = shapes
+            .into_iter()
+            .map(|s| [0, 1, 2].map(|d| s[d].min(analysis.domain[d])))
+            .collect();
+        let out = Command::new(&exe)
+            .args(runtime_tiles::arguments(1, 0, &shapes))
+            .env("OMP_NUM_THREADS", "2")
+            .output()
+            .unwrap();
+        let results = runtime_tiles::parse_tile_results(&stdout(&out)).unwrap();
+        assert_eq!(results.len(), shapes.len(), "{file}: {}", stderr(&out));
+        for (r, s) in results.iter().zip(&shapes) {
+            assert_eq!(r.tiles, *s);
+            assert!(
+                r.verified,
+                "{file} at tile counts {s:?} differs from the reference"
+            );
+            assert_eq!(r.times.len(), 1);
+        }
+        assert!(out.status.success());
+    }
+}
+
+#[test]
+fn rendering_runtime_tiles_needs_one_group() {
+    let program = Program::load(&root().join("configs/hdiff.yaml")).unwrap();
+    let analysis = Analysis::new(&program).unwrap();
+    let n = program.stencils.len();
+    let config = Configuration {
+        groups: (0..n).collect(),
+        tiles: vec![[1, 1, 1]; n],
+    };
+    let cost = evaluate(
+        &analysis,
+        &absinthe_learn::training::lowering_machine(2),
+        &config,
+    );
+    let schedule = lower(&program, &analysis, &config, &cost).unwrap();
+    let err = runtime_tiles::render(&schedule).unwrap_err().to_string();
+    assert!(err.contains("single fused group"), "{err}");
+}
+
+fn points() -> Vec<Point> {
+    (1..=12)
+        .map(|k| Point {
+            label: format!("v{k}"),
+            predicted: k as f64 * 1e-3,
+            measured: k as f64 * 1e-3 * (1.0 + 0.03 * (k % 4) as f64),
+            optimum: k == 1,
+        })
+        .collect()
+}
+
+#[test]
+fn plots_are_valid_png_and_svg() {
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("acc.png");
+    plot(&png, "test", &points()).unwrap();
+    let bytes = std::fs::read(&png).unwrap();
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+    assert!(bytes.len() > 2000);
+    let svg = dir.path().join("acc.svg");
+    plot(&svg, "test", &points()).unwrap();
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.trim_start().starts_with("<svg") && text.trim_end().ends_with("</svg>"));
+    assert!(text.contains("<circle") || text.contains("<polygon"));
+    let err = plot(&dir.path().join("acc.gif"), "test", &points()).unwrap_err();
+    assert!(err.to_string().contains(".png or .svg"), "{err}");
+}
+
+#[test]
+fn bench_plot_draws_predicted_against_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("heat.png");
+    let out = absinthe(&[
+        "bench",
+        "configs/heat4.yaml",
+        "--machine",
+        "machines/default.yaml",
+        "--variants",
+        "opt,random:3",
+        "--runs",
+        "4",
+        "--no-roofline",
+        "--plot",
+        png.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("Spearman"), "{text}");
+    assert!(text.contains("within 20%"), "{text}");
+    assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
+}
