@@ -61,7 +61,7 @@ struct ReadReport {
     array: String,
     offsets: Vec<[i32; 3]>,
     /// [[lo, hi] per dimension]
-#[serde(rename = "box")]
+    #[serde(rename = "box")]
     bounds: [[i32; 2]; 3],
 }
 
@@ -72,7 +72,11 @@ fn report(program: &Program, a: &Analysis) -> Report {
         halo: program.halo,
         value_type: program.value_type.c_name(),
         inputs: a.inputs.iter().map(|&i| a.arrays[i].name.clone()).collect(),
-        outputs: a.outputs.iter().map(|&s| a.stencils[s].name.clone()).collect(),
+        outputs: a
+            .outputs
+            .iter()
+            .map(|&s| a.stencils[s].name.clone())
+            .collect(),
         stencils: a
             .stencils
             .iter()
@@ -93,7 +97,11 @@ fn report(program: &Program, a: &Analysis) -> Report {
                     })
                     .collect(),
                 fetch_weight: s.fetch_weight,
-                readers: s.readers.iter().map(|&r| a.stencils[r].name.clone()).collect(),
+                readers: s
+                    .readers
+                    .iter()
+                    .map(|&r| a.stencils[r].name.clone())
+                    .collect(),
                 output: s.is_output,
                 extent: s.extent,
             })
@@ -151,7 +159,11 @@ fn print_table(r: &Report) {
                     rd.array.clone(),
                     rd.offsets.len().to_string(),
                     format!("[{bx}]"),
-                    if first { s.fetch_weight.to_string() } else { String::new() },
+                    if first {
+                        s.fetch_weight.to_string()
+                    } else {
+                        String::new()
+                    },
                     if first { extent.clone() } else { String::new() },
                 ]);
             }
@@ -172,7 +184,15 @@ fn print_table(r: &Report) {
     print!(
         "{}",
         table(
-            &["#", "stencil", "reads", "points", "box [i, j, k]", "fetch", "extent"],
+            &[
+                "#",
+                "stencil",
+                "reads",
+                "points",
+                "box [i, j, k]",
+                "fetch",
+                "extent"
+            ],
             &rows
         )
     );

@@ -3,9 +3,9 @@
 
 mod bench;
 mod check;
+mod codegen_cmd;
 mod compare;
 mod learn_cmd;
-mod codegen_cmd;
 mod output;
 mod solve;
 #[cfg(feature = "z3")]

@@ -113,7 +113,11 @@ pub struct SearchArgs {
     pub verbose: bool,
 }
 
-fn triple(v: &Option<Vec<usize>>, flag: &str, domain: [usize; 3]) -> anyhow::Result<Option<[usize; 3]>> {
+fn triple(
+    v: &Option<Vec<usize>>,
+    flag: &str,
+    domain: [usize; 3],
+) -> anyhow::Result<Option<[usize; 3]>> {
     match v {
         None => Ok(None),
         Some(v) if v.len() == 3 => {
@@ -193,7 +197,6 @@ pub struct Solved {
     pub program: Program,
     pub analysis: Analysis,
     pub machine: Machine,
-    pub view: ModelMachine,
     pub optimum: Optimum,
     pub solution: Solution,
 }
@@ -231,7 +234,6 @@ pub fn solve_program(
         program,
         analysis,
         machine,
-        view,
         optimum,
         solution,
     })
@@ -262,7 +264,9 @@ fn emit_milp(
         EmitKind::Lp => absinthe_solvers::write_lp(&encoded.milp, &mut text)?,
         EmitKind::Mps => absinthe_solvers::write_mps(&encoded.milp, &mut text)?,
         EmitKind::Smt2 => {
-            text = absinthe_model::smt::linear_absinthe(&encoded).to_smt2().into_bytes()
+            text = absinthe_model::smt::linear_absinthe(&encoded)
+                .to_smt2()
+                .into_bytes()
         }
     }
     write_atomic(&file, &text)?;
@@ -320,7 +324,10 @@ pub fn print_table(solved: &Solved) {
             ]
         })
         .collect();
-    print!("{}", table(&["group", "stencils", "tiles", "tile size"], &rows));
+    print!(
+        "{}",
+        table(&["group", "stencils", "tiles", "tile size"], &rows)
+    );
     println!();
     let cost = &solved.optimum.cost;
     let rows: Vec<Vec<String>> = cost
@@ -356,7 +363,17 @@ pub fn print_table(solved: &Solved) {
     print!(
         "{}",
         table(
-            &["stencil", "group", "widths i j k (-/+)", "peel", "body", "time", "dominant memory", "loads", "store"],
+            &[
+                "stencil",
+                "group",
+                "widths i j k (-/+)",
+                "peel",
+                "body",
+                "time",
+                "dominant memory",
+                "loads",
+                "store"
+            ],
             &rows
         )
     );

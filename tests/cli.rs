@@ -31,7 +31,10 @@ fn check_json_reports_hdiff_by_hand() {
     assert_eq!(lap["fetch_weight"], 6);
     assert_eq!(lap["extent"], serde_json::json!([[1, 1], [1, 1], [0, 0]]));
     assert_eq!(lap["reads"][0]["array"], "in");
-    assert_eq!(lap["reads"][0]["box"], serde_json::json!([[-1, 1], [-1, 1], [0, 0]]));
+    assert_eq!(
+        lap["reads"][0]["box"],
+        serde_json::json!([[-1, 1], [-1, 1], [0, 0]])
+    );
     assert_eq!(v["inputs"], serde_json::json!(["in", "wgt"]));
     assert_eq!(v["outputs"], serde_json::json!(["out"]));
 }
@@ -51,11 +54,20 @@ fn bad_files_get_file_key_and_caret() {
     let cases = [
         (
             "stencils:\n  - name: a\n    expr: x(i,j,k) + sin(x(i,j,k))\n",
-            vec!["stencils[0].expr", "unknown function `sin`", "    |            ^^^"],
+            vec![
+                "stencils[0].expr",
+                "unknown function `sin`",
+                "    |            ^^^",
+            ],
         ),
         (
             "stencils:\n  - name: a\n    expr: x(i-3,j,k)\n",
-            vec!["stencils[0].expr", "on the i- side", "must be at least 3", "^"],
+            vec![
+                "stencils[0].expr",
+                "on the i- side",
+                "must be at least 3",
+                "^",
+            ],
         ),
         (
             "stencils:\n  - name: a\n    expr: b(i,j,k)\n  - name: b\n    expr: x(i,j,k)\n",
@@ -84,13 +96,17 @@ fn bad_files_get_file_key_and_caret() {
 fn missing_file_is_a_clear_error() {
     let o = absinthe(&["check", "configs/nope.yaml"]);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("configs/nope.yaml: cannot read the file"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("configs/nope.yaml: cannot read the file"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
 fn solve_every_shipped_program_with_both_backends() {
     for p in SHIPPED {
-        for solver in absinthe_solvers::available() {
+        for solver in ["cbc", "highs"] {
             let path = format!("configs/{p}.yaml");
             let o = absinthe(&["solve", &path, "--solver", solver, "--format", "json"]);
             assert!(o.status.success(), "{p} {solver}: {}", stderr(&o));
@@ -100,9 +116,15 @@ fn solve_every_shipped_program_with_both_backends() {
             assert_eq!(v["solver"]["status"], "optimal");
             let est = v["estimate_seconds"].as_f64().unwrap();
             let obj = v["solver"]["objective_seconds"].as_f64().unwrap();
-            assert!((est - obj).abs() <= 1e-6 * est, "{p} {solver}: {est} vs {obj}");
+            assert!(
+                (est - obj).abs() <= 1e-6 * est,
+                "{p} {solver}: {est} vs {obj}"
+            );
             let groups = v["groups"].as_array().unwrap();
-            let named: usize = groups.iter().map(|g| g["stencils"].as_array().unwrap().len()).sum();
+            let named: usize = groups
+                .iter()
+                .map(|g| g["stencils"].as_array().unwrap().len())
+                .sum();
             assert_eq!(named, v["stencils"].as_object().unwrap().len());
             assert!(v["milp"]["variables"].as_u64().unwrap() > 0);
         }
@@ -116,31 +138,60 @@ fn solve_writes_a_solution_file_and_emits_lp_and_mps() {
     let lp = dir.path().join("m.lp");
     let mps = dir.path().join("m.mps");
     let o = absinthe(&[
-        "solve", "configs/example2.yaml", "-o", sol.to_str().unwrap(), "--emit", "lp", lp.to_str().unwrap(),
+        "solve",
+        "configs/example2.yaml",
+        "-o",
+        sol.to_str().unwrap(),
+        "--emit",
+        "lp",
+        lp.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = std::fs::read_to_string(&sol).unwrap();
     let s: absinthe_model::solution::Solution = absinthe_model::yaml::from_str(&text).unwrap();
     assert_eq!(s.program, "example2");
     assert!(std::fs::read_to_string(&lp).unwrap().contains("Subject To"));
-    let o = absinthe(&["solve", "configs/example2.yaml", "--emit", "mps", mps.to_str().unwrap()]);
+    let o = absinthe(&[
+        "solve",
+        "configs/example2.yaml",
+        "--emit",
+        "mps",
+        mps.to_str().unwrap(),
+    ]);
     assert!(o.status.success());
     assert!(std::fs::read_to_string(&mps).unwrap().contains("ENDATA"));
     // Table output names the groups and the dominant memory.
     let out = stdout(&o);
-    assert!(out.contains("group") && out.contains("dominant memory"), "{out}");
+    assert!(
+        out.contains("group") && out.contains("dominant memory"),
+        "{out}"
+    );
 }
 
 #[test]
 fn fixed_groups_are_respected() {
-    let o = absinthe(&["solve", "configs/hdiff.yaml", "--fix-groups", "0,1,1,2", "--format", "json"]);
+    let o = absinthe(&[
+        "solve",
+        "configs/hdiff.yaml",
+        "--fix-groups",
+        "0,1,1,2",
+        "--format",
+        "json",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let groups: Vec<Vec<String>> = v["groups"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|g| g["stencils"].as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect())
+        .map(|g| {
+            g["stencils"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s.as_str().unwrap().to_string())
+                .collect()
+        })
         .collect();
     assert_eq!(groups, vec![vec!["lap"], vec!["fli", "flj"], vec!["out"]]);
     let bad = absinthe(&["solve", "configs/hdiff.yaml", "--fix-groups", "0,2,2,2"]);
@@ -156,10 +207,18 @@ fn infeasible_machine_names_the_binding_constraint() {
         "tiny.yaml",
         "name: tiny\ncores: 2\ncache_bytes: 8\ncache_fraction: 1.0\nparams:\n  fast: {peel: 1.0e-10, body: 1.0e-11}\n  slow_base: {peel: 0.0, body: 0.0}\n  slow_stream: {peel: 1.0e-9, body: 1.0e-10}\n",
     );
-    let o = absinthe(&["solve", "configs/hdiff.yaml", "--machine", m.to_str().unwrap()]);
+    let o = absinthe(&[
+        "solve",
+        "configs/hdiff.yaml",
+        "--machine",
+        m.to_str().unwrap(),
+    ]);
     assert!(!o.status.success());
     let err = stderr(&o);
-    assert!(err.contains("cache:") && err.contains("cache capacity of 1 values"), "{err}");
+    assert!(
+        err.contains("cache:") && err.contains("cache capacity of 1 values"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -170,10 +229,33 @@ fn machine_errors_name_the_key() {
         "neg.yaml",
         "name: neg\ncores: 2\ncache_bytes: 65536\nparams:\n  fast: {peel: -1.0e-10, body: 1.0e-11}\n  slow_base: {peel: 0.0, body: 0.0}\n  slow_stream: {peel: 1.0e-9, body: 1.0e-10}\n",
     );
-    let o = absinthe(&["solve", "configs/hdiff.yaml", "--machine", m.to_str().unwrap()]);
+    let o = absinthe(&[
+        "solve",
+        "configs/hdiff.yaml",
+        "--machine",
+        m.to_str().unwrap(),
+    ]);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("neg.yaml: params.fast.peel: parameters must be finite and non-negative"), "{}", stderr(&o));
-    let m = temp_file(dir.path(), "noparams.yaml", "name: bare\ncores: 2\ncache_bytes: 65536\n");
-    let o = absinthe(&["solve", "configs/hdiff.yaml", "--machine", m.to_str().unwrap()]);
-    assert!(stderr(&o).contains("params: missing: run `absinthe learn"), "{}", stderr(&o));
+    assert!(
+        stderr(&o)
+            .contains("neg.yaml: params.fast.peel: parameters must be finite and non-negative"),
+        "{}",
+        stderr(&o)
+    );
+    let m = temp_file(
+        dir.path(),
+        "noparams.yaml",
+        "name: bare\ncores: 2\ncache_bytes: 65536\n",
+    );
+    let o = absinthe(&[
+        "solve",
+        "configs/hdiff.yaml",
+        "--machine",
+        m.to_str().unwrap(),
+    ]);
+    assert!(
+        stderr(&o).contains("params: missing: run `absinthe learn"),
+        "{}",
+        stderr(&o)
+    );
 }

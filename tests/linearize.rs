@@ -46,7 +46,10 @@ fn digits_product_is_exact() {
                 let p = digits_product(&mut m, &bits, &LinExpr::var(yv), y_max, "p");
                 let (lo, hi) = range_of(&m, &p);
                 let want = n as f64 * y;
-                assert!((lo - want).abs() < 1e-9 && (hi - want).abs() < 1e-9, "{n} * {y}: [{lo}, {hi}]");
+                assert!(
+                    (lo - want).abs() < 1e-9 && (hi - want).abs() < 1e-9,
+                    "{n} * {y}: [{lo}, {hi}]"
+                );
             }
         }
     }
@@ -57,7 +60,10 @@ fn digits_product_with_too_small_bound_is_not_exact() {
     // The bound must be a true bound: with y_max below y the product is cut off. This shows the
     // brute-force check above can fail.
     let mut m = Milp::new("t");
-    let bits = vec![fixed(&mut m, "b0", 1.0, true), fixed(&mut m, "b1", 1.0, true)];
+    let bits = vec![
+        fixed(&mut m, "b0", 1.0, true),
+        fixed(&mut m, "b1", 1.0, true),
+    ];
     let yv = fixed(&mut m, "y", 4.0, false);
     let p = digits_product(&mut m, &bits, &LinExpr::var(yv), 2.0, "p");
     let mut hi = m.clone();
@@ -83,7 +89,10 @@ fn exact_max_is_exact() {
             let u = exact_max(&mut m, &LinExpr::var(av), &LinExpr::var(bv), 3.5, "u");
             let (lo, hi) = range_of(&m, &u);
             let want = a.max(b);
-            assert!((lo - want).abs() < 1e-9 && (hi - want).abs() < 1e-9, "max({a}, {b}): [{lo}, {hi}]");
+            assert!(
+                (lo - want).abs() < 1e-9 && (hi - want).abs() < 1e-9,
+                "max({a}, {b}): [{lo}, {hi}]"
+            );
         }
     }
 }
@@ -116,7 +125,10 @@ fn same_group_chain_is_exact() {
         }
         let (lo, hi) = range_of(&m, &same);
         let want = (mask == 0) as u8 as f64;
-        assert!((lo - want).abs() < 1e-9 && (hi - want).abs() < 1e-9, "mask {mask}: [{lo}, {hi}]");
+        assert!(
+            (lo - want).abs() < 1e-9 && (hi - want).abs() < 1e-9,
+            "mask {mask}: [{lo}, {hi}]"
+        );
     }
 }
 
@@ -140,12 +152,21 @@ fn switched_max_is_exact() {
                 let e = switched_max(&mut m, &terms, 3.0, true, "e");
                 let (lo, hi) = range_of(&m, &e);
                 let want = (s1 * t1).max(s2 * t2);
-                assert!((lo - want).abs() < 1e-9 && (hi - want).abs() < 1e-9, "{s1} {t1} {s2} {t2}: [{lo}, {hi}]");
+                assert!(
+                    (lo - want).abs() < 1e-9 && (hi - want).abs() < 1e-9,
+                    "{s1} {t1} {s2} {t2}: [{lo}, {hi}]"
+                );
                 // The single-term form too.
                 let mut m = Milp::new("t");
                 let sw = fixed(&mut m, "s", s1, true);
                 let a = fixed(&mut m, "a", t1, false);
-                let e = switched_max(&mut m, &[(LinExpr::var(a), LinExpr::var(sw))], 3.0, true, "e");
+                let e = switched_max(
+                    &mut m,
+                    &[(LinExpr::var(a), LinExpr::var(sw))],
+                    3.0,
+                    true,
+                    "e",
+                );
                 let (lo, hi) = range_of(&m, &e);
                 assert!((lo - s1 * t1).abs() < 1e-9 && (hi - s1 * t1).abs() < 1e-9);
             }

@@ -3,9 +3,9 @@
 
 mod cli;
 mod codegen;
-mod learn;
 mod common;
 mod cuda;
+mod learn;
 mod linearize;
 mod milp_exact;
 #[cfg(feature = "z3")]

@@ -23,7 +23,9 @@ fn naive_minimum(
 ) -> Option<Option<f64>> {
     let n = a.stencils.len();
     let triples: Vec<[usize; 3]> = (1..=a.domain[0])
-        .flat_map(|x| (1..=a.domain[1]).flat_map(move |y| (1..=a.domain[2]).map(move |z| [x, y, z])))
+        .flat_map(|x| {
+            (1..=a.domain[1]).flat_map(move |y| (1..=a.domain[2]).map(move |z| [x, y, z]))
+        })
         .collect();
     let mut total = 0usize;
     for mask in 0..(1usize << (n - 1)) {
@@ -114,7 +116,11 @@ fn check_case(seed: u64, shape: &RandomShape, naive_limit: usize) -> (bool, bool
     let dp = exhaustive(&a, &m, &options).map(|(c, t)| {
         let cost = evaluate(&a, &m, &c);
         assert!(cost.is_feasible());
-        assert!(agree(cost.total, t), "seed {seed}: DP total {t} vs evaluate {}", cost.total);
+        assert!(
+            agree(cost.total, t),
+            "seed {seed}: DP total {t} vs evaluate {}",
+            cost.total
+        );
         t
     });
     let naive = naive_minimum(&a, &m, &options, naive_limit);
@@ -125,7 +131,7 @@ fn check_case(seed: u64, shape: &RandomShape, naive_limit: usize) -> (bool, bool
             other => panic!("seed {seed}: naive vs DP feasibility differ: {other:?}\n{text}"),
         }
     }
-    for name in absinthe_solvers::available() {
+    for name in ["cbc", "highs"] {
         let solver = absinthe_solvers::by_name(name).unwrap();
         let result = optimize(&a, &m, &options, solver.as_ref(), &exact_options());
         match (result, dp) {
@@ -170,9 +176,15 @@ fn milp_optimum_equals_brute_force_on_random_programs() {
         feasible += feas as usize;
     }
     // The generator must exercise both outcomes and the fully naive enumeration.
-    assert!(feasible >= cases as usize / 3, "only {feasible} feasible cases");
+    assert!(
+        feasible >= cases as usize / 3,
+        "only {feasible} feasible cases"
+    );
     assert!(feasible < cases as usize, "no infeasible case");
-    assert!(naive_checked >= 15, "only {naive_checked} cases fully enumerated");
+    assert!(
+        naive_checked >= 15,
+        "only {naive_checked} cases fully enumerated"
+    );
 }
 
 #[test]
@@ -193,17 +205,24 @@ fn milp_optimum_equals_brute_force_with_wider_reads() {
 /// The shipped programs: the MILP optimum equals the exhaustive optimum on the real domains.
 #[test]
 fn milp_optimum_equals_exhaustive_on_shipped_programs() {
-    let machine = absinthe_model::machine::Machine::load(&crate::common::root().join("machines/default.yaml"))
-        .unwrap()
-        .model_view(8)
-        .unwrap();
+    let machine = absinthe_model::machine::Machine::load(
+        &crate::common::root().join("machines/default.yaml"),
+    )
+    .unwrap()
+    .model_view(8)
+    .unwrap();
     for p in ["example2", "hdiff"] {
-        let text = std::fs::read_to_string(crate::common::root().join(format!("configs/{p}.yaml"))).unwrap();
+        let text = std::fs::read_to_string(crate::common::root().join(format!("configs/{p}.yaml")))
+            .unwrap();
         let a = analyse(&text);
         let options = MilpOptions::default();
         let (_, best) = exhaustive(&a, &machine, &options).expect("feasible");
         let solver = absinthe_solvers::by_name("highs").unwrap();
         let opt = optimize(&a, &machine, &options, solver.as_ref(), &exact_options()).unwrap();
-        assert!(agree(opt.cost.total, best), "{p}: MILP {:e} vs exhaustive {best:e}", opt.cost.total);
+        assert!(
+            agree(opt.cost.total, best),
+            "{p}: MILP {:e} vs exhaustive {best:e}",
+            opt.cost.total
+        );
     }
 }

@@ -109,16 +109,40 @@ fn verify_rejects_infeasible_tiles() {
 #[test]
 fn verify_rejects_a_suboptimal_grouping_and_shows_the_better_one() {
     let dir = tempfile::tempdir().unwrap();
-    // The optimum fuses both stencils; force them apart.
-    let text = solve("configs/example2.yaml", &["--fix-groups", "0,1"]);
-    let sol = temp_file(dir.path(), "s.yaml", &text);
-    // Z3 finds a better point of the linear encoding quickly (the nonlinear one is slower here).
-    let (code, out) = verify(
-        "configs/example2.yaml",
-        &sol,
-        &["--skip", "soundness", "--encoding", "linear"],
+    let program = temp_file(dir.path(), "tiny.yaml", TINY);
+    let machine = temp_file(dir.path(), "m.yaml", TINY_MACHINE);
+    let (p, m) = (
+        program.to_string_lossy().into_owned(),
+        machine.to_string_lossy().into_owned(),
     );
-    assert_eq!(code, 1, "{out}");
+    // The optimum fuses both stencils (see compare_agrees_across_backends); force them apart.
+    let o = absinthe(&[
+        "solve",
+        &p,
+        "--machine",
+        &m,
+        "--fix-groups",
+        "0,1",
+        "--format",
+        "yaml",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let sol = temp_file(dir.path(), "s.yaml", &stdout(&o));
+    let s = sol.to_string_lossy().into_owned();
+    let o = absinthe(&[
+        "verify",
+        &p,
+        "--machine",
+        &m,
+        "--solution",
+        &s,
+        "--skip",
+        "soundness",
+        "--time-limit",
+        "60",
+    ]);
+    let out = stdout(&o) + &String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(out.contains("suboptimal"), "{out}");
     assert!(out.contains("better configuration: groups [0, 0]"), "{out}");
 }
@@ -173,9 +197,10 @@ fn soundness_check_can_fail_on_a_broken_linearization() {
 
 const TINY: &str = "name: tiny\ndomain: [8, 6, 4]\nhalo: [1, 1, 0]\noutputs: [b]\nstencils:\n  - name: a\n    expr: 0.5 * (x(i+1,j,k) + x(i-1,j,k))\n  - name: b\n    expr: a(i,j+1,k) - a(i,j-1,k) + a(i,j,k)\n";
 
+const TINY_MACHINE: &str = "name: tiny\ncores: 4\ncache_bytes: 1536\ncache_fraction: 1.0\nvalue_bytes: 8\nparams:\n  fast: {peel: 2.0e-9, body: 1.0e-9}\n  slow_base: {peel: 3.0e-8, body: 5.0e-10}\n  slow_stream: {peel: 1.0e-8, body: 2.0e-9}\n";
+
 fn tiny_machine() -> absinthe_model::machine::ModelMachine {
-    let text = "name: tiny\ncores: 4\ncache_bytes: 1536\ncache_fraction: 1.0\nvalue_bytes: 8\nparams:\n  fast: {peel: 2.0e-9, body: 1.0e-9}\n  slow_base: {peel: 3.0e-8, body: 5.0e-10}\n  slow_stream: {peel: 1.0e-8, body: 2.0e-9}\n";
-    absinthe_model::machine::Machine::from_yaml(text)
+    absinthe_model::machine::Machine::from_yaml(TINY_MACHINE)
         .unwrap()
         .model_view(8)
         .unwrap()
@@ -209,11 +234,7 @@ fn nonlinear_encoding_certifies_the_exhaustive_optimum() {
 fn compare_agrees_across_backends() {
     let dir = tempfile::tempdir().unwrap();
     let program = temp_file(dir.path(), "tiny.yaml", TINY);
-    let machine = temp_file(
-        dir.path(),
-        "m.yaml",
-        "name: tiny\ncores: 4\ncache_bytes: 1536\ncache_fraction: 1.0\nvalue_bytes: 8\nparams:\n  fast: {peel: 2.0e-9, body: 1.0e-9}\n  slow_base: {peel: 3.0e-8, body: 5.0e-10}\n  slow_stream: {peel: 1.0e-8, body: 2.0e-9}\n",
-    );
+    let machine = temp_file(dir.path(), "m.yaml", TINY_MACHINE);
     let (p, m) = (
         program.to_string_lossy().into_owned(),
         machine.to_string_lossy().into_owned(),

@@ -143,7 +143,11 @@ impl Analysis {
             );
             let mut bounds: BTreeMap<ArrayId, Bounds> = BTreeMap::new();
             for &(a, off) in &reads {
-                let b = bounds.entry(a).or_insert([(off[0], off[0]), (off[1], off[1]), (off[2], off[2])]);
+                let b = bounds.entry(a).or_insert([
+                    (off[0], off[0]),
+                    (off[1], off[1]),
+                    (off[2], off[2]),
+                ]);
                 for d in 0..3 {
                     b[d].0 = b[d].0.min(off[d]);
                     b[d].1 = b[d].1.max(off[d]);
@@ -249,9 +253,13 @@ impl Analysis {
                                 .enumerate()
                                 .find(|(_, (t, sp))| access_snippet(t, sp, name).is_some())
                             {
-                                let (col, len) = access_snippet(text, spans, name).unwrap_or((1, 1));
+                                let (col, len) =
+                                    access_snippet(text, spans, name).unwrap_or((1, 1));
                                 d = Diagnostic::new(
-                                    format!("stencils[{n}].let.{}", program.stencils[n].lets[k].name),
+                                    format!(
+                                        "stencils[{n}].let.{}",
+                                        program.stencils[n].lets[k].name
+                                    ),
                                     d.message,
                                 )
                                 .with_snippet(text, col, len);

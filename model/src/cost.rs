@@ -140,8 +140,16 @@ pub struct StencilCost {
 impl StencilCost {
     /// Which term dominates: `fast`/`slow` memory for peel and body.
     pub fn dominant(&self) -> (&'static str, &'static str) {
-        let peel = if self.fast_peel >= self.slow_peel { "fast" } else { "slow" };
-        let body = if self.fast_body >= self.slow_body { "fast" } else { "slow" };
+        let peel = if self.fast_peel >= self.slow_peel {
+            "fast"
+        } else {
+            "slow"
+        };
+        let body = if self.fast_body >= self.slow_body {
+            "fast"
+        } else {
+            "slow"
+        };
         (peel, body)
     }
 }
@@ -158,7 +166,11 @@ pub enum Infeasibility {
         capacity: u64,
     },
     /// Fewer tiles than threads.
-    TooFewTiles { group: usize, tiles: u64, threads: usize },
+    TooFewTiles {
+        group: usize,
+        tiles: u64,
+        threads: usize,
+    },
     /// The tile count does not keep the threads busy to within the slack.
     ParallelEfficiency {
         group: usize,
@@ -322,9 +334,8 @@ pub fn group_cost(
         let ext = |d: usize| (e[d][0] + e[d][1]) as u64;
         let produced_in_group =
             |a: ArrayId| matches!(analysis.arrays[a].kind, ArrayKind::Stencil(p) if in_group(p));
-        let earlier_readers = |a: ArrayId| {
-            (start..i).filter(move |&j| analysis.stencils[j].bounds.contains_key(&a))
-        };
+        let earlier_readers =
+            |a: ArrayId| (start..i).filter(move |&j| analysis.stencils[j].bounds.contains_key(&a));
         let mut loads = Vec::new();
         // Lines loaded per dimension, both sides together.
         let mut lines = [0u64; 3];
@@ -347,7 +358,11 @@ pub fn group_cost(
             } else {
                 for (d, l) in lines.iter_mut().enumerate() {
                     for side in 0..2 {
-                        let before = earlier.iter().map(|&j| alpha(j, d, side)).max().unwrap_or(0);
+                        let before = earlier
+                            .iter()
+                            .map(|&j| alpha(j, d, side))
+                            .max()
+                            .unwrap_or(0);
                         *l += alpha(i, d, side).saturating_sub(before);
                     }
                 }

@@ -84,7 +84,13 @@ fn access(rng: &mut Rng, array: &str, max_offset: i64, dims_active: [bool; 3]) -
     format!("{array}({})", parts.join(", "))
 }
 
-fn random_term(rng: &mut Rng, reads: &[String], shape: &RandomShape, dims: [bool; 3], locals: &[String]) -> String {
+fn random_term(
+    rng: &mut Rng,
+    reads: &[String],
+    shape: &RandomShape,
+    dims: [bool; 3],
+    locals: &[String],
+) -> String {
     let arr = rng.pick(reads).clone();
     let a = access(rng, &arr, shape.max_offset, dims);
     if !shape.rich_expressions {
@@ -177,7 +183,11 @@ pub fn random_program(seed: u64, shape: &RandomShape) -> String {
     }
     let mut text = String::new();
     let _ = writeln!(text, "name: random{seed}");
-    let _ = writeln!(text, "domain: [{}, {}, {}]", domain[0], domain[1], domain[2]);
+    let _ = writeln!(
+        text,
+        "domain: [{}, {}, {}]",
+        domain[0], domain[1], domain[2]
+    );
     text.push_str("halo: HALO\n");
     let _ = writeln!(text, "outputs: [{}]", outputs.join(", "));
     text.push_str("stencils:\n");
@@ -223,12 +233,20 @@ fn required_halo(text_with_placeholder: &str) -> [usize; 3] {
 pub fn chain(n: usize, domain: [usize; 3]) -> String {
     let mut text = String::new();
     let _ = writeln!(text, "name: chain{n}");
-    let _ = writeln!(text, "domain: [{}, {}, {}]", domain[0], domain[1], domain[2]);
+    let _ = writeln!(
+        text,
+        "domain: [{}, {}, {}]",
+        domain[0], domain[1], domain[2]
+    );
     text.push_str("halo: HALO\n");
     let _ = writeln!(text, "outputs: [c{}]", n - 1);
     text.push_str("stencils:\n");
     for s in 0..n {
-        let prev = if s == 0 { "in".to_string() } else { format!("c{}", s - 1) };
+        let prev = if s == 0 {
+            "in".to_string()
+        } else {
+            format!("c{}", s - 1)
+        };
         let expr = match s % 3 {
             0 => format!("0.25 * ({prev}(i-1,j,k) + 2.0 * {prev}(i,j,k) + {prev}(i+1,j,k))"),
             1 => format!("0.25 * ({prev}(i,j-1,k) + 2.0 * {prev}(i,j,k) + {prev}(i,j+1,k))"),

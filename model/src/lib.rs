@@ -4,6 +4,10 @@
 //! Everything here is pure: no solver, no process, no I/O beyond parsing text the caller read.
 //! The data flow is `Program` → `Analysis` → (`evaluate` | `milp`), with `Machine` beside it.
 
+// Loops over dimensions `d` and stencils `i` index several parallel arrays at once, as the
+// formulas of milp.md do; iterator chains would hide that correspondence.
+#![allow(clippy::needless_range_loop)]
+
 pub mod analysis;
 pub mod cost;
 pub mod diagnostic;

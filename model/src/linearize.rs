@@ -86,7 +86,12 @@ pub fn gated(milp: &mut Milp, x: &LinExpr, flag: &LinExpr, x_max: f64, name: &st
     let v = milp.add_var(name, 0.0, x_max, false);
     let vv = LinExpr::var(v);
     milp.add_relation(format!("{name}_le_x"), &vv, Sense::Le, x);
-    milp.add_relation(format!("{name}_le_flag"), &vv, Sense::Le, &flag.scaled(x_max));
+    milp.add_relation(
+        format!("{name}_le_flag"),
+        &vv,
+        Sense::Le,
+        &flag.scaled(x_max),
+    );
     let rhs = x
         .clone()
         .plus(&LinExpr::constant(x_max), -1.0)
@@ -162,7 +167,12 @@ pub fn switched_max(
     }
     if let [(t, switch)] = terms {
         milp.add_relation(format!("{name}_le_term"), &ev, Sense::Le, t);
-        milp.add_relation(format!("{name}_le_switch"), &ev, Sense::Le, &switch.scaled(ub));
+        milp.add_relation(
+            format!("{name}_le_switch"),
+            &ev,
+            Sense::Le,
+            &switch.scaled(ub),
+        );
         return ev;
     }
     // One selector per term plus one for "no switch on".

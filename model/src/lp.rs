@@ -75,7 +75,12 @@ impl LinExpr {
     }
     /// Value under an assignment.
     pub fn eval(&self, values: &[f64]) -> f64 {
-        self.constant + self.terms.iter().map(|&(v, c)| c * values[v.0]).sum::<f64>()
+        self.constant
+            + self
+                .terms
+                .iter()
+                .map(|&(v, c)| c * values[v.0])
+                .sum::<f64>()
     }
     /// Merges repeated variables and drops zero coefficients.
     pub fn normalized(&self) -> LinExpr {
@@ -164,7 +169,13 @@ impl Milp {
     }
 
     /// Adds a variable; `name` must be unique.
-    pub fn add_var(&mut self, name: impl Into<String>, lower: f64, upper: f64, integer: bool) -> VarId {
+    pub fn add_var(
+        &mut self,
+        name: impl Into<String>,
+        lower: f64,
+        upper: f64,
+        integer: bool,
+    ) -> VarId {
         let id = VarId(self.vars.len());
         self.vars.push(Var {
             name: name.into(),
@@ -180,7 +191,13 @@ impl Milp {
     }
 
     /// Adds `expr (sense) rhs`; the expression's constant moves to the right-hand side.
-    pub fn add_constraint(&mut self, name: impl Into<String>, expr: &LinExpr, sense: Sense, rhs: f64) {
+    pub fn add_constraint(
+        &mut self,
+        name: impl Into<String>,
+        expr: &LinExpr,
+        sense: Sense,
+        rhs: f64,
+    ) {
         let e = expr.normalized();
         self.constraints.push(Constraint {
             name: name.into(),
@@ -191,7 +208,13 @@ impl Milp {
     }
 
     /// `lhs (sense) rhs` for two expressions.
-    pub fn add_relation(&mut self, name: impl Into<String>, lhs: &LinExpr, sense: Sense, rhs: &LinExpr) {
+    pub fn add_relation(
+        &mut self,
+        name: impl Into<String>,
+        lhs: &LinExpr,
+        sense: Sense,
+        rhs: &LinExpr,
+    ) {
         let e = lhs.clone().plus(rhs, -1.0);
         self.add_constraint(name, &e, sense, 0.0);
     }
@@ -204,7 +227,11 @@ impl Milp {
         MilpSize {
             variables: self.vars.len(),
             binaries: self.vars.iter().filter(|v| v.is_binary()).count(),
-            integers: self.vars.iter().filter(|v| v.integer && !v.is_binary()).count(),
+            integers: self
+                .vars
+                .iter()
+                .filter(|v| v.integer && !v.is_binary())
+                .count(),
             constraints: self.constraints.len(),
             nonzeros: self.constraints.iter().map(|c| c.terms.len()).sum(),
         }

@@ -180,7 +180,10 @@ impl Machine {
     /// Reads and validates a machine file.
     pub fn load(path: &Path) -> Result<Machine, FileError> {
         let text = std::fs::read_to_string(path).map_err(|e| {
-            FileError::single(path, Diagnostic::new("", format!("cannot read the file: {e}")))
+            FileError::single(
+                path,
+                Diagnostic::new("", format!("cannot read the file: {e}")),
+            )
         })?;
         Machine::from_yaml(&text).map_err(|d| FileError::new(path, d))
     }
@@ -202,12 +205,18 @@ impl Machine {
             errors.push(Diagnostic::new("cores", "cores must be at least 1"));
         }
         if self.cache_bytes == Some(0) {
-            errors.push(Diagnostic::new("cache_bytes", "cache_bytes must be at least 1"));
+            errors.push(Diagnostic::new(
+                "cache_bytes",
+                "cache_bytes must be at least 1",
+            ));
         }
         if !(self.cache_fraction > 0.0 && self.cache_fraction <= 1.0) {
             errors.push(Diagnostic::new(
                 "cache_fraction",
-                format!("cache_fraction must be in (0, 1], found {}", self.cache_fraction),
+                format!(
+                    "cache_fraction must be in (0, 1], found {}",
+                    self.cache_fraction
+                ),
             ));
         }
         if let Some(v) = self.value_bytes {
@@ -218,7 +227,10 @@ impl Machine {
                 ));
             }
         }
-        for (key, v) in [("slack.cores", self.slack.cores), ("slack.size", self.slack.size)] {
+        for (key, v) in [
+            ("slack.cores", self.slack.cores),
+            ("slack.size", self.slack.size),
+        ] {
             if !(0.0..1.0).contains(&v) {
                 errors.push(Diagnostic::new(
                     key,
@@ -227,7 +239,10 @@ impl Machine {
             }
         }
         if self.compiler.cxx.trim().is_empty() {
-            errors.push(Diagnostic::new("compiler.cxx", "the compiler command is empty"));
+            errors.push(Diagnostic::new(
+                "compiler.cxx",
+                "the compiler command is empty",
+            ));
         }
         if let Some(g) = &self.gpu {
             for (key, v) in [
@@ -284,7 +299,10 @@ impl Machine {
             });
         }
         if self.cores.is_none() {
-            errors.push(Diagnostic::new("cores", "missing: the model needs the number of threads"));
+            errors.push(Diagnostic::new(
+                "cores",
+                "missing: the model needs the number of threads",
+            ));
         }
         if self.cache_bytes.is_none() {
             errors.push(Diagnostic::new(
@@ -308,9 +326,18 @@ impl Machine {
                 / value_bytes as f64,
             slack: self.slack,
             params: self.params.unwrap_or(Params {
-                fast: PeelBody { peel: 0.0, body: 0.0 },
-                slow_base: PeelBody { peel: 0.0, body: 0.0 },
-                slow_stream: PeelBody { peel: 0.0, body: 0.0 },
+                fast: PeelBody {
+                    peel: 0.0,
+                    body: 0.0,
+                },
+                slow_base: PeelBody {
+                    peel: 0.0,
+                    body: 0.0,
+                },
+                slow_stream: PeelBody {
+                    peel: 0.0,
+                    body: 0.0,
+                },
             }),
         })
     }

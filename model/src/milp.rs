@@ -43,7 +43,10 @@ impl MilpOptions {
     pub fn tile_range(&self, domain: [usize; 3]) -> [(usize, usize); 3] {
         [0, 1, 2].map(|d| {
             let lo = self.tiles_min.map_or(1, |t| t[d]).clamp(1, domain[d]);
-            let hi = self.tiles_max.map_or(domain[d], |t| t[d]).clamp(1, domain[d]);
+            let hi = self
+                .tiles_max
+                .map_or(domain[d], |t| t[d])
+                .clamp(1, domain[d]);
             (lo, hi)
         })
     }
@@ -105,7 +108,11 @@ impl AbsintheMilp {
             m.vars[v.0].upper = x;
         };
         for (i, &c) in self.cuts.iter().enumerate() {
-            fix(&mut m, c, (config.groups[i + 1] != config.groups[i]) as u8 as f64);
+            fix(
+                &mut m,
+                c,
+                (config.groups[i + 1] != config.groups[i]) as u8 as f64,
+            );
         }
         for (i, &g) in config.groups.iter().enumerate() {
             let t = config.tiles[g];
@@ -145,7 +152,12 @@ impl Builder {
             return e.clone();
         }
         let prev = self.same(j, i - 1);
-        let s = and_not(&mut self.milp, &prev, self.cuts[i - 1], &format!("same_{j}_{i}"));
+        let s = and_not(
+            &mut self.milp,
+            &prev,
+            self.cuts[i - 1],
+            &format!("same_{j}_{i}"),
+        );
         self.same_memo.insert((j, i), s.clone());
         s
     }
@@ -176,9 +188,9 @@ impl Builder {
 
 /// For array `a` read by stencil `i`: the latest stencil before `i` that reads or writes `a`.
 fn previous_toucher(analysis: &Analysis, a: ArrayId, i: usize) -> Option<usize> {
-    (0..i).rev().find(|&j| {
-        analysis.stencils[j].array == a || analysis.stencils[j].bounds.contains_key(&a)
-    })
+    (0..i)
+        .rev()
+        .find(|&j| analysis.stencils[j].array == a || analysis.stencils[j].bounds.contains_key(&a))
 }
 
 /// For array `a` read by stencil `i`: the latest earlier stencil that reads it.
@@ -225,7 +237,8 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
         // g_{i+1} - g_i - cut_i = 0
         let mut e = LinExpr::var(group_index[i + 1]);
         e.add(group_index[i], -1.0).add(c, -1.0);
-        b.milp.add_constraint(format!("group_step_{i}"), &e, Sense::Eq, 0.0);
+        b.milp
+            .add_constraint(format!("group_step_{i}"), &e, Sense::Eq, 0.0);
     }
 
     // Tile counts as binary digits; equal within a group.
@@ -311,7 +324,9 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
                 let name = format!("e_{}{i}_{sname}", DIMS[d]);
                 let mut terms = Vec::new();
                 for &(r, reach) in &readers {
-                    let t = widths[r][d][side].clone().plus(&LinExpr::constant(reach), 1.0);
+                    let t = widths[r][d][side]
+                        .clone()
+                        .plus(&LinExpr::constant(reach), 1.0);
                     let same = b.same(i, r);
                     terms.push((t, same));
                 }
@@ -369,7 +384,9 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
             for d in 0..3 {
                 for side in 0..2 {
                     let reach = if side == 0 { -bd[d].0 } else { bd[d].1 }.max(0) as f64;
-                    let alpha = widths[i][d][side].clone().plus(&LinExpr::constant(reach), 1.0);
+                    let alpha = widths[i][d][side]
+                        .clone()
+                        .plus(&LinExpr::constant(reach), 1.0);
                     let alpha_ub = b.upper(&alpha);
                     let tag = format!("{}{i}_{}_{}", DIMS[d], ["m", "p"][side], a);
                     // V = same(prev, i) * U_prev, exactly.
@@ -406,12 +423,13 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
                     // lines >= alpha - V - ub * produced (the growth max(0, alpha - V), or the
                     // full access extent when V = 0; none when produced in the group).
                     let line = b.milp.add_var(format!("lines_{tag}"), 0.0, alpha_ub, false);
-                    let rhs = alpha
-                        .clone()
-                        .plus(&v, -1.0)
-                        .plus(&produced, -alpha_ub);
-                    b.milp
-                        .add_relation(format!("lines_{tag}_ge"), &LinExpr::var(line), Sense::Ge, &rhs);
+                    let rhs = alpha.clone().plus(&v, -1.0).plus(&produced, -alpha_ub);
+                    b.milp.add_relation(
+                        format!("lines_{tag}_ge"),
+                        &LinExpr::var(line),
+                        Sense::Ge,
+                        &rhs,
+                    );
                     lines[d].add(line, 1.0);
                 }
             }
@@ -426,9 +444,11 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
             let m = b.milp.add_var(format!("m_{i}"), 0.0, 1.0, false);
             let mv = LinExpr::var(m);
             for (k, f) in load_flags.iter().chain(std::iter::once(&store)).enumerate() {
-                b.milp.add_relation(format!("m_{i}_ge_{k}"), &mv, Sense::Ge, f);
+                b.milp
+                    .add_relation(format!("m_{i}_ge_{k}"), &mv, Sense::Ge, f);
             }
-            b.milp.add_relation(format!("m_{i}_le"), &mv, Sense::Le, &s_weight);
+            b.milp
+                .add_relation(format!("m_{i}_le"), &mv, Sense::Le, &s_weight);
             mv
         };
 
@@ -520,13 +540,21 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
                 slow_body.add_expr(&counts, us * p.body);
             }
         }
-        let peel = b.milp.add_var(format!("peel_{i}"), 0.0, f64::INFINITY, false);
-        let body = b.milp.add_var(format!("body_{i}"), 0.0, f64::INFINITY, false);
+        let peel = b
+            .milp
+            .add_var(format!("peel_{i}"), 0.0, f64::INFINITY, false);
+        let body = b
+            .milp
+            .add_var(format!("body_{i}"), 0.0, f64::INFINITY, false);
         let (pv, bv) = (LinExpr::var(peel), LinExpr::var(body));
-        b.milp.add_relation(format!("peel_{i}_fast"), &pv, Sense::Ge, &fast_peel);
-        b.milp.add_relation(format!("peel_{i}_slow"), &pv, Sense::Ge, &slow_peel);
-        b.milp.add_relation(format!("body_{i}_fast"), &bv, Sense::Ge, &fast_body);
-        b.milp.add_relation(format!("body_{i}_slow"), &bv, Sense::Ge, &slow_body);
+        b.milp
+            .add_relation(format!("peel_{i}_fast"), &pv, Sense::Ge, &fast_peel);
+        b.milp
+            .add_relation(format!("peel_{i}_slow"), &pv, Sense::Ge, &slow_peel);
+        b.milp
+            .add_relation(format!("body_{i}_fast"), &bv, Sense::Ge, &fast_body);
+        b.milp
+            .add_relation(format!("body_{i}_slow"), &bv, Sense::Ge, &slow_body);
         objective.add(peel, 1.0).add(body, 1.0);
 
         // Tile total N = n^x (n^y n^z), exactly.
@@ -572,18 +600,10 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
                 .add_var(format!("size_{}{i}", DIMS[d]), t_lo, t_hi, true);
             let nt = b.times_tiles(i, d, &LinExpr::var(t), t_hi, "nt");
             let max_cover = (dom_f[d] * (1.0 + 1e-9) / (1.0 - machine.slack.size)).floor();
-            b.milp.add_constraint(
-                format!("even_{}{i}_lo", DIMS[d]),
-                &nt,
-                Sense::Ge,
-                dom_f[d],
-            );
-            b.milp.add_constraint(
-                format!("even_{}{i}_hi", DIMS[d]),
-                &nt,
-                Sense::Le,
-                max_cover,
-            );
+            b.milp
+                .add_constraint(format!("even_{}{i}_lo", DIMS[d]), &nt, Sense::Ge, dom_f[d]);
+            b.milp
+                .add_constraint(format!("even_{}{i}_hi", DIMS[d]), &nt, Sense::Le, max_cover);
         }
 
         // Cache: arrays touched from the group's start to i, times cells per tile.

@@ -162,7 +162,10 @@ impl Program {
     /// Reads and validates a program file.
     pub fn load(path: &Path) -> Result<Program, FileError> {
         let text = std::fs::read_to_string(path).map_err(|e| {
-            FileError::single(path, Diagnostic::new("", format!("cannot read the file: {e}")))
+            FileError::single(
+                path,
+                Diagnostic::new("", format!("cannot read the file: {e}")),
+            )
         })?;
         Program::from_yaml(&text).map_err(|d| FileError::new(path, d))
     }
@@ -214,7 +217,10 @@ impl Program {
             ));
         }
         if file.stencils.is_empty() {
-            errors.push(Diagnostic::new("stencils", "a program needs at least one stencil"));
+            errors.push(Diagnostic::new(
+                "stencils",
+                "a program needs at least one stencil",
+            ));
         }
 
         let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
@@ -258,7 +264,10 @@ impl Program {
                     ));
                 }
                 if !let_names.insert(name.clone()) {
-                    errors.push(Diagnostic::new(path.clone(), format!("duplicate local `{name}`")));
+                    errors.push(Diagnostic::new(
+                        path.clone(),
+                        format!("duplicate local `{name}`"),
+                    ));
                 }
                 match parse_expr_spanned(src) {
                     Ok((expr, spans)) => {
@@ -293,9 +302,11 @@ impl Program {
         let mut arrays: HashSet<String> = HashSet::new();
         for s in &stencils {
             arrays.insert(s.name.clone());
-            let mut collect = |e: &Expr| e.visit_accesses(&mut |a, _| {
-                arrays.insert(a.to_string());
-            });
+            let mut collect = |e: &Expr| {
+                e.visit_accesses(&mut |a, _| {
+                    arrays.insert(a.to_string());
+                })
+            };
             collect(&s.expr);
             s.lets.iter().for_each(|l| collect(&l.expr));
         }
@@ -334,7 +345,10 @@ impl Program {
             }
         }
         if file.outputs.is_empty() {
-            errors.push(Diagnostic::new("outputs", "a program needs at least one output"));
+            errors.push(Diagnostic::new(
+                "outputs",
+                "a program needs at least one output",
+            ));
         }
 
         let constraints = file.constraints.unwrap_or_default();

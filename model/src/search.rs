@@ -126,7 +126,10 @@ pub fn explain_infeasible(
             ));
         }
     }
-    let max_tiles: u64 = counts.iter().map(|c| *c.iter().max().unwrap_or(&1) as u64).product();
+    let max_tiles: u64 = counts
+        .iter()
+        .map(|c| *c.iter().max().unwrap_or(&1) as u64)
+        .product();
     if max_tiles < machine.threads as u64 {
         return Some(format!(
             "parallelism: at most {max_tiles} tiles are possible (tile counts up to {}x{}x{}), fewer than the {} threads",
@@ -146,7 +149,10 @@ pub fn explain_infeasible(
         if best_group_tiling(analysis, machine, r.clone(), &counts).is_some() {
             continue;
         }
-        let names: Vec<&str> = r.clone().map(|s| analysis.stencils[s].name.as_str()).collect();
+        let names: Vec<&str> = r
+            .clone()
+            .map(|s| analysis.stencils[s].name.as_str())
+            .collect();
         let mut touched = std::collections::BTreeSet::new();
         for s in r.clone() {
             touched.extend(analysis.touched(s));

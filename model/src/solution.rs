@@ -111,7 +111,11 @@ impl Solution {
                         fast_body: c.fast_body,
                         slow_peel: c.slow_peel,
                         slow_body: c.slow_body,
-                        loads: c.loads.iter().map(|&a| analysis.arrays[a].name.clone()).collect(),
+                        loads: c
+                            .loads
+                            .iter()
+                            .map(|&a| analysis.arrays[a].name.clone())
+                            .collect(),
                         store: c.store,
                     },
                 )
@@ -130,7 +134,10 @@ impl Solution {
 
     pub fn load(path: &Path) -> Result<Solution, FileError> {
         let text = std::fs::read_to_string(path).map_err(|e| {
-            FileError::single(path, Diagnostic::new("", format!("cannot read the file: {e}")))
+            FileError::single(
+                path,
+                Diagnostic::new("", format!("cannot read the file: {e}")),
+            )
         })?;
         // JSON is YAML, so one parser reads both.
         yaml::from_str(&text).map_err(|d| FileError::single(path, d))
@@ -146,7 +153,10 @@ impl Solution {
         let mut next = 0usize;
         for (g, group) in self.groups.iter().enumerate() {
             if group.stencils.is_empty() {
-                errors.push(Diagnostic::new(format!("groups[{g}].stencils"), "a group needs at least one stencil"));
+                errors.push(Diagnostic::new(
+                    format!("groups[{g}].stencils"),
+                    "a group needs at least one stencil",
+                ));
             }
             for (k, name) in group.stencils.iter().enumerate() {
                 let path = format!("groups[{g}].stencils[{k}]");
@@ -170,14 +180,20 @@ impl Solution {
                 if t < 1 || t > analysis.domain[d] {
                     errors.push(Diagnostic::new(
                         format!("groups[{g}].tiles[{d}]"),
-                        format!("tile count along {} must be between 1 and {}, found {t}", DIMS[d], analysis.domain[d]),
+                        format!(
+                            "tile count along {} must be between 1 and {}, found {t}",
+                            DIMS[d], analysis.domain[d]
+                        ),
                     ));
                 } else if let Some(size) = group.tile_size {
                     let expected = analysis.domain[d].div_ceil(t);
                     if size[d] != expected {
                         errors.push(Diagnostic::new(
                             format!("groups[{g}].tile_size[{d}]"),
-                            format!("{} tiles along {} of a domain of {} have size {expected}, not {}", t, DIMS[d], analysis.domain[d], size[d]),
+                            format!(
+                                "{} tiles along {} of a domain of {} have size {expected}, not {}",
+                                t, DIMS[d], analysis.domain[d], size[d]
+                            ),
                         ));
                     }
                 }

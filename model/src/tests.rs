@@ -15,9 +15,15 @@ fn analyse(text: &str) -> Analysis {
 
 fn errors(text: &str) -> Vec<String> {
     match Program::from_yaml(text) {
-        Err(d) => d.iter().map(|d| format!("{}: {}", d.path, d.message)).collect(),
+        Err(d) => d
+            .iter()
+            .map(|d| format!("{}: {}", d.path, d.message))
+            .collect(),
         Ok(p) => match Analysis::new(&p) {
-            Err(d) => d.iter().map(|d| format!("{}: {}", d.path, d.message)).collect(),
+            Err(d) => d
+                .iter()
+                .map(|d| format!("{}: {}", d.path, d.message))
+                .collect(),
             Ok(_) => vec![],
         },
     }
@@ -81,7 +87,9 @@ fn hdiff_analysis_by_hand() {
 #[test]
 fn bad_programs_are_rejected_with_precise_messages() {
     let base = |stencils: &str, outputs: &str, halo: &str| {
-        format!("name: t\ndomain: [8, 8, 8]\nhalo: {halo}\noutputs: [{outputs}]\nstencils:\n{stencils}")
+        format!(
+            "name: t\ndomain: [8, 8, 8]\nhalo: {halo}\noutputs: [{outputs}]\nstencils:\n{stencils}"
+        )
     };
     let cases: Vec<(String, &str)> = vec![
         (
@@ -210,8 +218,8 @@ fn example2_evaluate_fused_by_hand() {
     assert_eq!(s[0].counts.slow_base.body, 245760 + 15360 * 2); // 276480
     assert_eq!(s[0].counts.slow_stream.peel, 3840 + 240 * 2); // 4320
     assert_eq!(s[0].counts.slow_stream.body, 245760 + 3840 + 15360 * 2); // 280320
-    // s0: peel = max(12960 * 3e-10, 4320e-10 + 4320e-9) = 4.752e-6,
-    //     body = max(829440 * 2e-11, 276480e-11 + 280320e-10) = 3.07968e-5.
+                                                                         // s0: peel = max(12960 * 3e-10, 4320e-10 + 4320e-9) = 4.752e-6,
+                                                                         //     body = max(829440 * 2e-11, 276480e-11 + 280320e-10) = 3.07968e-5.
     assert!(close(s[0].peel, 4.752e-6));
     assert!(close(s[0].body, 3.07968e-5));
     // s1: peel = max(15360 * 3e-10, 3840e-10 + 7680e-9) = 8.064e-6,
@@ -267,14 +275,37 @@ fn infeasibility_reasons() {
         .infeasible
     };
     // 3 tiles for 4 threads.
-    assert!(matches!(one([1, 1, 3]), Some(Infeasibility::TooFewTiles { .. })));
+    assert!(matches!(
+        one([1, 1, 3]),
+        Some(Infeasibility::TooFewTiles { .. })
+    ));
     // 5 tiles: k = 2, 0.95 * 4 * 2 = 7.6 > 5.
-    assert!(matches!(one([1, 1, 5]), Some(Infeasibility::ParallelEfficiency { .. })));
+    assert!(matches!(
+        one([1, 1, 5]),
+        Some(Infeasibility::ParallelEfficiency { .. })
+    ));
     // 7 tiles of ceil(60/7) = 9 along k cover 63 > 60 / 0.98.
-    assert!(matches!(one([1, 4, 7]), Some(Infeasibility::UnevenTiles { dim: 2, .. })));
+    assert!(matches!(
+        one([1, 4, 7]),
+        Some(Infeasibility::UnevenTiles { dim: 2, .. })
+    ));
     // 4 tiles: 61440 cells x 2 arrays of s0 > 65536 values.
-    assert!(matches!(one([1, 2, 2]), Some(Infeasibility::Cache { stencil: 0, arrays: 2, .. })));
+    assert!(matches!(
+        one([1, 2, 2]),
+        Some(Infeasibility::Cache {
+            stencil: 0,
+            arrays: 2,
+            ..
+        })
+    ));
     // 8 tiles: 30720 cells x 2 arrays fit, x 4 arrays (with s1) do not.
-    assert!(matches!(one([1, 2, 4]), Some(Infeasibility::Cache { stencil: 1, arrays: 4, .. })));
+    assert!(matches!(
+        one([1, 2, 4]),
+        Some(Infeasibility::Cache {
+            stencil: 1,
+            arrays: 4,
+            ..
+        })
+    ));
     assert_eq!(one([1, 4, 4]), None);
 }

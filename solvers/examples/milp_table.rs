@@ -22,7 +22,9 @@ fn main() {
             .and_then(|p| args.get(p + 1))
             .cloned()
     };
-    let time_limit: f64 = flag("--time-limit").and_then(|s| s.parse().ok()).unwrap_or(60.0);
+    let time_limit: f64 = flag("--time-limit")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60.0);
     let chains: Vec<usize> = flag("--chains")
         .unwrap_or_else(|| "8,16,32,64".into())
         .split(',')
@@ -30,7 +32,12 @@ fn main() {
         .collect();
     let solvers: Vec<String> = flag("--solvers")
         .map(|s| s.split(',').map(str::to_string).collect())
-        .unwrap_or_else(|| absinthe_solvers::available().iter().map(|s| s.to_string()).collect());
+        .unwrap_or_else(|| {
+            absinthe_solvers::available()
+                .iter()
+                .map(|s| s.to_string())
+                .collect()
+        });
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let machine = Machine::load(&root.join("machines/default.yaml"))
         .expect("machine")
@@ -39,14 +46,17 @@ fn main() {
 
     let mut programs: Vec<(String, String)> = Vec::new();
     for p in ["example2", "hdiff", "heat4", "j3d7pt"] {
-        let text = std::fs::read_to_string(root.join(format!("configs/{p}.yaml"))).expect("program");
+        let text =
+            std::fs::read_to_string(root.join(format!("configs/{p}.yaml"))).expect("program");
         programs.push((p.to_string(), text));
     }
     for n in chains {
         programs.push((format!("chain{n}"), chain(n, [64, 64, 32])));
     }
 
-    println!("time limit {time_limit} s per solve, relative gap 1e-4, machine machines/default.yaml");
+    println!(
+        "time limit {time_limit} s per solve, relative gap 1e-4, machine machines/default.yaml"
+    );
     println!();
     println!("| program | stencils | variables | binaries | integers | constraints | build s | solver | status | gap | solve s | estimate s |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
@@ -63,15 +73,16 @@ fn main() {
                 time_limit: Some(time_limit),
                 ..SolveOptions::default()
             };
-            let (status, gap, secs, est) = match optimize(&analysis, &machine, &options, solver.as_ref(), &so) {
-                Ok(o) => (
-                    o.solution.status.to_string(),
-                    format!("{:.2e}", o.solution.gap),
-                    format!("{:.2}", o.solution.seconds),
-                    format!("{:.4e}", o.cost.total),
-                ),
-                Err(e) => (format!("error: {e}"), "-".into(), "-".into(), "-".into()),
-            };
+            let (status, gap, secs, est) =
+                match optimize(&analysis, &machine, &options, solver.as_ref(), &so) {
+                    Ok(o) => (
+                        o.solution.status.to_string(),
+                        format!("{:.2e}", o.solution.gap),
+                        format!("{:.2}", o.solution.seconds),
+                        format!("{:.4e}", o.cost.total),
+                    ),
+                    Err(e) => (format!("error: {e}"), "-".into(), "-".into(), "-".into()),
+                };
             println!(
                 "| {name} | {} | {} | {} | {} | {} | {build:.3} | {s} | {status} | {gap} | {secs} | {est} |",
                 analysis.stencils.len(),

@@ -68,9 +68,11 @@ impl Solver for Highs {
         // Expert knob: extra HiGHS options as `name=value,name=value`.
         if let Ok(extra) = std::env::var("ABSINTHE_HIGHS_OPTIONS") {
             for pair in extra.split(',').filter(|p| !p.trim().is_empty()) {
-                let (name, value) = pair
-                    .split_once('=')
-                    .ok_or_else(|| backend(format!("ABSINTHE_HIGHS_OPTIONS: `{pair}` is not name=value")))?;
+                let (name, value) = pair.split_once('=').ok_or_else(|| {
+                    backend(format!(
+                        "ABSINTHE_HIGHS_OPTIONS: `{pair}` is not name=value"
+                    ))
+                })?;
                 let value = if let Ok(i) = value.parse::<i32>() {
                     OptionValue::Int(i)
                 } else if let Ok(f) = value.parse::<f64>() {
@@ -78,7 +80,9 @@ impl Solver for Highs {
                 } else if let Ok(b) = value.parse::<bool>() {
                     OptionValue::Bool(b)
                 } else {
-                    return Err(backend(format!("ABSINTHE_HIGHS_OPTIONS: `{value}` is not a number or bool")));
+                    return Err(backend(format!(
+                        "ABSINTHE_HIGHS_OPTIONS: `{value}` is not a number or bool"
+                    )));
                 };
                 set(name.trim(), value)?;
             }

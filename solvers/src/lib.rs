@@ -48,13 +48,13 @@ pub mod write;
 #[cfg(feature = "z3")]
 pub mod z3;
 
+#[cfg(feature = "z3")]
+pub use self::z3::Z3;
 #[cfg(feature = "cbc")]
 pub use cbc::Cbc;
 #[cfg(feature = "highs")]
 pub use highs::Highs;
 pub use write::{write_lp, write_mps};
-#[cfg(feature = "z3")]
-pub use self::z3::Z3;
 
 /// Settings every backend receives.
 #[derive(Clone, Debug, PartialEq)]

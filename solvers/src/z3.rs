@@ -53,10 +53,7 @@ impl Solver for Z3 {
         // keep searching from it (linear search) until unsat or the time limit.
         let mut proven = false;
         if outcome.status == SmtStatus::Sat {
-            loop {
-                let Some(incumbent) = outcome.objective.clone() else {
-                    break;
-                };
+            while let Some(incumbent) = outcome.objective.clone() {
                 let remaining = options
                     .time_limit
                     .map(|t| t - started.elapsed().as_secs_f64());
