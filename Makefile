@@ -15,7 +15,9 @@ build: setup
 
 demo: build
 	./target/release/absinthe check $(DEMO_PROGRAM)
-	./target/release/absinthe solve $(DEMO_PROGRAM) --machine $(DEMO_MACHINE)
+	./target/release/absinthe solve $(DEMO_PROGRAM) --machine $(DEMO_MACHINE) -o build/demo/solution.yaml
+	./target/release/absinthe codegen $(DEMO_PROGRAM) --machine $(DEMO_MACHINE) --solution build/demo/solution.yaml --target openmp --harness -o build/demo
+	./target/release/absinthe bench $(DEMO_PROGRAM) --machine $(DEMO_MACHINE) --variants naive,unfused,opt --runs 16
 
 test: setup
 	$(CARGO) test --workspace

@@ -42,6 +42,12 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Like other Unix filters, end quietly when the reader of standard output goes away
+    // (`absinthe check x.yaml | head`) instead of failing on a broken pipe.
+    // SAFETY: resetting a signal disposition to its default at start-up, before any thread.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check(args) => check::run(args),

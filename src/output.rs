@@ -42,6 +42,7 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
         .file_name()
         .with_context(|| format!("{} is not a file path", path.display()))?
         .to_string_lossy();
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let tmp = dir.join(format!(".{}.tmp{}", file_name, std::process::id()));
     let result = (|| -> anyhow::Result<()> {
         let mut f = std::fs::File::create(&tmp)

@@ -335,11 +335,6 @@ pub fn print_table(solved: &Solved) {
         .enumerate()
         .map(|(i, c)| {
             let (peel, body) = c.dominant();
-            let ext = (0..3)
-                .map(|d| format!("{}{}", c.widths[d][0], c.widths[d][1]))
-                .collect::<Vec<_>>()
-                .join(" ");
-            let _ = ext;
             vec![
                 solved.analysis.stencils[i].name.clone(),
                 solved.optimum.config.groups[i].to_string(),

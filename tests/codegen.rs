@@ -53,23 +53,8 @@ fn random_configuration(rng: &mut Rng, stencils: usize, domain: [usize; 3]) -> C
     Configuration { groups, tiles }
 }
 
-/// A random program (a float program for about a third of the seeds) and its analysis.
 fn random_case(seed: u64) -> (Program, Analysis) {
-    let shape = RandomShape {
-        min_stencils: 1,
-        max_stencils: 5,
-        min_domain: 1,
-        max_domain: 12,
-        max_offset: 2,
-        rich_expressions: true,
-    };
-    let mut text = random_program(seed, &shape);
-    if seed.is_multiple_of(3) {
-        text = text.replacen("\ndomain:", "\ntype: float\ndomain:", 1);
-    }
-    let program = Program::from_yaml(&text).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
-    let analysis = Analysis::new(&program).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
-    (program, analysis)
+    crate::common::random_codegen_case(seed)
 }
 
 fn schedules(seeds: std::ops::Range<u64>, configs_per_program: usize) -> Vec<(String, Schedule)> {

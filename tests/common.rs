@@ -70,3 +70,29 @@ pub fn random_machine(rng: &mut Rng, cells: usize) -> ModelMachine {
     let m = Machine::from_yaml(&text).unwrap_or_else(|e| panic!("{e:?}"));
     m.model_view(8).unwrap()
 }
+
+/// A random program for the code-generation property tests (rich expressions, 1-5 stencils,
+/// offsets up to 2, domains up to 12; a float program for about a third of the seeds) and its
+/// analysis.
+pub fn random_codegen_case(
+    seed: u64,
+) -> (
+    absinthe_model::program::Program,
+    absinthe_model::analysis::Analysis,
+) {
+    let shape = absinthe_model::generate::RandomShape {
+        min_stencils: 1,
+        max_stencils: 5,
+        min_domain: 1,
+        max_domain: 12,
+        max_offset: 2,
+        rich_expressions: true,
+    };
+    let mut text = absinthe_model::generate::random_program(seed, &shape);
+    if seed.is_multiple_of(3) {
+        text = text.replacen("\ndomain:", "\ntype: float\ndomain:", 1);
+    }
+    let program = Program::from_yaml(&text).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+    let analysis = Analysis::new(&program).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+    (program, analysis)
+}

@@ -34,23 +34,8 @@ fn h100() -> Machine {
     Machine::load(&root().join("machines/h100.yaml")).unwrap()
 }
 
-/// A random program (a float program for about a third of the seeds) and its analysis.
 fn random_case(seed: u64) -> (Program, Analysis) {
-    let shape = RandomShape {
-        min_stencils: 1,
-        max_stencils: 5,
-        min_domain: 1,
-        max_domain: 12,
-        max_offset: 2,
-        rich_expressions: true,
-    };
-    let mut text = random_program(seed, &shape);
-    if seed.is_multiple_of(3) {
-        text = text.replacen("\ndomain:", "\ntype: float\ndomain:", 1);
-    }
-    let program = Program::from_yaml(&text).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
-    let analysis = Analysis::new(&program).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
-    (program, analysis)
+    crate::common::random_codegen_case(seed)
 }
 
 /// Random contiguous groups and tile counts (1, D, a non-divisor, anything).

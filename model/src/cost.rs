@@ -460,6 +460,31 @@ pub fn group_infeasibility(
     range: Range<usize>,
     tiles: [usize; 3],
 ) -> Option<Infeasibility> {
+    let slack_tests = SlackTests {
+        even_tiles,
+        parallel_ok,
+    };
+    group_infeasibility_with(analysis, machine, group, range, tiles, slack_tests)
+}
+
+/// The two slack comparisons, in f64 here and in exact rationals in `exact`.
+#[derive(Clone, Copy)]
+pub struct SlackTests {
+    pub even_tiles: fn(usize, usize, f64) -> bool,
+    pub parallel_ok: fn(u64, usize, f64) -> bool,
+}
+
+/// [`group_infeasibility`] with the slack comparisons given (the cache test is in integers and
+/// exact either way).
+pub fn group_infeasibility_with(
+    analysis: &Analysis,
+    machine: &ModelMachine,
+    group: usize,
+    range: Range<usize>,
+    tiles: [usize; 3],
+    tests: SlackTests,
+) -> Option<Infeasibility> {
+    let (even_tiles, parallel_ok) = (tests.even_tiles, tests.parallel_ok);
     let dom = analysis.domain;
     for d in 0..3 {
         if !even_tiles(dom[d], tiles[d], machine.slack.size) {

@@ -204,51 +204,11 @@ pub fn group_infeasibility(
     range: std::ops::Range<usize>,
     tiles: [usize; 3],
 ) -> Option<Infeasibility> {
-    let dom = analysis.domain;
-    for d in 0..3 {
-        if !even_tiles(dom[d], tiles[d], machine.slack.size) {
-            return Some(Infeasibility::UnevenTiles {
-                group,
-                dim: d,
-                count: tiles[d],
-                size: dom[d].div_ceil(tiles[d]),
-                domain: dom[d],
-                slack: machine.slack.size,
-            });
-        }
-    }
-    let total = tiles.iter().map(|&t| t as u64).product::<u64>();
-    if total < machine.threads as u64 {
-        return Some(Infeasibility::TooFewTiles {
-            group,
-            tiles: total,
-            threads: machine.threads,
-        });
-    }
-    if !parallel_ok(total, machine.threads, machine.slack.cores) {
-        return Some(Infeasibility::ParallelEfficiency {
-            group,
-            tiles: total,
-            threads: machine.threads,
-            slack: machine.slack.cores,
-        });
-    }
-    let capacity = crate::cost::cache_capacity(machine);
-    let cells = dom.iter().map(|&d| d as u128).product::<u128>();
-    let mut touched = std::collections::BTreeSet::new();
-    for i in range {
-        touched.extend(analysis.touched(i));
-        if touched.len() as u128 * cells > capacity as u128 * total as u128 {
-            return Some(Infeasibility::Cache {
-                group,
-                stencil: i,
-                arrays: touched.len(),
-                tile_values: cells as f64 / total as f64,
-                capacity,
-            });
-        }
-    }
-    None
+    let tests = crate::cost::SlackTests {
+        even_tiles,
+        parallel_ok,
+    };
+    crate::cost::group_infeasibility_with(analysis, machine, group, range, tiles, tests)
 }
 
 /// `|a - b| <= tol * max(|a|, |b|)`, exactly.

@@ -74,6 +74,56 @@ pub fn digits_product(
     out
 }
 
+/// Adds the four McCormick rows of `p = n * y` over the box `[n_lo, n_hi] x [y_lo, y_max]`,
+/// where `n = Σ_k 2^k bits_k`. They hold at every point of the box, so the feasible set is
+/// unchanged, and they tighten the LP relaxation, where fractional digits otherwise let a
+/// binary-digit product fall far below `n * y`. With integer bounds (as the MILP has) every
+/// coefficient is an integer, so the rows are exact in any reading.
+pub fn mccormick(
+    milp: &mut Milp,
+    bits: &[VarId],
+    (n_lo, n_hi): (f64, f64),
+    y: &LinExpr,
+    (y_lo, y_max): (f64, f64),
+    p: &LinExpr,
+    name: &str,
+) {
+    let y = y.normalized();
+    if y.terms.is_empty() || y_max <= 0.0 {
+        return;
+    }
+    let mut n = LinExpr::new();
+    for (k, &b) in bits.iter().enumerate() {
+        n.add(b, (1u64 << k) as f64);
+    }
+    let corners = [
+        (n_lo, y_lo, Sense::Ge),
+        (n_hi, y_max, Sense::Ge),
+        (n_hi, y_lo, Sense::Le),
+        (n_lo, y_max, Sense::Le),
+    ];
+    for (k, (a, c, sense)) in corners.into_iter().enumerate() {
+        // p (>= | <=) a y + c n - a c, from the sign of (n - a)(y - c) at the box's corners.
+        let rhs = y
+            .scaled(a)
+            .plus(&n, c)
+            .plus(&LinExpr::constant(a * c), -1.0);
+        milp.add_relation(format!("{name}_mc{k}"), p, sense, &rhs);
+    }
+}
+
+/// Smallest value `e` can take given its variables' bounds.
+pub fn lower_bound(milp: &Milp, e: &LinExpr) -> f64 {
+    e.constant
+        + e.terms
+            .iter()
+            .map(|&(v, c)| {
+                let var = &milp.vars[v.0];
+                (c * var.lower).min(c * var.upper)
+            })
+            .sum::<f64>()
+}
+
 /// `flag * x` for a 0/1 expression `flag` and `0 <= x <= x_max`, exactly (four rows).
 pub fn gated(milp: &mut Milp, x: &LinExpr, flag: &LinExpr, x_max: f64, name: &str) -> LinExpr {
     let flag = flag.normalized();

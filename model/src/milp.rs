@@ -17,8 +17,8 @@ use std::collections::HashMap;
 use crate::analysis::{Analysis, ArrayId, ArrayKind};
 use crate::cost::{cache_capacity, Configuration};
 use crate::linearize::{
-    and_not, gated, gated_lower, recorded_max, recorded_product, switched_max, upper_bound,
-    Linearization,
+    and_not, gated, gated_lower, lower_bound, mccormick, recorded_max, recorded_product,
+    switched_max, upper_bound, Linearization,
 };
 use crate::lp::{LinExpr, Milp, Sense, VarId};
 use crate::machine::ModelMachine;
@@ -133,6 +133,7 @@ struct Builder {
     same_memo: HashMap<(usize, usize), LinExpr>,
     bits: Vec<[Vec<VarId>; 3]>,
     linearizations: Vec<Linearization>,
+    tile_range: [(usize, usize); 3],
 }
 
 impl Builder {
@@ -170,6 +171,18 @@ impl Builder {
         if !record.vars().is_empty() {
             self.linearizations.push(record);
         }
+        // The digit rows define the product; the McCormick rows only tighten the relaxation.
+        let (lo, hi) = self.tile_range[d];
+        let y_lo = lower_bound(&self.milp, y).max(0.0);
+        mccormick(
+            &mut self.milp,
+            &bits,
+            (lo as f64, hi as f64),
+            y,
+            (y_lo, y_max),
+            &output,
+            &name,
+        );
         output
     }
 
@@ -215,6 +228,7 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
         same_memo: HashMap::new(),
         bits: Vec::new(),
         linearizations: Vec::new(),
+        tile_range,
     };
 
     // Group indices and cuts.
