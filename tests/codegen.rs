@@ -9,7 +9,7 @@ use absinthe_codegen::render::{BundleCase, HarnessOptions, Renderer};
 use absinthe_codegen::{lower, Schedule};
 use absinthe_model::analysis::Analysis;
 use absinthe_model::cost::{evaluate, Configuration};
-use absinthe_model::generate::{random_program, RandomShape, Rng};
+use absinthe_model::generate::Rng;
 use absinthe_model::machine::{Machine, ModelMachine};
 use absinthe_model::program::Program;
 
