@@ -17,11 +17,18 @@ use clap::{Parser, Subcommand};
 
 /// absinthe tunes stencil programs for the machine they run on: it chooses which stencils to
 /// fuse and how to tile them by solving one mixed-integer linear program built from a learned
-/// performance model, and emits tiled OpenMP C++ for that choice.
+/// performance model, and emits tiled OpenMP C++ or CUDA for that choice.
 ///
 /// Typical session:
+///   absinthe learn --machine machines/mybox.yaml          # once per machine
 ///   absinthe check configs/hdiff.yaml
-///   absinthe solve configs/hdiff.yaml --machine machines/default.yaml
+///   absinthe solve configs/hdiff.yaml --machine machines/mybox.yaml -o hdiff.solution.yaml
+///   absinthe verify configs/hdiff.yaml --machine machines/mybox.yaml --solution hdiff.solution.yaml
+///   absinthe codegen configs/hdiff.yaml --machine machines/mybox.yaml --solution hdiff.solution.yaml --harness -o out/
+///   absinthe bench configs/hdiff.yaml --machine machines/mybox.yaml --variants naive,unfused,opt
+///
+/// Without --machine, commands use machines/default.yaml (hand-made for the 2-core development
+/// machine); machines/xeon-sapphire-rapids-2core.yaml is the learned one.
 #[derive(Parser)]
 #[command(name = "absinthe", version, about, long_about, verbatim_doc_comment)]
 struct Cli {

@@ -212,7 +212,7 @@ fn schedule_store_boxes_partition_the_reference_box() {
 }
 
 #[test]
-fn codegen_writes_kernel_and_harness_and_rejects_cuda() {
+fn codegen_writes_kernel_and_harness_for_both_targets() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("gen");
     let o = absinthe(&[

@@ -22,6 +22,7 @@ use ::z3::{Config, Context, Model, Optimize, SatResult};
 use absinthe_model::exact::{decimal, to_f64, Rational};
 use absinthe_model::lp::Milp;
 use absinthe_model::smt::{self, parse_value, Smt, Sort, OBJECTIVE};
+use num_traits::Signed;
 
 use crate::{relative_gap, MilpSolution, SolveOptions, Solver, SolverError, Status};
 
@@ -60,16 +61,22 @@ impl Solver for Z3 {
                 if remaining.is_some_and(|r| r <= 0.05) {
                     break;
                 }
-                let factor = decimal(1.0 - options.relative_gap);
+                // incumbent - |incumbent| x gap: below the incumbent for either sign.
+                let threshold = &incumbent - incumbent.abs() * decimal(options.relative_gap);
                 let mut below = encoded.clone();
-                below.objective_below(&(incumbent * factor));
+                below.objective_below(&threshold);
                 let check_outcome = check(&below, remaining)?;
                 match check_outcome.status {
                     SmtStatus::Unsat => {
                         proven = true;
                         break;
                     }
-                    SmtStatus::Sat if check_outcome.objective.is_some() => {
+                    SmtStatus::Sat
+                        if check_outcome
+                            .objective
+                            .as_ref()
+                            .is_some_and(|o| *o < incumbent) =>
+                    {
                         outcome.values = check_outcome.values;
                         outcome.objective = check_outcome.objective;
                     }
@@ -89,7 +96,7 @@ impl Solver for Z3 {
         let objective = outcome.objective.as_ref().map(to_f64);
         let (status, objective, best_bound) = match (&outcome.status, objective) {
             (SmtStatus::Unsat, _) => (Status::Infeasible, f64::INFINITY, f64::INFINITY),
-            (_, Some(o)) if proven => (Status::Optimal, o, o * (1.0 - options.relative_gap)),
+            (_, Some(o)) if proven => (Status::Optimal, o, o - o.abs() * options.relative_gap),
             (_, Some(o)) if !values.is_empty() => (Status::TimeLimit, o, f64::NEG_INFINITY),
             _ => (Status::NoSolution, f64::INFINITY, f64::NEG_INFINITY),
         };
