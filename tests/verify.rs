@@ -109,12 +109,7 @@ fn verify_rejects_infeasible_tiles() {
 #[test]
 fn verify_rejects_a_suboptimal_grouping_and_shows_the_better_one() {
     let dir = tempfile::tempdir().unwrap();
-    let program = temp_file(dir.path(), "tiny.yaml", TINY);
-    let machine = temp_file(dir.path(), "m.yaml", TINY_MACHINE);
-    let (p, m) = (
-        program.to_string_lossy().into_owned(),
-        machine.to_string_lossy().into_owned(),
-    );
+    let (p, m) = tiny_files(dir.path());
     // The optimum fuses both stencils (see compare_agrees_across_backends); force them apart.
     let o = absinthe(&[
         "solve",
@@ -199,6 +194,16 @@ const TINY: &str = "name: tiny\ndomain: [8, 6, 4]\nhalo: [1, 1, 0]\noutputs: [b]
 
 const TINY_MACHINE: &str = "name: tiny\ncores: 4\ncache_bytes: 1536\ncache_fraction: 1.0\nvalue_bytes: 8\nparams:\n  fast: {peel: 2.0e-9, body: 1.0e-9}\n  slow_base: {peel: 3.0e-8, body: 5.0e-10}\n  slow_stream: {peel: 1.0e-8, body: 2.0e-9}\n";
 
+/// TINY and TINY_MACHINE written to `dir`: (program path, machine path).
+fn tiny_files(dir: &std::path::Path) -> (String, String) {
+    let program = temp_file(dir, "tiny.yaml", TINY);
+    let machine = temp_file(dir, "m.yaml", TINY_MACHINE);
+    (
+        program.to_string_lossy().into_owned(),
+        machine.to_string_lossy().into_owned(),
+    )
+}
+
 fn tiny_machine() -> absinthe_model::machine::ModelMachine {
     absinthe_model::machine::Machine::from_yaml(TINY_MACHINE)
         .unwrap()
@@ -233,12 +238,7 @@ fn nonlinear_encoding_certifies_the_exhaustive_optimum() {
 #[test]
 fn compare_agrees_across_backends() {
     let dir = tempfile::tempdir().unwrap();
-    let program = temp_file(dir.path(), "tiny.yaml", TINY);
-    let machine = temp_file(dir.path(), "m.yaml", TINY_MACHINE);
-    let (p, m) = (
-        program.to_string_lossy().into_owned(),
-        machine.to_string_lossy().into_owned(),
-    );
+    let (p, m) = tiny_files(dir.path());
     let o = absinthe(&[
         "compare",
         &p,

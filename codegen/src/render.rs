@@ -150,12 +150,7 @@ impl Renderer {
     }
 
     fn with_dir(dir: Option<PathBuf>) -> Renderer {
-        let mut env = Environment::new();
-        env.set_auto_escape_callback(|_| AutoEscape::None);
-        env.set_undefined_behavior(UndefinedBehavior::Strict);
-        env.set_trim_blocks(true);
-        env.set_lstrip_blocks(true);
-        env.set_keep_trailing_newline(true);
+        let mut env = template_environment();
         env.set_loader(move |name| {
             if let Some(dir) = &dir {
                 let path = dir.join(name);
@@ -256,4 +251,16 @@ pub fn file_stem(program: &str) -> String {
     } else {
         s
     }
+}
+
+/// A minijinja environment with the settings every absinthe template expects: no escaping
+/// (we print C++), strict undefined values, and block trimming; the caller adds a loader.
+pub(crate) fn template_environment() -> Environment<'static> {
+    let mut env = Environment::new();
+    env.set_auto_escape_callback(|_| AutoEscape::None);
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.set_trim_blocks(true);
+    env.set_lstrip_blocks(true);
+    env.set_keep_trailing_newline(true);
+    env
 }

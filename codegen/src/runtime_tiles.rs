@@ -9,7 +9,7 @@
 //! `ABSINTHE_TILES {"tiles":[..],"verified":..,"threads":..,"times":[..]}` line per shape,
 //! parsed by [`parse_tile_results`].
 
-use minijinja::{context, AutoEscape, Environment, UndefinedBehavior};
+use minijinja::context;
 use serde::Deserialize;
 
 use crate::render::{HarnessOptions, TEMPLATES};
@@ -39,12 +39,7 @@ pub fn render(schedule: &Schedule) -> Result<Vec<(String, String)>, CodegenError
             schedule.groups.len()
         )));
     }
-    let mut env = Environment::new();
-    env.set_auto_escape_callback(|_| AutoEscape::None);
-    env.set_undefined_behavior(UndefinedBehavior::Strict);
-    env.set_trim_blocks(true);
-    env.set_lstrip_blocks(true);
-    env.set_keep_trailing_newline(true);
+    let mut env = crate::render::template_environment();
     env.set_loader(|name| {
         if name == "runtime_tiles.cpp.j2" {
             return Ok(Some(RUNTIME_TEMPLATE.to_string()));
