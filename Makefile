@@ -3,9 +3,12 @@
 #   make test   installs what is missing, builds, and runs the whole test suite
 CARGO ?= cargo
 DEMO_PROGRAM ?= configs/hdiff.yaml
-DEMO_MACHINE ?= machines/xeon-sapphire-rapids-2core.yaml
+# The demo learns the machine it runs on (never a file learned elsewhere) into build/demo/.
+DEMO_DIR ?= build/demo
+DEMO_MACHINE ?= $(DEMO_DIR)/machine.yaml
+ABSINTHE = ./target/release/absinthe
 
-.PHONY: setup demo test build bench-milp
+.PHONY: setup demo test build bench-milp lint
 
 setup:
 	@./scripts/setup.sh
@@ -14,13 +17,26 @@ build: setup
 	$(CARGO) build --release
 
 demo: build
-	./target/release/absinthe check $(DEMO_PROGRAM)
-	./target/release/absinthe solve $(DEMO_PROGRAM) --machine $(DEMO_MACHINE) -o build/demo/solution.yaml
-	./target/release/absinthe codegen $(DEMO_PROGRAM) --machine $(DEMO_MACHINE) --solution build/demo/solution.yaml --target openmp --harness -o build/demo
-	./target/release/absinthe bench $(DEMO_PROGRAM) --machine $(DEMO_MACHINE) --variants naive,unfused,opt --runs 16
+	@mkdir -p $(DEMO_DIR)
+	@echo "== 1/5 learn this machine (training kernels are cached in ~/.cache/absinthe)"
+	$(ABSINTHE) learn --machine machines/template.yaml --out $(DEMO_MACHINE) --quiet
+	@echo "== 2/5 check the program"
+	$(ABSINTHE) check $(DEMO_PROGRAM)
+	@echo "== 3/5 solve: fusion and tiling chosen together"
+	$(ABSINTHE) solve $(DEMO_PROGRAM) --machine $(DEMO_MACHINE) --format yaml -o $(DEMO_DIR)/solution.yaml
+	$(ABSINTHE) solve $(DEMO_PROGRAM) --machine $(DEMO_MACHINE)
+	@echo "== 4/5 generate OpenMP C++ for the optimum (with a verifying, timing harness)"
+	$(ABSINTHE) codegen $(DEMO_PROGRAM) --machine $(DEMO_MACHINE) --solution $(DEMO_DIR)/solution.yaml --target openmp --harness -o $(DEMO_DIR)
+	@echo "== 5/5 measure: the optimum against the untiled reference and the unfused schedule"
+	$(ABSINTHE) bench $(DEMO_PROGRAM) --machine $(DEMO_MACHINE) --variants naive,unfused,opt --runs 32
 
-test: setup
+test: setup lint
 	$(CARGO) test --workspace
+
+# Formatting and lints are part of the test command (and so of CI).
+lint: setup
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 # MILP size and solve time per backend for the shipped programs and generated chains.
 bench-milp: setup

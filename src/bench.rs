@@ -14,7 +14,7 @@ use absinthe_model::cost::{evaluate, Configuration};
 use absinthe_model::generate::Rng;
 use absinthe_model::machine::ModelMachine;
 use absinthe_model::program::{check_group_indices, Program};
-use absinthe_solvers::optimize::optimize;
+use absinthe_solvers::optimize::{optimize_with, OptimizeError};
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
@@ -182,16 +182,15 @@ fn solve_with_groups(
             .map_err(|e| anyhow::anyhow!("--variants: {e}"))?;
         options.fixed_groups = Some(g);
     }
-    let solver = absinthe_solvers::by_name(&args.solver)?;
-    match optimize(
+    match optimize_with(
         analysis,
         view,
         &options,
-        solver.as_ref(),
+        &args.solver,
         &args.search.solve_options()?,
     ) {
         Ok(o) => Ok(Some((o.config, o.cost.total))),
-        Err(e) if e.to_string().to_lowercase().contains("infeasible") => Ok(None),
+        Err(OptimizeError::Infeasible(_)) => Ok(None),
         Err(e) => Err(e.into()),
     }
 }
@@ -516,6 +515,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         ),
         Format::Table => print_table(&program, &rows, bw, args.runs),
     }
+    if let (Format::Table, Some(summary)) = (args.format, speedup_summary(&program, &rows)) {
+        println!("\n{summary}");
+    }
     if points.len() >= 2 {
         let summary = accuracy_summary(&absinthe_learn::accuracy::summarize(&points));
         // The summary goes with the table; beside JSON or YAML it goes to standard error.
@@ -599,6 +601,55 @@ fn print_table(program: &Program, rows: &[Row], bw: Option<f64>, runs: usize) {
             &body
         )
     );
+}
+
+/// One paragraph for people: what `opt` chose, how much faster it ran than `naive` and
+/// `unfused` (when measured), and how far the model's prediction was from the measurement.
+fn speedup_summary(program: &Program, rows: &[Row]) -> Option<String> {
+    let opt = rows.iter().find(|r| r.variant == "opt")?;
+    let measured = opt.measured_seconds?;
+    let ranges = absinthe_model::cost::ranges_of(&opt.groups);
+    let groups: Vec<String> = ranges
+        .iter()
+        .zip(&opt.tiles)
+        .map(|(r, t)| {
+            let names: Vec<&str> = r
+                .clone()
+                .map(|i| program.stencils[i].name.as_str())
+                .collect();
+            format!("[{}] in {}x{}x{} tiles", names.join(" "), t[0], t[1], t[2])
+        })
+        .collect();
+    let mut out = format!(
+        "summary: opt runs {} stencils as {} group{}: {}.",
+        opt.groups.len(),
+        ranges.len(),
+        if ranges.len() == 1 { "" } else { "s" },
+        groups.join(", ")
+    );
+    for base in ["naive", "unfused"] {
+        if let Some(m) = rows
+            .iter()
+            .find(|r| r.variant == base)
+            .and_then(|r| r.measured_seconds)
+        {
+            out.push_str(&format!(
+                "\n  {:.2}x faster than {base} ({} -> {})",
+                m / measured,
+                human_seconds(m),
+                human_seconds(measured)
+            ));
+        }
+    }
+    if opt.predicted_seconds.is_finite() && measured > 0.0 {
+        out.push_str(&format!(
+            "\n  the model predicted {} for opt: {:+.0}% off the measured {}",
+            human_seconds(opt.predicted_seconds),
+            (opt.predicted_seconds / measured - 1.0) * 100.0,
+            human_seconds(measured)
+        ));
+    }
+    Some(out)
 }
 
 /// The model-accuracy points of the measured kernel variants (the reference is not a

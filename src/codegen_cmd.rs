@@ -114,11 +114,10 @@ fn schedule(args: &CodegenArgs) -> anyhow::Result<(Schedule, String)> {
 pub const DEFAULT_GPU_MACHINE: &str = "machines/h100.yaml";
 
 pub fn run(mut args: CodegenArgs) -> anyhow::Result<ExitCode> {
-    if args.target == Target::Cuda
-        && args.machine.machine.is_none()
-        && Path::new(DEFAULT_GPU_MACHINE).exists()
-    {
-        args.machine.machine = Some(PathBuf::from(DEFAULT_GPU_MACHINE));
+    if args.target == Target::Cuda && args.machine.machine.is_none() {
+        let gpu = crate::output::shipped_file(DEFAULT_GPU_MACHINE)
+            .context("--target cuda without --machine uses the shipped H100 file")?;
+        args.machine.machine = Some(gpu);
     }
     let renderer = renderer(args.templates.as_deref())?;
     let (schedule, source) = schedule(&args)?;
@@ -129,12 +128,8 @@ pub fn run(mut args: CodegenArgs) -> anyhow::Result<ExitCode> {
     let files = match args.target {
         Target::Openmp => renderer.openmp(&schedule, harness.as_ref())?,
         Target::Cuda => {
-            let path = args.machine.path();
-            let limits = if path.exists() {
-                GpuLimits::of_machine(&Machine::load(&path)?)
-            } else {
-                GpuLimits::h100()
-            };
+            let path = args.machine.path()?;
+            let limits = GpuLimits::of_machine(&Machine::load(&path)?);
             renderer.cuda(&schedule, &plan(&schedule, &limits), harness.as_ref())?
         }
     };

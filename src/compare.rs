@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use absinthe_solvers::optimize::optimize;
+use absinthe_model::milp::Encoded;
+use absinthe_solvers::optimize::{method_names, optimize_with, DP};
 use clap::Args;
 use serde::Serialize;
 
@@ -18,8 +19,12 @@ use crate::solve::{human_seconds, MachineArg, SearchArgs};
 /// wall time and the MILP's size. Solvers that finished (status optimal) must agree within the
 /// relative gap; a disagreement exits with status 1.
 ///
+/// `dp` (the exact dynamic program, no MILP) is one of the solvers; the MILP backends use
+/// --encoding (ranges by default, digits for the ABSINTHE formulation).
+///
 /// Examples:
-///   absinthe compare configs/heat4.yaml --solvers cbc,highs,z3
+///   absinthe compare configs/heat4.yaml --solvers dp,cbc,highs,z3
+///   absinthe compare configs/heat4.yaml --encoding digits --time-limit 60
 ///   absinthe compare configs/hdiff.yaml --solvers cbc,highs --time-limit 60 --format json
 #[derive(Args, Clone)]
 #[command(verbatim_doc_comment)]
@@ -30,7 +35,7 @@ pub struct CompareArgs {
     pub machine: MachineArg,
     #[command(flatten)]
     pub search: SearchArgs,
-    /// The backends to compare, comma-separated [default: every backend in this build].
+    /// The solvers to compare, comma-separated [default: dp and every MILP backend in this build].
     #[arg(long, value_delimiter = ',', value_name = "SOLVER,...")]
     pub solvers: Option<Vec<String>>,
     /// Output format on standard output (table or json).
@@ -72,21 +77,26 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let solve_options = args.search.solve_options()?;
     let names: Vec<String> = match &args.solvers {
         Some(list) => list.clone(),
-        None => absinthe_solvers::available()
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
+        None => method_names().iter().map(|s| s.to_string()).collect(),
     };
-    let size = absinthe_model::milp::milp(&analysis, &view, &options)
-        .milp
-        .size();
+    let size = Encoded::build(&analysis, &view, &options).milp().size();
     let mut rows = Vec::new();
     for name in &names {
-        let solver = absinthe_solvers::by_name(name)?;
+        let name = name.trim().to_ascii_lowercase();
+        if name != DP {
+            // An unknown name is an error before anything runs.
+            absinthe_solvers::by_name(&name)?;
+        }
+        // The DP builds no MILP.
+        let size = if name == DP {
+            absinthe_model::lp::MilpSize::default()
+        } else {
+            size
+        };
         let started = std::time::Instant::now();
-        let row = match optimize(&analysis, &view, &options, solver.as_ref(), &solve_options) {
+        let row = match optimize_with(&analysis, &view, &options, &name, &solve_options) {
             Ok(o) => Row {
-                solver: solver.name().to_string(),
+                solver: name.clone(),
                 status: o.solution.status.to_string(),
                 objective_seconds: Some(o.cost.total),
                 gap: Some(o.solution.gap),
@@ -99,7 +109,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
                 error: None,
             },
             Err(e) => Row {
-                solver: solver.name().to_string(),
+                solver: name.clone(),
                 status: "error".to_string(),
                 objective_seconds: None,
                 gap: None,

@@ -89,3 +89,31 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     }
     out
 }
+
+/// Finds a file shipped with absinthe (`machines/default.yaml`, ...) from any working
+/// directory: `$ABSINTHE_HOME/REL`, then `./REL`, then beside the executable (`REL` next to it,
+/// or in the source tree two levels up for `target/release/absinthe`), then the source tree the
+/// binary was built from. The error names every place looked at.
+pub fn shipped_file(rel: &str) -> anyhow::Result<std::path::PathBuf> {
+    use std::path::PathBuf;
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(home) = std::env::var_os("ABSINTHE_HOME") {
+        candidates.push(PathBuf::from(home).join(rel));
+    }
+    candidates.push(PathBuf::from(rel));
+    if let Ok(exe) = std::env::current_exe() {
+        let exe = exe.canonicalize().unwrap_or(exe);
+        for up in exe.ancestors().skip(1).take(4) {
+            candidates.push(up.join(rel));
+        }
+    }
+    candidates.push(Path::new(env!("CARGO_MANIFEST_DIR")).join(rel));
+    if let Some(found) = candidates.iter().find(|p| p.is_file()) {
+        return Ok(found.clone());
+    }
+    let tried: Vec<String> = candidates.iter().map(|p| p.display().to_string()).collect();
+    anyhow::bail!(
+        "the shipped file {rel} was not found (looked at: {}); pass the file explicitly or set ABSINTHE_HOME to the absinthe source directory",
+        tried.join(", ")
+    )
+}

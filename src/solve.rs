@@ -5,11 +5,11 @@ use std::process::ExitCode;
 
 use absinthe_model::analysis::Analysis;
 use absinthe_model::machine::{Machine, ModelMachine};
-use absinthe_model::milp::{milp, MilpOptions};
+use absinthe_model::milp::{milp, Encoded, Encoding, MilpOptions};
 use absinthe_model::program::{check_group_indices, Program, DIMS};
 use absinthe_model::solution::{Solution, SolverReport};
 use absinthe_model::FileError;
-use absinthe_solvers::optimize::{optimize, Optimum};
+use absinthe_solvers::optimize::{optimize_with, Optimum};
 use absinthe_solvers::SolveOptions;
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
@@ -25,9 +25,16 @@ pub const DEFAULT_MACHINE: &str = "machines/default.yaml";
 /// Prints the groups, their tile counts and sizes, the estimated time and what dominates each
 /// stencil. `--format yaml|json` prints the solution file that `codegen` and `verify` read.
 ///
+/// Solvers: highs (default), cbc, z3 solve the MILP; dp is the exact dynamic program over
+/// group boundaries (no MILP; fastest on large programs). Encodings of the MILP: ranges
+/// (default; one binary per range that may form a group, integral LP relaxation) and digits
+/// (the ABSINTHE formulation: group indices and binary-digit products of tile counts).
+///
 /// Examples:
 ///   absinthe solve configs/hdiff.yaml
 ///   absinthe solve configs/hdiff.yaml --solver cbc --format yaml -o hdiff.solution.yaml
+///   absinthe solve configs/hdiff.yaml --solver dp
+///   absinthe solve configs/hdiff.yaml --encoding digits --time-limit 60
 ///   absinthe solve configs/heat4.yaml --fix-groups 0,0,1,1 --tiles-max 1,64,64
 ///   absinthe solve configs/hdiff.yaml --emit mps hdiff.mps   # for CPLEX, Gurobi, SCIP
 #[derive(Args, Clone)]
@@ -39,12 +46,12 @@ pub struct SolveArgs {
     pub machine: MachineArg,
     #[command(flatten)]
     pub search: SearchArgs,
-    /// The MILP backend.
+    /// The solver: highs, cbc or z3 (MILP backends), or dp (exact dynamic program).
     #[arg(long, default_value = "highs")]
     pub solver: String,
-    /// Also write the problem as a file for another solver: `--emit lp FILE`, `--emit mps FILE`,
-    /// or `--emit smt2 FILE` (SMT-LIB 2, the linearized MILP in exact rationals, with Z3's
-    /// `minimize`).
+    /// Also write the problem as a file for another solver: `--emit lp FILE`, `--emit mps FILE`
+    /// (the MILP of --encoding), or `--emit smt2 FILE` (SMT-LIB 2, the digits MILP in exact
+    /// rationals, with Z3's `minimize`).
     #[arg(long, num_args = 2, value_names = ["KIND", "FILE"])]
     pub emit: Option<Vec<String>>,
     /// Output format on standard output.
@@ -64,21 +71,19 @@ pub struct MachineArg {
 }
 
 impl MachineArg {
-    pub fn path(&self) -> PathBuf {
-        self.machine
-            .clone()
-            .unwrap_or_else(|| PathBuf::from(DEFAULT_MACHINE))
+    /// The machine file: `--machine`, else the shipped `machines/default.yaml` found from any
+    /// working directory (see [`crate::output::shipped_file`]).
+    pub fn path(&self) -> anyhow::Result<PathBuf> {
+        match &self.machine {
+            Some(p) => Ok(p.clone()),
+            None => crate::output::shipped_file(DEFAULT_MACHINE)
+                .context("no --machine given and the default machine file is missing"),
+        }
     }
 
     /// Loads the machine file and its model view for a program.
     pub fn load(&self, program: &Program) -> anyhow::Result<(Machine, ModelMachine)> {
-        let path = self.path();
-        if self.machine.is_none() && !path.exists() {
-            bail!(
-                "no --machine given and the default {} does not exist here; pass --machine FILE",
-                DEFAULT_MACHINE
-            );
-        }
+        let path = self.path()?;
         let machine = Machine::load(&path)?;
         let view = machine
             .model_view(program.value_type.bytes())
@@ -108,9 +113,21 @@ pub struct SearchArgs {
     /// Upper bounds on the tile counts along i,j,k.
     #[arg(long, value_delimiter = ',', value_name = "NX,NY,NZ")]
     pub tiles_max: Option<Vec<usize>>,
+    /// How the MILP is written: ranges (one binary per range that may form a group; tight) or
+    /// digits (the ABSINTHE encoding: group indices, binary-digit products).
+    #[arg(long, default_value = "ranges", value_parser = parse_encoding)]
+    pub encoding: Encoding,
+    /// Do not start the digits MILP from the DP's optimum (by default it does, so a time limit
+    /// always ends with a configuration, a bound and a gap).
+    #[arg(long)]
+    pub no_warm_start: bool,
     /// Show the solver's log.
     #[arg(long, short)]
     pub verbose: bool,
+}
+
+fn parse_encoding(s: &str) -> Result<Encoding, String> {
+    Encoding::parse(s)
 }
 
 fn triple(
@@ -141,6 +158,8 @@ impl SearchArgs {
     /// The search restrictions: the program's `constraints:` block, overridden by the flags.
     pub fn milp_options(&self, program: &Program) -> anyhow::Result<MilpOptions> {
         let mut options = MilpOptions {
+            encoding: self.encoding,
+            warm_start: !self.no_warm_start,
             fixed_groups: program.constraints.groups.clone(),
             tiles_min: program.constraints.tiles_min,
             tiles_max: program.constraints.tiles_max,
@@ -188,6 +207,7 @@ impl SearchArgs {
             time_limit: self.time_limit,
             threads: self.threads,
             verbose: self.verbose,
+            initial: None,
         })
     }
 }
@@ -213,16 +233,15 @@ pub fn solve_program(
     let (machine, view) = machine_arg.load(&program)?;
     let options = search.milp_options(&program)?;
     let solve_options = search.solve_options()?;
-    let solver = absinthe_solvers::by_name(solver_name)?;
     if let Some(emit) = emit {
         emit_milp(&analysis, &view, &options, emit)?;
     }
-    let optimum = optimize(&analysis, &view, &options, solver.as_ref(), &solve_options)
+    let optimum = optimize_with(&analysis, &view, &options, solver_name, &solve_options)
         .with_context(|| format!("solving {}", program_path.display()))?;
     let mut solution = Solution::describe(&program.name, &analysis, &optimum.config, &optimum.cost);
     solution.machine = Some(machine.name.clone());
     solution.solver = Some(SolverReport {
-        name: solver.name().to_string(),
+        name: optimum.solution.solver.to_string(),
         status: optimum.solution.status.to_string(),
         gap: optimum.solution.gap,
         seconds: optimum.solution.seconds,
@@ -258,13 +277,19 @@ fn emit_milp(
     };
     let kind = EmitKind::from_str(kind, true)
         .map_err(|_| anyhow::anyhow!("--emit: unknown kind `{kind}`; use lp, mps or smt2"))?;
-    let encoded = milp(analysis, view, options);
     let mut text = Vec::new();
     match kind {
-        EmitKind::Lp => absinthe_solvers::write_lp(&encoded.milp, &mut text)?,
-        EmitKind::Mps => absinthe_solvers::write_mps(&encoded.milp, &mut text)?,
+        EmitKind::Lp => {
+            let encoded = Encoded::build(analysis, view, options);
+            absinthe_solvers::write_lp(encoded.milp(), &mut text)?
+        }
+        EmitKind::Mps => {
+            let encoded = Encoded::build(analysis, view, options);
+            absinthe_solvers::write_mps(encoded.milp(), &mut text)?
+        }
+        // The SMT encoding is of the ABSINTHE (digits) MILP, whose rows `verify` proves sound.
         EmitKind::Smt2 => {
-            text = absinthe_model::smt::linear_absinthe(&encoded)
+            text = absinthe_model::smt::linear_absinthe(&milp(analysis, view, options))
                 .to_smt2()
                 .into_bytes()
         }

@@ -227,11 +227,15 @@ fn parse_ptxas(text: &str) -> Vec<PtxasKernel> {
 fn nvcc_compiles_generated_cuda_without_spills_within_shared_memory() {
     let nvcc = match nvcc() {
         Ok(p) => p,
-        Err(reason) => {
-            eprintln!("SKIPPED nvcc_compiles_generated_cuda_without_spills_within_shared_memory: no nvcc: {reason}");
-            println!("SKIPPED: no nvcc: {reason}");
+        // The suite installs nvcc from PyPI (scripts/nvcc.sh); failing to is a failure, not a
+        // silent pass. Machines that cannot reach PyPI opt out explicitly, and are told so.
+        Err(reason) if std::env::var_os("ABSINTHE_SKIP_NVCC").is_some() => {
+            eprintln!("SKIPPED (ABSINTHE_SKIP_NVCC is set) nvcc_compiles_generated_cuda_without_spills_within_shared_memory: no nvcc: {reason}");
             return;
         }
+        Err(reason) => panic!(
+            "no nvcc: {reason}\n(set ABSINTHE_SKIP_NVCC=1 to skip this check on a machine that cannot install it from PyPI)"
+        ),
     };
     let machine = h100();
     let limits = GpuLimits::of_machine(&machine);

@@ -8,5 +8,6 @@ mod cuda;
 mod learn;
 mod linearize;
 mod milp_exact;
+mod setup;
 #[cfg(feature = "z3")]
 mod verify;

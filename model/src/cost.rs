@@ -293,16 +293,31 @@ pub fn parallel_ok(tiles: u64, threads: usize, slack: f64) -> bool {
     (1.0 - slack) * threads as f64 * k as f64 <= tiles as f64 * (1.0 + SLACK_TOLERANCE)
 }
 
-/// The cost of the stencils `range` fused into one group tiled by `tiles`.
-pub fn group_cost(
-    analysis: &Analysis,
-    machine: &ModelMachine,
-    group: usize,
-    range: Range<usize>,
-    tiles: [usize; 3],
-) -> GroupCost {
-    let dom = analysis.domain.map(|d| d as u128);
-    let n = tiles.map(|t| t as u128);
+/// What the model derives for one stencil of a group that does not depend on tile counts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StencilShape {
+    pub widths: Extent,
+    pub loads: Vec<ArrayId>,
+    pub store: bool,
+    pub fast_weights: Weights,
+    pub base_weights: Weights,
+    pub stream_weights: Weights,
+}
+
+/// Everything about the stencils `range` fused into one group that does not depend on its tile
+/// counts: widths, loads, stores, weights, and the arrays its tiles keep in cache. The cost for
+/// any tiling follows from it ([`GroupShape::time`], [`group_cost_of`]), so a search over
+/// tilings derives it once per range.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupShape {
+    pub range: Range<usize>,
+    pub stencils: Vec<StencilShape>,
+    /// Distinct arrays touched by the group (the cache test counts them).
+    pub arrays_touched: usize,
+}
+
+/// The tile-independent part of [`group_cost`].
+pub fn group_shape(analysis: &Analysis, range: Range<usize>) -> GroupShape {
     let in_group = |s: usize| range.contains(&s);
     let start = range.start;
     let len = range.len();
@@ -325,10 +340,10 @@ pub fn group_cost(
         widths[i - start] = e;
     }
 
-    let params = &machine.params;
-    let tiles_total = tiles.iter().map(|&t| t as u64).product::<u64>();
     let mut stencils = Vec::with_capacity(len);
+    let mut touched = std::collections::BTreeSet::new();
     for i in range.clone() {
+        touched.extend(analysis.touched(i));
         let info = &analysis.stencils[i];
         let e = widths[i - start];
         let ext = |d: usize| (e[d][0] + e[d][1]) as u64;
@@ -339,7 +354,7 @@ pub fn group_cost(
         let mut loads = Vec::new();
         // Lines loaded per dimension, both sides together.
         let mut lines = [0u64; 3];
-        for (&a, b) in &info.bounds {
+        for &a in info.bounds.keys() {
             if produced_in_group(a) {
                 continue;
             }
@@ -348,7 +363,6 @@ pub fn group_cost(
                 let reach = if side == 0 { -bd.0 } else { bd.1 }.max(0) as usize;
                 (widths[s - start][d][side] + reach) as u64
             };
-            let _ = b;
             let earlier: Vec<usize> = earlier_readers(a).collect();
             if earlier.is_empty() {
                 loads.push(a);
@@ -373,65 +387,179 @@ pub fn group_cost(
         let s_weight = loads.len() as u64 + w;
         let m = (s_weight > 0) as u64;
         let c = info.fetch_weight;
-        let fast_weights = [c, c * ext(0), c * ext(1), c * ext(2)];
-        let base_weights = [m, m * ext(0), m * ext(1), m * ext(2)];
-        let stream_weights = [
-            s_weight,
-            lines[0] + w * ext(0),
-            lines[1] + w * ext(1),
-            lines[2] + w * ext(2),
-        ];
-        let peel = |wt: &Weights| -> u128 {
-            let [w0, _, wy, wz] = wt.map(|x| x as u128);
-            n[0] * (dom[1] * dom[2] * w0 + dom[2] * n[1] * wy + dom[1] * n[2] * wz)
-        };
-        let body = |wt: &Weights| -> u128 {
-            let [w0, wx, wy, wz] = wt.map(|x| x as u128);
-            dom[0] * dom[1] * dom[2] * w0
-                + dom[1] * dom[2] * n[0] * wx
-                + dom[0] * dom[2] * n[1] * wy
-                + dom[0] * dom[1] * n[2] * wz
-        };
-        let counts = Counts {
-            fast: PeelBodyCount {
-                peel: peel(&fast_weights),
-                body: body(&fast_weights),
-            },
-            slow_base: PeelBodyCount {
-                peel: peel(&base_weights),
-                body: body(&base_weights),
-            },
-            slow_stream: PeelBodyCount {
-                peel: peel(&stream_weights),
-                body: body(&stream_weights),
-            },
-        };
-        let t = term_seconds(params, &counts);
-        stencils.push(StencilCost {
+        stencils.push(StencilShape {
             widths: e,
             loads,
             store,
-            fast_weights,
-            base_weights,
-            stream_weights,
-            counts,
-            fast_peel: t[0],
-            fast_body: t[1],
-            slow_peel: t[2],
-            slow_body: t[3],
-            peel: t[0].max(t[2]),
-            body: t[1].max(t[3]),
-            time: t[0].max(t[2]) + t[1].max(t[3]),
-            tiles_total,
+            fast_weights: [c, c * ext(0), c * ext(1), c * ext(2)],
+            base_weights: [m, m * ext(0), m * ext(1), m * ext(2)],
+            stream_weights: [
+                s_weight,
+                lines[0] + w * ext(0),
+                lines[1] + w * ext(1),
+                lines[2] + w * ext(2),
+            ],
         });
     }
-    let overhead =
-        6.0 * (params.slow_base.body + params.slow_stream.body) * tiles_total as f64 * len as f64;
-    let time = stencils.iter().map(|s| s.time).sum::<f64>() + overhead;
-
-    let infeasible = group_infeasibility(analysis, machine, group, range.clone(), tiles);
-    GroupCost {
+    GroupShape {
         range,
+        stencils,
+        arrays_touched: touched.len(),
+    }
+}
+
+/// The peel count of weights `(w, w^x, w^y, w^z)`:
+/// `n^x (D^y D^z w + D^z n^y w^y + D^y n^z w^z)`.
+pub fn peel_count(dom: [u128; 3], n: [u128; 3], weights: &Weights) -> u128 {
+    let [w0, _, wy, wz] = weights.map(|x| x as u128);
+    n[0] * (dom[1] * dom[2] * w0 + dom[2] * n[1] * wy + dom[1] * n[2] * wz)
+}
+
+/// The body count of weights `(w, w^x, w^y, w^z)`:
+/// `D^x D^y D^z w + D^y D^z n^x w^x + D^x D^z n^y w^y + D^x D^y n^z w^z`.
+pub fn body_count(dom: [u128; 3], n: [u128; 3], weights: &Weights) -> u128 {
+    let [w0, wx, wy, wz] = weights.map(|x| x as u128);
+    dom[0] * dom[1] * dom[2] * w0
+        + dom[1] * dom[2] * n[0] * wx
+        + dom[0] * dom[2] * n[1] * wy
+        + dom[0] * dom[1] * n[2] * wz
+}
+
+/// The loop-bound overhead count of a group of `len` stencils: `6 n^x n^y n^z` per stencil; it
+/// costs `(B^b + B^v)` seconds per count.
+pub fn overhead_count(tiles_total: u64, len: usize) -> f64 {
+    6.0 * tiles_total as f64 * len as f64
+}
+
+impl StencilShape {
+    /// The access counts for tile counts `n` on a domain `dom`.
+    pub fn counts(&self, dom: [u128; 3], n: [u128; 3]) -> Counts {
+        let part = |w: &Weights| PeelBodyCount {
+            peel: peel_count(dom, n, w),
+            body: body_count(dom, n, w),
+        };
+        Counts {
+            fast: part(&self.fast_weights),
+            slow_base: part(&self.base_weights),
+            slow_stream: part(&self.stream_weights),
+        }
+    }
+}
+
+/// `peel + body` with `peel = max(fast, slow)` and `body = max(fast, slow)` of the four term
+/// seconds from [`term_seconds`].
+pub fn stencil_seconds(t: &[f64; 4]) -> (f64, f64) {
+    (t[0].max(t[2]), t[1].max(t[3]))
+}
+
+impl GroupShape {
+    /// The group's time for `tiles` (feasibility not checked): the same number as
+    /// [`group_cost_of`]'s `time`, without building the report.
+    pub fn time(&self, analysis: &Analysis, params: &Params, tiles: [usize; 3]) -> f64 {
+        self.times(analysis, params, tiles).0
+    }
+
+    /// `(time, fast)` for `tiles`: the group's time as [`GroupShape::time`], and its fast-memory
+    /// part alone (`Σ fast_peel + fast_body` plus the loop overhead), a lower bound of the time
+    /// that only grows when the range grows (widths, and so fast weights, only grow).
+    pub fn times(&self, analysis: &Analysis, params: &Params, tiles: [usize; 3]) -> (f64, f64) {
+        let dom = analysis.domain.map(|d| d as u128);
+        let n = tiles.map(|t| t as u128);
+        let (mut sum, mut fast) = (0.0, 0.0);
+        for s in &self.stencils {
+            let t = term_seconds(params, &s.counts(dom, n));
+            let (peel, body) = stencil_seconds(&t);
+            sum += peel + body;
+            fast += t[0] + t[1];
+        }
+        let total = tiles.iter().map(|&t| t as u64).product::<u64>();
+        let overhead = overhead_seconds(params, total, self.stencils.len());
+        (sum + overhead, fast + overhead)
+    }
+
+    /// Whether the group's working set fits the cache with `tiles_total` tiles:
+    /// `arrays * D^x D^y D^z <= C * n^x n^y n^z`, in integers.
+    pub fn fits_cache(
+        &self,
+        analysis: &Analysis,
+        machine: &ModelMachine,
+        tiles_total: u64,
+    ) -> bool {
+        let cells = analysis.domain.iter().map(|&d| d as u128).product::<u128>();
+        self.arrays_touched as u128 * cells <= cache_capacity(machine) as u128 * tiles_total as u128
+    }
+}
+
+/// The loop-bound overhead in seconds: [`overhead_count`] times `(B^b + B^v)`.
+fn overhead_seconds(params: &Params, tiles_total: u64, len: usize) -> f64 {
+    6.0 * (params.slow_base.body + params.slow_stream.body) * tiles_total as f64 * len as f64
+}
+
+/// The cost of the stencils `range` fused into one group tiled by `tiles`.
+pub fn group_cost(
+    analysis: &Analysis,
+    machine: &ModelMachine,
+    group: usize,
+    range: Range<usize>,
+    tiles: [usize; 3],
+) -> GroupCost {
+    group_cost_of(
+        analysis,
+        machine,
+        group,
+        &group_shape(analysis, range),
+        tiles,
+    )
+}
+
+/// [`group_cost`] from a group's [`GroupShape`].
+pub fn group_cost_of(
+    analysis: &Analysis,
+    machine: &ModelMachine,
+    group: usize,
+    shape: &GroupShape,
+    tiles: [usize; 3],
+) -> GroupCost {
+    let dom = analysis.domain.map(|d| d as u128);
+    let n = tiles.map(|t| t as u128);
+    let params = &machine.params;
+    let tiles_total = tiles.iter().map(|&t| t as u64).product::<u64>();
+    let stencils: Vec<StencilCost> = shape
+        .stencils
+        .iter()
+        .map(|s| {
+            let counts = s.counts(dom, n);
+            let t = term_seconds(params, &counts);
+            let (peel, body) = stencil_seconds(&t);
+            StencilCost {
+                widths: s.widths,
+                loads: s.loads.clone(),
+                store: s.store,
+                fast_weights: s.fast_weights,
+                base_weights: s.base_weights,
+                stream_weights: s.stream_weights,
+                counts,
+                fast_peel: t[0],
+                fast_body: t[1],
+                slow_peel: t[2],
+                slow_body: t[3],
+                peel,
+                body,
+                time: peel + body,
+                tiles_total,
+            }
+        })
+        .collect();
+    let overhead = overhead_seconds(params, tiles_total, stencils.len());
+    let mut time = 0.0;
+    for s in &stencils {
+        time += s.time;
+    }
+    time += overhead;
+
+    let infeasible = group_infeasibility(analysis, machine, group, shape.range.clone(), tiles);
+    GroupCost {
+        range: shape.range.clone(),
         tiles,
         stencils,
         overhead,

@@ -260,3 +260,75 @@ pub fn chain(n: usize, domain: [usize; 3]) -> String {
     let halo = required_halo(&text);
     text.replace("HALO", &format!("[{}, {}, {}]", halo[0], halo[1], halo[2]))
 }
+
+/// A program shaped like a weather model's dynamical core, for solver benchmarks: `n` stencils
+/// in chains of 3-10 stages that share the prognostic inputs (u, v, w, pp, t, qv, rho and two
+/// metric coefficients). About 40% of the chains are 3-D (stages may difference along k), the
+/// rest horizontal; about a third start from the output of an earlier chain, as tendencies feed
+/// later updates. Stages are x and y differences, k differences (3-D chains), pointwise updates
+/// with a coefficient, and flux limiters (ternaries). Every chain's last stage is an output.
+pub fn dycore(n: usize, domain: [usize; 3], seed: u64) -> String {
+    const INPUTS: [&str; 7] = ["u", "v", "w", "pp", "t", "qv", "rho"];
+    const COEFFS: [&str; 2] = ["mx", "my"];
+    let mut rng = Rng::new(seed);
+    // Chain lengths: 3..=10, the last one absorbing the remainder.
+    let mut lengths = Vec::new();
+    let mut left = n;
+    while left > 0 {
+        let len = (rng.range(3, 10) as usize).min(left);
+        if left - len < 3 && left - len > 0 {
+            lengths.push(left);
+            break;
+        }
+        lengths.push(len);
+        left -= len;
+    }
+    let mut text = String::new();
+    let _ = writeln!(text, "name: dycore{n}");
+    let _ = writeln!(
+        text,
+        "domain: [{}, {}, {}]",
+        domain[0], domain[1], domain[2]
+    );
+    text.push_str("halo: HALO\n");
+    let mut outputs: Vec<String> = Vec::new();
+    let mut body = String::new();
+    for (c, &len) in lengths.iter().enumerate() {
+        let three_d = rng.chance(40);
+        let first_input = if !outputs.is_empty() && rng.chance(33) {
+            rng.pick(&outputs).clone()
+        } else {
+            rng.pick(&INPUTS).to_string()
+        };
+        let second_input = rng.pick(&INPUTS).to_string();
+        let mut prev = first_input.clone();
+        for s in 0..len {
+            let name = format!("c{c}s{s}");
+            let coeff = rng.pick(&COEFFS);
+            let kinds: &[u8] = if three_d {
+                &[0, 1, 2, 3, 4]
+            } else {
+                &[0, 1, 3, 4]
+            };
+            let expr = match rng.pick(kinds) {
+                0 => format!("0.5 * ({prev}(i+1,j,k) - {prev}(i-1,j,k)) * {coeff}(i,j,k)"),
+                1 => format!("0.5 * ({prev}(i,j+1,k) - {prev}(i,j-1,k)) * {coeff}(i,j,k)"),
+                2 => format!("0.25 * ({prev}(i,j,k-1) + 2.0 * {prev}(i,j,k) + {prev}(i,j,k+1))"),
+                3 => format!(
+                    "{prev}(i,j,k) + 0.1 * {coeff}(i,j,k) * ({second_input}(i,j,k) - {prev}(i,j,k))"
+                ),
+                _ => format!(
+                    "({prev}(i+1,j,k) - {prev}(i,j,k)) * ({first_input}(i+1,j,k) - {first_input}(i,j,k)) > 0.0 ? 0.0 : {prev}(i+1,j,k) - {prev}(i,j,k)"
+                ),
+            };
+            let _ = writeln!(body, "  - name: {name}\n    expr: \"{expr}\"");
+            prev = name;
+        }
+        outputs.push(prev);
+    }
+    let _ = writeln!(text, "outputs: [{}]", outputs.join(", "));
+    text.push_str("stencils:\n");
+    text.push_str(&body);
+    let halo = required_halo(&text);
+    text.replace("HALO", &format!("[{}, {}, {}]", halo[0], halo[1], halo[2]))
+}

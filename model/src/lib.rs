@@ -19,6 +19,7 @@ pub mod lp;
 pub mod machine;
 pub mod milp;
 pub mod program;
+pub mod ranges;
 pub mod search;
 pub mod smt;
 pub mod solution;

@@ -27,9 +27,85 @@ use crate::program::DIMS;
 /// Objective units per second: the MILP objective is in microseconds.
 pub const OBJECTIVE_SCALE: f64 = 1e6;
 
-/// Restrictions of the search.
+/// How the optimisation problem is written as a MILP.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Encoding {
+    /// One binary per range that may form a group, with its best tiling (`crate::ranges`): an
+    /// integral LP relaxation; the default.
+    #[default]
+    Ranges,
+    /// The ABSINTHE encoding ([`milp`]): group-index constraints and binary-digit products of
+    /// tile counts, the formulation of the literature.
+    Digits,
+}
+
+impl Encoding {
+    pub fn name(self) -> &'static str {
+        match self {
+            Encoding::Ranges => "ranges",
+            Encoding::Digits => "digits",
+        }
+    }
+
+    /// Parses `ranges` or `digits`.
+    pub fn parse(s: &str) -> Result<Encoding, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "ranges" => Ok(Encoding::Ranges),
+            "digits" => Ok(Encoding::Digits),
+            other => Err(format!(
+                "unknown encoding `{other}`; the encodings are ranges (default) and digits (ABSINTHE)"
+            )),
+        }
+    }
+}
+
+/// A MILP of either encoding, with what is needed to read a configuration back.
+#[derive(Clone, Debug)]
+pub enum Encoded {
+    Digits(AbsintheMilp),
+    Ranges(crate::ranges::RangeMilp),
+}
+
+impl Encoded {
+    /// Builds the MILP of `options.encoding`.
+    pub fn build(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) -> Encoded {
+        match options.encoding {
+            Encoding::Digits => Encoded::Digits(milp(analysis, machine, options)),
+            Encoding::Ranges => {
+                Encoded::Ranges(crate::ranges::range_milp(analysis, machine, options))
+            }
+        }
+    }
+
+    pub fn milp(&self) -> &Milp {
+        match self {
+            Encoded::Digits(m) => &m.milp,
+            Encoded::Ranges(m) => &m.milp,
+        }
+    }
+
+    pub fn decode(&self, values: &[f64]) -> Configuration {
+        match self {
+            Encoded::Digits(m) => m.decode(values),
+            Encoded::Ranges(m) => m.decode(values),
+        }
+    }
+
+    pub fn fixed_to(&self, config: &Configuration) -> Milp {
+        match self {
+            Encoded::Digits(m) => m.fixed_to(config),
+            Encoded::Ranges(m) => m.fixed_to(config),
+        }
+    }
+}
+
+/// Restrictions of the search, and the encoding of the MILP.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MilpOptions {
+    /// The MILP encoding (the search space is the same for both).
+    pub encoding: Encoding,
+    /// Start the digits MILP from the exact DP's configuration (`solvers::optimize`).
+    pub warm_start: bool,
     /// Fixed group index per stencil.
     pub fixed_groups: Option<Vec<usize>>,
     /// Lower bounds on tile counts per dimension.

@@ -7,7 +7,7 @@
 //! dynamic program over where groups end. Every grouping and every tiling is considered.
 
 use crate::analysis::Analysis;
-use crate::cost::{even_tiles, group_cost, parallel_ok, Configuration};
+use crate::cost::{even_tiles, group_shape, parallel_ok, term_seconds, Configuration, GroupShape};
 use crate::machine::ModelMachine;
 use crate::milp::MilpOptions;
 
@@ -25,33 +25,276 @@ pub fn admissible_tile_counts(
     })
 }
 
+/// The tile-count triples a group may take: admissible per dimension and parallel-efficient,
+/// in lexicographic order (x, then y, then z), each with its product.
+pub fn admissible_tilings(
+    domain: [usize; 3],
+    machine: &ModelMachine,
+    options: &MilpOptions,
+) -> Vec<([usize; 3], u64)> {
+    let counts = admissible_tile_counts(domain, machine, options);
+    let mut out = Vec::new();
+    for &nx in &counts[0] {
+        for &ny in &counts[1] {
+            for &nz in &counts[2] {
+                let total = (nx * ny * nz) as u64;
+                if parallel_ok(total, machine.threads, machine.slack.cores) {
+                    out.push(([nx, ny, nz], total));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The best tiling of a group whose shape is known: (tiles, seconds) of the first cheapest
+/// feasible triple of `tilings` (see [`admissible_tilings`]), or None when none fits the cache.
+pub fn best_tiling_of(
+    analysis: &Analysis,
+    machine: &ModelMachine,
+    shape: &GroupShape,
+    tilings: &[([usize; 3], u64)],
+) -> Option<([usize; 3], f64)> {
+    best_tiling_and_bound(analysis, machine, shape, tilings).0
+}
+
+/// [`best_tiling_of`], and the least fast-memory time over the feasible tilings (`+inf` when
+/// none): a lower bound of the time of this range and of every longer range from the same start
+/// (see [`GroupShape::times`]; longer ranges also admit fewer tilings).
+fn best_tiling_and_bound(
+    analysis: &Analysis,
+    machine: &ModelMachine,
+    shape: &GroupShape,
+    tilings: &[([usize; 3], u64)],
+) -> (Option<([usize; 3], f64)>, f64) {
+    let mut best: Option<([usize; 3], f64)> = None;
+    let mut fast_min = f64::INFINITY;
+    for &(tiles, total) in tilings {
+        if !shape.fits_cache(analysis, machine, total) {
+            continue;
+        }
+        let (t, fast) = shape.times(analysis, &machine.params, tiles);
+        fast_min = fast_min.min(fast);
+        if best.is_none_or(|b| t < b.1) {
+            best = Some((tiles, t));
+        }
+    }
+    (best, fast_min)
+}
+
 /// The best tiling of the stencils `range` fused into one group: (tiles, seconds), or None when
 /// no admissible tiling is feasible.
 pub fn best_group_tiling(
     analysis: &Analysis,
     machine: &ModelMachine,
     range: std::ops::Range<usize>,
-    counts: &[Vec<usize>; 3],
+    options: &MilpOptions,
 ) -> Option<([usize; 3], f64)> {
-    let mut best: Option<([usize; 3], f64)> = None;
-    for &nx in &counts[0] {
-        for &ny in &counts[1] {
-            for &nz in &counts[2] {
-                let total = (nx * ny * nz) as u64;
-                if !parallel_ok(total, machine.threads, machine.slack.cores) {
-                    continue;
-                }
-                let g = group_cost(analysis, machine, 0, range.clone(), [nx, ny, nz]);
-                if g.infeasible.is_some() {
-                    continue;
-                }
-                if best.is_none_or(|b| g.time < b.1) {
-                    best = Some(([nx, ny, nz], g.time));
-                }
-            }
+    let tilings = admissible_tilings(analysis.domain, machine, options);
+    best_tiling_of(analysis, machine, &group_shape(analysis, range), &tilings)
+}
+
+/// The best tiling of every contiguous range of stencils that may form a group: the input of
+/// the DP ([`exhaustive`]) and the columns of the range MILP (`model::ranges`).
+#[derive(Clone, Debug)]
+pub struct RangeTable {
+    /// `best[start][len - 1]`: (tiles, seconds) of the range `start..start + len`, or None when
+    /// it cannot be one group (no feasible tiling, or the fixed groups forbid it). A list stops
+    /// at the first length whose working set fits no tiling (longer ranges touch more arrays),
+    /// or whose fast-memory time alone, with a lower bound of covering the stencils before it,
+    /// exceeds the cost of a known configuration: such ranges, and all longer ones from the
+    /// same start, are in no optimal configuration.
+    pub best: Vec<Vec<Option<([usize; 3], f64)>>>,
+    /// Ranges whose shape and tilings were evaluated.
+    pub ranges_evaluated: usize,
+    /// Group-time evaluations (range x tiling).
+    pub evaluations: usize,
+    /// Starts whose list was cut by the bound.
+    pub pruned_starts: usize,
+}
+
+impl RangeTable {
+    /// The best tiling of `start..end`, if that range may be a group.
+    pub fn get(&self, start: usize, end: usize) -> Option<([usize; 3], f64)> {
+        self.best[start].get(end - start - 1).copied().flatten()
+    }
+
+    /// Every range that may be a group: (start, end, tiles, seconds).
+    pub fn ranges(&self) -> impl Iterator<Item = (usize, usize, [usize; 3], f64)> + '_ {
+        self.best.iter().enumerate().flat_map(|(s, row)| {
+            row.iter()
+                .enumerate()
+                .filter_map(move |(l, b)| b.map(|(t, sec)| (s, s + l + 1, t, sec)))
+        })
+    }
+}
+
+/// Whether the fixed groups (if any) allow `start..end` as one group.
+fn range_allowed(options: &MilpOptions, start: usize, end: usize, n: usize) -> bool {
+    let Some(fixed) = &options.fixed_groups else {
+        return true;
+    };
+    fixed[start..end].iter().all(|&g| g == fixed[start])
+        && (start == 0 || fixed[start] != fixed[start - 1])
+        && (end == n || fixed[end] != fixed[end - 1])
+}
+
+/// `f(0), ..., f(n - 1)` computed on `threads` threads (0: one per available CPU), each thread
+/// taking the next index when it is free.
+pub fn parallel_map<T: Send>(n: usize, threads: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let threads = match threads {
+        0 => std::thread::available_parallelism().map_or(1, |p| p.get()),
+        t => t,
+    }
+    .clamp(1, n.max(1));
+    let next = AtomicUsize::new(0);
+    let mut done: Vec<(usize, T)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= n {
+                            return mine;
+                        }
+                        mine.push((i, f(i)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("worker thread panicked"))
+            .collect()
+    });
+    done.sort_by_key(|d| d.0);
+    done.into_iter().map(|d| d.1).collect()
+}
+
+/// One start's list of a [`RangeTable`], extended by [`extend_row`].
+#[derive(Clone, Debug, Default)]
+struct Row {
+    best: Vec<Option<([usize; 3], f64)>>,
+    /// No longer range from this start can be a group (cache, end of program, or the bound).
+    closed: bool,
+    pruned: bool,
+    ranges: usize,
+    evaluations: usize,
+}
+
+/// Ranges tried before the bound is known; the best cover by ranges this short is the bound.
+const FIRST_PASS_LENGTH: usize = 8;
+
+/// Builds the [`RangeTable`] on `threads` threads (0: one per available CPU).
+///
+/// First every range of up to [`FIRST_PASS_LENGTH`] stencils; the cheapest cover by those is a
+/// known configuration's cost `U`. Then longer ranges, start by start, until the bound
+/// `lb(0..start) + fast(start..end) > U` closes the start, where `lb` sums each stencil's least
+/// possible fast-memory time and `fast` is the range's least fast-memory time over its feasible
+/// tilings (it only grows with the range). No range of an optimal configuration is dropped.
+pub fn range_table(
+    analysis: &Analysis,
+    machine: &ModelMachine,
+    options: &MilpOptions,
+    threads: usize,
+) -> RangeTable {
+    let n = analysis.stencils.len();
+    let tilings = admissible_tilings(analysis.domain, machine, options);
+    let first = parallel_map(n, threads, |start| {
+        let mut row = Row::default();
+        extend_row(
+            analysis,
+            machine,
+            options,
+            &tilings,
+            start,
+            &mut row,
+            FIRST_PASS_LENGTH,
+            f64::INFINITY,
+        );
+        row
+    });
+    let mut table = table_of(first.clone());
+    let bound = shortest_grouping(&table, n).map_or(f64::INFINITY, |(_, t)| t);
+    if first.iter().all(|r| r.closed) {
+        return table;
+    }
+    // lb(0..s): each stencil alone at its least fast-memory time (widths 0, one tile along x).
+    let dom = analysis.domain.map(|d| d as u128);
+    let mut prefix = vec![0.0; n + 1];
+    for i in 0..n {
+        let lone = group_shape(analysis, i..i + 1);
+        let t = term_seconds(&machine.params, &lone.stencils[0].counts(dom, [1, 1, 1]));
+        prefix[i + 1] = prefix[i] + t[0] + t[1];
+    }
+    let rows = parallel_map(n, threads, |start| {
+        let mut row = first[start].clone();
+        if !row.closed {
+            let slack = bound * (1.0 + 1e-9) - prefix[start];
+            extend_row(
+                analysis, machine, options, &tilings, start, &mut row, n, slack,
+            );
+        }
+        row
+    });
+    table = table_of(rows);
+    table
+}
+
+fn table_of(rows: Vec<Row>) -> RangeTable {
+    RangeTable {
+        ranges_evaluated: rows.iter().map(|r| r.ranges).sum(),
+        evaluations: rows.iter().map(|r| r.evaluations).sum(),
+        pruned_starts: rows.iter().filter(|r| r.pruned).count(),
+        best: rows.into_iter().map(|r| r.best).collect(),
+    }
+}
+
+/// Extends `row` (the ranges from `start`) up to length `max_len`, closing it at the cache
+/// limit, at the end of the program, or when a range's least fast-memory time exceeds `slack`.
+#[allow(clippy::too_many_arguments)]
+fn extend_row(
+    analysis: &Analysis,
+    machine: &ModelMachine,
+    options: &MilpOptions,
+    tilings: &[([usize; 3], u64)],
+    start: usize,
+    row: &mut Row,
+    max_len: usize,
+    slack: f64,
+) {
+    let n = analysis.stencils.len();
+    let max_total = tilings.iter().map(|t| t.1).max().unwrap_or(0);
+    while !row.closed && row.best.len() < max_len {
+        let end = start + row.best.len() + 1;
+        if end > n {
+            row.closed = true;
+            break;
+        }
+        let shape = group_shape(analysis, start..end);
+        // Longer ranges touch at least as many arrays: none of them fits either.
+        if !shape.fits_cache(analysis, machine, max_total) {
+            row.closed = true;
+            break;
+        }
+        row.ranges += 1;
+        row.evaluations += tilings.len();
+        let (best, fast) = best_tiling_and_bound(analysis, machine, &shape, tilings);
+        if fast > slack {
+            // This range and every longer one from `start` cost more than a known
+            // configuration, whatever covers the stencils before them.
+            row.closed = true;
+            row.pruned = true;
+            break;
+        }
+        let allowed = range_allowed(options, start, end, n);
+        row.best.push(if allowed { best } else { None });
+        if end == n {
+            row.closed = true;
         }
     }
-    best
 }
 
 /// The optimum over all groupings and tilings allowed by `options`: (configuration, seconds).
@@ -60,8 +303,13 @@ pub fn exhaustive(
     machine: &ModelMachine,
     options: &MilpOptions,
 ) -> Option<(Configuration, f64)> {
-    let n = analysis.stencils.len();
-    let counts = admissible_tile_counts(analysis.domain, machine, options);
+    let table = range_table(analysis, machine, options, 0);
+    shortest_grouping(&table, analysis.stencils.len())
+}
+
+/// The cheapest cover of stencils `0..n` by ranges of `table`: a shortest path over group
+/// boundaries. (configuration, seconds), or None when no cover exists.
+pub fn shortest_grouping(table: &RangeTable, n: usize) -> Option<(Configuration, f64)> {
     // best[e] = cheapest way to cover stencils 0..e, with the start of its last group.
     let mut best: Vec<Option<(f64, usize, [usize; 3])>> = vec![None; n + 1];
     best[0] = Some((0.0, 0, [0; 3]));
@@ -70,15 +318,7 @@ pub fn exhaustive(
             let Some((before, _, _)) = best[start] else {
                 continue;
             };
-            if let Some(fixed) = &options.fixed_groups {
-                let one_group = fixed[start..end].iter().all(|&g| g == fixed[start]);
-                let boundary_ok = (start == 0 || fixed[start] != fixed[start - 1])
-                    && (end == n || fixed[end] != fixed[end - 1]);
-                if !one_group || !boundary_ok {
-                    continue;
-                }
-            }
-            if let Some((tiles, t)) = best_group_tiling(analysis, machine, start..end, &counts) {
+            if let Some((tiles, t)) = table.get(start, end) {
                 let total = before + t;
                 if best[end].is_none_or(|b| total < b.0) {
                     best[end] = Some((total, start, tiles));
@@ -146,7 +386,7 @@ pub fn explain_infeasible(
     let capacity = crate::cost::cache_capacity(machine);
     let cells: u128 = analysis.domain.iter().map(|&d| d as u128).product();
     for r in groups {
-        if best_group_tiling(analysis, machine, r.clone(), &counts).is_some() {
+        if best_group_tiling(analysis, machine, r.clone(), options).is_some() {
             continue;
         }
         let names: Vec<&str> = r

@@ -119,6 +119,12 @@ fn run(milp: &Milp, options: &SolveOptions) -> Result<Outcome, SolverError> {
     let mut model = Model::new();
     load(&mut model, milp)?;
     configure(&mut model, options)?;
+    if let Some(initial) = &options.initial {
+        // The extra last column carries the objective's constant and is fixed to 1.
+        let mut point = initial.clone();
+        point.push(1.0);
+        model.set_initial_solution(&point);
+    }
     model.solve();
 
     let n = milp.vars.len();

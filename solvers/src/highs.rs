@@ -91,6 +91,13 @@ impl Solver for Highs {
             set("output_flag", OptionValue::Bool(true))?;
             set("log_to_console", OptionValue::Bool(true))?;
         }
+        if let Some(initial) = &options.initial {
+            model
+                .try_set_solution(Some(initial), None, None, None)
+                .map_err(|status| {
+                    backend(format!("HiGHS refused the initial point ({status:?})"))
+                })?;
+        }
 
         let solved = model
             .try_solve()

@@ -67,6 +67,9 @@ pub struct SolveOptions {
     pub threads: Option<usize>,
     /// Let the backend print its log (to standard output); otherwise it is fully silent.
     pub verbose: bool,
+    /// A feasible point to start from (one value per variable): HiGHS and CBC take it as their
+    /// first incumbent; Z3 ignores it.
+    pub initial: Option<Vec<f64>>,
 }
 
 impl Default for SolveOptions {
@@ -76,6 +79,7 @@ impl Default for SolveOptions {
             time_limit: None,
             threads: None,
             verbose: false,
+            initial: None,
         }
     }
 }

@@ -8,8 +8,8 @@ use absinthe_model::analysis::Analysis;
 use absinthe_model::cost::{evaluate, Configuration, Cost};
 use absinthe_model::lp::MilpSize;
 use absinthe_model::machine::ModelMachine;
-use absinthe_model::milp::{milp, AbsintheMilp, MilpOptions, OBJECTIVE_SCALE};
-use absinthe_model::search::explain_infeasible;
+use absinthe_model::milp::{AbsintheMilp, Encoded, MilpOptions, OBJECTIVE_SCALE};
+use absinthe_model::search::{explain_infeasible, range_table, shortest_grouping};
 
 use crate::{MilpSolution, SolveOptions, Solver, SolverError, Status};
 
@@ -56,9 +56,15 @@ pub fn optimize(
     solve_options: &SolveOptions,
 ) -> Result<Optimum, OptimizeError> {
     let started = Instant::now();
-    let encoded = milp(analysis, machine, options);
+    let encoded = Encoded::build(analysis, machine, options);
     let build_seconds = started.elapsed().as_secs_f64();
-    let solution = solver.solve(&encoded.milp, solve_options)?;
+    let mut solve_options = solve_options.clone();
+    if options.warm_start && matches!(encoded, Encoded::Digits(_)) {
+        solve_options.initial =
+            warm_start(analysis, machine, options, &encoded, solver, &solve_options);
+    }
+    let solve_options = &solve_options;
+    let solution = solver.solve(encoded.milp(), solve_options)?;
     match solution.status {
         Status::Infeasible => {
             let reason = explain_infeasible(analysis, machine, options).unwrap_or_else(|| {
@@ -86,7 +92,12 @@ pub fn optimize(
         Status::Optimal | Status::TimeLimit => {}
     }
     let config = encoded.decode(&solution.values);
-    check_decoded(&encoded, &config, analysis, &solution.values)?;
+    config
+        .check_shape(analysis.stencils.len(), analysis.domain)
+        .map_err(|e| OptimizeError::Mismatch(format!("decoded configuration is malformed: {e}")))?;
+    if let Encoded::Digits(digits) = &encoded {
+        check_decoded(digits, &config, &solution.values)?;
+    }
     let cost = evaluate(analysis, machine, &config);
     if let Some(why) = &cost.infeasible {
         return Err(OptimizeError::Mismatch(format!(
@@ -118,10 +129,111 @@ pub fn optimize(
         bound_seconds: solution.best_bound / OBJECTIVE_SCALE,
         objective_seconds,
         cost,
-        size: encoded.milp.size(),
+        size: encoded.milp().size(),
         solution,
         build_seconds,
     })
+}
+
+/// The name of the exact dynamic-programming search among the solver names.
+pub const DP: &str = "dp";
+
+/// The solver names `optimize_with` accepts: the DP and the MILP backends compiled in.
+pub fn method_names() -> Vec<&'static str> {
+    let mut names = vec![DP];
+    names.extend(crate::available());
+    names
+}
+
+/// [`optimize`] with a solver given by name: `dp` for the exact dynamic program
+/// ([`optimize_dp`]), otherwise a MILP backend (see [`crate::by_name`]).
+pub fn optimize_with(
+    analysis: &Analysis,
+    machine: &ModelMachine,
+    options: &MilpOptions,
+    solver: &str,
+    solve_options: &SolveOptions,
+) -> Result<Optimum, OptimizeError> {
+    if solver.trim().eq_ignore_ascii_case(DP) {
+        return optimize_dp(analysis, machine, options, solve_options);
+    }
+    let backend = crate::by_name(solver)?;
+    optimize(analysis, machine, options, backend.as_ref(), solve_options)
+}
+
+/// The exact optimum by dynamic programming over group boundaries (`search::range_table` and
+/// `search::shortest_grouping`): every contiguous range's cheapest feasible tiling, then the
+/// cheapest cover. No MILP is built; the report's size is zero and its bound equals the
+/// objective (the search is exhaustive). `solve_options.threads` sets the worker threads.
+pub fn optimize_dp(
+    analysis: &Analysis,
+    machine: &ModelMachine,
+    options: &MilpOptions,
+    solve_options: &SolveOptions,
+) -> Result<Optimum, OptimizeError> {
+    let started = Instant::now();
+    let table = range_table(
+        analysis,
+        machine,
+        options,
+        solve_options.threads.unwrap_or(0),
+    );
+    let Some((config, _)) = shortest_grouping(&table, analysis.stencils.len()) else {
+        let reason = explain_infeasible(analysis, machine, options).unwrap_or_else(|| {
+            "the DP found no feasible cover, but the constraints explain none: this is a bug"
+                .to_string()
+        });
+        return Err(OptimizeError::Infeasible(reason));
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    let cost = evaluate(analysis, machine, &config);
+    if let Some(why) = &cost.infeasible {
+        return Err(OptimizeError::Mismatch(format!(
+            "the DP chose a configuration the model rejects ({why})"
+        )));
+    }
+    let objective = cost.total * OBJECTIVE_SCALE;
+    Ok(Optimum {
+        config,
+        objective_seconds: cost.total,
+        bound_seconds: cost.total,
+        cost,
+        size: MilpSize::default(),
+        solution: MilpSolution {
+            status: Status::Optimal,
+            values: Vec::new(),
+            objective,
+            best_bound: objective,
+            gap: 0.0,
+            seconds,
+            solver: DP,
+        },
+        build_seconds: 0.0,
+    })
+}
+
+/// A full point of `encoded` at the DP's optimal configuration: the MILP with that configuration
+/// fixed, solved by `solver` (an LP in effect). None when the DP finds nothing or the fixed
+/// solve fails; the MILP then starts cold.
+fn warm_start(
+    analysis: &Analysis,
+    machine: &ModelMachine,
+    options: &MilpOptions,
+    encoded: &Encoded,
+    solver: &dyn Solver,
+    solve_options: &SolveOptions,
+) -> Option<Vec<f64>> {
+    let table = range_table(
+        analysis,
+        machine,
+        options,
+        solve_options.threads.unwrap_or(0),
+    );
+    let (config, _) = shortest_grouping(&table, analysis.stencils.len())?;
+    let fixed = solver
+        .solve(&encoded.fixed_to(&config), solve_options)
+        .ok()?;
+    fixed.status.has_values().then_some(fixed.values)
 }
 
 /// Whether two objective values agree to [`AGREEMENT_TOLERANCE`].
@@ -134,12 +246,8 @@ pub fn agree(a: f64, b: f64) -> bool {
 fn check_decoded(
     encoded: &AbsintheMilp,
     config: &Configuration,
-    analysis: &Analysis,
     values: &[f64],
 ) -> Result<(), OptimizeError> {
-    config
-        .check_shape(analysis.stencils.len(), analysis.domain)
-        .map_err(|e| OptimizeError::Mismatch(format!("decoded configuration is malformed: {e}")))?;
     for (i, &g) in config.groups.iter().enumerate() {
         let n = encoded.tile_counts[i].map(|v| values[v.0].round() as usize);
         if n != config.tiles[g] {

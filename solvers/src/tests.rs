@@ -426,6 +426,7 @@ fn options_are_accepted() {
         time_limit: Some(60.0),
         threads: Some(2),
         verbose: false,
+        initial: None,
     };
     for solver in backends() {
         let solution = solver.solve(&milp, &options).unwrap();
