@@ -515,10 +515,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         ),
         Format::Table => print_table(&program, &rows, bw, args.runs),
     }
-    if let (Format::Table, Some(summary)) = (args.format, speedup_summary(&program, &rows)) {
-        println!("\n{summary}");
-    }
-    if points.len() >= 2 {
+    // R² and rank correlation over two points say nothing.
+    if points.len() >= 3 {
         let summary = accuracy_summary(&absinthe_learn::accuracy::summarize(&points));
         // The summary goes with the table; beside JSON or YAML it goes to standard error.
         if args.format == Format::Table {
@@ -526,6 +524,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         } else {
             eprintln!("{summary}");
         }
+    }
+    if let (Format::Table, Some(summary)) = (args.format, speedup_summary(&program, &rows)) {
+        println!("\n{summary}");
     }
     Ok(if failed {
         ExitCode::from(1)

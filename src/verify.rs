@@ -61,12 +61,22 @@ pub struct VerifyArgs {
     pub skip: Vec<String>,
     /// The encoding of the optimality query: the model with genuine products of tile counts
     /// (`nonlinear`, exact in the machine file's decimals; Z3 decides it far faster), or the
-    /// linearized MILP (`linear`, coefficients as the MILP's decimals).
-    #[arg(long, default_value = "nonlinear", value_parser = ["linear", "nonlinear"])]
-    pub encoding: String,
+    /// linearized ABSINTHE MILP (`linear`, coefficients as the MILP's decimals). (`--encoding`
+    /// is the MILP encoding of solving; verification always proves the digits MILP's rows.)
+    #[arg(long, value_enum, default_value_t = Query::Nonlinear)]
+    pub smt_encoding: Query,
     /// Output format on standard output (table or json).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+}
+
+/// The SMT encoding of the optimality query.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Query {
+    /// The model with genuine products (QF_NIRA).
+    Nonlinear,
+    /// The linearized digits MILP in exact rationals (QF_LIRA).
+    Linear,
 }
 
 /// The outcome of one step.
@@ -240,13 +250,12 @@ fn check_optimality(
     exact: &Rational,
     gap: f64,
     time_limit: Option<f64>,
-    encoding: &str,
+    query: Query,
 ) -> anyhow::Result<(Step, Option<BetterConfiguration>)> {
     let started = Instant::now();
-    let mut smt = if encoding == "nonlinear" {
-        nonlinear(analysis, view, options)
-    } else {
-        linear_absinthe(&milp(analysis, view, options))
+    let mut smt = match query {
+        Query::Nonlinear => nonlinear(analysis, view, options),
+        Query::Linear => linear_absinthe(&milp(analysis, view, options)),
     };
     let factor = decimal(1.0) - decimal(gap);
     let bound_seconds = exact * &factor;
@@ -362,7 +371,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
                 exact,
                 solve_options.relative_gap,
                 solve_options.time_limit,
-                &args.encoding,
+                args.smt_encoding,
             )?;
             steps.push(s);
             better = b;

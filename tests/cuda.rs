@@ -419,7 +419,7 @@ fn milp_equals_exhaustive_search_on_a_small_gpu_machine() {
         relative_gap: 1e-9,
         time_limit: Some(60.0),
         threads: Some(1),
-        verbose: false,
+        ..SolveOptions::default()
     };
     let mut compared = 0;
     for seed in 0..6 {

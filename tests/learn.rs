@@ -206,7 +206,7 @@ fn bench_plot_draws_predicted_against_measured() {
         "--machine",
         "machines/default.yaml",
         "--variants",
-        "opt,random:3",
+        "opt,unfused,fused,random:4",
         "--runs",
         "4",
         "--no-roofline",

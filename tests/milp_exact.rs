@@ -6,9 +6,9 @@ use absinthe_model::analysis::Analysis;
 use absinthe_model::cost::{evaluate, Configuration};
 use absinthe_model::generate::{random_program, RandomShape, Rng};
 use absinthe_model::machine::ModelMachine;
-use absinthe_model::milp::MilpOptions;
+use absinthe_model::milp::{Encoding, MilpOptions};
 use absinthe_model::search::exhaustive;
-use absinthe_solvers::optimize::{agree, optimize, OptimizeError};
+use absinthe_solvers::optimize::{agree, optimize, optimize_dp, optimize_with, OptimizeError};
 use absinthe_solvers::SolveOptions;
 
 use crate::common::{analyse, random_machine};
@@ -103,6 +103,7 @@ fn exact_options() -> SolveOptions {
         time_limit: Some(60.0),
         threads: Some(1),
         verbose: false,
+        initial: None,
     }
 }
 
@@ -131,9 +132,34 @@ fn check_case(seed: u64, shape: &RandomShape, naive_limit: usize) -> (bool, bool
             other => panic!("seed {seed}: naive vs DP feasibility differ: {other:?}\n{text}"),
         }
     }
-    for name in ["cbc", "highs"] {
-        let solver = absinthe_solvers::by_name(name).unwrap();
-        let result = optimize(&a, &m, &options, solver.as_ref(), &exact_options());
+    // Both encodings on both MILP backends (the digits one cold and warm-started), and the DP
+    // backend through `optimize_dp`.
+    let runs: [(&str, Encoding, bool); 7] = [
+        ("cbc", Encoding::Digits, false),
+        ("highs", Encoding::Digits, false),
+        ("highs", Encoding::Digits, true),
+        ("cbc", Encoding::Ranges, false),
+        ("highs", Encoding::Ranges, false),
+        ("dp", Encoding::Ranges, false),
+        ("cbc", Encoding::Digits, true),
+    ];
+    for (name, encoding, warm_start) in runs {
+        let options = MilpOptions {
+            encoding,
+            warm_start,
+            ..options.clone()
+        };
+        let result = if name == "dp" {
+            optimize_dp(&a, &m, &options, &exact_options())
+        } else {
+            let solver = absinthe_solvers::by_name(name).unwrap();
+            optimize(&a, &m, &options, solver.as_ref(), &exact_options())
+        };
+        let name = format!(
+            "{name}/{}{}",
+            encoding.name(),
+            if warm_start { "/warm" } else { "" }
+        );
         match (result, dp) {
             (Ok(opt), Some(best)) => {
                 assert!(
@@ -169,7 +195,7 @@ fn milp_optimum_equals_brute_force_on_random_programs() {
     };
     let mut naive_checked = 0;
     let mut feasible = 0;
-    let cases = 60;
+    let cases = 80;
     for seed in 0..cases {
         let (naive, feas) = check_case(seed, &shape, 300_000);
         naive_checked += naive as usize;
@@ -224,5 +250,66 @@ fn milp_optimum_equals_exhaustive_on_shipped_programs() {
             "{p}: MILP {:e} vs exhaustive {best:e}",
             opt.cost.total
         );
+    }
+}
+
+/// Large programs: every backend's reported objective is `evaluate` of the configuration it
+/// reports, and the exact backends agree. The digits MILP gets a time limit and starts from the
+/// DP (it must still end with a configuration, a bound and a gap).
+#[test]
+fn large_programs_report_what_evaluate_gives() {
+    let machine = absinthe_model::machine::Machine::load(
+        &crate::common::root().join("machines/default.yaml"),
+    )
+    .unwrap()
+    .model_view(8)
+    .unwrap();
+    let programs = [
+        absinthe_model::generate::chain(64, [64, 64, 60]),
+        absinthe_model::generate::dycore(150, [32, 32, 20], 1),
+    ];
+    for text in programs {
+        let a = analyse(&text);
+        let mut objectives = Vec::new();
+        for (name, encoding) in [
+            ("dp", Encoding::Ranges),
+            ("highs", Encoding::Ranges),
+            ("cbc", Encoding::Ranges),
+            ("highs", Encoding::Digits),
+        ] {
+            let options = MilpOptions {
+                encoding,
+                warm_start: true,
+                ..MilpOptions::default()
+            };
+            let solve = SolveOptions {
+                time_limit: Some(10.0),
+                ..SolveOptions::default()
+            };
+            let opt = optimize_with(&a, &machine, &options, name, &solve)
+                .unwrap_or_else(|e| panic!("{} stencils, {name}: {e}", a.stencils.len()));
+            let cost = evaluate(&a, &machine, &opt.config);
+            assert!(cost.is_feasible());
+            assert!(
+                agree(opt.objective_seconds, cost.total),
+                "{name}: claims {:e}, evaluate gives {:e}",
+                opt.objective_seconds,
+                cost.total
+            );
+            assert!(opt.bound_seconds <= opt.objective_seconds * (1.0 + 1e-9));
+            if opt.solution.status == absinthe_solvers::Status::Optimal {
+                objectives.push((name, cost.total));
+            }
+        }
+        // dp and the range MILP always prove optimality; the warm-started digits MILP holds
+        // the DP's configuration at least.
+        assert!(objectives.len() >= 3, "{objectives:?}");
+        for (name, o) in &objectives {
+            assert!(
+                agree(*o, objectives[0].1) || (o - objectives[0].1).abs() <= 1e-4 * o,
+                "{name} {o:e} vs dp {:e}",
+                objectives[0].1
+            );
+        }
     }
 }

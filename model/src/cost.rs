@@ -14,6 +14,9 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::{Analysis, ArrayId, ArrayKind, Extent};
+use crate::formula::{
+    overhead, stencil_counts, stencil_terms, Numeric, StencilCounts, StencilTerms,
+};
 use crate::machine::{ModelMachine, Params};
 use crate::program::DIMS;
 
@@ -408,48 +411,60 @@ pub fn group_shape(analysis: &Analysis, range: Range<usize>) -> GroupShape {
     }
 }
 
-/// The peel count of weights `(w, w^x, w^y, w^z)`:
-/// `n^x (D^y D^z w + D^z n^y w^y + D^y n^z w^z)`.
-pub fn peel_count(dom: [u128; 3], n: [u128; 3], weights: &Weights) -> u128 {
-    let [w0, _, wy, wz] = weights.map(|x| x as u128);
-    n[0] * (dom[1] * dom[2] * w0 + dom[2] * n[1] * wy + dom[1] * n[2] * wz)
-}
-
-/// The body count of weights `(w, w^x, w^y, w^z)`:
-/// `D^x D^y D^z w + D^y D^z n^x w^x + D^x D^z n^y w^y + D^x D^y n^z w^z`.
-pub fn body_count(dom: [u128; 3], n: [u128; 3], weights: &Weights) -> u128 {
-    let [w0, wx, wy, wz] = weights.map(|x| x as u128);
-    dom[0] * dom[1] * dom[2] * w0
-        + dom[1] * dom[2] * n[0] * wx
-        + dom[0] * dom[2] * n[1] * wy
-        + dom[0] * dom[1] * n[2] * wz
-}
-
-/// The loop-bound overhead count of a group of `len` stencils: `6 n^x n^y n^z` per stencil; it
-/// costs `(B^b + B^v)` seconds per count.
-pub fn overhead_count(tiles_total: u64, len: usize) -> f64 {
-    6.0 * tiles_total as f64 * len as f64
-}
-
 impl StencilShape {
-    /// The access counts for tile counts `n` on a domain `dom`.
+    /// The weights `[fast, base, stream]`.
+    pub fn weights(&self) -> [Weights; 3] {
+        [self.fast_weights, self.base_weights, self.stream_weights]
+    }
+
+    /// The access counts for tile counts `n` on a domain `dom` (`formula::stencil_counts`).
     pub fn counts(&self, dom: [u128; 3], n: [u128; 3]) -> Counts {
-        let part = |w: &Weights| PeelBodyCount {
-            peel: peel_count(dom, n, w),
-            body: body_count(dom, n, w),
+        let params = [[0.0f64; 2]; 3];
+        let mut numeric = Numeric { n, params: &params };
+        let weights = self.weights().map(|w| w.map(|x| x as u128));
+        let c = stencil_counts(&mut numeric, dom, &weights);
+        let part = |p: usize| PeelBodyCount {
+            peel: c[p][0].unwrap_or(0),
+            body: c[p][1].unwrap_or(0),
         };
         Counts {
-            fast: part(&self.fast_weights),
-            slow_base: part(&self.base_weights),
-            slow_stream: part(&self.stream_weights),
+            fast: part(0),
+            slow_base: part(1),
+            slow_stream: part(2),
         }
     }
 }
 
-/// `peel + body` with `peel = max(fast, slow)` and `body = max(fast, slow)` of the four term
-/// seconds from [`term_seconds`].
-pub fn stencil_seconds(t: &[f64; 4]) -> (f64, f64) {
-    (t[0].max(t[2]), t[1].max(t[3]))
+impl Counts {
+    /// `[part][term]`, as `formula::stencil_terms` takes them.
+    pub fn table(&self) -> StencilCounts<u128> {
+        let pair = |c: &PeelBodyCount| [Some(c.peel), Some(c.body)];
+        [
+            pair(&self.fast),
+            pair(&self.slow_base),
+            pair(&self.slow_stream),
+        ]
+    }
+}
+
+/// The seconds of a stencil's counts: `formula::stencil_terms` in f64.
+pub fn stencil_seconds(params: &Params, counts: &Counts) -> StencilTerms<f64> {
+    let table = params.table();
+    let mut numeric = Numeric {
+        n: [0; 3],
+        params: &table,
+    };
+    stencil_terms(&mut numeric, &counts.table(), "")
+}
+
+/// The loop-bound overhead in seconds (`formula::overhead` in f64).
+pub fn overhead_seconds(params: &Params, tiles_total: u64, len: usize) -> f64 {
+    let table = params.table();
+    let mut numeric = Numeric {
+        n: [0; 3],
+        params: &table,
+    };
+    overhead(&mut numeric, &(tiles_total as u128), len as u128)
 }
 
 impl GroupShape {
@@ -467,10 +482,9 @@ impl GroupShape {
         let n = tiles.map(|t| t as u128);
         let (mut sum, mut fast) = (0.0, 0.0);
         for s in &self.stencils {
-            let t = term_seconds(params, &s.counts(dom, n));
-            let (peel, body) = stencil_seconds(&t);
-            sum += peel + body;
-            fast += t[0] + t[1];
+            let t = stencil_seconds(params, &s.counts(dom, n));
+            sum += t.peel + t.body;
+            fast += t.fast_peel + t.fast_body;
         }
         let total = tiles.iter().map(|&t| t as u64).product::<u64>();
         let overhead = overhead_seconds(params, total, self.stencils.len());
@@ -488,11 +502,6 @@ impl GroupShape {
         let cells = analysis.domain.iter().map(|&d| d as u128).product::<u128>();
         self.arrays_touched as u128 * cells <= cache_capacity(machine) as u128 * tiles_total as u128
     }
-}
-
-/// The loop-bound overhead in seconds: [`overhead_count`] times `(B^b + B^v)`.
-fn overhead_seconds(params: &Params, tiles_total: u64, len: usize) -> f64 {
-    6.0 * (params.slow_base.body + params.slow_stream.body) * tiles_total as f64 * len as f64
 }
 
 /// The cost of the stencils `range` fused into one group tiled by `tiles`.
@@ -529,8 +538,7 @@ pub fn group_cost_of(
         .iter()
         .map(|s| {
             let counts = s.counts(dom, n);
-            let t = term_seconds(params, &counts);
-            let (peel, body) = stencil_seconds(&t);
+            let t = stencil_seconds(params, &counts);
             StencilCost {
                 widths: s.widths,
                 loads: s.loads.clone(),
@@ -539,13 +547,13 @@ pub fn group_cost_of(
                 base_weights: s.base_weights,
                 stream_weights: s.stream_weights,
                 counts,
-                fast_peel: t[0],
-                fast_body: t[1],
-                slow_peel: t[2],
-                slow_body: t[3],
-                peel,
-                body,
-                time: peel + body,
+                fast_peel: t.fast_peel,
+                fast_body: t.fast_body,
+                slow_peel: t.slow_peel,
+                slow_body: t.slow_body,
+                peel: t.peel,
+                body: t.body,
+                time: t.peel + t.body,
                 tiles_total,
             }
         })
@@ -570,14 +578,8 @@ pub fn group_cost_of(
 
 /// Seconds of (fast peel, fast body, slow peel, slow body) for some counts.
 pub fn term_seconds(params: &Params, c: &Counts) -> [f64; 4] {
-    [
-        params.fast.peel * c.fast.peel as f64,
-        params.fast.body * c.fast.body as f64,
-        params.slow_base.peel * c.slow_base.peel as f64
-            + params.slow_stream.peel * c.slow_stream.peel as f64,
-        params.slow_base.body * c.slow_base.body as f64
-            + params.slow_stream.body * c.slow_stream.body as f64,
-    ]
+    let t = stencil_seconds(params, c);
+    [t.fast_peel, t.fast_body, t.slow_peel, t.slow_body]
 }
 
 /// The first constraint (cache, parallel efficiency, even tiles) the group violates.

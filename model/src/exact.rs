@@ -21,6 +21,7 @@ use num_traits::{One, Signed, ToPrimitive, Zero};
 
 use crate::analysis::Analysis;
 use crate::cost::{evaluate, Configuration, Counts, Infeasibility};
+use crate::formula::{self, stencil_terms, Numeric, Part, Scalar, Term};
 use crate::machine::{ModelMachine, Params};
 
 /// An exact rational number.
@@ -85,18 +86,19 @@ pub fn display(x: &Rational) -> String {
 /// The six parameters as exact decimals, in seconds per access.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ExactParams {
-    pub fast: [Rational; 2],
-    pub slow_base: [Rational; 2],
-    pub slow_stream: [Rational; 2],
+    /// `[part][term]` as `formula::Part` and `formula::Term` order them.
+    pub table: [[Rational; 2]; 3],
 }
 
 impl ExactParams {
     pub fn new(p: &Params) -> Self {
         ExactParams {
-            fast: [decimal(p.fast.peel), decimal(p.fast.body)],
-            slow_base: [decimal(p.slow_base.peel), decimal(p.slow_base.body)],
-            slow_stream: [decimal(p.slow_stream.peel), decimal(p.slow_stream.body)],
+            table: p.table().map(|row| row.map(decimal)),
         }
+    }
+
+    pub fn get(&self, part: Part, term: Term) -> &Rational {
+        &self.table[part as usize][term as usize]
     }
 }
 
@@ -104,16 +106,19 @@ fn int(x: u128) -> Rational {
     Rational::from_integer(BigInt::from(x))
 }
 
-/// (fast peel, fast body, slow peel, slow body) seconds of some counts, exactly.
-pub fn term_seconds(params: &ExactParams, c: &Counts) -> [Rational; 4] {
-    [
-        &params.fast[0] * int(c.fast.peel),
-        &params.fast[1] * int(c.fast.body),
-        &params.slow_base[0] * int(c.slow_base.peel)
-            + &params.slow_stream[0] * int(c.slow_stream.peel),
-        &params.slow_base[1] * int(c.slow_base.body)
-            + &params.slow_stream[1] * int(c.slow_stream.body),
-    ]
+impl Scalar for Rational {
+    fn from_count(c: u128) -> Self {
+        int(c)
+    }
+    fn nothing() -> Self {
+        <Rational as Zero>::zero()
+    }
+    fn mul(&self, other: &Self) -> Self {
+        self * other
+    }
+    fn add(&self, other: &Self) -> Self {
+        self + other
+    }
 }
 
 /// The exact cost of one stencil.
@@ -138,7 +143,8 @@ pub struct ExactCost {
     pub infeasible: Option<Infeasibility>,
 }
 
-/// The cost of `config` (of valid shape) in exact arithmetic.
+/// The cost of `config` (of valid shape) in exact arithmetic: `evaluate`'s integer counts,
+/// then the formulas of `formula` in rationals.
 pub fn exact_cost(
     analysis: &Analysis,
     machine: &ModelMachine,
@@ -149,22 +155,22 @@ pub fn exact_cost(
     let mut stencils = Vec::new();
     let mut total = Rational::zero();
     let mut overhead = Rational::zero();
-    let loop_bound =
-        Rational::from_integer(BigInt::from(6)) * (&params.slow_base[1] + &params.slow_stream[1]);
     for group in &cost.groups {
+        let mut numeric = Numeric {
+            n: group.tiles.map(|t| t as u128),
+            params: &params.table,
+        };
         for s in &group.stencils {
-            let [fp, fb, sp, sb] = term_seconds(&params, &s.counts);
-            let peel = if fp >= sp { fp } else { sp };
-            let body = if fb >= sb { fb } else { sb };
-            total += &peel + &body;
+            let t = stencil_terms(&mut numeric, &s.counts.table(), "");
+            total += &t.peel + &t.body;
             stencils.push(ExactStencil {
                 counts: s.counts,
-                peel,
-                body,
+                peel: t.peel,
+                body: t.body,
             });
         }
         let tiles_total: u128 = group.tiles.iter().map(|&t| t as u128).product();
-        overhead += &loop_bound * int(tiles_total * group.range.len() as u128);
+        overhead += formula::overhead(&mut numeric, &tiles_total, group.range.len() as u128);
     }
     total += &overhead;
     let infeasible = config

@@ -13,6 +13,7 @@ pub mod cost;
 pub mod diagnostic;
 pub mod exact;
 pub mod expr;
+pub mod formula;
 pub mod generate;
 pub mod linearize;
 pub mod lp;

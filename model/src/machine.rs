@@ -28,6 +28,15 @@ pub struct Params {
 }
 
 impl Params {
+    /// `[part][term]`: fast, base, stream × peel, body (see `formula::Part`, `formula::Term`).
+    pub fn table(&self) -> [[f64; 2]; 3] {
+        [
+            [self.fast.peel, self.fast.body],
+            [self.slow_base.peel, self.slow_base.body],
+            [self.slow_stream.peel, self.slow_stream.body],
+        ]
+    }
+
     /// The parameters in a fixed order with their file keys, for validation and reports.
     pub fn named(&self) -> [(&'static str, f64); 6] {
         [

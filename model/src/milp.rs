@@ -16,6 +16,7 @@ use std::collections::HashMap;
 
 use crate::analysis::{Analysis, ArrayId, ArrayKind};
 use crate::cost::{cache_capacity, Configuration};
+use crate::formula;
 use crate::linearize::{
     and_not, gated, gated_lower, lower_bound, mccormick, recorded_max, recorded_product,
     switched_max, upper_bound, Linearization,
@@ -272,6 +273,82 @@ impl Builder {
 
     fn gated_lower(&mut self, x: &LinExpr, flag: &LinExpr, x_max: f64, name: &str) -> LinExpr {
         gated_lower(&mut self.milp, x, flag, x_max, name)
+    }
+}
+
+/// `formula`'s algebra over the MILP of stencil `i`: counts are expressions with their upper
+/// bounds, a tile count times an expression is a binary-digit product (McCormick rows added,
+/// memoised per expression), seconds are in objective units, and `max(fast, slow)` is a
+/// variable `≥` both (exact at the optimum: every cost is non-negative and only grows with it).
+struct MilpTerms<'a> {
+    b: &'a mut Builder,
+    i: usize,
+    params: [[f64; 2]; 3],
+    memo: HashMap<(usize, Vec<(usize, u64)>, u64), (LinExpr, f64)>,
+}
+
+impl formula::Algebra for MilpTerms<'_> {
+    type Count = (LinExpr, f64);
+    type Time = LinExpr;
+    fn count_sum(&mut self, terms: &[(u128, &(LinExpr, f64))]) -> (LinExpr, f64) {
+        let mut e = LinExpr::new();
+        let mut ub = 0.0;
+        for (k, (x, x_ub)) in terms {
+            e.add_expr(x, *k as f64);
+            ub += *k as f64 * x_ub;
+        }
+        (e.normalized(), ub)
+    }
+    fn times_tiles(&mut self, d: usize, (y, y_ub): &(LinExpr, f64)) -> (LinExpr, f64) {
+        let y = y.normalized();
+        let n_hi = self.b.tile_range[d].1 as f64;
+        if y.terms.is_empty() {
+            return (
+                self.b.tiles_expr(self.i, d).scaled(y.constant),
+                y.constant * n_hi,
+            );
+        }
+        let key = (
+            d,
+            y.terms.iter().map(|&(v, c)| (v.0, c.to_bits())).collect(),
+            y.constant.to_bits(),
+        );
+        if let Some(p) = self.memo.get(&key) {
+            return p.clone();
+        }
+        let name = format!("p{}", self.memo.len());
+        let p = self.b.times_tiles(self.i, d, &y, *y_ub, &name);
+        let out = (p, y_ub * n_hi);
+        self.memo.insert(key, out.clone());
+        out
+    }
+    fn param_is_zero(&self, part: formula::Part, term: formula::Term) -> bool {
+        self.params[part as usize][term as usize] == 0.0
+    }
+    fn seconds(
+        &mut self,
+        part: formula::Part,
+        term: formula::Term,
+        (v, _): &(LinExpr, f64),
+    ) -> LinExpr {
+        v.scaled(OBJECTIVE_SCALE * self.params[part as usize][term as usize])
+    }
+    fn time_zero(&mut self) -> LinExpr {
+        LinExpr::new()
+    }
+    fn time_add(&mut self, a: &LinExpr, b: &LinExpr) -> LinExpr {
+        a.clone().plus(b, 1.0)
+    }
+    fn time_max(&mut self, fast: &LinExpr, slow: &LinExpr, name: &str) -> LinExpr {
+        let m = self.b.milp.add_var(name, 0.0, f64::INFINITY, false);
+        let mv = LinExpr::var(m);
+        self.b
+            .milp
+            .add_relation(format!("{name}_fast"), &mv, Sense::Ge, fast);
+        self.b
+            .milp
+            .add_relation(format!("{name}_slow"), &mv, Sense::Ge, slow);
+        mv
     }
 }
 
@@ -551,116 +628,48 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
             stream_d[d] = lines[d].clone().plus(&we, 1.0);
         }
 
-        // Products shared by the fast terms: n^d E^d and n^x n^y E^y, n^x n^z E^z.
+        // The cost of stencil i: `formula`'s counts and seconds over MILP expressions, every
+        // product of a tile count with a bounded expression a binary-digit product (shared
+        // when the same product appears twice); a part whose parameter is zero gets none.
         let c = info.fetch_weight as f64;
-        let n_e: [LinExpr; 3] = [0, 1, 2].map(|d| {
-            let e = ext[d].clone();
-            b.times_tiles(i, d, &e, ext_ub[d], "nE")
-        });
-        let nxy_ey = {
-            let y = n_e[1].clone();
-            b.times_tiles(i, 0, &y, ext_ub[1] * tile_range[1].1 as f64, "nxnyE")
-        };
-        let nxz_ez = {
-            let y = n_e[2].clone();
-            b.times_tiles(i, 0, &y, ext_ub[2] * tile_range[2].1 as f64, "nxnzE")
-        };
-        let nx = b.tiles_expr(i, 0);
+        let bounded = |b: &Builder, e: &LinExpr| (e.clone(), b.upper(e));
+        let fast_w: [(LinExpr, f64); 4] = [
+            (LinExpr::constant(c), c),
+            (ext[0].scaled(c), c * ext_ub[0]),
+            (ext[1].scaled(c), c * ext_ub[1]),
+            (ext[2].scaled(c), c * ext_ub[2]),
+        ];
+        let base_w = [
+            bounded(&b, &base),
+            bounded(&b, &base_d[0]),
+            bounded(&b, &base_d[1]),
+            bounded(&b, &base_d[2]),
+        ];
+        let stream_w = [
+            bounded(&b, &s_weight),
+            bounded(&b, &stream_d[0]),
+            bounded(&b, &stream_d[1]),
+            bounded(&b, &stream_d[2]),
+        ];
         let nz = b.tiles_expr(i, 2);
-
-        let us = OBJECTIVE_SCALE;
-        let fast_peel = nx
-            .scaled(dom_f[1] * dom_f[2])
-            .plus(&nxy_ey, dom_f[2])
-            .plus(&nxz_ez, dom_f[1])
-            .scaled(us * params.fast.peel * c);
-        let fast_body = LinExpr::constant(cells)
-            .plus(&n_e[0], dom_f[1] * dom_f[2])
-            .plus(&n_e[1], dom_f[0] * dom_f[2])
-            .plus(&n_e[2], dom_f[0] * dom_f[1])
-            .scaled(us * params.fast.body * c);
-
-        // Slow terms: base (m, m^d) and stream (s, s^d) weights, each with its own products so
-        // every product row has integer coefficients and bounds (exact in any reading); a part
-        // whose parameter is zero gets no products at all.
-        let mut slow_peel = LinExpr::new();
-        let mut slow_body = LinExpr::new();
-        let face = [
-            dom_f[1] * dom_f[2],
-            dom_f[0] * dom_f[2],
-            dom_f[0] * dom_f[1],
-        ];
-        let parts = [
-            ("b", params.slow_base, &base, &base_d),
-            ("v", params.slow_stream, &s_weight, &stream_d),
-        ];
-        for (tag, p, w0, wd) in parts {
-            if p.peel > 0.0 {
-                let (w0_ub, wy_ub, wz_ub) = (b.upper(w0), b.upper(&wd[1]), b.upper(&wd[2]));
-                let nx_w0 = b.times_tiles(i, 0, w0, w0_ub, &format!("nW{tag}"));
-                let ny_wy = b.times_tiles(i, 1, &wd[1], wy_ub, &format!("nWp{tag}"));
-                let nxy_wy = b.times_tiles(
-                    i,
-                    0,
-                    &ny_wy,
-                    wy_ub * tile_range[1].1 as f64,
-                    &format!("nnWpy{tag}"),
-                );
-                let nz_wz = b.times_tiles(i, 2, &wd[2], wz_ub, &format!("nWp{tag}"));
-                let nxz_wz = b.times_tiles(
-                    i,
-                    0,
-                    &nz_wz,
-                    wz_ub * tile_range[2].1 as f64,
-                    &format!("nnWpz{tag}"),
-                );
-                let counts = nx_w0
-                    .scaled(dom_f[1] * dom_f[2])
-                    .plus(&nxy_wy, dom_f[2])
-                    .plus(&nxz_wz, dom_f[1]);
-                slow_peel.add_expr(&counts, us * p.peel);
-            }
-            if p.body > 0.0 {
-                let mut counts = w0.scaled(cells);
-                for d in 0..3 {
-                    let ub = b.upper(&wd[d]);
-                    let nw = b.times_tiles(i, d, &wd[d], ub, &format!("nWb{tag}"));
-                    counts.add_expr(&nw, face[d]);
-                }
-                slow_body.add_expr(&counts, us * p.body);
-            }
-        }
-        let peel = b
-            .milp
-            .add_var(format!("peel_{i}"), 0.0, f64::INFINITY, false);
-        let body = b
-            .milp
-            .add_var(format!("body_{i}"), 0.0, f64::INFINITY, false);
-        let (pv, bv) = (LinExpr::var(peel), LinExpr::var(body));
-        b.milp
-            .add_relation(format!("peel_{i}_fast"), &pv, Sense::Ge, &fast_peel);
-        b.milp
-            .add_relation(format!("peel_{i}_slow"), &pv, Sense::Ge, &slow_peel);
-        b.milp
-            .add_relation(format!("body_{i}_fast"), &bv, Sense::Ge, &fast_body);
-        b.milp
-            .add_relation(format!("body_{i}_slow"), &bv, Sense::Ge, &slow_body);
-        objective.add(peel, 1.0).add(body, 1.0);
-
-        // Tile total N = n^x (n^y n^z), exactly.
-        let nz_expr = nz.clone();
-        let nyz = b.times_tiles(i, 1, &nz_expr, tile_range[2].1 as f64, "nn");
-        let total = b.times_tiles(
+        let mut terms = MilpTerms {
+            b: &mut b,
             i,
-            0,
-            &nyz,
-            (tile_range[1].1 * tile_range[2].1) as f64,
-            "nnn",
-        );
-        objective.add_expr(
-            &total,
-            us * 6.0 * (params.slow_base.body + params.slow_stream.body),
-        );
+            params: params.table(),
+            memo: HashMap::new(),
+        };
+        let dom_u = dom.map(|d| d as u128);
+        let counts = formula::stencil_counts(&mut terms, dom_u, &[fast_w, base_w, stream_w]);
+        let t = formula::stencil_terms(&mut terms, &counts, &i.to_string());
+        objective.add_expr(&t.peel, 1.0).add_expr(&t.body, 1.0);
+
+        // Tile total N = n^x (n^y n^z), exactly, and its loop-bound overhead.
+        let nz_count = (nz.clone(), tile_range[2].1 as f64);
+        let nyz = formula::Algebra::times_tiles(&mut terms, 1, &nz_count);
+        let total_count = formula::Algebra::times_tiles(&mut terms, 0, &nyz);
+        let overhead = formula::overhead(&mut terms, &total_count, 1);
+        objective.add_expr(&overhead, 1.0);
+        let total = total_count.0;
 
         // Parallel efficiency: N >= T, (1 - σ_T) T k <= N <= T k.
         b.milp

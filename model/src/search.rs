@@ -1,10 +1,14 @@
 //! Exact optimisation by enumeration, independent of any MILP solver: the reference the MILP
-//! is tested against, and a solver in its own right for small domains.
+//! is tested against, the `dp` solver (`solvers::optimize::optimize_dp`), and the columns of the
+//! range MILP (`crate::ranges`).
 //!
 //! The cost of a group depends only on its own stencils and tiles (see `cost::group_cost`), so
 //! the optimum is a shortest path over group boundaries: for every contiguous range of stencils,
-//! the cheapest feasible tiling found by enumerating every admissible tile-count triple; then a
-//! dynamic program over where groups end. Every grouping and every tiling is considered.
+//! the cheapest feasible tiling found by enumerating every admissible, parallel-efficient tile
+//! triple ([`range_table`], on all CPUs, the range's tile-independent [`GroupShape`] derived once);
+//! then a dynamic program over where groups end ([`shortest_grouping`]). Ranges are skipped only
+//! when provably useless: their working set fits no tiling (and then no longer range from the same
+//! start fits), or their fast-memory time alone exceeds a known configuration's cost.
 
 use crate::analysis::Analysis;
 use crate::cost::{even_tiles, group_shape, parallel_ok, term_seconds, Configuration, GroupShape};
@@ -94,6 +98,9 @@ pub fn best_group_tiling(
     best_tiling_of(analysis, machine, &group_shape(analysis, range), &tilings)
 }
 
+/// A range's best tiling and its seconds.
+pub type Tiling = ([usize; 3], f64);
+
 /// The best tiling of every contiguous range of stencils that may form a group: the input of
 /// the DP ([`exhaustive`]) and the columns of the range MILP (`model::ranges`).
 #[derive(Clone, Debug)]
@@ -104,7 +111,7 @@ pub struct RangeTable {
     /// or whose fast-memory time alone, with a lower bound of covering the stencils before it,
     /// exceeds the cost of a known configuration: such ranges, and all longer ones from the
     /// same start, are in no optimal configuration.
-    pub best: Vec<Vec<Option<([usize; 3], f64)>>>,
+    pub best: Vec<Vec<Option<Tiling>>>,
     /// Ranges whose shape and tilings were evaluated.
     pub ranges_evaluated: usize,
     /// Group-time evaluations (range x tiling).
@@ -176,7 +183,7 @@ pub fn parallel_map<T: Send>(n: usize, threads: usize, f: impl Fn(usize) -> T + 
 /// One start's list of a [`RangeTable`], extended by [`extend_row`].
 #[derive(Clone, Debug, Default)]
 struct Row {
-    best: Vec<Option<([usize; 3], f64)>>,
+    best: Vec<Option<Tiling>>,
     /// No longer range from this start can be a group (cache, end of program, or the bound).
     closed: bool,
     pruned: bool,

@@ -24,12 +24,12 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 
-use num_bigint::BigInt;
 use num_traits::{One, Signed, Zero};
 
 use crate::analysis::Analysis;
 use crate::cost::{cache_capacity, group_cost, Configuration};
 use crate::exact::{decimal, ExactParams, Rational};
+use crate::formula;
 use crate::linearize::Linearization;
 use crate::lp::{LinExpr, Milp, Sense, VarId};
 use crate::machine::ModelMachine;
@@ -334,10 +334,6 @@ pub fn smt(
     }
 }
 
-fn int(x: u128) -> Rational {
-    Rational::from_integer(BigInt::from(x))
-}
-
 /// Encoding (2): the model with genuine products of integer tile counts.
 pub fn nonlinear(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) -> Smt {
     let n_st = analysis.stencils.len();
@@ -381,8 +377,6 @@ pub fn nonlinear(analysis: &Analysis, machine: &ModelMachine, options: &MilpOpti
     }
 
     let cells: u128 = dom.iter().map(|&d| d as u128).product();
-    let [dx, dy, dz] = dom.map(|d| d as u128);
-    let loop_bound = int(6) * (&params.slow_base[1] + &params.slow_stream[1]) * &scale;
     let slack_size = Rational::one() - decimal(machine.slack.size);
     let slack_cores = Rational::one() - decimal(machine.slack.cores);
     let threads = machine.threads;
@@ -442,66 +436,35 @@ pub fn nonlinear(analysis: &Analysis, machine: &ModelMachine, options: &MilpOpti
             smt.assertions
                 .push(format!("(=> {is_group} (and {}))", feasible.join(" ")));
 
-            // Cost of this group, in microseconds: weights depend only on the grouping.
+            // Cost of this group, in microseconds: weights depend only on the grouping; the
+            // formulas are `formula`'s, with genuine products of the tile counts.
             let group = group_cost(analysis, machine, 0, start..end, [1, 1, 1]);
             let mut cost = Vec::new();
             for (s, st) in group.stencils.iter().enumerate() {
-                let peel = |w: &[u64; 4]| -> String {
-                    let [w0, _, wy, wz] = w.map(|x| x as u128);
-                    format!(
-                        "(* {} (+ {}.0 (* {}.0 {}) (* {}.0 {})))",
-                        nr[0],
-                        dy * dz * w0,
-                        dz * wy,
-                        nr[1],
-                        dy * wz,
-                        nr[2]
-                    )
+                let mut terms = SmtTerms {
+                    smt: &mut smt,
+                    tiles: &nr,
+                    params: &params,
+                    scale: &scale,
                 };
-                let body = |w: &[u64; 4]| -> String {
-                    let [w0, wx, wy, wz] = w.map(|x| x as u128);
-                    format!(
-                        "(+ {}.0 (* {}.0 {}) (* {}.0 {}) (* {}.0 {}))",
-                        cells * w0,
-                        dy * dz * wx,
-                        nr[0],
-                        dx * dz * wy,
-                        nr[1],
-                        dx * dy * wz,
-                        nr[2]
-                    )
-                };
-                let scaled =
-                    |p: &Rational, term: String| format!("(* {} {term})", real(&(p * &scale)));
-                let terms = [
-                    (
-                        scaled(&params.fast[0], peel(&st.fast_weights)),
-                        format!(
-                            "(+ {} {})",
-                            scaled(&params.slow_base[0], peel(&st.base_weights)),
-                            scaled(&params.slow_stream[0], peel(&st.stream_weights))
-                        ),
-                    ),
-                    (
-                        scaled(&params.fast[1], body(&st.fast_weights)),
-                        format!(
-                            "(+ {} {})",
-                            scaled(&params.slow_base[1], body(&st.base_weights)),
-                            scaled(&params.slow_stream[1], body(&st.stream_weights))
-                        ),
-                    ),
-                ];
-                for (part, (fast, slow)) in ["peel", "body"].iter().zip(terms) {
-                    let f = smt.declare(format!("{part}_fast_{}_{tag}", start + s), Sort::Real);
-                    let sl = smt.declare(format!("{part}_slow_{}_{tag}", start + s), Sort::Real);
-                    smt.assertions.push(format!("(= {f} {fast})"));
-                    smt.assertions.push(format!("(= {sl} {slow})"));
-                    cost.push(format!("(ite (>= {f} {sl}) {f} {sl})"));
-                }
+                let weights = [st.fast_weights, st.base_weights, st.stream_weights]
+                    .map(|w| w.map(|x| format!("{x}.0")));
+                let counts = formula::stencil_counts(&mut terms, dom.map(|d| d as u128), &weights);
+                let t =
+                    formula::stencil_terms(&mut terms, &counts, &format!("{}_{tag}", start + s));
+                cost.push(t.peel);
+                cost.push(t.body);
             }
-            cost.push(format!(
-                "(* {} (to_real {total}))",
-                real(&(&loop_bound * int((end - start) as u128)))
+            let mut terms = SmtTerms {
+                smt: &mut smt,
+                tiles: &nr,
+                params: &params,
+                scale: &scale,
+            };
+            cost.push(formula::overhead(
+                &mut terms,
+                &format!("(to_real {total})"),
+                (end - start) as u128,
             ));
             objective.push(format!("(ite {is_group} {} 0.0)", sum(cost)));
         }
@@ -511,6 +474,59 @@ pub fn nonlinear(analysis: &Analysis, machine: &ModelMachine, options: &MilpOpti
         .push(format!("(= {OBJECTIVE} {})", sum(objective)));
     smt.minimise = true;
     smt
+}
+
+/// `formula`'s algebra over SMT-LIB real terms: tile counts are the (real-cast) integer
+/// constants `tiles`, seconds are in objective units (parameters times `scale`), and each max
+/// names its two sides with declared constants.
+struct SmtTerms<'a> {
+    smt: &'a mut Smt,
+    tiles: &'a [String; 3],
+    params: &'a ExactParams,
+    scale: &'a Rational,
+}
+
+impl formula::Algebra for SmtTerms<'_> {
+    type Count = String;
+    type Time = String;
+    fn count_sum(&mut self, terms: &[(u128, &String)]) -> String {
+        sum(terms
+            .iter()
+            .filter(|(k, _)| *k != 0)
+            .map(|(k, v)| {
+                if *k == 1 {
+                    (*v).clone()
+                } else {
+                    format!("(* {k}.0 {v})")
+                }
+            })
+            .collect())
+    }
+    fn times_tiles(&mut self, d: usize, v: &String) -> String {
+        format!("(* {} {v})", self.tiles[d])
+    }
+    fn param_is_zero(&self, _: formula::Part, _: formula::Term) -> bool {
+        false
+    }
+    fn seconds(&mut self, part: formula::Part, term: formula::Term, v: &String) -> String {
+        format!(
+            "(* {} {v})",
+            real(&(self.params.get(part, term) * self.scale))
+        )
+    }
+    fn time_zero(&mut self) -> String {
+        "0.0".to_string()
+    }
+    fn time_add(&mut self, a: &String, b: &String) -> String {
+        format!("(+ {a} {b})")
+    }
+    fn time_max(&mut self, a: &String, b: &String, name: &str) -> String {
+        let f = self.smt.declare(format!("{name}_fast"), Sort::Real);
+        let s = self.smt.declare(format!("{name}_slow"), Sort::Real);
+        self.smt.assertions.push(format!("(= {f} {a})"));
+        self.smt.assertions.push(format!("(= {s} {b})"));
+        format!("(ite (>= {f} {s}) {f} {s})")
+    }
 }
 
 /// The binary digits of one tile count and its range `lo <= Σ 2^k bits_k <= hi`.

@@ -119,12 +119,9 @@ fn run(milp: &Milp, options: &SolveOptions) -> Result<Outcome, SolverError> {
     let mut model = Model::new();
     load(&mut model, milp)?;
     configure(&mut model, options)?;
-    if let Some(initial) = &options.initial {
-        // The extra last column carries the objective's constant and is fixed to 1.
-        let mut point = initial.clone();
-        point.push(1.0);
-        model.set_initial_solution(&point);
-    }
+    // `options.initial` is not passed: the binding's Cbc_setInitialSolution only sets the LP's
+    // starting point (not a MIP start), and CBC was seen to return that point as its answer
+    // although it violates rows. `optimize` keeps the warm start's configuration itself.
     model.solve();
 
     let n = milp.vars.len();

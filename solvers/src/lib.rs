@@ -67,8 +67,9 @@ pub struct SolveOptions {
     pub threads: Option<usize>,
     /// Let the backend print its log (to standard output); otherwise it is fully silent.
     pub verbose: bool,
-    /// A feasible point to start from (one value per variable): HiGHS and CBC take it as their
-    /// first incumbent; Z3 ignores it.
+    /// A feasible point to start from (one value per variable): HiGHS takes it as its first
+    /// incumbent; CBC and Z3 ignore it (`optimize` keeps the warm start's configuration when a
+    /// backend ends with nothing better).
     pub initial: Option<Vec<f64>>,
 }
 

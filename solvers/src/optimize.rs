@@ -59,37 +59,26 @@ pub fn optimize(
     let encoded = Encoded::build(analysis, machine, options);
     let build_seconds = started.elapsed().as_secs_f64();
     let mut solve_options = solve_options.clone();
+    let mut start: Option<WarmStart> = None;
     if options.warm_start && matches!(encoded, Encoded::Digits(_)) {
-        solve_options.initial =
-            warm_start(analysis, machine, options, &encoded, solver, &solve_options);
+        start = warm_start(analysis, machine, options, &encoded, solver, &solve_options);
+        solve_options.initial = start.as_ref().map(|s| s.values.clone());
     }
     let solve_options = &solve_options;
-    let solution = solver.solve(encoded.milp(), solve_options)?;
-    match solution.status {
-        Status::Infeasible => {
-            let reason = explain_infeasible(analysis, machine, options).unwrap_or_else(|| {
-                format!(
-                    "{} reports the MILP infeasible, but enumeration finds feasible configurations: this is a bug",
-                    solver.name()
-                )
-            });
-            return Err(OptimizeError::Infeasible(reason));
-        }
-        Status::NoSolution => {
-            if let Some(reason) = explain_infeasible(analysis, machine, options) {
-                return Err(OptimizeError::Infeasible(reason));
+    let mut solution = solver.solve(encoded.milp(), solve_options)?;
+    // A backend that ends (at its time limit) with nothing, or nothing better than the start,
+    // reports the start with its own bound.
+    if let Some(start) = start {
+        let worse = !solution.status.has_values() || solution.objective > start.objective;
+        if worse && !matches!(solution.status, Status::Infeasible | Status::Unbounded) {
+            solution.values = start.values;
+            solution.objective = start.objective;
+            solution.best_bound = solution.best_bound.min(start.objective);
+            solution.gap = crate::relative_gap(solution.objective, solution.best_bound);
+            if solution.status == Status::NoSolution {
+                solution.status = Status::TimeLimit;
             }
-            return Err(OptimizeError::NoSolution {
-                solver: solver.name(),
-                seconds: solution.seconds,
-            });
         }
-        Status::Unbounded => {
-            return Err(OptimizeError::Unbounded {
-                solver: solver.name(),
-            })
-        }
-        Status::Optimal | Status::TimeLimit => {}
     }
     let config = encoded.decode(&solution.values);
     config
@@ -212,6 +201,12 @@ pub fn optimize_dp(
     })
 }
 
+/// The DP's configuration as a full point of a MILP, and that point's objective.
+struct WarmStart {
+    values: Vec<f64>,
+    objective: f64,
+}
+
 /// A full point of `encoded` at the DP's optimal configuration: the MILP with that configuration
 /// fixed, solved by `solver` (an LP in effect). None when the DP finds nothing or the fixed
 /// solve fails; the MILP then starts cold.
@@ -222,7 +217,7 @@ fn warm_start(
     encoded: &Encoded,
     solver: &dyn Solver,
     solve_options: &SolveOptions,
-) -> Option<Vec<f64>> {
+) -> Option<WarmStart> {
     let table = range_table(
         analysis,
         machine,
@@ -233,7 +228,10 @@ fn warm_start(
     let fixed = solver
         .solve(&encoded.fixed_to(&config), solve_options)
         .ok()?;
-    fixed.status.has_values().then_some(fixed.values)
+    fixed.status.has_values().then_some(WarmStart {
+        values: fixed.values,
+        objective: fixed.objective,
+    })
 }
 
 /// Whether two objective values agree to [`AGREEMENT_TOLERANCE`].

@@ -1,0 +1,245 @@
+//! The model's cost formulas, written once over any number system.
+//!
+//! milp.md's cost of one stencil is, for each of its three parts (fast memory, slow-memory base,
+//! slow-memory stream) with weights `(w, w^x, w^y, w^z)`:
+//!
+//! - peel count `n^x (D^y D^z w + D^z n^y w^y + D^y n^z w^z)`, written as the sum
+//!   `D^y D^z (n^x w) + D^z (n^x (n^y w^y)) + D^y (n^x (n^z w^z))` ([`peel_count`]);
+//! - body count `D^x D^y D^z w + D^y D^z n^x w^x + D^x D^z n^y w^y + D^x D^y n^z w^z`
+//!   ([`body_count`]);
+//! - seconds: `peel = max(F^p c_peel, B^p m_peel + V^p s_peel)` and the same for the body
+//!   ([`stencil_terms`]);
+//!
+//! and each group adds the loop-bound overhead `6 n^x n^y n^z (B^b + B^v)` per stencil
+//! ([`overhead`]).
+//!
+//! The same functions give integer access counts and f64 seconds (`cost::evaluate`), exact
+//! rationals (`exact`), the MILP's linear expressions with linearized products (`milp`), and SMT
+//! terms with genuine products (`smt::nonlinear`): each is an [`Algebra`].
+
+/// The three parts of the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Part {
+    Fast,
+    Base,
+    Stream,
+}
+
+/// Peel (row starts) or body (cells).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Term {
+    Peel,
+    Body,
+}
+
+impl Part {
+    pub const ALL: [Part; 3] = [Part::Fast, Part::Base, Part::Stream];
+    pub fn name(self) -> &'static str {
+        match self {
+            Part::Fast => "fast",
+            Part::Base => "base",
+            Part::Stream => "stream",
+        }
+    }
+}
+
+impl Term {
+    pub const ALL: [Term; 2] = [Term::Peel, Term::Body];
+    pub fn name(self) -> &'static str {
+        match self {
+            Term::Peel => "peel",
+            Term::Body => "body",
+        }
+    }
+}
+
+/// Accesses the loop bounds cost per stencil and tile, charged at `B^b + B^v` each.
+pub const LOOP_BOUND_ACCESSES: u128 = 6;
+
+/// A number system the formulas are evaluated in. `Count` holds access counts (integers, or
+/// expressions of them); `Time` holds seconds (or MILP objective units).
+pub trait Algebra {
+    type Count: Clone;
+    type Time: Clone;
+    /// `Σ k_j v_j` with non-negative integer coefficients.
+    fn count_sum(&mut self, terms: &[(u128, &Self::Count)]) -> Self::Count;
+    /// `n^d v`: a tile count times a count.
+    fn times_tiles(&mut self, d: usize, v: &Self::Count) -> Self::Count;
+    /// Whether the parameter of `part`/`term` is zero: its count is then not formed at all (the
+    /// MILP then builds no products for it). Counts-keeping algebras answer false.
+    fn param_is_zero(&self, part: Part, term: Term) -> bool;
+    /// `p v` for the parameter `p` of `part`/`term`.
+    fn seconds(&mut self, part: Part, term: Term, v: &Self::Count) -> Self::Time;
+    fn time_zero(&mut self) -> Self::Time;
+    fn time_add(&mut self, a: &Self::Time, b: &Self::Time) -> Self::Time;
+    /// `max(a, b)`; `name` names what a solver encoding introduces for it.
+    fn time_max(&mut self, a: &Self::Time, b: &Self::Time, name: &str) -> Self::Time;
+}
+
+/// The peel count of weights `w = (w, w^x, w^y, w^z)` on a domain `dom`.
+pub fn peel_count<A: Algebra>(a: &mut A, dom: [u128; 3], w: &[A::Count; 4]) -> A::Count {
+    let x = a.times_tiles(0, &w[0]);
+    let y = a.times_tiles(1, &w[2]);
+    let xy = a.times_tiles(0, &y);
+    let z = a.times_tiles(2, &w[3]);
+    let xz = a.times_tiles(0, &z);
+    a.count_sum(&[(dom[1] * dom[2], &x), (dom[2], &xy), (dom[1], &xz)])
+}
+
+/// The body count of weights `w = (w, w^x, w^y, w^z)` on a domain `dom`.
+pub fn body_count<A: Algebra>(a: &mut A, dom: [u128; 3], w: &[A::Count; 4]) -> A::Count {
+    let x = a.times_tiles(0, &w[1]);
+    let y = a.times_tiles(1, &w[2]);
+    let z = a.times_tiles(2, &w[3]);
+    a.count_sum(&[
+        (dom[0] * dom[1] * dom[2], &w[0]),
+        (dom[1] * dom[2], &x),
+        (dom[0] * dom[2], &y),
+        (dom[0] * dom[1], &z),
+    ])
+}
+
+/// The six counts of one stencil, `[part][term]`, from its weights `[part]`; a count whose
+/// parameter is zero is `None` (see [`Algebra::param_is_zero`]).
+pub type StencilCounts<C> = [[Option<C>; 2]; 3];
+
+/// The counts of a stencil with weights `[fast, base, stream]`.
+pub fn stencil_counts<A: Algebra>(
+    a: &mut A,
+    dom: [u128; 3],
+    weights: &[[A::Count; 4]; 3],
+) -> StencilCounts<A::Count> {
+    let mut out: StencilCounts<A::Count> = Default::default();
+    for (p, part) in Part::ALL.into_iter().enumerate() {
+        for (t, term) in Term::ALL.into_iter().enumerate() {
+            if a.param_is_zero(part, term) {
+                continue;
+            }
+            out[p][t] = Some(match term {
+                Term::Peel => peel_count(a, dom, &weights[p]),
+                Term::Body => body_count(a, dom, &weights[p]),
+            });
+        }
+    }
+    out
+}
+
+/// The seconds of one stencil.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StencilTerms<T> {
+    pub fast_peel: T,
+    pub fast_body: T,
+    /// Base plus stream.
+    pub slow_peel: T,
+    pub slow_body: T,
+    /// `max(fast_peel, slow_peel)`.
+    pub peel: T,
+    /// `max(fast_body, slow_body)`.
+    pub body: T,
+}
+
+/// The seconds of a stencil from its counts: `peel = max(F^p c, B^p m + V^p s)`, likewise the
+/// body. `name` prefixes what a solver encoding introduces.
+pub fn stencil_terms<A: Algebra>(
+    a: &mut A,
+    counts: &StencilCounts<A::Count>,
+    name: &str,
+) -> StencilTerms<A::Time> {
+    let part_seconds = |a: &mut A, p: usize, t: usize| -> A::Time {
+        match &counts[p][t] {
+            Some(c) => a.seconds(Part::ALL[p], Term::ALL[t], c),
+            None => a.time_zero(),
+        }
+    };
+    let mut fast = Vec::new();
+    let mut slow = Vec::new();
+    let mut max = Vec::new();
+    for (t, term) in Term::ALL.into_iter().enumerate() {
+        let f = part_seconds(a, 0, t);
+        let base = part_seconds(a, 1, t);
+        let stream = part_seconds(a, 2, t);
+        let s = a.time_add(&base, &stream);
+        max.push(a.time_max(&f, &s, &format!("{}_{name}", term.name())));
+        fast.push(f);
+        slow.push(s);
+    }
+    let [fast_peel, fast_body] = [fast[0].clone(), fast[1].clone()];
+    let [slow_peel, slow_body] = [slow[0].clone(), slow[1].clone()];
+    let [peel, body] = [max[0].clone(), max[1].clone()];
+    StencilTerms {
+        fast_peel,
+        fast_body,
+        slow_peel,
+        slow_body,
+        peel,
+        body,
+    }
+}
+
+/// The loop-bound overhead of `stencils` stencils of a group with `tiles_total` tiles:
+/// `(B^b + B^v) 6 N stencils`.
+pub fn overhead<A: Algebra>(a: &mut A, tiles_total: &A::Count, stencils: u128) -> A::Time {
+    let count = a.count_sum(&[(LOOP_BOUND_ACCESSES * stencils, tiles_total)]);
+    let base = a.seconds(Part::Base, Term::Body, &count);
+    let stream = a.seconds(Part::Stream, Term::Body, &count);
+    a.time_add(&base, &stream)
+}
+
+/// Integer counts for tile counts `n`, seconds as the parameters in `T` (f64 or exact) say.
+pub struct Numeric<'a, T> {
+    pub n: [u128; 3],
+    pub params: &'a [[T; 2]; 3],
+}
+
+/// What [`Numeric`] needs of a number type.
+pub trait Scalar: Clone + PartialOrd {
+    fn from_count(c: u128) -> Self;
+    fn nothing() -> Self;
+    fn mul(&self, other: &Self) -> Self;
+    fn add(&self, other: &Self) -> Self;
+}
+
+impl Scalar for f64 {
+    fn from_count(c: u128) -> Self {
+        c as f64
+    }
+    fn nothing() -> Self {
+        0.0
+    }
+    fn mul(&self, other: &Self) -> Self {
+        self * other
+    }
+    fn add(&self, other: &Self) -> Self {
+        self + other
+    }
+}
+
+impl<T: Scalar> Algebra for Numeric<'_, T> {
+    type Count = u128;
+    type Time = T;
+    fn count_sum(&mut self, terms: &[(u128, &u128)]) -> u128 {
+        terms.iter().map(|(k, v)| k * *v).sum()
+    }
+    fn times_tiles(&mut self, d: usize, v: &u128) -> u128 {
+        self.n[d] * v
+    }
+    fn param_is_zero(&self, _: Part, _: Term) -> bool {
+        false
+    }
+    fn seconds(&mut self, part: Part, term: Term, v: &u128) -> T {
+        self.params[part as usize][term as usize].mul(&T::from_count(*v))
+    }
+    fn time_zero(&mut self) -> T {
+        T::nothing()
+    }
+    fn time_add(&mut self, a: &T, b: &T) -> T {
+        a.add(b)
+    }
+    fn time_max(&mut self, a: &T, b: &T, _: &str) -> T {
+        if a >= b {
+            a.clone()
+        } else {
+            b.clone()
+        }
+    }
+}
