@@ -80,6 +80,32 @@ pub fn optimize(
             }
         }
     }
+    match solution.status {
+        Status::Infeasible => {
+            let reason = explain_infeasible(analysis, machine, options).unwrap_or_else(|| {
+                format!(
+                    "{} reports the MILP infeasible, but enumeration finds feasible configurations: this is a bug",
+                    solver.name()
+                )
+            });
+            return Err(OptimizeError::Infeasible(reason));
+        }
+        Status::NoSolution => {
+            if let Some(reason) = explain_infeasible(analysis, machine, options) {
+                return Err(OptimizeError::Infeasible(reason));
+            }
+            return Err(OptimizeError::NoSolution {
+                solver: solver.name(),
+                seconds: solution.seconds,
+            });
+        }
+        Status::Unbounded => {
+            return Err(OptimizeError::Unbounded {
+                solver: solver.name(),
+            })
+        }
+        Status::Optimal | Status::TimeLimit => {}
+    }
     let config = encoded.decode(&solution.values);
     config
         .check_shape(analysis.stencils.len(), analysis.domain)
