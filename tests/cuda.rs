@@ -420,6 +420,7 @@ fn milp_equals_exhaustive_search_on_a_small_gpu_machine() {
         time_limit: Some(60.0),
         threads: Some(1),
         verbose: false,
+        initial: None,
     };
     let mut compared = 0;
     for seed in 0..6 {

@@ -103,6 +103,7 @@ fn exact_options() -> SolveOptions {
         time_limit: Some(60.0),
         threads: Some(1),
         verbose: false,
+        initial: None,
     }
 }
 

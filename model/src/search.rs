@@ -104,6 +104,7 @@ pub struct RangeTable {
     /// or whose fast-memory time alone, with a lower bound of covering the stencils before it,
     /// exceeds the cost of a known configuration: such ranges, and all longer ones from the
     /// same start, are in no optimal configuration.
+    #[allow(clippy::type_complexity)]
     pub best: Vec<Vec<Option<([usize; 3], f64)>>>,
     /// Ranges whose shape and tilings were evaluated.
     pub ranges_evaluated: usize,
