@@ -14,6 +14,7 @@ pub mod diagnostic;
 pub mod exact;
 pub mod expr;
 pub mod generate;
+pub mod interp;
 pub mod linearize;
 pub mod lp;
 pub mod machine;
