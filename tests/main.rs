@@ -8,6 +8,7 @@ mod cuda;
 mod learn;
 mod linearize;
 mod milp_exact;
+mod reference;
 mod setup;
 #[cfg(feature = "z3")]
 mod verify;

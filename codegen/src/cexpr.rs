@@ -1,7 +1,10 @@
 //! Expressions as C: fully parenthesised from the AST, in the AST's order, so that the
 //! reference and every fused or tiled variant round identically (with `-ffp-contract=off`).
 //!
-//! Literals are printed in the program's type (`1` becomes `1.0` or `1.0f`); comparisons and
+//! Literals are printed in the program's type (`1` becomes `1.0` or `1.0f`), as the value of
+//! their decimal text rounded once to that type (a float literal is not rounded to double
+//! first: `1.00000005960464477539062499` is `1.0f`, not the `1.0000001f` that its double,
+//! printed and read as a float, would give); comparisons and
 //! logic yield 0 or 1 converted to the program's type, so no integer arithmetic (or integer
 //! division) ever happens; `abs` is the floating-point absolute value; `min`/`max` are
 //! `a < b ? a : b` / `a > b ? a : b`, which the compiler must keep exact when it vectorises.
@@ -9,22 +12,39 @@
 use absinthe_model::expr::{BinaryOp, Expr, Func, UnaryOp};
 use absinthe_model::program::ValueType;
 
-/// A literal of the program's type.
+/// A literal of the program's type: `value` rounded to it.
 pub fn literal(value: f64, vt: ValueType) -> String {
     let t = vt.c_name();
     if value.is_nan() {
         return format!("(({t})NAN)");
     }
-    if value.is_infinite() {
+    let rounded = match vt {
+        ValueType::Double => value,
+        ValueType::Float => value as f32 as f64,
+    };
+    if rounded.is_infinite() {
         return format!("(({t}){}INFINITY)", if value < 0.0 { "-" } else { "" });
     }
-    let mut text = format!("{value:?}");
+    // The shortest decimal that reads back as the same value of the type.
+    let mut text = match vt {
+        ValueType::Double => format!("{value:?}"),
+        ValueType::Float => format!("{:?}", value as f32),
+    };
     if !text.contains(['.', 'e', 'E']) {
         text.push_str(".0");
     }
     match vt {
         ValueType::Double => text,
         ValueType::Float => text + "f",
+    }
+}
+
+/// A literal written as `text` (its parsed value `value`), in the program's type: the decimal
+/// rounded once to that type.
+pub fn number(text: &str, value: f64, vt: ValueType) -> String {
+    match (vt, text.parse::<f32>()) {
+        (ValueType::Float, Ok(f)) => literal(f as f64, vt),
+        _ => literal(value, vt),
     }
 }
 
@@ -51,7 +71,7 @@ fn write_expr(
     let t = vt.c_name();
     let sub = |out: &mut String, e: &Expr| write_expr(out, e, vt, access, local);
     match expr {
-        Expr::Number { value, .. } => out.push_str(&literal(*value, vt)),
+        Expr::Number { text, value } => out.push_str(&number(text, *value, vt)),
         Expr::Local(name) => out.push_str(&local(name)),
         Expr::Access { array, offset } => out.push_str(&access(array, *offset)),
         Expr::Unary { op, operand } => match op {
@@ -143,6 +163,25 @@ mod tests {
             "((a[0,0,0] + 1.0) + b[1,0,0])"
         );
         assert_eq!(show("1 / 2", ValueType::Float), "(1.0f / 2.0f)");
+    }
+
+    #[test]
+    fn float_literals_are_rounded_once() {
+        // Just below 1 + 2^-24, halfway between 1 and the next float: the float nearest the
+        // decimal is 1; its double is the halfway point, whose shortest decimal
+        // (1.0000000596046448) reads as 1 + 2^-23.
+        assert_eq!(
+            show("1.00000005960464477539062499", ValueType::Float),
+            "1.0f"
+        );
+        assert_eq!(
+            show("1.00000005960464477539062499", ValueType::Double),
+            "1.0000000596046448"
+        );
+        assert_eq!(show("0.1", ValueType::Float), "0.1f");
+        assert_eq!(show("16777217", ValueType::Float), "16777216.0f");
+        assert_eq!(show("1e39", ValueType::Float), "((float)INFINITY)");
+        assert_eq!(show("1e39", ValueType::Double), "1e39");
     }
 
     #[test]

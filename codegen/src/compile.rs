@@ -200,3 +200,88 @@ pub fn run_harness(
     }
     Ok(results)
 }
+
+/// The environment variable that makes a harness write its kernel's outputs: set to a
+/// directory, each harness writes `DIR/<label>.outputs` (see [`dump_path`]) after verifying,
+/// before timing. The file holds the program's output arrays one after another in program
+/// order (the order of [`crate::Schedule::arrays`] with role output), each over the domain
+/// with `i` fastest, then `j`, then `k`, as raw values of the program's type in the machine's
+/// byte order (little-endian on x86-64 and AArch64). It is written to a `.tmp` file and
+/// renamed; a harness that cannot write it exits with status 2. Unset or empty: nothing is
+/// written and the harness behaves as without it.
+pub const DUMP_OUTPUTS_ENV: &str = "ABSINTHE_DUMP_OUTPUTS";
+
+/// Where a harness labelled `label` writes its outputs under `dir`: `<label>.outputs`, with
+/// characters other than `[A-Za-z0-9_.-]` replaced by `_` and the label cut at 255 bytes (as
+/// the harness does; labels in one directory should stay distinct after that).
+pub fn dump_path(dir: &Path, label: &str) -> PathBuf {
+    let name: String = label
+        .bytes()
+        .take(255)
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.' {
+                b as char
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    dir.join(format!("{name}.outputs"))
+}
+
+/// Reads the outputs a harness for `schedule` dumped to `path` (see [`DUMP_OUTPUTS_ENV`]):
+/// per output array, its name and its values over the domain (`i` fastest), float values
+/// widened to `f64` exactly.
+pub fn read_output_dump(
+    path: &Path,
+    schedule: &crate::Schedule,
+) -> Result<Vec<(String, Vec<f64>)>, CodegenError> {
+    let bytes =
+        std::fs::read(path).map_err(|e| CodegenError::Io(format!("{}: {e}", path.display())))?;
+    let outputs: Vec<&str> = schedule
+        .arrays
+        .iter()
+        .filter(|a| a.role == crate::schedule::Role::Output)
+        .map(|a| a.name.as_str())
+        .collect();
+    let cells = schedule.domain.iter().product::<usize>();
+    let width = schedule.value_bytes;
+    if bytes.len() != outputs.len() * cells * width {
+        return Err(CodegenError::Io(format!(
+            "{}: {} bytes, expected {} ({} outputs x {cells} cells x {width} bytes)",
+            path.display(),
+            bytes.len(),
+            outputs.len() * cells * width,
+            outputs.len()
+        )));
+    }
+    let value = |chunk: &[u8]| -> f64 {
+        match width {
+            4 => f32::from_ne_bytes(chunk.try_into().expect("4 bytes")) as f64,
+            _ => f64::from_ne_bytes(chunk.try_into().expect("8 bytes")),
+        }
+    };
+    Ok(outputs
+        .iter()
+        .zip(bytes.chunks(cells * width))
+        .map(|(name, array)| (name.to_string(), array.chunks(width).map(value).collect()))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dump_paths_are_file_names_made_from_labels() {
+        let dir = Path::new("/tmp/d");
+        assert_eq!(
+            dump_path(dir, "seed3.0 [0, 1] x/y"),
+            dir.join("seed3.0__0__1__x_y.outputs")
+        );
+        assert_eq!(
+            dump_path(dir, &"a".repeat(300)),
+            dir.join("a".repeat(255) + ".outputs")
+        );
+    }
+}

@@ -332,3 +332,256 @@ pub fn dycore(n: usize, domain: [usize; 3], seed: u64) -> String {
     let halo = required_halo(&text);
     text.replace("HALO", &format!("[{}, {}, {}]", halo[0], halo[1], halo[2]))
 }
+
+/// Literals for [`random_language_program`]: every form the lexer accepts (`3`, `.75`, `7.`,
+/// exponents), values inexact in binary (`0.1`), and long decimals that round differently
+/// when rounded to float directly and through double.
+const LANGUAGE_LITERALS: [&str; 16] = [
+    "0.5",
+    "0.25",
+    "2.0",
+    "1.5",
+    "3",
+    "0.1",
+    "0.3",
+    "1e-1",
+    "2.5e-1",
+    ".75",
+    "7.",
+    "1.1",
+    "0.7",
+    "1.00000005960464477539062499",
+    "0.333333333333333314829616256247390992939472198486328125",
+    "16777217",
+];
+
+/// Random expressions over the whole language, for [`random_language_program`].
+struct ExprGen<'a> {
+    rng: &'a mut Rng,
+    pool: &'a [String],
+    locals: &'a [String],
+    max_offset: i64,
+    dims: [bool; 3],
+    /// Whether `exp`, `log` and `pow` may occur.
+    libm: bool,
+}
+
+impl ExprGen<'_> {
+    fn access(&mut self) -> String {
+        let arr = self.rng.pick(self.pool).clone();
+        access(self.rng, &arr, self.max_offset, self.dims)
+    }
+
+    fn literal(&mut self) -> String {
+        self.rng.pick(&LANGUAGE_LITERALS).to_string()
+    }
+
+    fn leaf(&mut self) -> String {
+        match self.rng.below(10) {
+            0 | 1 => self.literal(),
+            2 if !self.locals.is_empty() => self.rng.pick(self.locals).clone(),
+            _ => self.access(),
+        }
+    }
+
+    /// A condition: a comparison, or a logical combination of them and of plain values.
+    fn condition(&mut self, depth: usize) -> String {
+        const CMP: [&str; 6] = ["<", "<=", ">", ">=", "==", "!="];
+        let cmp = |g: &mut Self| {
+            let a = g.expr(depth.saturating_sub(1));
+            let b = if g.rng.chance(50) {
+                g.literal()
+            } else {
+                g.expr(depth.saturating_sub(1))
+            };
+            let op = *g.rng.pick(&CMP);
+            format!("({a} {op} {b})")
+        };
+        match self.rng.below(6) {
+            0 => format!("({} && {})", cmp(self), cmp(self)),
+            1 => format!("({} || !{})", cmp(self), cmp(self)),
+            2 => self.expr(depth.saturating_sub(1)),
+            _ => cmp(self),
+        }
+    }
+
+    /// An expression about `depth` levels deep. Guarded forms (`sqrt(fabs(x))`,
+    /// `log(fabs(x) + 0.25)`, division by `fabs(y) + 0.5`) keep most values finite; the raw
+    /// forms appear too, so NaN, infinities and poles occur.
+    fn expr(&mut self, depth: usize) -> String {
+        if depth == 0 || self.rng.chance(20) {
+            return self.leaf();
+        }
+        let d = depth - 1;
+        let kind = match self.rng.below(16) {
+            7 if !self.libm => 10,
+            8 if !self.libm => 12,
+            9 if !self.libm => 0,
+            k => k,
+        };
+        match kind {
+            0 | 1 => {
+                let op = *self.rng.pick(&["+", "-", "*"]);
+                format!("({} {op} {})", self.expr(d), self.expr(d))
+            }
+            2 => {
+                let (a, b) = (self.expr(d), self.expr(d));
+                if self.rng.chance(75) {
+                    format!("{a} / (fabs({b}) + 0.5)")
+                } else {
+                    format!("({a} / {b})")
+                }
+            }
+            3 => format!("-({})", self.expr(d)),
+            4 => {
+                let c = self.condition(d);
+                format!("({c} ? {} : {})", self.expr(d), self.expr(d))
+            }
+            5 => {
+                let c = self.condition(d);
+                format!("(2.0 * {c} - 1)")
+            }
+            6 => {
+                let a = self.expr(d);
+                if self.rng.chance(80) {
+                    format!("sqrt(fabs({a}))")
+                } else {
+                    format!("sqrt({a})")
+                }
+            }
+            7 => {
+                let a = self.expr(d);
+                match self.rng.below(4) {
+                    0 => format!("exp({a})"),
+                    1 => format!("exp(-fabs({a}))"),
+                    _ => format!("exp(0.5 * {a})"),
+                }
+            }
+            8 => {
+                let a = self.expr(d);
+                if self.rng.chance(80) {
+                    format!("log(fabs({a}) + 0.25)")
+                } else {
+                    format!("log({a})")
+                }
+            }
+            9 => {
+                let (a, b) = (self.expr(d), self.expr(d));
+                match self.rng.below(5) {
+                    0 => format!("pow({a}, {b})"),
+                    1 => format!("pow({a}, 2.0)"),
+                    2 => format!("pow(fabs({a}) + 0.5, {})", self.literal()),
+                    _ => format!("pow(fabs({a}) + 0.5, min({b}, 2.0))"),
+                }
+            }
+            10 => {
+                let f = *self.rng.pick(&["min", "max"]);
+                format!("{f}({}, {})", self.expr(d), self.expr(d))
+            }
+            11 => {
+                let f = *self.rng.pick(&["abs", "fabs"]);
+                format!("{f}({})", self.expr(d))
+            }
+            12 => {
+                let f = *self.rng.pick(&["floor", "ceil"]);
+                format!("{f}({} * 4.0)", self.expr(d))
+            }
+            13 => format!("(!{})", self.expr(d)),
+            _ => format!("{} * {}", self.literal(), self.expr(d)),
+        }
+    }
+}
+
+/// A random valid program over the whole expression language: every operator and function,
+/// `let` locals reading arrays and earlier locals, literals in every form, guarded and raw
+/// uses of `sqrt`, `log`, `pow` and division. Half the programs use no `exp`, `log` or `pow`
+/// (whose results are not exact across math libraries). The structure (chains of stencils, outputs, the
+/// halo) is that of [`random_program`]; `shape.rich_expressions` is ignored.
+pub fn random_language_program(seed: u64, shape: &RandomShape) -> String {
+    let mut rng = Rng::new(seed ^ 0x5EED_1A46_0A6E);
+    let n = rng.range(shape.min_stencils as i64, shape.max_stencils as i64) as usize;
+    let domain: Vec<usize> = (0..3)
+        .map(|_| rng.range(shape.min_domain as i64, shape.max_domain as i64) as usize)
+        .collect();
+    let n_inputs = rng.range(1, 3) as usize;
+    let inputs: Vec<String> = (0..n_inputs).map(|k| format!("in{k}")).collect();
+    let names: Vec<String> = (0..n).map(|k| format!("s{k}")).collect();
+    let dims = [true, rng.chance(80), rng.chance(50)];
+    let libm = rng.chance(50);
+    let mut read_by_later = vec![false; n];
+    let mut bodies = Vec::new();
+    for s in 0..n {
+        let mut pool: Vec<String> = inputs.clone();
+        for p in s.saturating_sub(3)..s {
+            pool.push(names[p].clone());
+            pool.push(names[p].clone());
+        }
+        let mut locals: Vec<String> = Vec::new();
+        let mut lets = Vec::new();
+        for l in 0..rng.range(0, 2) {
+            let mut g = ExprGen {
+                rng: &mut rng,
+                pool: &pool,
+                locals: &locals,
+                max_offset: shape.max_offset,
+                dims,
+                libm,
+            };
+            let e = g.expr(2);
+            lets.push((format!("t{l}"), e));
+            locals.push(format!("t{l}"));
+        }
+        let mut g = ExprGen {
+            rng: &mut rng,
+            pool: &pool,
+            locals: &locals,
+            max_offset: shape.max_offset,
+            dims,
+            libm,
+        };
+        let mut expr = g.expr(3);
+        if s > 0 && !read_by_later[s - 1] && rng.chance(85) {
+            let a = access(&mut rng, &names[s - 1], shape.max_offset, dims);
+            expr = format!("{expr} + {a}");
+        }
+        for (p, name) in names.iter().enumerate().take(s) {
+            let needle = format!("{name}(");
+            if expr.contains(&needle) || lets.iter().any(|(_, e)| e.contains(&needle)) {
+                read_by_later[p] = true;
+            }
+        }
+        bodies.push((lets, expr));
+    }
+    let mut outputs: Vec<String> = (0..n)
+        .filter(|&s| !read_by_later[s])
+        .map(|s| names[s].clone())
+        .collect();
+    if rng.chance(30) && n > 1 {
+        let extra = names[rng.below(n - 1)].clone();
+        if !outputs.contains(&extra) {
+            outputs.push(extra);
+        }
+    }
+    let mut text = String::new();
+    let _ = writeln!(text, "name: language{seed}");
+    let _ = writeln!(
+        text,
+        "domain: [{}, {}, {}]",
+        domain[0], domain[1], domain[2]
+    );
+    text.push_str("halo: HALO\n");
+    let _ = writeln!(text, "outputs: [{}]", outputs.join(", "));
+    text.push_str("stencils:\n");
+    for (s, (lets, expr)) in bodies.iter().enumerate() {
+        let _ = writeln!(text, "  - name: {}", names[s]);
+        if !lets.is_empty() {
+            text.push_str("    let:\n");
+            for (l, e) in lets {
+                let _ = writeln!(text, "      {l}: \"{e}\"");
+            }
+        }
+        let _ = writeln!(text, "    expr: \"{expr}\"");
+    }
+    let halo = required_halo(&text).map(|h| h + (rng.chance(30) as usize));
+    text.replace("HALO", &format!("[{}, {}, {}]", halo[0], halo[1], halo[2]))
+}

@@ -15,6 +15,7 @@ pub mod exact;
 pub mod expr;
 pub mod formula;
 pub mod generate;
+pub mod interp;
 pub mod linearize;
 pub mod lp;
 pub mod machine;
