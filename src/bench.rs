@@ -13,16 +13,18 @@ use absinthe_model::analysis::Analysis;
 use absinthe_model::cost::{evaluate, Configuration};
 use absinthe_model::generate::Rng;
 use absinthe_model::machine::ModelMachine;
+use absinthe_model::parallel::parallel_map;
 use absinthe_model::program::{check_group_indices, Program};
 use absinthe_solvers::optimize::{optimize_with, OptimizeError};
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
-use crate::check::load;
-use crate::codegen_cmd::renderer;
+use crate::args::load;
+use crate::args::renderer;
+use crate::args::{MachineArg, SearchArgs};
+use crate::output::human_seconds;
 use crate::output::{table, Format};
-use crate::solve::{human_seconds, MachineArg, SearchArgs};
 
 /// Generate, compile, run and verify variants of a program; compare predicted and measured.
 ///
@@ -412,30 +414,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 .transpose()
         })
         .collect::<Result<_, _>>()?;
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut exes: Vec<Option<anyhow::Result<PathBuf>>> = (0..planned.len()).map(|_| None).collect();
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..jobs)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut built = Vec::new();
-                    loop {
-                        let k = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                        if k >= sources.len() {
-                            break built;
-                        }
-                        if let Some(files) = &sources[k] {
-                            built.push((k, tc.build(files, &[]).map_err(anyhow::Error::from)));
-                        }
-                    }
-                })
-            })
-            .collect();
-        for w in workers {
-            for (k, r) in w.join().expect("build thread") {
-                exes[k] = Some(r);
-            }
-        }
+    let mut exes: Vec<Option<anyhow::Result<PathBuf>>> = parallel_map(sources.len(), jobs, |k| {
+        sources[k]
+            .as_ref()
+            .map(|files| tc.build(files, &[]).map_err(anyhow::Error::from))
     });
 
     let bw = if args.no_roofline {

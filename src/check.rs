@@ -5,10 +5,10 @@ use std::process::ExitCode;
 
 use absinthe_model::analysis::Analysis;
 use absinthe_model::program::{Program, DIMS};
-use absinthe_model::FileError;
 use clap::Args;
 use serde::Serialize;
 
+use crate::args::load;
 use crate::output::{table, Format};
 
 /// Validate a program and print its stencils with their reads, bounding boxes, fetch weights
@@ -24,13 +24,6 @@ pub struct CheckArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
-}
-
-/// Loads and analyses a program, with file-located errors.
-pub fn load(path: &std::path::Path) -> anyhow::Result<(Program, Analysis)> {
-    let program = Program::load(path)?;
-    let analysis = Analysis::new(&program).map_err(|d| FileError::new(path, d))?;
-    Ok((program, analysis))
 }
 
 #[derive(Serialize)]

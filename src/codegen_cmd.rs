@@ -1,11 +1,11 @@
 //! `absinthe codegen PROGRAM`: emit tiled OpenMP C++ or CUDA for a solution (solving first
 //! when no `--solution` is given).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use absinthe_codegen::cuda::{plan, GpuLimits};
-use absinthe_codegen::render::{HarnessOptions, Renderer};
+use absinthe_codegen::render::HarnessOptions;
 use absinthe_codegen::{lower, Schedule};
 use absinthe_model::cost::evaluate;
 use absinthe_model::machine::Machine;
@@ -14,9 +14,11 @@ use absinthe_model::FileError;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 
-use crate::check::load;
+use crate::args::load;
+use crate::args::renderer;
+use crate::args::{MachineArg, SearchArgs};
 use crate::output::write_atomic;
-use crate::solve::{solve_program, MachineArg, SearchArgs};
+use crate::solving::solve_program;
 
 /// Code generation targets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -71,14 +73,6 @@ pub struct CodegenArgs {
     pub output: PathBuf,
 }
 
-/// The template renderer for `--templates`.
-pub fn renderer(templates: Option<&Path>) -> anyhow::Result<Renderer> {
-    Ok(match templates {
-        Some(dir) => Renderer::from_dir(dir)?,
-        None => Renderer::embedded(),
-    })
-}
-
 fn schedule(args: &CodegenArgs) -> anyhow::Result<(Schedule, String)> {
     if let Some(sol) = &args.solution {
         let (program, analysis) = load(&args.program)?;
@@ -93,13 +87,7 @@ fn schedule(args: &CodegenArgs) -> anyhow::Result<(Schedule, String)> {
             format!("{}", sol.display()),
         ))
     } else {
-        let solved = solve_program(
-            &args.program,
-            &args.machine,
-            &args.search,
-            &args.solver,
-            None,
-        )?;
+        let solved = solve_program(&args.program, &args.machine, &args.search, &args.solver)?;
         let s = lower(
             &solved.program,
             &solved.analysis,

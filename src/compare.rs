@@ -6,12 +6,14 @@ use std::process::ExitCode;
 
 use absinthe_model::milp::Encoded;
 use absinthe_solvers::optimize::{method_names, optimize_with, DP};
+use absinthe_solvers::Status;
 use clap::Args;
 use serde::Serialize;
 
-use crate::check::load;
+use crate::args::load;
+use crate::args::{MachineArg, SearchArgs};
+use crate::output::human_seconds;
 use crate::output::{table, Format};
-use crate::solve::{human_seconds, MachineArg, SearchArgs};
 
 /// Solve one program with several backends and compare them.
 ///
@@ -46,7 +48,7 @@ pub struct CompareArgs {
 #[derive(Clone, Debug, Serialize)]
 struct Row {
     solver: String,
-    status: String,
+    status: RowStatus,
     /// `evaluate` of the solver's configuration, seconds.
     objective_seconds: Option<f64>,
     gap: Option<f64>,
@@ -68,6 +70,28 @@ struct Report {
     rows: Vec<Row>,
     #[serde(skip_serializing_if = "Option::is_none")]
     disagreement: Option<String>,
+}
+
+/// How one solver's run ended: the solver's own status, or an error (in `error`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RowStatus {
+    Solved(Status),
+    Error,
+}
+
+impl std::fmt::Display for RowStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RowStatus::Solved(s) => s.fmt(f),
+            RowStatus::Error => f.write_str("error"),
+        }
+    }
+}
+
+impl Serialize for RowStatus {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
@@ -97,7 +121,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         let row = match optimize_with(&analysis, &view, &options, &name, &solve_options) {
             Ok(o) => Row {
                 solver: name.clone(),
-                status: o.solution.status.to_string(),
+                status: RowStatus::Solved(o.solution.status),
                 objective_seconds: Some(o.cost.total),
                 gap: Some(o.solution.gap),
                 wall_seconds: started.elapsed().as_secs_f64(),
@@ -110,7 +134,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
             },
             Err(e) => Row {
                 solver: name.clone(),
-                status: "error".to_string(),
+                status: RowStatus::Error,
                 objective_seconds: None,
                 gap: None,
                 wall_seconds: started.elapsed().as_secs_f64(),
@@ -128,7 +152,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let gap = solve_options.relative_gap;
     let optimal: Vec<(&str, f64)> = rows
         .iter()
-        .filter(|r| r.status == "optimal")
+        .filter(|r| r.status == RowStatus::Solved(Status::Optimal))
         .filter_map(|r| r.objective_seconds.map(|o| (r.solver.as_str(), o)))
         .collect();
     let mut disagreement = None;
@@ -182,7 +206,7 @@ fn print_report(report: &Report) {
         .map(|r| {
             vec![
                 r.solver.clone(),
-                r.status.clone(),
+                r.status.to_string(),
                 r.objective_seconds
                     .map_or("-".into(), |o| format!("{o:.9e}")),
                 r.gap.map_or("-".into(), |g| format!("{:.4}%", g * 100.0)),

@@ -1,6 +1,7 @@
 //! The `absinthe` command line: argument handling, file I/O and output formats only. All the
 //! work is done by the library crates (`absinthe-model`, `absinthe-solvers`, ...).
 
+mod args;
 mod bench;
 mod check;
 mod codegen_cmd;
@@ -8,6 +9,7 @@ mod compare;
 mod learn_cmd;
 mod output;
 mod solve;
+mod solving;
 #[cfg(feature = "z3")]
 mod verify;
 

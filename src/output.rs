@@ -117,3 +117,14 @@ pub fn shipped_file(rel: &str) -> anyhow::Result<std::path::PathBuf> {
         tried.join(", ")
     )
 }
+
+/// Seconds as a readable quantity.
+pub fn human_seconds(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.3} s")
+    } else if s >= 1e-3 {
+        format!("{:.3} ms", s * 1e3)
+    } else {
+        format!("{:.3} us", s * 1e6)
+    }
+}

@@ -23,16 +23,17 @@ use absinthe_model::cost::Configuration;
 use absinthe_model::exact::{decimal, display, exact_cost, to_f64, Rational};
 use absinthe_model::machine::ModelMachine;
 use absinthe_model::milp::{milp, OBJECTIVE_SCALE};
-use absinthe_model::smt::{linear_absinthe, nonlinear, soundness_queries};
+use absinthe_model::smt::{linear_absinthe, nonlinear, soundness_queries, QueryKind};
 use absinthe_model::solution::Solution;
 use absinthe_model::FileError;
 use absinthe_solvers::z3::{check, SmtStatus};
 use clap::Args;
 use serde::Serialize;
 
-use crate::check::load;
+use crate::args::load;
+use crate::args::{MachineArg, SearchArgs};
+use crate::output::human_seconds;
 use crate::output::{table, Format};
-use crate::solve::{human_seconds, MachineArg, SearchArgs};
 
 /// Certify a solution file exactly: its estimate, the linearization, its optimality.
 ///
@@ -201,7 +202,7 @@ fn check_soundness(
         let outcome = check(&q.smt, time_limit)?;
         match outcome.status {
             SmtStatus::Unsat => {
-                if q.kind == "product" {
+                if q.kind == QueryKind::Product {
                     products += 1
                 } else {
                     maxima += 1

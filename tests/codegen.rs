@@ -13,7 +13,7 @@ use absinthe_model::generate::Rng;
 use absinthe_model::machine::{Machine, ModelMachine};
 use absinthe_model::program::Program;
 
-use crate::common::{absinthe, root, stderr, stdout};
+use crate::common::{absinthe, build_and_run_bundles, root, stderr, stdout};
 
 fn machine() -> ModelMachine {
     Machine::load(&root().join("machines/default.yaml"))
@@ -106,31 +106,7 @@ fn check_bundles(
         })
         .collect();
     let tc = toolchain(flags);
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<Vec<HarnessResult>> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..2)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let b = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                        if b >= sources.len() {
-                            break mine;
-                        }
-                        let exe = tc
-                            .build(&[("bundle.cpp".to_string(), sources[b].clone())], &[])
-                            .unwrap_or_else(|e| panic!("{e}"));
-                        mine.push(run_harness(&exe, &[], env).unwrap_or_else(|e| panic!("{e}")));
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().unwrap())
-            .flat_map(|v| v.into_iter())
-            .collect()
-    });
+    let results: Vec<Vec<HarnessResult>> = build_and_run_bundles(&tc, &sources, env);
     let mut count = 0;
     for r in results.iter().flatten() {
         assert!(

@@ -96,3 +96,18 @@ pub fn random_codegen_case(
     let analysis = Analysis::new(&program).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
     (program, analysis)
 }
+
+/// Builds every bundle source (`bundle.cpp`) and runs its harness, two at a time; the results of
+/// bundle `b` are at index `b`. Panics on a build or run failure, naming it.
+pub fn build_and_run_bundles(
+    tc: &absinthe_codegen::compile::Toolchain,
+    sources: &[String],
+    env: &[(&str, &str)],
+) -> Vec<Vec<absinthe_codegen::compile::HarnessResult>> {
+    absinthe_model::parallel::parallel_map(sources.len(), 2, |b| {
+        let exe = tc
+            .build(&[("bundle.cpp".to_string(), sources[b].clone())], &[])
+            .unwrap_or_else(|e| panic!("{e}"));
+        absinthe_codegen::compile::run_harness(&exe, &[], env).unwrap_or_else(|e| panic!("{e}"))
+    })
+}

@@ -16,12 +16,13 @@ use absinthe_model::cost::{evaluate, Configuration};
 use absinthe_model::generate::{random_program, RandomShape, Rng};
 use absinthe_model::machine::{Machine, ModelMachine};
 use absinthe_model::milp::MilpOptions;
+use absinthe_model::parallel::parallel_map;
 use absinthe_model::program::Program;
 use absinthe_model::search::exhaustive;
 use absinthe_solvers::optimize::{agree, optimize};
 use absinthe_solvers::SolveOptions;
 
-use crate::common::{absinthe, analyse, root, stderr, stdout};
+use crate::common::{absinthe, analyse, build_and_run_bundles, root, stderr, stdout};
 
 fn cpu_machine() -> ModelMachine {
     Machine::load(&root().join("machines/default.yaml"))
@@ -128,33 +129,11 @@ fn emulated_cuda_matches_the_reference_bit_for_bit() {
     assert!(placements.contains(&true) && placements.contains(&false));
     let tc = Toolchain::new("g++", &["-O1".to_string()])
         .with_cache_dir(root().join("target/absinthe-test-cache"));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<HarnessResult> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..2)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let b = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                        if b >= sources.len() {
-                            break mine;
-                        }
-                        let exe = tc
-                            .build(&[("bundle.cpp".to_string(), sources[b].clone())], &[])
-                            .unwrap_or_else(|e| panic!("{e}"));
-                        mine.extend(
-                            run_harness(&exe, &[], &[("OMP_NUM_THREADS", "2")])
-                                .unwrap_or_else(|e| panic!("{e}")),
-                        );
-                    }
-                })
-            })
-            .collect();
-        workers
+    let results: Vec<HarnessResult> =
+        build_and_run_bundles(&tc, &sources, &[("OMP_NUM_THREADS", "2")])
             .into_iter()
-            .flat_map(|w| w.join().unwrap())
-            .collect()
-    });
+            .flatten()
+            .collect();
     for r in &results {
         assert!(
             r.verified,
@@ -284,38 +263,20 @@ fn nvcc_compiles_generated_cuda_without_spills_within_shared_memory() {
         }
         jobs.push((label, out.join(format!("{}.cu", schedule.program))));
     }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let reports: Vec<(String, String)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..2)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let k = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                        if k >= jobs.len() {
-                            break mine;
-                        }
-                        let (label, cu) = &jobs[k];
-                        let o = Command::new(&nvcc)
-                            .current_dir(cu.parent().unwrap())
-                            .args(["-arch=sm_90", "-O3", "--fmad=false", "-Xptxas", "-v"])
-                            .args(["-Xcompiler", "-fopenmp,-ffp-contract=off", "-c"])
-                            .arg(cu)
-                            .arg("-o")
-                            .arg(cu.with_extension("o"))
-                            .output()
-                            .unwrap();
-                        let text = format!("{}{}", stdout(&o), stderr(&o));
-                        assert!(o.status.success(), "nvcc failed on {label}:\n{text}");
-                        mine.push((label.clone(), text));
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap())
-            .collect()
+    let reports: Vec<(String, String)> = parallel_map(jobs.len(), 2, |k| {
+        let (label, cu) = &jobs[k];
+        let o = Command::new(&nvcc)
+            .current_dir(cu.parent().unwrap())
+            .args(["-arch=sm_90", "-O3", "--fmad=false", "-Xptxas", "-v"])
+            .args(["-Xcompiler", "-fopenmp,-ffp-contract=off", "-c"])
+            .arg(cu)
+            .arg("-o")
+            .arg(cu.with_extension("o"))
+            .output()
+            .unwrap();
+        let text = format!("{}{}", stdout(&o), stderr(&o));
+        assert!(o.status.success(), "nvcc failed on {label}:\n{text}");
+        (label.clone(), text)
     });
     for (label, text) in &reports {
         let kernels = parse_ptxas(text);

@@ -37,7 +37,7 @@ use absinthe_model::interp::{
 use absinthe_model::machine::{Machine, ModelMachine};
 use absinthe_model::program::{Program, ValueType};
 
-use crate::common::root;
+use crate::common::{build_and_run_bundles, root};
 
 fn machine() -> ModelMachine {
     Machine::load(&root().join("machines/default.yaml"))
@@ -225,30 +225,10 @@ fn run_cases(cases: &[Case], per_bundle: usize, dump_dir: &Path) {
     let tc = toolchain();
     let dir = dump_dir.to_str().unwrap();
     let env = [("OMP_NUM_THREADS", "2"), (DUMP_OUTPUTS_ENV, dir)];
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<HarnessResult> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..2)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let b = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                        if b >= sources.len() {
-                            break mine;
-                        }
-                        let exe = tc
-                            .build(&[("bundle.cpp".to_string(), sources[b].clone())], &[])
-                            .unwrap_or_else(|e| panic!("{e}"));
-                        mine.extend(run_harness(&exe, &[], &env).unwrap_or_else(|e| panic!("{e}")));
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap())
-            .collect()
-    });
+    let results: Vec<HarnessResult> = build_and_run_bundles(&tc, &sources, &env)
+        .into_iter()
+        .flatten()
+        .collect();
     assert_eq!(results.len(), cases.len());
     for r in &results {
         assert!(

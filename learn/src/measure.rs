@@ -7,6 +7,7 @@ use std::process::Command;
 use absinthe_codegen::compile::Toolchain;
 use absinthe_codegen::{lower, runtime_tiles};
 use absinthe_model::cost::evaluate;
+use absinthe_model::parallel::parallel_map;
 
 use crate::training::{self, Family, RunCounts, TrainingProgram};
 use crate::LearnError;
@@ -76,39 +77,13 @@ pub fn build_all(
             Ok(runtime_tiles::render(&schedule)?)
         })
         .collect::<Result<_, LearnError>>()?;
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut exes: Vec<Option<Result<PathBuf, LearnError>>> =
-        (0..sources.len()).map(|_| None).collect();
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..jobs.max(1))
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let k = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                        if k >= sources.len() {
-                            break done;
-                        }
-                        done.push((
-                            k,
-                            toolchain.build(&sources[k], &[]).map_err(LearnError::from),
-                        ));
-                        built();
-                    }
-                })
-            })
-            .collect();
-        for w in workers {
-            if let Ok(done) = w.join() {
-                for (k, r) in done {
-                    exes[k] = Some(r);
-                }
-            }
-        }
-    });
-    exes.into_iter()
-        .map(|e| e.unwrap_or_else(|| Err(LearnError::Run("a build thread panicked".into()))))
-        .collect()
+    Ok(parallel_map(sources.len(), jobs.max(1), |k| {
+        let exe = toolchain.build(&sources[k], &[]).map_err(LearnError::from);
+        built();
+        exe
+    })
+    .into_iter()
+    .collect::<Result<Vec<PathBuf>, LearnError>>()?)
 }
 
 /// Runs `exe` over `sizes` (tile sizes of `program`), `repeats` timed runs each, flushing

@@ -8,24 +8,55 @@
 // formulas of milp.md do; iterator chains would hide that correspondence.
 #![allow(clippy::needless_range_loop)]
 
-pub mod analysis;
-pub mod cost;
-pub mod diagnostic;
-pub mod exact;
-pub mod expr;
-pub mod formula;
-pub mod generate;
-pub mod interp;
-pub mod linearize;
-pub mod lp;
-pub mod machine;
-pub mod milp;
-pub mod program;
-pub mod ranges;
-pub mod search;
-pub mod smt;
-pub mod solution;
-pub mod yaml;
+/// Input formats: program, machine and solution files, the YAML reader, file-located errors.
+pub mod formats {
+    pub mod diagnostic;
+    pub mod machine;
+    pub mod program;
+    pub mod solution;
+    pub mod yaml;
+}
+
+/// The stencil language: expressions, the access analysis, and the reference semantics
+/// evaluated in Rust.
+pub mod language {
+    pub mod analysis;
+    pub mod expr;
+    pub mod interp;
+}
+
+/// The cost model: its formulas written once (`formula`), `evaluate` in f64 and integers,
+/// `exact` in rationals, and the exact search over groupings (`search`).
+pub mod cost_model {
+    pub mod evaluate;
+    pub mod exact;
+    pub mod formula;
+    pub mod search;
+}
+
+/// The optimisation problem written for solvers: the solver-neutral MILP (`lp`), the exact
+/// linearization primitives, the ABSINTHE (digits) and range MILPs, and the SMT encodings.
+pub mod encodings {
+    pub mod linearize;
+    pub mod lp;
+    pub mod milp;
+    pub mod ranges;
+    pub mod smt;
+}
+
+/// Support: the one work queue, and generated programs for tests and benchmarks.
+pub mod support {
+    pub mod generate;
+    pub mod parallel;
+}
+
+// The short paths (`absinthe_model::cost`, `absinthe_model::milp`, ...) the other crates use.
+pub use cost_model::evaluate as cost;
+pub use cost_model::{exact, formula, search};
+pub use encodings::{linearize, lp, milp, ranges, smt};
+pub use formats::{diagnostic, machine, program, solution, yaml};
+pub use language::{analysis, expr, interp};
+pub use support::{generate, parallel};
 
 pub use analysis::{Analysis, ArrayId, ArrayKind};
 pub use diagnostic::{Diagnostic, FileError, Snippet};

@@ -67,9 +67,9 @@ pub(crate) fn validate(milp: &Milp) -> Result<(), SolverError> {
 
 pub(crate) fn validate_options(options: &SolveOptions) -> Result<(), SolverError> {
     let gap = options.relative_gap;
-    if gap.is_nan() || gap < 0.0 || gap.is_infinite() {
+    if !(0.0..1.0).contains(&gap) {
         return Err(SolverError::InvalidOptions(format!(
-            "relative gap {} is not a finite non-negative number",
+            "the relative gap must be in [0, 1), found {}",
             options.relative_gap
         )));
     }

@@ -16,9 +16,7 @@ use std::time::Instant;
 use absinthe_model::lp::{Milp, Sense};
 use highs::{ColProblem, HighsModelStatus, HighsSolutionStatus, Row, SolvedModel};
 
-use crate::backend::{
-    solve_without_variables, unbounded_or_infeasible, validate, validate_options, without_incumbent,
-};
+use crate::backend::{unbounded_or_infeasible, without_incumbent};
 use crate::{relative_gap, MilpSolution, SolveOptions, Solver, SolverError, Status};
 
 const NAME: &str = "highs";
@@ -32,17 +30,12 @@ impl Solver for Highs {
         NAME
     }
 
-    fn solve(&self, milp: &Milp, options: &SolveOptions) -> Result<MilpSolution, SolverError> {
-        validate(milp)?;
-        validate_options(options)?;
-        let started = Instant::now();
-        if milp.vars.is_empty() {
-            return Ok(MilpSolution {
-                seconds: started.elapsed().as_secs_f64(),
-                ..solve_without_variables(milp, NAME)
-            });
-        }
-
+    fn solve_validated(
+        &self,
+        milp: &Milp,
+        options: &SolveOptions,
+        started: Instant,
+    ) -> Result<MilpSolution, SolverError> {
         let mut model = column_problem(milp)
             .try_optimise(highs::Sense::Minimise)
             .map_err(|status| backend(format!("HiGHS rejected the model ({status:?})")))?;

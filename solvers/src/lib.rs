@@ -37,7 +37,6 @@ use std::fmt;
 
 use absinthe_model::lp::Milp;
 
-#[cfg(any(feature = "cbc", feature = "highs"))]
 mod backend;
 #[cfg(feature = "cbc")]
 mod cbc;
@@ -157,12 +156,36 @@ pub fn relative_gap(objective: f64, best_bound: f64) -> f64 {
     difference / objective.abs().max(1e-9)
 }
 
-/// A MILP backend.
+/// A MILP backend. A backend implements [`Solver::solve_validated`]; every backend shares the
+/// prologue of [`Solver::solve`].
 pub trait Solver: Send + Sync {
     /// The name [`by_name`] knows it by.
     fn name(&self) -> &'static str;
-    /// Minimises `milp`'s objective.
-    fn solve(&self, milp: &Milp, options: &SolveOptions) -> Result<MilpSolution, SolverError>;
+
+    /// Minimises the objective of a MILP that [`Solver::solve`] has checked (finite
+    /// coefficients, consistent bounds, valid options) and that has at least one variable.
+    /// `started` is when the solve began: the reported seconds count from it.
+    fn solve_validated(
+        &self,
+        milp: &Milp,
+        options: &SolveOptions,
+        started: std::time::Instant,
+    ) -> Result<MilpSolution, SolverError>;
+
+    /// Minimises `milp`'s objective: checks the model and the options, answers a model without
+    /// variables directly (backends treat it inconsistently), then runs the backend.
+    fn solve(&self, milp: &Milp, options: &SolveOptions) -> Result<MilpSolution, SolverError> {
+        backend::validate(milp)?;
+        backend::validate_options(options)?;
+        let started = std::time::Instant::now();
+        if milp.vars.is_empty() {
+            return Ok(MilpSolution {
+                seconds: started.elapsed().as_secs_f64(),
+                ..backend::solve_without_variables(milp, self.name())
+            });
+        }
+        self.solve_validated(milp, options, started)
+    }
 }
 
 /// Why a backend could not produce a [`MilpSolution`].

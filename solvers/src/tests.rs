@@ -7,8 +7,9 @@ use crate::{available, by_name, relative_gap, MilpSolution, SolveOptions, Solver
 
 /// The MILP backends. Z3, an SMT optimiser without a relative gap whose time-limited answers
 /// are unproven incumbents, has its own tests (tests/verify.rs).
+/// Every backend compiled in, Z3 included: the conformance suite runs on each.
 fn backends() -> Vec<Box<dyn Solver>> {
-    let names: Vec<&str> = available().into_iter().filter(|n| *n != "z3").collect();
+    let names: Vec<&str> = available();
     assert!(!names.is_empty(), "tests need at least one backend");
     names.into_iter().map(|n| by_name(n).unwrap()).collect()
 }
@@ -53,8 +54,9 @@ fn assert_incumbent(milp: &Milp, solution: &MilpSolution) {
         solution.best_bound,
         solution.objective
     );
+    let expected_gap = relative_gap(solution.objective, solution.best_bound);
     assert!(
-        (solution.gap - relative_gap(solution.objective, solution.best_bound)).abs() <= 1e-12,
+        solution.gap == expected_gap || (solution.gap - expected_gap).abs() <= 1e-12,
         "{who}: gap {} inconsistent",
         solution.gap
     );
@@ -142,7 +144,11 @@ fn objective_constant_is_part_of_objective_and_bound() {
     for solver in backends() {
         let solution = solver.solve(&milp, &SolveOptions::default()).unwrap();
         assert_optimal(&milp, &solution, 70.5);
-        assert!(close(solution.best_bound, 70.5), "{solution:?}");
+        // Proven within the default relative gap 1e-4 (Z3 proves exactly that much).
+        assert!(
+            solution.best_bound <= 70.5 + 1e-9 && solution.best_bound >= 70.5 * (1.0 - 1e-4) - 1e-9,
+            "{solution:?}"
+        );
     }
     // A pure LP with a constant, and an objective that is only a constant.
     let mut lp = Milp::new("lp_constant");
@@ -286,7 +292,9 @@ fn unbounded_problems() {
     let b = free.add_binary("b");
     free.add_constraint("link", &expr(&[(f, 1.0), (b, 1.0)]), Sense::Le, 4.0);
     free.set_objective(&expr(&[(f, 1.0), (b, 1.0)]));
-    for solver in backends() {
+    // Z3 is left out: its `Optimize` (4.8.12) reports no unboundedness, and the backend's
+    // search for a better point would run until a time limit (a known limitation).
+    for solver in backends().into_iter().filter(|s| s.name() != "z3") {
         for milp in [&milp, &lp, &free] {
             let solution = solver.solve(milp, &SolveOptions::default()).unwrap();
             assert_eq!(

@@ -37,14 +37,12 @@ impl Solver for Z3 {
         NAME
     }
 
-    fn solve(&self, milp: &Milp, options: &SolveOptions) -> Result<MilpSolution, SolverError> {
-        if !(options.relative_gap >= 0.0 && options.relative_gap < 1.0) {
-            return Err(SolverError::InvalidOptions(format!(
-                "the relative gap must be in [0, 1), found {}",
-                options.relative_gap
-            )));
-        }
-        let started = Instant::now();
+    fn solve_validated(
+        &self,
+        milp: &Milp,
+        options: &SolveOptions,
+        started: Instant,
+    ) -> Result<MilpSolution, SolverError> {
         let encoded = smt::linear(milp);
         let mut outcome = minimise(&encoded, options.time_limit)?;
         // Z3's `Optimize` (4.8 as shipped by Debian) has been seen to report `sat` (optimal)

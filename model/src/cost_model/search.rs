@@ -14,6 +14,7 @@ use crate::analysis::Analysis;
 use crate::cost::{even_tiles, group_shape, parallel_ok, term_seconds, Configuration, GroupShape};
 use crate::machine::ModelMachine;
 use crate::milp::MilpOptions;
+use crate::parallel::parallel_map;
 
 /// Tile counts per dimension that satisfy the user's bounds and the even-tiles constraint.
 pub fn admissible_tile_counts(
@@ -144,40 +145,6 @@ fn range_allowed(options: &MilpOptions, start: usize, end: usize, n: usize) -> b
     fixed[start..end].iter().all(|&g| g == fixed[start])
         && (start == 0 || fixed[start] != fixed[start - 1])
         && (end == n || fixed[end] != fixed[end - 1])
-}
-
-/// `f(0), ..., f(n - 1)` computed on `threads` threads (0: one per available CPU), each thread
-/// taking the next index when it is free.
-pub fn parallel_map<T: Send>(n: usize, threads: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let threads = match threads {
-        0 => std::thread::available_parallelism().map_or(1, |p| p.get()),
-        t => t,
-    }
-    .clamp(1, n.max(1));
-    let next = AtomicUsize::new(0);
-    let mut done: Vec<(usize, T)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= n {
-                            return mine;
-                        }
-                        mine.push((i, f(i)));
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().expect("worker thread panicked"))
-            .collect()
-    });
-    done.sort_by_key(|d| d.0);
-    done.into_iter().map(|d| d.1).collect()
 }
 
 /// One start's list of a [`RangeTable`], extended by [`extend_row`].

@@ -543,9 +543,26 @@ pub struct DigitRange {
 pub struct SoundnessQuery {
     /// The linearization's name (its variables' prefix in the MILP).
     pub name: String,
-    /// `product` or `max`.
-    pub kind: &'static str,
+    pub kind: QueryKind,
     pub smt: Smt,
+}
+
+/// What a soundness query is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueryKind {
+    /// A binary-digit product.
+    Product,
+    /// An exact maximum.
+    Max,
+}
+
+impl std::fmt::Display for QueryKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            QueryKind::Product => "product",
+            QueryKind::Max => "max",
+        })
+    }
 }
 
 /// Soundness claims for every recorded linearization of an ABSINTHE MILP.
@@ -715,8 +732,8 @@ pub fn soundness_queries_of(
             SoundnessQuery {
                 name: record.name().to_string(),
                 kind: match record {
-                    Linearization::Product { .. } => "product",
-                    Linearization::Max { .. } => "max",
+                    Linearization::Product { .. } => QueryKind::Product,
+                    Linearization::Max { .. } => QueryKind::Max,
                 },
                 smt,
             }
