@@ -4,7 +4,7 @@
 //! per compiled binary; a few cases under AddressSanitizer; `absinthe codegen` and
 //! `absinthe bench` end to end.
 
-use absinthe_codegen::compile::{run_harness, HarnessResult, Toolchain};
+use absinthe_codegen::compile::{HarnessResult, Toolchain};
 use absinthe_codegen::render::{BundleCase, HarnessOptions, Renderer};
 use absinthe_codegen::{lower, Schedule};
 use absinthe_model::analysis::Analysis;

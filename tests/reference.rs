@@ -23,7 +23,7 @@
 use std::path::Path;
 
 use absinthe_codegen::compile::{
-    dump_path, read_output_dump, run_harness, HarnessResult, Toolchain, DUMP_OUTPUTS_ENV,
+    dump_path, read_output_dump, HarnessResult, Toolchain, DUMP_OUTPUTS_ENV,
 };
 use absinthe_codegen::cuda::{plan, CudaBundleCase, CudaPlan, GpuLimits};
 use absinthe_codegen::render::{BundleCase, HarnessOptions, Renderer, TEMPLATES};

@@ -77,13 +77,13 @@ pub fn build_all(
             Ok(runtime_tiles::render(&schedule)?)
         })
         .collect::<Result<_, LearnError>>()?;
-    Ok(parallel_map(sources.len(), jobs.max(1), |k| {
+    parallel_map(sources.len(), jobs.max(1), |k| {
         let exe = toolchain.build(&sources[k], &[]).map_err(LearnError::from);
         built();
         exe
     })
     .into_iter()
-    .collect::<Result<Vec<PathBuf>, LearnError>>()?)
+    .collect()
 }
 
 /// Runs `exe` over `sizes` (tile sizes of `program`), `repeats` timed runs each, flushing

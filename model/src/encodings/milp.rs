@@ -280,11 +280,14 @@ impl Builder {
 /// bounds, a tile count times an expression is a binary-digit product (McCormick rows added,
 /// memoised per expression), seconds are in objective units, and `max(fast, slow)` is a
 /// variable `≥` both (exact at the optimum: every cost is non-negative and only grows with it).
+/// A product `n^d y` by dimension and `y`'s terms and constant (as bits).
+type ProductKey = (usize, Vec<(usize, u64)>, u64);
+
 struct MilpTerms<'a> {
     b: &'a mut Builder,
     i: usize,
     params: [[f64; 2]; 3],
-    memo: HashMap<(usize, Vec<(usize, u64)>, u64), (LinExpr, f64)>,
+    memo: HashMap<ProductKey, (LinExpr, f64)>,
 }
 
 impl formula::Algebra for MilpTerms<'_> {
