@@ -163,14 +163,40 @@ pub fn random_program(seed: u64, shape: &RandomShape) -> String {
             terms.push("t0".to_string());
         }
         let expr = terms.join(" + ");
-        for (p, name) in names.iter().enumerate().take(s) {
-            let needle = format!("{name}(");
-            if expr.contains(&needle) || lets.iter().any(|(_, e)| e.contains(&needle)) {
-                read_by_later[p] = true;
-            }
-        }
+        mark_reads(&names[..s], &lets, &expr, &mut read_by_later);
         bodies.push((lets, expr));
     }
+    program_text(
+        &format!("random{seed}"),
+        &domain,
+        &names,
+        &bodies,
+        &read_by_later,
+        &mut rng,
+    )
+}
+
+/// Marks the earlier stencils (`names`) that a stencil's locals or expression read.
+fn mark_reads(names: &[String], lets: &[(String, String)], expr: &str, read: &mut [bool]) {
+    for (p, name) in names.iter().enumerate() {
+        let needle = format!("{name}(");
+        if expr.contains(&needle) || lets.iter().any(|(_, e)| e.contains(&needle)) {
+            read[p] = true;
+        }
+    }
+}
+
+/// A generated program as YAML: stencils never read later are outputs (and sometimes one more),
+/// the halo is the smallest that admits every read (sometimes one more).
+fn program_text(
+    name: &str,
+    domain: &[usize],
+    names: &[String],
+    bodies: &[(Vec<(String, String)>, String)],
+    read_by_later: &[bool],
+    rng: &mut Rng,
+) -> String {
+    let n = names.len();
     let mut outputs: Vec<String> = (0..n)
         .filter(|&s| !read_by_later[s])
         .map(|s| names[s].clone())
@@ -182,7 +208,7 @@ pub fn random_program(seed: u64, shape: &RandomShape) -> String {
         }
     }
     let mut text = String::new();
-    let _ = writeln!(text, "name: random{seed}");
+    let _ = writeln!(text, "name: {name}");
     let _ = writeln!(
         text,
         "domain: [{}, {}, {}]",
@@ -544,44 +570,15 @@ pub fn random_language_program(seed: u64, shape: &RandomShape) -> String {
             let a = access(&mut rng, &names[s - 1], shape.max_offset, dims);
             expr = format!("{expr} + {a}");
         }
-        for (p, name) in names.iter().enumerate().take(s) {
-            let needle = format!("{name}(");
-            if expr.contains(&needle) || lets.iter().any(|(_, e)| e.contains(&needle)) {
-                read_by_later[p] = true;
-            }
-        }
+        mark_reads(&names[..s], &lets, &expr, &mut read_by_later);
         bodies.push((lets, expr));
     }
-    let mut outputs: Vec<String> = (0..n)
-        .filter(|&s| !read_by_later[s])
-        .map(|s| names[s].clone())
-        .collect();
-    if rng.chance(30) && n > 1 {
-        let extra = names[rng.below(n - 1)].clone();
-        if !outputs.contains(&extra) {
-            outputs.push(extra);
-        }
-    }
-    let mut text = String::new();
-    let _ = writeln!(text, "name: language{seed}");
-    let _ = writeln!(
-        text,
-        "domain: [{}, {}, {}]",
-        domain[0], domain[1], domain[2]
-    );
-    text.push_str("halo: HALO\n");
-    let _ = writeln!(text, "outputs: [{}]", outputs.join(", "));
-    text.push_str("stencils:\n");
-    for (s, (lets, expr)) in bodies.iter().enumerate() {
-        let _ = writeln!(text, "  - name: {}", names[s]);
-        if !lets.is_empty() {
-            text.push_str("    let:\n");
-            for (l, e) in lets {
-                let _ = writeln!(text, "      {l}: \"{e}\"");
-            }
-        }
-        let _ = writeln!(text, "    expr: \"{expr}\"");
-    }
-    let halo = required_halo(&text).map(|h| h + (rng.chance(30) as usize));
-    text.replace("HALO", &format!("[{}, {}, {}]", halo[0], halo[1], halo[2]))
+    program_text(
+        &format!("language{seed}"),
+        &domain,
+        &names,
+        &bodies,
+        &read_by_later,
+        &mut rng,
+    )
 }
