@@ -230,10 +230,9 @@ pub fn lower(
         [0, 1, 2].map(|d| [-(e[d][0] as i64), (domain[d] + e[d][1]) as i64])
     };
     let group_of = |s: usize| config.groups[s];
-    let stored = |s: usize| {
-        let info = &analysis.stencils[s];
-        info.is_output || info.readers.iter().any(|&r| group_of(r) != group_of(s))
-    };
+    // The model's store rule (`cost::group_shape`): an output, or read by another group.
+    let stored_flags: Vec<bool> = cost.stencils().map(|c| c.store).collect();
+    let stored = |s: usize| stored_flags[s];
 
     // Global arrays: inputs, outputs, temporaries.
     let mut arrays = Vec::new();

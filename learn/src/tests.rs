@@ -1,8 +1,8 @@
 //! The fit against synthetic data from the model itself, the machine-file rewrite, the
 //! accuracy statistics.
 
-use absinthe_model::generate::Rng;
 use absinthe_model::machine::{FitQuality, Learned, Machine, Params, PeelBody};
+use absinthe_model::rng::Rng;
 
 use crate::fit::{lad_fit, medians, r_squared, Sample};
 use crate::training::{self, Family};

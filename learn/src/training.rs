@@ -280,15 +280,16 @@ pub fn configuration(analysis: &Analysis, tiles: [usize; 3]) -> Configuration {
 /// The model's counts for `analysis` fused into one group tiled by `tiles`.
 pub fn run_counts(analysis: &Analysis, tiles: [usize; 3]) -> RunCounts {
     let range = 0..analysis.stencils.len();
-    // With B^b = 1 and every other parameter 0, the group's overhead is its count.
-    let cost = group_cost(analysis, &unit_machine(1, 1.0), 0, range, tiles);
+    let len = range.len();
+    let cost = group_cost(analysis, &unit_machine(1, 0.0), 0, range, tiles);
     let mut counts = absinthe_model::cost::Counts::default();
     for s in &cost.stencils {
         counts.add(&s.counts);
     }
+    let tiles_total: u64 = tiles.iter().map(|&t| t as u64).product();
     RunCounts {
         counts,
-        overhead: cost.overhead,
+        overhead: absinthe_model::cost::overhead_count(tiles_total, len) as f64,
     }
 }
 

@@ -44,10 +44,13 @@ pub mod encodings {
     pub mod smt;
 }
 
-/// Support: the one work queue, and generated programs for tests and benchmarks.
+/// Support: the one work queue, a small random-number generator, and (with the `generate`
+/// feature, which the tests and examples turn on) generated programs for tests and benchmarks.
 pub mod support {
+    #[cfg(any(test, feature = "generate"))]
     pub mod generate;
     pub mod parallel;
+    pub mod rng;
 }
 
 // The short paths (`absinthe_model::cost`, `absinthe_model::milp`, ...) the other crates use.
@@ -56,7 +59,9 @@ pub use cost_model::{exact, formula, search};
 pub use encodings::{linearize, lp, milp, ranges, smt};
 pub use formats::{diagnostic, machine, program, solution, yaml};
 pub use language::{analysis, expr, interp};
-pub use support::{generate, parallel};
+#[cfg(any(test, feature = "generate"))]
+pub use support::generate;
+pub use support::{parallel, rng};
 
 pub use analysis::{Analysis, ArrayId, ArrayKind};
 pub use diagnostic::{Diagnostic, FileError, Snippet};

@@ -40,6 +40,8 @@ use absinthe_model::lp::Milp;
 mod backend;
 #[cfg(feature = "cbc")]
 mod cbc;
+#[cfg(feature = "z3")]
+pub mod certify;
 #[cfg(feature = "highs")]
 mod highs;
 pub mod optimize;

@@ -457,6 +457,12 @@ pub fn stencil_seconds(params: &Params, counts: &Counts) -> StencilTerms<f64> {
     stencil_terms(&mut numeric, &counts.table(), "")
 }
 
+/// The loop-bound overhead's access count of a group of `len` stencils with `tiles_total`
+/// tiles: what `(B^b + B^v)` multiplies (`formula::LOOP_BOUND_ACCESSES` per stencil and tile).
+pub fn overhead_count(tiles_total: u64, len: usize) -> u128 {
+    crate::formula::LOOP_BOUND_ACCESSES * tiles_total as u128 * len as u128
+}
+
 /// The loop-bound overhead in seconds (`formula::overhead` in f64).
 pub fn overhead_seconds(params: &Params, tiles_total: u64, len: usize) -> f64 {
     let table = params.table();
