@@ -369,166 +369,148 @@ fn previous_reader(analysis: &Analysis, a: ArrayId, i: usize) -> Option<usize> {
         .find(|&j| analysis.stencils[j].bounds.contains_key(&a))
 }
 
-/// Builds the MILP of `analysis` on `machine`.
-pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) -> AbsintheMilp {
-    let n_st = analysis.stencils.len();
-    let dom = analysis.domain;
-    let dom_f = dom.map(|d| d as f64);
-    let cells = dom_f[0] * dom_f[1] * dom_f[2];
-    let tile_range = options.tile_range(dom);
-    let params = machine.params;
-
-    let mut b = Builder {
-        milp: Milp::new("absinthe"),
-        cuts: Vec::new(),
-        same_memo: HashMap::new(),
-        bits: Vec::new(),
-        linearizations: Vec::new(),
-        tile_range,
-    };
-
-    // Group indices and cuts.
-    let mut group_index = Vec::new();
-    for i in 0..n_st {
-        let g = b.milp.add_var(format!("g_{i}"), 0.0, i as f64, true);
-        group_index.push(g);
-    }
-    b.milp.vars[group_index[0].0].upper = 0.0;
-    for i in 0..n_st.saturating_sub(1) {
-        let (lo, hi) = match &options.fixed_groups {
-            Some(g) => {
-                let c = (g[i + 1] != g[i]) as u8 as f64;
-                (c, c)
-            }
-            None => (0.0, 1.0),
-        };
-        let c = b.milp.add_var(format!("cut_{i}"), lo, hi, true);
-        b.cuts.push(c);
-        // g_{i+1} - g_i - cut_i = 0
-        let mut e = LinExpr::var(group_index[i + 1]);
-        e.add(group_index[i], -1.0).add(c, -1.0);
-        b.milp
-            .add_constraint(format!("group_step_{i}"), &e, Sense::Eq, 0.0);
-    }
-
-    // Tile counts as binary digits; equal within a group.
-    let mut tile_counts = Vec::new();
-    for i in 0..n_st {
-        let mut vars = [VarId(0); 3];
-        let mut bits: [Vec<VarId>; 3] = Default::default();
-        for d in 0..3 {
-            let (lo, hi) = tile_range[d];
-            let nbits = (usize::BITS - hi.leading_zeros()) as usize;
-            for k in 0..nbits {
-                bits[d].push(b.milp.add_binary(format!("bit_{}{i}_{k}", DIMS[d])));
-            }
-            let v = b
-                .milp
-                .add_var(format!("n_{}{i}", DIMS[d]), lo as f64, hi as f64, true);
-            let mut e = LinExpr::var(v);
-            for (k, &bit) in bits[d].iter().enumerate() {
-                e.add(bit, -((1u64 << k) as f64));
-            }
-            b.milp
-                .add_constraint(format!("n_{}{i}_digits", DIMS[d]), &e, Sense::Eq, 0.0);
-            vars[d] = v;
+impl Builder {
+    /// Group indices `g_i` (integer, `g_0 = 0`) and cuts `cut_i = g_{i+1} - g_i` (binary, fixed
+    /// by `--fix-groups`).
+    fn group_variables(&mut self, n_st: usize, options: &MilpOptions) -> Vec<VarId> {
+        let b = self;
+        // Group indices and cuts.
+        let mut group_index = Vec::new();
+        for i in 0..n_st {
+            let g = b.milp.add_var(format!("g_{i}"), 0.0, i as f64, true);
+            group_index.push(g);
         }
-        tile_counts.push(vars);
-        b.bits.push(bits);
-    }
-    for i in 0..n_st.saturating_sub(1) {
-        for d in 0..3 {
-            let span = (tile_range[d].1 - tile_range[d].0) as f64;
-            let mut diff = LinExpr::var(tile_counts[i + 1][d]);
-            diff.add(tile_counts[i][d], -1.0);
-            let bound = LinExpr::term(b.cuts[i], span);
-            b.milp
-                .add_relation(format!("n_{}{i}_eq_up", DIMS[d]), &diff, Sense::Le, &bound);
-            b.milp.add_relation(
-                format!("n_{}{i}_eq_down", DIMS[d]),
-                &diff.scaled(-1.0),
-                Sense::Le,
-                &bound,
-            );
-        }
-    }
-
-    // Which evaluation widths must be exact: those feeding a running maximum, and everything
-    // they are bounded by (their readers' widths).
-    let mut exact_width = vec![false; n_st];
-    for i in 0..n_st {
-        let feeds_max = analysis.stencils[i]
-            .reads()
-            .any(|a| ((i + 1)..n_st).any(|k| analysis.stencils[k].bounds.contains_key(&a)));
-        exact_width[i] |= feeds_max;
-    }
-    for p in 0..n_st {
-        if exact_width[p] {
-            for &r in &analysis.stencils[p].readers.clone() {
-                exact_width[r] = true;
-            }
-        }
-    }
-
-    // Evaluation widths e[i][d][side], last stencil first.
-    let mut widths: Vec<[[LinExpr; 2]; 3]> = vec![Default::default(); n_st];
-    for i in (0..n_st).rev() {
-        let info = &analysis.stencils[i];
-        for d in 0..3 {
-            for side in 0..2 {
-                let ub = info.extent[d][side] as f64;
-                let readers: Vec<(usize, f64)> = info
-                    .readers
-                    .iter()
-                    .map(|&r| {
-                        let bd = analysis.stencils[r].bounds[&info.array][d];
-                        let reach = if side == 0 { -bd.0 } else { bd.1 }.max(0) as f64;
-                        (r, reach)
-                    })
-                    .collect();
-                if readers.is_empty() || ub == 0.0 {
-                    widths[i][d][side] = LinExpr::new();
-                    continue;
+        b.milp.vars[group_index[0].0].upper = 0.0;
+        for i in 0..n_st.saturating_sub(1) {
+            let (lo, hi) = match &options.fixed_groups {
+                Some(g) => {
+                    let c = (g[i + 1] != g[i]) as u8 as f64;
+                    (c, c)
                 }
-                let sname = ["m", "p"][side];
-                let name = format!("e_{}{i}_{sname}", DIMS[d]);
-                let mut terms = Vec::new();
-                for &(r, reach) in &readers {
-                    let t = widths[r][d][side]
-                        .clone()
-                        .plus(&LinExpr::constant(reach), 1.0);
-                    let same = b.same(i, r);
-                    terms.push((t, same));
-                }
-                let ev = switched_max(&mut b.milp, &terms, ub, exact_width[i], &name);
-                widths[i][d][side] = ev;
-            }
+                None => (0.0, 1.0),
+            };
+            let c = b.milp.add_var(format!("cut_{i}"), lo, hi, true);
+            b.cuts.push(c);
+            // g_{i+1} - g_i - cut_i = 0
+            let mut e = LinExpr::var(group_index[i + 1]);
+            e.add(group_index[i], -1.0).add(c, -1.0);
+            b.milp
+                .add_constraint(format!("group_step_{i}"), &e, Sense::Eq, 0.0);
         }
+
+        group_index
     }
 
-    let capacity = cache_capacity(machine) as f64;
-    let threads = machine.threads as f64;
-    let max_tiles: f64 = tile_range.iter().map(|r| r.1 as f64).product();
-    let mut objective = LinExpr::new();
-    // Running maxima U of access extents per (array, reader), per dimension and side.
-    let mut running: HashMap<(ArrayId, usize), [[LinExpr; 2]; 3]> = HashMap::new();
-    let mut count_prev: Option<LinExpr> = None;
+    /// Tile counts `n_i^d` as sums of binary digits, equal within a group.
+    fn tile_variables(&mut self, n_st: usize) -> Vec<[VarId; 3]> {
+        let b = self;
+        let tile_range = b.tile_range;
+        // Tile counts as binary digits; equal within a group.
+        let mut tile_counts = Vec::new();
+        for i in 0..n_st {
+            let mut vars = [VarId(0); 3];
+            let mut bits: [Vec<VarId>; 3] = Default::default();
+            for d in 0..3 {
+                let (lo, hi) = tile_range[d];
+                let nbits = (usize::BITS - hi.leading_zeros()) as usize;
+                for k in 0..nbits {
+                    bits[d].push(b.milp.add_binary(format!("bit_{}{i}_{k}", DIMS[d])));
+                }
+                let v = b
+                    .milp
+                    .add_var(format!("n_{}{i}", DIMS[d]), lo as f64, hi as f64, true);
+                let mut e = LinExpr::var(v);
+                for (k, &bit) in bits[d].iter().enumerate() {
+                    e.add(bit, -((1u64 << k) as f64));
+                }
+                b.milp
+                    .add_constraint(format!("n_{}{i}_digits", DIMS[d]), &e, Sense::Eq, 0.0);
+                vars[d] = v;
+            }
+            tile_counts.push(vars);
+            b.bits.push(bits);
+        }
+        for i in 0..n_st.saturating_sub(1) {
+            for d in 0..3 {
+                let span = (tile_range[d].1 - tile_range[d].0) as f64;
+                let mut diff = LinExpr::var(tile_counts[i + 1][d]);
+                diff.add(tile_counts[i][d], -1.0);
+                let bound = LinExpr::term(b.cuts[i], span);
+                b.milp
+                    .add_relation(format!("n_{}{i}_eq_up", DIMS[d]), &diff, Sense::Le, &bound);
+                b.milp.add_relation(
+                    format!("n_{}{i}_eq_down", DIMS[d]),
+                    &diff.scaled(-1.0),
+                    Sense::Le,
+                    &bound,
+                );
+            }
+        }
 
-    for i in 0..n_st {
+        tile_counts
+    }
+
+    /// Evaluation widths `e_i^{d±}`, last stencil first: the max over in-group readers of their
+    /// width plus reach (exact where `exact_width` says so).
+    fn width_expressions(
+        &mut self,
+        analysis: &Analysis,
+        exact_width: &[bool],
+    ) -> Vec<[[LinExpr; 2]; 3]> {
+        let b = self;
+        let n_st = analysis.stencils.len();
+        // Evaluation widths e[i][d][side], last stencil first.
+        let mut widths: Vec<[[LinExpr; 2]; 3]> = vec![Default::default(); n_st];
+        for i in (0..n_st).rev() {
+            let info = &analysis.stencils[i];
+            for d in 0..3 {
+                for side in 0..2 {
+                    let ub = info.extent[d][side] as f64;
+                    let readers: Vec<(usize, f64)> = info
+                        .readers
+                        .iter()
+                        .map(|&r| {
+                            let bd = analysis.stencils[r].bounds[&info.array][d];
+                            let reach = if side == 0 { -bd.0 } else { bd.1 }.max(0) as f64;
+                            (r, reach)
+                        })
+                        .collect();
+                    if readers.is_empty() || ub == 0.0 {
+                        widths[i][d][side] = LinExpr::new();
+                        continue;
+                    }
+                    let sname = ["m", "p"][side];
+                    let name = format!("e_{}{i}_{sname}", DIMS[d]);
+                    let mut terms = Vec::new();
+                    for &(r, reach) in &readers {
+                        let t = widths[r][d][side]
+                            .clone()
+                            .plus(&LinExpr::constant(reach), 1.0);
+                        let same = b.same(i, r);
+                        terms.push((t, same));
+                    }
+                    let ev = switched_max(&mut b.milp, &terms, ub, exact_width[i], &name);
+                    widths[i][d][side] = ev;
+                }
+            }
+        }
+
+        widths
+    }
+
+    /// Loads `ℓ_{i,a}` of stencil `i` (exact, from the "same group" tests), the running maxima
+    /// of access extents per array and the load lines per dimension (the growth beyond what an
+    /// earlier in-group reader loaded).
+    fn loads_and_lines(
+        &mut self,
+        analysis: &Analysis,
+        i: usize,
+        widths: &[[[LinExpr; 2]; 3]],
+        running: &mut Running,
+    ) -> Loads {
+        let b = self;
+        let n_st = analysis.stencils.len();
         let info = &analysis.stencils[i];
-        let ext: [LinExpr; 3] =
-            [0, 1, 2].map(|d| widths[i][d][0].clone().plus(&widths[i][d][1], 1.0));
-        let ext_ub: [f64; 3] = [0, 1, 2].map(|d| b.upper(&ext[d]));
-
-        // Store flag w_i.
-        let store = if info.is_output {
-            LinExpr::constant(1.0)
-        } else {
-            let last = *info.readers.iter().max().unwrap_or(&i);
-            LinExpr::constant(1.0).plus(&b.same(i, last), -1.0)
-        };
-
-        // Loads and lines per array.
         let mut load_sum = LinExpr::new();
         let mut load_flags = Vec::new();
         let mut lines: [LinExpr; 3] = Default::default();
@@ -606,14 +588,24 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
             running.insert((a, i), u_here);
         }
 
-        // Base flag m_i = [|L_i| + w_i > 0], exact.
-        let s_weight = load_sum.clone().plus(&store, 1.0).normalized();
+        Loads {
+            sum: load_sum,
+            flags: load_flags,
+            lines,
+        }
+    }
+
+    /// The base flag `m_i = [|L_i| + w_i > 0]` (exact) and the stream weight `|L_i| + w_i`.
+    fn base_flag(&mut self, i: usize, loads: &Loads, store: &LinExpr) -> (LinExpr, LinExpr) {
+        let b = self;
+        let (load_sum, load_flags) = (&loads.sum, &loads.flags);
+        let s_weight = load_sum.clone().plus(store, 1.0).normalized();
         let base = if s_weight.terms.is_empty() {
             LinExpr::constant((s_weight.constant > 0.0) as u8 as f64)
         } else {
             let m = b.milp.add_var(format!("m_{i}"), 0.0, 1.0, false);
             let mv = LinExpr::var(m);
-            for (k, f) in load_flags.iter().chain(std::iter::once(&store)).enumerate() {
+            for (k, f) in load_flags.iter().chain(std::iter::once(store)).enumerate() {
                 b.milp
                     .add_relation(format!("m_{i}_ge_{k}"), &mv, Sense::Ge, f);
             }
@@ -621,6 +613,164 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
                 .add_relation(format!("m_{i}_le"), &mv, Sense::Le, &s_weight);
             mv
         };
+
+        (s_weight, base)
+    }
+
+    /// Parallel efficiency: `N >= T` and `(1 - σ_T) T k <= N <= T k` for an integer `k`.
+    fn parallel_rows(&mut self, i: usize, total: &LinExpr, machine: &ModelMachine) {
+        let b = self;
+        let threads = machine.threads as f64;
+        let max_tiles: f64 = b.tile_range.iter().map(|r| r.1 as f64).product();
+        b.milp
+            .add_constraint(format!("threads_{i}"), total, Sense::Ge, threads);
+        let k_max = (max_tiles / threads).ceil().max(1.0);
+        let k = b.milp.add_var(format!("rounds_{i}"), 1.0, k_max, true);
+        b.milp.add_relation(
+            format!("rounds_{i}_le"),
+            total,
+            Sense::Le,
+            &LinExpr::term(k, threads),
+        );
+        b.milp.add_relation(
+            format!("rounds_{i}_ge"),
+            &LinExpr::term(k, (1.0 - machine.slack.cores) * threads),
+            Sense::Le,
+            total,
+        );
+    }
+
+    /// Even tiles: `D <= n t <= D / (1 - σ_D)` for an integer tile size `t`.
+    fn even_tile_rows(&mut self, i: usize, dom: [usize; 3], machine: &ModelMachine) {
+        let b = self;
+        let tile_range = b.tile_range;
+        let dom_f = dom.map(|d| d as f64);
+        for d in 0..3 {
+            let (lo, hi) = tile_range[d];
+            let t_lo = dom[d].div_ceil(hi) as f64;
+            let t_hi = dom[d].div_ceil(lo) as f64;
+            let t = b
+                .milp
+                .add_var(format!("size_{}{i}", DIMS[d]), t_lo, t_hi, true);
+            let nt = b.times_tiles(i, d, &LinExpr::var(t), t_hi, "nt");
+            let max_cover = (dom_f[d] * (1.0 + 1e-9) / (1.0 - machine.slack.size)).floor();
+            b.milp
+                .add_constraint(format!("even_{}{i}_lo", DIMS[d]), &nt, Sense::Ge, dom_f[d]);
+            b.milp
+                .add_constraint(format!("even_{}{i}_hi", DIMS[d]), &nt, Sense::Le, max_cover);
+        }
+    }
+
+    /// Cache: the arrays touched from the group's start to `i` times the cells per tile fit the
+    /// capacity (`count D^x D^y D^z <= C N`). Returns the count, which the next stencil carries.
+    fn cache_row(
+        &mut self,
+        analysis: &Analysis,
+        machine: &ModelMachine,
+        i: usize,
+        total: &LinExpr,
+        mut count_prev: Option<LinExpr>,
+    ) -> LinExpr {
+        let b = self;
+        let info = &analysis.stencils[i];
+        let cells: f64 = analysis.domain.iter().map(|&d| d as f64).product();
+        let capacity = cache_capacity(machine) as f64;
+        let touched_here = analysis.touched(i).len() as f64;
+        let mut count = LinExpr::constant(touched_here);
+        for a in info.reads() {
+            if let Some(j) = previous_toucher(analysis, a, i) {
+                let s = b.same(j, i);
+                count.add_expr(&s, -1.0);
+            }
+        }
+        if let Some(prev) = count_prev.take() {
+            let prev_ub = b.upper(&prev);
+            let same_prev = b.same(i - 1, i);
+            let carried = b.gated_lower(&prev, &same_prev, prev_ub, &format!("carried_{i}"));
+            count.add_expr(&carried, 1.0);
+        }
+        // count * cells <= C * N
+        let row = count.scaled(cells).plus(total, -capacity);
+        b.milp
+            .add_constraint(format!("cache_{i}"), &row, Sense::Le, 0.0);
+        count
+    }
+}
+
+/// Running maxima `U` of access extents per (array, reader), per dimension and side.
+type Running = HashMap<(ArrayId, usize), [[LinExpr; 2]; 3]>;
+
+/// What stencil `i` loads from slow memory.
+struct Loads {
+    /// `|L_i|`.
+    sum: LinExpr,
+    /// `ℓ_{i,a}` per array read.
+    flags: Vec<LinExpr>,
+    /// Load lines per dimension, both sides together.
+    lines: [LinExpr; 3],
+}
+
+/// Which evaluation widths must be exact: those feeding a running maximum, and everything they
+/// are bounded by (their readers' widths).
+fn exact_widths(analysis: &Analysis) -> Vec<bool> {
+    let n_st = analysis.stencils.len();
+    let mut exact_width = vec![false; n_st];
+    for i in 0..n_st {
+        let feeds_max = analysis.stencils[i]
+            .reads()
+            .any(|a| ((i + 1)..n_st).any(|k| analysis.stencils[k].bounds.contains_key(&a)));
+        exact_width[i] |= feeds_max;
+    }
+    for p in 0..n_st {
+        if exact_width[p] {
+            for &r in &analysis.stencils[p].readers.clone() {
+                exact_width[r] = true;
+            }
+        }
+    }
+
+    exact_width
+}
+
+/// Builds the MILP of `analysis` on `machine`: group and tile variables, evaluation widths, then
+/// per stencil its store and loads, weights, cost terms (`formula`) and the feasibility rows.
+pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) -> AbsintheMilp {
+    let n_st = analysis.stencils.len();
+    let dom = analysis.domain;
+    let tile_range = options.tile_range(dom);
+    let params = machine.params;
+
+    let mut b = Builder {
+        milp: Milp::new("absinthe"),
+        cuts: Vec::new(),
+        same_memo: HashMap::new(),
+        bits: Vec::new(),
+        linearizations: Vec::new(),
+        tile_range,
+    };
+    let group_index = b.group_variables(n_st, options);
+    let tile_counts = b.tile_variables(n_st);
+    let widths = b.width_expressions(analysis, &exact_widths(analysis));
+
+    let mut objective = LinExpr::new();
+    let mut running: Running = HashMap::new();
+    let mut count_prev: Option<LinExpr> = None;
+    for i in 0..n_st {
+        let info = &analysis.stencils[i];
+        let ext: [LinExpr; 3] =
+            [0, 1, 2].map(|d| widths[i][d][0].clone().plus(&widths[i][d][1], 1.0));
+        let ext_ub: [f64; 3] = [0, 1, 2].map(|d| b.upper(&ext[d]));
+
+        // Store flag w_i: an output, or read after the group ends.
+        let store = if info.is_output {
+            LinExpr::constant(1.0)
+        } else {
+            let last = *info.readers.iter().max().unwrap_or(&i);
+            LinExpr::constant(1.0).plus(&b.same(i, last), -1.0)
+        };
+        let loads = b.loads_and_lines(analysis, i, &widths, &mut running);
+        let (s_weight, base) = b.base_flag(i, &loads, &store);
+        let lines = &loads.lines;
 
         // Weights per dimension: m^d = m E^d, s^d = lines^d + w E^d.
         let mut base_d: [LinExpr; 3] = Default::default();
@@ -674,60 +824,9 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
         objective.add_expr(&overhead, 1.0);
         let total = total_count.0;
 
-        // Parallel efficiency: N >= T, (1 - σ_T) T k <= N <= T k.
-        b.milp
-            .add_constraint(format!("threads_{i}"), &total, Sense::Ge, threads);
-        let k_max = (max_tiles / threads).ceil().max(1.0);
-        let k = b.milp.add_var(format!("rounds_{i}"), 1.0, k_max, true);
-        b.milp.add_relation(
-            format!("rounds_{i}_le"),
-            &total,
-            Sense::Le,
-            &LinExpr::term(k, threads),
-        );
-        b.milp.add_relation(
-            format!("rounds_{i}_ge"),
-            &LinExpr::term(k, (1.0 - machine.slack.cores) * threads),
-            Sense::Le,
-            &total,
-        );
-
-        // Even tiles: D <= n t <= D / (1 - σ_D) for an integer t.
-        for d in 0..3 {
-            let (lo, hi) = tile_range[d];
-            let t_lo = dom[d].div_ceil(hi) as f64;
-            let t_hi = dom[d].div_ceil(lo) as f64;
-            let t = b
-                .milp
-                .add_var(format!("size_{}{i}", DIMS[d]), t_lo, t_hi, true);
-            let nt = b.times_tiles(i, d, &LinExpr::var(t), t_hi, "nt");
-            let max_cover = (dom_f[d] * (1.0 + 1e-9) / (1.0 - machine.slack.size)).floor();
-            b.milp
-                .add_constraint(format!("even_{}{i}_lo", DIMS[d]), &nt, Sense::Ge, dom_f[d]);
-            b.milp
-                .add_constraint(format!("even_{}{i}_hi", DIMS[d]), &nt, Sense::Le, max_cover);
-        }
-
-        // Cache: arrays touched from the group's start to i, times cells per tile.
-        let touched_here = analysis.touched(i).len() as f64;
-        let mut count = LinExpr::constant(touched_here);
-        for a in info.reads() {
-            if let Some(j) = previous_toucher(analysis, a, i) {
-                let s = b.same(j, i);
-                count.add_expr(&s, -1.0);
-            }
-        }
-        if let Some(prev) = count_prev.take() {
-            let prev_ub = b.upper(&prev);
-            let same_prev = b.same(i - 1, i);
-            let carried = b.gated_lower(&prev, &same_prev, prev_ub, &format!("carried_{i}"));
-            count.add_expr(&carried, 1.0);
-        }
-        // count * cells <= C * N
-        let row = count.scaled(cells).plus(&total, -capacity);
-        b.milp
-            .add_constraint(format!("cache_{i}"), &row, Sense::Le, 0.0);
-        count_prev = Some(count);
+        b.parallel_rows(i, &total, machine);
+        b.even_tile_rows(i, dom, machine);
+        count_prev = Some(b.cache_row(analysis, machine, i, &total, count_prev.take()));
     }
 
     b.milp.set_objective(&objective);
