@@ -5,18 +5,17 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use absinthe_codegen::compile::{run_harness, HarnessResult, Toolchain};
+use absinthe_codegen::compile::{
+    compulsory_bytes, run_harness, stream_bandwidth, HarnessResult, Toolchain,
+};
 use absinthe_codegen::cuda::{plan as cuda_plan, GpuLimits};
 use absinthe_codegen::render::{default_flush_bytes, HarnessOptions};
 use absinthe_codegen::{lower, Schedule};
-use absinthe_model::analysis::Analysis;
-use absinthe_model::cost::{evaluate, Configuration};
-use absinthe_model::machine::ModelMachine;
+use absinthe_learn::variants::{parse_variants, plan, PlanSettings, Planned};
+use absinthe_model::cost::evaluate;
 use absinthe_model::parallel::parallel_map;
-use absinthe_model::program::{check_group_indices, Program};
-use absinthe_model::rng::Rng;
-use absinthe_solvers::optimize::{optimize_with, OptimizeError};
-use anyhow::{bail, Context};
+use absinthe_model::program::Program;
+use anyhow::Context;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
@@ -88,69 +87,6 @@ pub enum BenchTarget {
     CudaEmulated,
 }
 
-/// One requested variant.
-#[derive(Clone, Debug, PartialEq)]
-enum Variant {
-    Opt,
-    Naive,
-    Unfused,
-    Fused,
-    Groups(Vec<usize>),
-    Random(usize),
-}
-
-/// Splits the variant list; the numbers after `groups:` belong to it.
-fn parse_variants(list: &str) -> anyhow::Result<Vec<Variant>> {
-    let mut out = Vec::new();
-    for token in list.split(',').map(str::trim).filter(|t| !t.is_empty()) {
-        if let Ok(n) = token.parse::<usize>() {
-            match out.last_mut() {
-                Some(Variant::Groups(g)) => {
-                    g.push(n);
-                    continue;
-                }
-                _ => bail!(
-                    "--variants: unexpected number `{token}` (group indices follow `groups:`)"
-                ),
-            }
-        }
-        out.push(match token {
-            "opt" => Variant::Opt,
-            "naive" => Variant::Naive,
-            "unfused" => Variant::Unfused,
-            "fused" => Variant::Fused,
-            t if t.starts_with("groups:") => {
-                let first = &t["groups:".len()..];
-                let g = first
-                    .parse::<usize>()
-                    .with_context(|| format!("--variants: `{t}`: expected groups:0,0,1,..."))?;
-                Variant::Groups(vec![g])
-            }
-            t if t.starts_with("random:") => Variant::Random(
-                t["random:".len()..]
-                    .parse()
-                    .with_context(|| format!("--variants: `{t}`: expected random:N"))?,
-            ),
-            t => bail!("--variants: unknown variant `{t}`; use opt, naive, unfused, fused, groups:G,G,..., random:N"),
-        });
-    }
-    if out.is_empty() {
-        bail!("--variants: no variant given");
-    }
-    Ok(out)
-}
-
-/// A variant ready to build.
-struct Planned {
-    name: String,
-    config: Configuration,
-    predicted: f64,
-    /// Time the reference instead of the kernel.
-    reference: bool,
-    /// Why it is not run (e.g. infeasible).
-    skipped: Option<String>,
-}
-
 /// One row of the result.
 #[derive(Serialize)]
 struct Row {
@@ -171,190 +107,6 @@ struct Row {
     roofline_fraction: Option<f64>,
 }
 
-fn solve_with_groups(
-    analysis: &Analysis,
-    program: &Program,
-    view: &ModelMachine,
-    args: &BenchArgs,
-    groups: Option<Vec<usize>>,
-) -> anyhow::Result<Option<(Configuration, f64)>> {
-    let mut options = args.search.milp_options(program)?;
-    if let Some(g) = groups {
-        check_group_indices(&g, program.stencils.len())
-            .map_err(|e| anyhow::anyhow!("--variants: {e}"))?;
-        options.fixed_groups = Some(g);
-    }
-    match optimize_with(
-        analysis,
-        view,
-        &options,
-        &args.solver,
-        &args.search.solve_options()?,
-    ) {
-        Ok(o) => Ok(Some((o.config, o.cost.total))),
-        Err(OptimizeError::Infeasible(_)) => Ok(None),
-        Err(e) => Err(e.into()),
-    }
-}
-
-fn random_configurations(
-    analysis: &Analysis,
-    view: &ModelMachine,
-    n: usize,
-    seed: u64,
-) -> Vec<Configuration> {
-    let mut rng = Rng::new(seed);
-    let stencils = analysis.stencils.len();
-    let mut out: Vec<Configuration> = Vec::new();
-    for _ in 0..n.saturating_mul(2000) {
-        if out.len() == n {
-            break;
-        }
-        let mut groups = vec![0];
-        for _ in 1..stencils {
-            let last = *groups.last().unwrap_or(&0);
-            groups.push(if rng.chance(50) { last + 1 } else { last });
-        }
-        let ngroups = groups.last().map_or(1, |g| g + 1);
-        let tiles = (0..ngroups)
-            .map(|_| [0, 1, 2].map(|d| rng.range(1, analysis.domain[d] as i64) as usize))
-            .collect();
-        let config = Configuration { groups, tiles };
-        if !out.contains(&config) && evaluate(analysis, view, &config).is_feasible() {
-            out.push(config);
-        }
-    }
-    out
-}
-
-fn plan(
-    args: &BenchArgs,
-    program: &Program,
-    analysis: &Analysis,
-    view: &ModelMachine,
-) -> anyhow::Result<Vec<Planned>> {
-    let n = program.stencils.len();
-    let mut planned = Vec::new();
-    let unfused: Vec<usize> = (0..n).collect();
-    let mut push = |name: String,
-                    found: Option<(Configuration, f64)>,
-                    reference: bool,
-                    fallback: Vec<usize>| {
-        planned.push(match found {
-            Some((config, predicted)) => Planned {
-                name,
-                config,
-                predicted,
-                reference,
-                skipped: None,
-            },
-            None => Planned {
-                name,
-                config: Configuration {
-                    tiles: vec![[1, 1, 1]; fallback.last().map_or(1, |g| g + 1)],
-                    groups: fallback,
-                },
-                predicted: f64::NAN,
-                reference,
-                skipped: Some("infeasible".into()),
-            },
-        });
-    };
-    for v in parse_variants(&args.variants)? {
-        match v {
-            Variant::Opt => push(
-                "opt".into(),
-                solve_with_groups(analysis, program, view, args, None)?,
-                false,
-                unfused.clone(),
-            ),
-            Variant::Unfused => push(
-                "unfused".into(),
-                solve_with_groups(analysis, program, view, args, Some(unfused.clone()))?,
-                false,
-                unfused.clone(),
-            ),
-            Variant::Fused => push(
-                "fused".into(),
-                solve_with_groups(analysis, program, view, args, Some(vec![0; n]))?,
-                false,
-                vec![0; n],
-            ),
-            Variant::Groups(g) => {
-                let name = format!(
-                    "groups:{}",
-                    g.iter()
-                        .map(|x| x.to_string())
-                        .collect::<Vec<_>>()
-                        .join(",")
-                );
-                let found = solve_with_groups(analysis, program, view, args, Some(g.clone()))?;
-                push(name, found, false, g);
-            }
-            Variant::Naive => {
-                // The reference is untiled and unfused: its prediction is the unfused
-                // configuration with one tile per group.
-                let config = Configuration {
-                    groups: unfused.clone(),
-                    tiles: vec![[1, 1, 1]; n],
-                };
-                let predicted = evaluate(analysis, view, &config).total;
-                push(
-                    "naive".into(),
-                    Some((config, predicted)),
-                    true,
-                    unfused.clone(),
-                );
-            }
-            Variant::Random(count) => {
-                let found = random_configurations(analysis, view, count, args.seed);
-                if found.len() < count {
-                    eprintln!(
-                        "random:{count}: found only {} feasible configurations",
-                        found.len()
-                    );
-                }
-                for (k, config) in found.into_iter().enumerate() {
-                    let predicted = evaluate(analysis, view, &config).total;
-                    push(
-                        format!("random{k}"),
-                        Some((config, predicted)),
-                        false,
-                        unfused.clone(),
-                    );
-                }
-            }
-        }
-    }
-    Ok(planned)
-}
-
-/// Measures streaming bandwidth (bytes per second) with a triad compiled like the kernels.
-fn bandwidth(
-    tc: &Toolchain,
-    renderer: &absinthe_codegen::render::Renderer,
-    flush_bytes: u64,
-    env: &[(&str, &str)],
-) -> anyhow::Result<f64> {
-    let elements = (flush_bytes / 8).max(1 << 20);
-    let source = renderer.stream(elements, 5)?;
-    let exe = tc.build(&[("stream.cpp".into(), source)], &[])?;
-    let mut cmd = std::process::Command::new(&exe);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().context("running the bandwidth program")?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("ABSINTHE_STREAM "))
-        .context("the bandwidth program printed no result")?;
-    let v: serde_json::Value = serde_json::from_str(line)?;
-    v["bytes_per_second"]
-        .as_f64()
-        .context("bad bandwidth result")
-}
-
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let (program, analysis) = load(&args.program)?;
     let (machine, view) = args.machine.load(&program)?;
@@ -368,7 +120,15 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         .collect();
 
     eprintln!("planning variants of {} ...", program.name);
-    let planned = plan(&args, &program, &analysis, &view)?;
+    let variants =
+        parse_variants(&args.variants).map_err(|e| anyhow::anyhow!("--variants: {e}"))?;
+    let settings = PlanSettings {
+        options: args.search.milp_options(&program)?,
+        solver: &args.solver,
+        solve_options: args.search.solve_options()?,
+        seed: args.seed,
+    };
+    let planned = plan(&variants, &analysis, &view, &settings)?;
     let schedules: Vec<Option<Schedule>> = planned
         .iter()
         .map(|p| {
@@ -424,12 +184,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         None
     } else {
         eprintln!("measuring streaming bandwidth ...");
-        Some(bandwidth(&tc, &renderer, flush_bytes, &env)?)
+        Some(stream_bandwidth(&tc, &renderer, flush_bytes, &env)?)
     };
-    let cells: u64 = analysis.domain.iter().map(|&d| d as u64).product();
-    let compulsory_bytes = cells
-        * program.value_type.bytes() as u64
-        * (analysis.inputs.len() + analysis.outputs.len()) as u64;
+    let compulsory_bytes = compulsory_bytes(&analysis, program.value_type.bytes());
 
     let mut rows = Vec::new();
     let mut failed = false;

@@ -285,3 +285,42 @@ mod tests {
         );
     }
 }
+
+/// Measures streaming bandwidth (bytes per second) with a triad compiled like the kernels: the
+/// roofline `bench` holds measured times against.
+pub fn stream_bandwidth(
+    tc: &Toolchain,
+    renderer: &crate::render::Renderer,
+    flush_bytes: u64,
+    env: &[(&str, &str)],
+) -> Result<f64, CodegenError> {
+    let elements = (flush_bytes / 8).max(1 << 20);
+    let source = renderer.stream(elements, 5)?;
+    let exe = tc.build(&[("stream.cpp".into(), source)], &[])?;
+    let mut cmd = std::process::Command::new(&exe);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let failed = |message: String| CodegenError::Run {
+        program: exe.display().to_string(),
+        message,
+    };
+    let out = cmd.output().map_err(|e| failed(e.to_string()))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("ABSINTHE_STREAM "))
+        .ok_or_else(|| failed("the bandwidth program printed no result".into()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(line).map_err(|e| failed(format!("bad result line: {e}")))?;
+    v["bytes_per_second"]
+        .as_f64()
+        .ok_or_else(|| failed("bad bandwidth result".into()))
+}
+
+/// Compulsory traffic of a program over its domain: every input read once and every output
+/// written once (halo not counted), in bytes.
+pub fn compulsory_bytes(analysis: &absinthe_model::analysis::Analysis, value_bytes: usize) -> u64 {
+    let cells: u64 = analysis.domain.iter().map(|&d| d as u64).product();
+    cells * value_bytes as u64 * (analysis.inputs.len() + analysis.outputs.len()) as u64
+}

@@ -17,6 +17,7 @@ pub mod fit;
 pub mod machine_file;
 pub mod measure;
 pub mod training;
+pub mod variants;
 
 use absinthe_codegen::compile::Toolchain;
 use absinthe_model::machine::{Params, PeelBody};

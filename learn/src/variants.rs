@@ -1,0 +1,257 @@
+//! The variants `absinthe bench` builds and times: which configurations (`opt`, `naive`,
+//! `unfused`, `fused`, `groups:...`, `random:N`), solved or drawn, with their predictions.
+
+use absinthe_model::analysis::Analysis;
+use absinthe_model::cost::{evaluate, Configuration};
+use absinthe_model::machine::ModelMachine;
+use absinthe_model::milp::MilpOptions;
+use absinthe_model::program::check_group_indices;
+use absinthe_model::rng::Rng;
+use absinthe_solvers::optimize::{optimize_with, OptimizeError};
+use absinthe_solvers::SolveOptions;
+
+/// One requested variant.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Variant {
+    Opt,
+    Naive,
+    Unfused,
+    Fused,
+    Groups(Vec<usize>),
+    Random(usize),
+}
+
+/// Splits the variant list; the numbers after `groups:` belong to it.
+pub fn parse_variants(list: &str) -> Result<Vec<Variant>, String> {
+    let mut out = Vec::new();
+    for token in list.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        if let Ok(n) = token.parse::<usize>() {
+            match out.last_mut() {
+                Some(Variant::Groups(g)) => {
+                    g.push(n);
+                    continue;
+                }
+                _ => {
+                    return Err(format!(
+                        "unexpected number `{token}` (group indices follow `groups:`)"
+                    ))
+                }
+            }
+        }
+        out.push(match token {
+            "opt" => Variant::Opt,
+            "naive" => Variant::Naive,
+            "unfused" => Variant::Unfused,
+            "fused" => Variant::Fused,
+            t if t.starts_with("groups:") => {
+                let first = &t["groups:".len()..];
+                let g = first
+                    .parse::<usize>()
+                    .map_err(|_| format!("`{t}`: expected groups:0,0,1,..."))?;
+                Variant::Groups(vec![g])
+            }
+            t if t.starts_with("random:") => Variant::Random(
+                t["random:".len()..]
+                    .parse()
+                    .map_err(|_| format!("`{t}`: expected random:N"))?,
+            ),
+            t => return Err(format!(
+                "unknown variant `{t}`; use opt, naive, unfused, fused, groups:G,G,..., random:N"
+            )),
+        });
+    }
+    if out.is_empty() {
+        return Err("no variant given".into());
+    }
+    Ok(out)
+}
+
+/// A variant ready to build.
+#[derive(Clone, Debug)]
+pub struct Planned {
+    pub name: String,
+    pub config: Configuration,
+    pub predicted: f64,
+    /// Time the reference instead of the kernel.
+    pub reference: bool,
+    /// Why it is not run (e.g. infeasible).
+    pub skipped: Option<String>,
+}
+
+/// How variants are solved: the search restrictions, the solver (`dp` or a MILP backend) and its
+/// settings, and the seed of `random:N`.
+pub struct PlanSettings<'a> {
+    pub options: MilpOptions,
+    pub solver: &'a str,
+    pub solve_options: SolveOptions,
+    pub seed: u64,
+}
+
+/// Why variants could not be planned.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("{0}")]
+    Variant(String),
+    #[error(transparent)]
+    Solve(#[from] OptimizeError),
+}
+
+/// The optimum with the groups fixed (or free): None when infeasible.
+fn solve_with_groups(
+    analysis: &Analysis,
+    view: &ModelMachine,
+    settings: &PlanSettings,
+    groups: Option<Vec<usize>>,
+) -> Result<Option<(Configuration, f64)>, PlanError> {
+    let mut options = settings.options.clone();
+    if let Some(g) = groups {
+        check_group_indices(&g, analysis.stencils.len()).map_err(PlanError::Variant)?;
+        options.fixed_groups = Some(g);
+    }
+    match optimize_with(
+        analysis,
+        view,
+        &options,
+        settings.solver,
+        &settings.solve_options,
+    ) {
+        Ok(o) => Ok(Some((o.config, o.cost.total))),
+        Err(OptimizeError::Infeasible(_)) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Up to `n` distinct feasible configurations drawn at random (random cuts, random tile counts).
+pub fn random_configurations(
+    analysis: &Analysis,
+    view: &ModelMachine,
+    n: usize,
+    seed: u64,
+) -> Vec<Configuration> {
+    let mut rng = Rng::new(seed);
+    let stencils = analysis.stencils.len();
+    let mut out: Vec<Configuration> = Vec::new();
+    for _ in 0..n.saturating_mul(2000) {
+        if out.len() == n {
+            break;
+        }
+        let mut groups = vec![0];
+        for _ in 1..stencils {
+            let last = *groups.last().unwrap_or(&0);
+            groups.push(if rng.chance(50) { last + 1 } else { last });
+        }
+        let ngroups = groups.last().map_or(1, |g| g + 1);
+        let tiles = (0..ngroups)
+            .map(|_| [0, 1, 2].map(|d| rng.range(1, analysis.domain[d] as i64) as usize))
+            .collect();
+        let config = Configuration { groups, tiles };
+        if !out.contains(&config) && evaluate(analysis, view, &config).is_feasible() {
+            out.push(config);
+        }
+    }
+    out
+}
+
+/// The configurations of `variants`: solved (opt, unfused, fused, groups:...), the reference
+/// (naive), or drawn (random:N). Infeasible ones are kept, marked skipped.
+pub fn plan(
+    variants: &[Variant],
+    analysis: &Analysis,
+    view: &ModelMachine,
+    settings: &PlanSettings,
+) -> Result<Vec<Planned>, PlanError> {
+    let n = analysis.stencils.len();
+    let mut planned = Vec::new();
+    let unfused: Vec<usize> = (0..n).collect();
+    let mut push = |name: String,
+                    found: Option<(Configuration, f64)>,
+                    reference: bool,
+                    fallback: Vec<usize>| {
+        planned.push(match found {
+            Some((config, predicted)) => Planned {
+                name,
+                config,
+                predicted,
+                reference,
+                skipped: None,
+            },
+            None => Planned {
+                name,
+                config: Configuration {
+                    tiles: vec![[1, 1, 1]; fallback.last().map_or(1, |g| g + 1)],
+                    groups: fallback,
+                },
+                predicted: f64::NAN,
+                reference,
+                skipped: Some("infeasible".into()),
+            },
+        });
+    };
+    for v in variants.iter().cloned() {
+        match v {
+            Variant::Opt => push(
+                "opt".into(),
+                solve_with_groups(analysis, view, settings, None)?,
+                false,
+                unfused.clone(),
+            ),
+            Variant::Unfused => push(
+                "unfused".into(),
+                solve_with_groups(analysis, view, settings, Some(unfused.clone()))?,
+                false,
+                unfused.clone(),
+            ),
+            Variant::Fused => push(
+                "fused".into(),
+                solve_with_groups(analysis, view, settings, Some(vec![0; n]))?,
+                false,
+                vec![0; n],
+            ),
+            Variant::Groups(g) => {
+                let name = format!(
+                    "groups:{}",
+                    g.iter()
+                        .map(|x| x.to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                );
+                let found = solve_with_groups(analysis, view, settings, Some(g.clone()))?;
+                push(name, found, false, g);
+            }
+            Variant::Naive => {
+                // The reference is untiled and unfused: its prediction is the unfused
+                // configuration with one tile per group.
+                let config = Configuration {
+                    groups: unfused.clone(),
+                    tiles: vec![[1, 1, 1]; n],
+                };
+                let predicted = evaluate(analysis, view, &config).total;
+                push(
+                    "naive".into(),
+                    Some((config, predicted)),
+                    true,
+                    unfused.clone(),
+                );
+            }
+            Variant::Random(count) => {
+                let found = random_configurations(analysis, view, count, settings.seed);
+                if found.len() < count {
+                    eprintln!(
+                        "random:{count}: found only {} feasible configurations",
+                        found.len()
+                    );
+                }
+                for (k, config) in found.into_iter().enumerate() {
+                    let predicted = evaluate(analysis, view, &config).total;
+                    push(
+                        format!("random{k}"),
+                        Some((config, predicted)),
+                        false,
+                        unfused.clone(),
+                    );
+                }
+            }
+        }
+    }
+    Ok(planned)
+}
