@@ -15,7 +15,7 @@ use std::fmt::Write;
 use absinthe_model::analysis::Analysis;
 use absinthe_model::cost::{group_cost, Configuration};
 use absinthe_model::machine::{ModelMachine, Params, PeelBody, Slack};
-use absinthe_model::program::Program;
+use absinthe_model::program::{program_header, Program};
 
 use crate::LearnError;
 
@@ -83,17 +83,13 @@ pub fn fast_program(positions: usize, domain: [usize; 3]) -> String {
         .take(positions)
         .map(|o| format!("in({})", index(*o)))
         .collect();
-    let mut text = String::new();
-    let _ = writeln!(text, "name: learn_fast{positions}");
-    let _ = writeln!(
-        text,
-        "domain: [{}, {}, {}]",
-        domain[0], domain[1], domain[2]
-    );
-    text.push_str("halo: [1, 1, 1]\n");
     let names: Vec<String> = (0..STENCILS).map(|s| format!("f{s}")).collect();
-    let _ = writeln!(text, "outputs: [{}]", names.join(", "));
-    text.push_str("stencils:\n");
+    let mut text = program_header(
+        &format!("learn_fast{positions}"),
+        &domain,
+        "[1, 1, 1]",
+        &names,
+    );
     for name in &names {
         let _ = writeln!(
             text,
@@ -107,17 +103,13 @@ pub fn fast_program(positions: usize, domain: [usize; 3]) -> String {
 /// The slow-memory program whose stencils read `inputs` (1-3) fresh arrays each at boundary
 /// width `width` (0-2).
 pub fn slow_program(inputs: usize, width: i32, domain: [usize; 3]) -> String {
-    let mut text = String::new();
-    let _ = writeln!(text, "name: learn_slow{inputs}w{width}");
-    let _ = writeln!(
-        text,
-        "domain: [{}, {}, {}]",
-        domain[0], domain[1], domain[2]
-    );
-    text.push_str("halo: [2, 2, 2]\n");
     let names: Vec<String> = (0..STENCILS).map(|s| format!("s{s}")).collect();
-    let _ = writeln!(text, "outputs: [{}]", names.join(", "));
-    text.push_str("stencils:\n");
+    let mut text = program_header(
+        &format!("learn_slow{inputs}w{width}"),
+        &domain,
+        "[2, 2, 2]",
+        &names,
+    );
     let offsets: Vec<[i32; 3]> = if width == 0 {
         vec![[0; 3]]
     } else {

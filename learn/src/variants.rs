@@ -55,9 +55,11 @@ pub fn parse_variants(list: &str) -> Result<Vec<Variant>, String> {
                     .parse()
                     .map_err(|_| format!("`{t}`: expected random:N"))?,
             ),
-            t => return Err(format!(
+            t => {
+                return Err(format!(
                 "unknown variant `{t}`; use opt, naive, unfused, fused, groups:G,G,..., random:N"
-            )),
+            ))
+            }
         });
     }
     if out.is_empty() {

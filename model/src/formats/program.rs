@@ -475,3 +475,16 @@ fn find_word(src: &str, word: &str) -> Option<usize> {
     }
     None
 }
+
+/// The head of a program file written by code (training programs, generated programs): `name`,
+/// `domain`, `halo` (as written, e.g. `[1, 1, 1]` or a placeholder), `outputs`, and the
+/// `stencils:` key, each on its own line.
+pub fn program_header(name: &str, domain: &[usize], halo: &str, outputs: &[String]) -> String {
+    format!(
+        "name: {name}\ndomain: [{}, {}, {}]\nhalo: {halo}\noutputs: [{}]\nstencils:\n",
+        domain[0],
+        domain[1],
+        domain[2],
+        outputs.join(", ")
+    )
+}

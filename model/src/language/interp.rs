@@ -213,6 +213,33 @@ trait Real:
     fn abs(self) -> Self;
 }
 
+/// The library functions of [`Real`] for a primitive float type: the type's own methods.
+macro_rules! real_math {
+    ($t:ty) => {
+        fn sqrt(self) -> $t {
+            <$t>::sqrt(self)
+        }
+        fn exp(self) -> $t {
+            <$t>::exp(self)
+        }
+        fn ln(self) -> $t {
+            <$t>::ln(self)
+        }
+        fn pow(self, y: $t) -> $t {
+            <$t>::powf(self, y)
+        }
+        fn floor(self) -> $t {
+            <$t>::floor(self)
+        }
+        fn ceil(self) -> $t {
+            <$t>::ceil(self)
+        }
+        fn abs(self) -> $t {
+            <$t>::abs(self)
+        }
+    };
+}
+
 impl Real for f64 {
     const ZERO: f64 = 0.0;
     const ONE: f64 = 1.0;
@@ -228,27 +255,7 @@ impl Real for f64 {
     fn to_f64(self) -> f64 {
         self
     }
-    fn sqrt(self) -> f64 {
-        f64::sqrt(self)
-    }
-    fn exp(self) -> f64 {
-        f64::exp(self)
-    }
-    fn ln(self) -> f64 {
-        f64::ln(self)
-    }
-    fn pow(self, y: f64) -> f64 {
-        f64::powf(self, y)
-    }
-    fn floor(self) -> f64 {
-        f64::floor(self)
-    }
-    fn ceil(self) -> f64 {
-        f64::ceil(self)
-    }
-    fn abs(self) -> f64 {
-        f64::abs(self)
-    }
+    real_math!(f64);
 }
 
 impl Real for f32 {
@@ -267,27 +274,7 @@ impl Real for f32 {
     fn to_f64(self) -> f64 {
         self as f64
     }
-    fn sqrt(self) -> f32 {
-        f32::sqrt(self)
-    }
-    fn exp(self) -> f32 {
-        f32::exp(self)
-    }
-    fn ln(self) -> f32 {
-        f32::ln(self)
-    }
-    fn pow(self, y: f32) -> f32 {
-        f32::powf(self, y)
-    }
-    fn floor(self) -> f32 {
-        f32::floor(self)
-    }
-    fn ceil(self) -> f32 {
-        f32::ceil(self)
-    }
-    fn abs(self) -> f32 {
-        f32::abs(self)
-    }
+    real_math!(f32);
 }
 
 /// `2^e` for `-1074 <= e <= 1023`, exactly.

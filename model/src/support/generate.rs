@@ -4,6 +4,8 @@
 
 use std::fmt::Write;
 
+use crate::program::program_header;
+
 pub use super::rng::Rng;
 
 /// Shape of random programs.
@@ -178,16 +180,7 @@ fn program_text(
             outputs.push(extra);
         }
     }
-    let mut text = String::new();
-    let _ = writeln!(text, "name: {name}");
-    let _ = writeln!(
-        text,
-        "domain: [{}, {}, {}]",
-        domain[0], domain[1], domain[2]
-    );
-    text.push_str("halo: HALO\n");
-    let _ = writeln!(text, "outputs: [{}]", outputs.join(", "));
-    text.push_str("stencils:\n");
+    let mut text = program_header(name, domain, "HALO", &outputs);
     for (s, (lets, expr)) in bodies.iter().enumerate() {
         let _ = writeln!(text, "  - name: {}", names[s]);
         if !lets.is_empty() {
@@ -228,16 +221,12 @@ fn required_halo(text_with_placeholder: &str) -> [usize; 3] {
 /// between a 3-point difference along x, one along y, and a pointwise update that also reads
 /// one of two coefficient inputs. The last stencil is the output.
 pub fn chain(n: usize, domain: [usize; 3]) -> String {
-    let mut text = String::new();
-    let _ = writeln!(text, "name: chain{n}");
-    let _ = writeln!(
-        text,
-        "domain: [{}, {}, {}]",
-        domain[0], domain[1], domain[2]
+    let mut text = program_header(
+        &format!("chain{n}"),
+        &domain,
+        "HALO",
+        &[format!("c{}", n - 1)],
     );
-    text.push_str("halo: HALO\n");
-    let _ = writeln!(text, "outputs: [c{}]", n - 1);
-    text.push_str("stencils:\n");
     for s in 0..n {
         let prev = if s == 0 {
             "in".to_string()
