@@ -13,7 +13,7 @@ use absinthe_model::generate::Rng;
 use absinthe_model::machine::{Machine, ModelMachine};
 use absinthe_model::program::Program;
 
-use crate::common::{absinthe, build_and_run_bundles, root, stderr, stdout};
+use crate::common::{absinthe, build_and_run_bundles, random_configuration, root, stderr, stdout};
 
 fn machine() -> ModelMachine {
     Machine::load(&root().join("machines/default.yaml"))
@@ -25,32 +25,6 @@ fn machine() -> ModelMachine {
 fn toolchain(flags: &[&str]) -> Toolchain {
     let flags: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
     Toolchain::new("g++", &flags).with_cache_dir(root().join("target/absinthe-test-cache"))
-}
-
-/// A tile count along a dimension of extent `d`: 1, `d`, a non-divisor, or anything.
-fn tile_count(rng: &mut Rng, d: usize) -> usize {
-    match rng.below(4) {
-        0 => 1,
-        1 => d,
-        2 => (1..=d)
-            .find(|n| !d.is_multiple_of(*n) && rng.chance(50))
-            .unwrap_or(d),
-        _ => rng.range(1, d as i64) as usize,
-    }
-}
-
-/// Random contiguous groups and tile counts (no feasibility requirement).
-fn random_configuration(rng: &mut Rng, stencils: usize, domain: [usize; 3]) -> Configuration {
-    let mut groups = vec![0];
-    for _ in 1..stencils {
-        let last = *groups.last().unwrap();
-        groups.push(if rng.chance(40) { last + 1 } else { last });
-    }
-    let n = groups.last().unwrap() + 1;
-    let tiles = (0..n)
-        .map(|_| [0, 1, 2].map(|d| tile_count(rng, domain[d])))
-        .collect();
-    Configuration { groups, tiles }
 }
 
 fn random_case(seed: u64) -> (Program, Analysis) {

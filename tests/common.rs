@@ -111,3 +111,33 @@ pub fn build_and_run_bundles(
         absinthe_codegen::compile::run_harness(&exe, &[], env).unwrap_or_else(|e| panic!("{e}"))
     })
 }
+
+/// Random contiguous groups and tile counts (1, D, a non-divisor, anything).
+pub fn random_configuration(
+    rng: &mut Rng,
+    stencils: usize,
+    domain: [usize; 3],
+) -> absinthe_model::cost::Configuration {
+    let mut groups = vec![0];
+    for _ in 1..stencils {
+        let last = *groups.last().unwrap();
+        groups.push(if rng.chance(40) { last + 1 } else { last });
+    }
+    let n = groups.last().unwrap() + 1;
+    let tiles = (0..n)
+        .map(|_| [0, 1, 2].map(|d| tile_count(rng, domain[d])))
+        .collect();
+    absinthe_model::cost::Configuration { groups, tiles }
+}
+
+/// A tile count along an extent `d`: 1, `d`, a non-divisor, or anything.
+pub fn tile_count(rng: &mut Rng, d: usize) -> usize {
+    match rng.below(4) {
+        0 => 1,
+        1 => d,
+        2 => (1..=d)
+            .find(|n| !d.is_multiple_of(*n) && rng.chance(50))
+            .unwrap_or(d),
+        _ => rng.range(1, d as i64) as usize,
+    }
+}

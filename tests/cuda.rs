@@ -22,7 +22,9 @@ use absinthe_model::search::exhaustive;
 use absinthe_solvers::optimize::{agree, optimize};
 use absinthe_solvers::SolveOptions;
 
-use crate::common::{absinthe, analyse, build_and_run_bundles, root, stderr, stdout};
+use crate::common::{
+    absinthe, analyse, build_and_run_bundles, random_configuration, root, stderr, stdout,
+};
 
 fn cpu_machine() -> ModelMachine {
     Machine::load(&root().join("machines/default.yaml"))
@@ -37,28 +39,6 @@ fn h100() -> Machine {
 
 fn random_case(seed: u64) -> (Program, Analysis) {
     crate::common::random_codegen_case(seed)
-}
-
-/// Random contiguous groups and tile counts (1, D, a non-divisor, anything).
-fn random_configuration(rng: &mut Rng, stencils: usize, domain: [usize; 3]) -> Configuration {
-    let mut groups = vec![0];
-    for _ in 1..stencils {
-        let last = *groups.last().unwrap();
-        groups.push(if rng.chance(40) { last + 1 } else { last });
-    }
-    let count = |rng: &mut Rng, d: usize| match rng.below(4) {
-        0 => 1,
-        1 => d,
-        2 => (1..=d)
-            .find(|n| !d.is_multiple_of(*n) && rng.chance(50))
-            .unwrap_or(d),
-        _ => rng.range(1, d as i64) as usize,
-    };
-    let n = groups.last().unwrap() + 1;
-    let tiles = (0..n)
-        .map(|_| [0, 1, 2].map(|d| count(rng, domain[d])))
-        .collect();
-    Configuration { groups, tiles }
 }
 
 /// Cases with a random shared-memory limit: everything shared, nothing shared, or a small

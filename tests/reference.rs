@@ -29,7 +29,7 @@ use absinthe_codegen::cuda::{plan, CudaBundleCase, CudaPlan, GpuLimits};
 use absinthe_codegen::render::{BundleCase, HarnessOptions, Renderer, TEMPLATES};
 use absinthe_codegen::{lower, Schedule};
 use absinthe_model::analysis::Analysis;
-use absinthe_model::cost::{evaluate, Configuration};
+use absinthe_model::cost::evaluate;
 use absinthe_model::generate::{random_language_program, random_program, RandomShape, Rng};
 use absinthe_model::interp::{
     absinthe_value, agreement, harness_inputs, interpret, Agreement, Evaluation, LibmAccuracy,
@@ -37,7 +37,7 @@ use absinthe_model::interp::{
 use absinthe_model::machine::{Machine, ModelMachine};
 use absinthe_model::program::{Program, ValueType};
 
-use crate::common::{build_and_run_bundles, root};
+use crate::common::{build_and_run_bundles, random_configuration, root};
 
 fn machine() -> ModelMachine {
     Machine::load(&root().join("machines/default.yaml"))
@@ -105,29 +105,6 @@ fn random_subject(seed: u64) -> Subject {
         text = text.replacen("\ndomain:", "\ntype: float\ndomain:", 1);
     }
     subject(text)
-}
-
-/// Random contiguous groups and tile counts (1, D, a non-divisor, anything), as in
-/// tests/codegen.rs.
-fn random_configuration(rng: &mut Rng, stencils: usize, domain: [usize; 3]) -> Configuration {
-    let mut groups = vec![0];
-    for _ in 1..stencils {
-        let last = *groups.last().unwrap();
-        groups.push(if rng.chance(40) { last + 1 } else { last });
-    }
-    let count = |rng: &mut Rng, d: usize| match rng.below(4) {
-        0 => 1,
-        1 => d,
-        2 => (1..=d)
-            .find(|n| !d.is_multiple_of(*n) && rng.chance(50))
-            .unwrap_or(d),
-        _ => rng.range(1, d as i64) as usize,
-    };
-    let n = groups.last().unwrap() + 1;
-    let tiles = (0..n)
-        .map(|_| [0, 1, 2].map(|d| count(rng, domain[d])))
-        .collect();
-    Configuration { groups, tiles }
 }
 
 /// One generated kernel to check: its subject, schedule and a description for messages.

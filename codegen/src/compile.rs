@@ -268,24 +268,6 @@ pub fn read_output_dump(
         .collect())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dump_paths_are_file_names_made_from_labels() {
-        let dir = Path::new("/tmp/d");
-        assert_eq!(
-            dump_path(dir, "seed3.0 [0, 1] x/y"),
-            dir.join("seed3.0__0__1__x_y.outputs")
-        );
-        assert_eq!(
-            dump_path(dir, &"a".repeat(300)),
-            dir.join("a".repeat(255) + ".outputs")
-        );
-    }
-}
-
 /// Measures streaming bandwidth (bytes per second) with a triad compiled like the kernels: the
 /// roofline `bench` holds measured times against.
 pub fn stream_bandwidth(
@@ -323,4 +305,22 @@ pub fn stream_bandwidth(
 pub fn compulsory_bytes(analysis: &absinthe_model::analysis::Analysis, value_bytes: usize) -> u64 {
     let cells: u64 = analysis.domain.iter().map(|&d| d as u64).product();
     cells * value_bytes as u64 * (analysis.inputs.len() + analysis.outputs.len()) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dump_paths_are_file_names_made_from_labels() {
+        let dir = Path::new("/tmp/d");
+        assert_eq!(
+            dump_path(dir, "seed3.0 [0, 1] x/y"),
+            dir.join("seed3.0__0__1__x_y.outputs")
+        );
+        assert_eq!(
+            dump_path(dir, &"a".repeat(300)),
+            dir.join("a".repeat(255) + ".outputs")
+        );
+    }
 }
