@@ -305,6 +305,8 @@ pub struct StencilShape {
     pub fast_weights: Weights,
     pub base_weights: Weights,
     pub stream_weights: Weights,
+    /// `[fast, base, stream]` weights as the count formulas take them.
+    pub weights_u128: [[u128; 4]; 3],
 }
 
 /// Everything about the stencils `range` fused into one group that does not depend on its tile
@@ -390,18 +392,22 @@ pub fn group_shape(analysis: &Analysis, range: Range<usize>) -> GroupShape {
         let s_weight = loads.len() as u64 + w;
         let m = (s_weight > 0) as u64;
         let c = info.fetch_weight;
+        let fast_weights = [c, c * ext(0), c * ext(1), c * ext(2)];
+        let base_weights = [m, m * ext(0), m * ext(1), m * ext(2)];
+        let stream_weights = [
+            s_weight,
+            lines[0] + w * ext(0),
+            lines[1] + w * ext(1),
+            lines[2] + w * ext(2),
+        ];
         stencils.push(StencilShape {
             widths: e,
             loads,
             store,
-            fast_weights: [c, c * ext(0), c * ext(1), c * ext(2)],
-            base_weights: [m, m * ext(0), m * ext(1), m * ext(2)],
-            stream_weights: [
-                s_weight,
-                lines[0] + w * ext(0),
-                lines[1] + w * ext(1),
-                lines[2] + w * ext(2),
-            ],
+            fast_weights,
+            base_weights,
+            stream_weights,
+            weights_u128: [fast_weights, base_weights, stream_weights].map(|w| w.map(u128::from)),
         });
     }
     GroupShape {
@@ -421,8 +427,7 @@ impl StencilShape {
     pub fn counts(&self, dom: [u128; 3], n: [u128; 3]) -> Counts {
         let params = [[0.0f64; 2]; 3];
         let mut numeric = Numeric { n, params: &params };
-        let weights = self.weights().map(|w| w.map(|x| x as u128));
-        let c = stencil_counts(&mut numeric, dom, &weights);
+        let c = stencil_counts(&mut numeric, dom, &self.weights_u128);
         let part = |p: usize| PeelBodyCount {
             peel: c[p][0].unwrap_or(0),
             body: c[p][1].unwrap_or(0),
@@ -485,10 +490,15 @@ impl GroupShape {
     /// that only grows when the range grows (widths, and so fast weights, only grow).
     pub fn times(&self, analysis: &Analysis, params: &Params, tiles: [usize; 3]) -> (f64, f64) {
         let dom = analysis.domain.map(|d| d as u128);
-        let n = tiles.map(|t| t as u128);
+        let table = params.table();
+        let mut numeric = Numeric {
+            n: tiles.map(|t| t as u128),
+            params: &table,
+        };
         let (mut sum, mut fast) = (0.0, 0.0);
         for s in &self.stencils {
-            let t = stencil_seconds(params, &s.counts(dom, n));
+            let counts = stencil_counts(&mut numeric, dom, &s.weights_u128);
+            let t = stencil_terms(&mut numeric, &counts, "");
             sum += t.peel + t.body;
             fast += t.fast_peel + t.fast_body;
         }

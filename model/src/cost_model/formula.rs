@@ -72,11 +72,19 @@ pub trait Algebra {
     fn seconds(&mut self, part: Part, term: Term, v: &Self::Count) -> Self::Time;
     fn time_zero(&mut self) -> Self::Time;
     fn time_add(&mut self, a: &Self::Time, b: &Self::Time) -> Self::Time;
-    /// `max(a, b)`; `name` names what a solver encoding introduces for it.
-    fn time_max(&mut self, a: &Self::Time, b: &Self::Time, name: &str) -> Self::Time;
+    /// `max(fast, slow)` of a stencil's `term`; a solver encoding names what it introduces for it
+    /// `{term}_{name}`.
+    fn time_max(
+        &mut self,
+        fast: &Self::Time,
+        slow: &Self::Time,
+        term: Term,
+        name: &str,
+    ) -> Self::Time;
 }
 
 /// The peel count of weights `w = (w, w^x, w^y, w^z)` on a domain `dom`.
+#[inline]
 pub fn peel_count<A: Algebra>(a: &mut A, dom: [u128; 3], w: &[A::Count; 4]) -> A::Count {
     let x = a.times_tiles(0, &w[0]);
     let y = a.times_tiles(1, &w[2]);
@@ -87,6 +95,7 @@ pub fn peel_count<A: Algebra>(a: &mut A, dom: [u128; 3], w: &[A::Count; 4]) -> A
 }
 
 /// The body count of weights `w = (w, w^x, w^y, w^z)` on a domain `dom`.
+#[inline]
 pub fn body_count<A: Algebra>(a: &mut A, dom: [u128; 3], w: &[A::Count; 4]) -> A::Count {
     let x = a.times_tiles(0, &w[1]);
     let y = a.times_tiles(1, &w[2]);
@@ -104,6 +113,7 @@ pub fn body_count<A: Algebra>(a: &mut A, dom: [u128; 3], w: &[A::Count; 4]) -> A
 pub type StencilCounts<C> = [[Option<C>; 2]; 3];
 
 /// The counts of a stencil with weights `[fast, base, stream]`.
+#[inline]
 pub fn stencil_counts<A: Algebra>(
     a: &mut A,
     dom: [u128; 3],
@@ -139,7 +149,8 @@ pub struct StencilTerms<T> {
 }
 
 /// The seconds of a stencil from its counts: `peel = max(F^p c, B^p m + V^p s)`, likewise the
-/// body. `name` prefixes what a solver encoding introduces.
+/// body. `name` names what a solver encoding introduces (it is only read by [`Algebra::time_max`]).
+#[inline]
 pub fn stencil_terms<A: Algebra>(
     a: &mut A,
     counts: &StencilCounts<A::Count>,
@@ -151,21 +162,16 @@ pub fn stencil_terms<A: Algebra>(
             None => a.time_zero(),
         }
     };
-    let mut fast = Vec::new();
-    let mut slow = Vec::new();
-    let mut max = Vec::new();
-    for (t, term) in Term::ALL.into_iter().enumerate() {
-        let f = part_seconds(a, 0, t);
+    let term = |a: &mut A, t: usize| {
+        let fast = part_seconds(a, 0, t);
         let base = part_seconds(a, 1, t);
         let stream = part_seconds(a, 2, t);
-        let s = a.time_add(&base, &stream);
-        max.push(a.time_max(&f, &s, &format!("{}_{name}", term.name())));
-        fast.push(f);
-        slow.push(s);
-    }
-    let [fast_peel, fast_body] = [fast[0].clone(), fast[1].clone()];
-    let [slow_peel, slow_body] = [slow[0].clone(), slow[1].clone()];
-    let [peel, body] = [max[0].clone(), max[1].clone()];
+        let slow = a.time_add(&base, &stream);
+        let max = a.time_max(&fast, &slow, Term::ALL[t], name);
+        (fast, slow, max)
+    };
+    let (fast_peel, slow_peel, peel) = term(a, 0);
+    let (fast_body, slow_body, body) = term(a, 1);
     StencilTerms {
         fast_peel,
         fast_body,
@@ -178,6 +184,7 @@ pub fn stencil_terms<A: Algebra>(
 
 /// The loop-bound overhead of `stencils` stencils of a group with `tiles_total` tiles:
 /// `(B^b + B^v) 6 N stencils`.
+#[inline]
 pub fn overhead<A: Algebra>(a: &mut A, tiles_total: &A::Count, stencils: u128) -> A::Time {
     let count = a.count_sum(&[(LOOP_BOUND_ACCESSES * stencils, tiles_total)]);
     let base = a.seconds(Part::Base, Term::Body, &count);
@@ -200,8 +207,13 @@ pub trait Scalar: Clone + PartialOrd {
 }
 
 impl Scalar for f64 {
+    #[inline]
     fn from_count(c: u128) -> Self {
-        c as f64
+        // The same rounding either way; u64 -> f64 is one instruction, u128 -> f64 a call.
+        match u64::try_from(c) {
+            Ok(c) => c as f64,
+            Err(_) => c as f64,
+        }
     }
     fn nothing() -> Self {
         0.0
@@ -217,25 +229,32 @@ impl Scalar for f64 {
 impl<T: Scalar> Algebra for Numeric<'_, T> {
     type Count = u128;
     type Time = T;
+    #[inline]
     fn count_sum(&mut self, terms: &[(u128, &u128)]) -> u128 {
         terms.iter().map(|(k, v)| k * *v).sum()
     }
+    #[inline]
     fn times_tiles(&mut self, d: usize, v: &u128) -> u128 {
         self.n[d] * v
     }
+    #[inline]
     fn param_is_zero(&self, _: Part, _: Term) -> bool {
         false
     }
+    #[inline]
     fn seconds(&mut self, part: Part, term: Term, v: &u128) -> T {
         self.params[part as usize][term as usize].mul(&T::from_count(*v))
     }
+    #[inline]
     fn time_zero(&mut self) -> T {
         T::nothing()
     }
+    #[inline]
     fn time_add(&mut self, a: &T, b: &T) -> T {
         a.add(b)
     }
-    fn time_max(&mut self, a: &T, b: &T, _: &str) -> T {
+    #[inline]
+    fn time_max(&mut self, a: &T, b: &T, _: Term, _: &str) -> T {
         if a >= b {
             a.clone()
         } else {

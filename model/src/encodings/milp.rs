@@ -342,8 +342,15 @@ impl formula::Algebra for MilpTerms<'_> {
     fn time_add(&mut self, a: &LinExpr, b: &LinExpr) -> LinExpr {
         a.clone().plus(b, 1.0)
     }
-    fn time_max(&mut self, fast: &LinExpr, slow: &LinExpr, name: &str) -> LinExpr {
-        let m = self.b.milp.add_var(name, 0.0, f64::INFINITY, false);
+    fn time_max(
+        &mut self,
+        fast: &LinExpr,
+        slow: &LinExpr,
+        term: formula::Term,
+        name: &str,
+    ) -> LinExpr {
+        let name = format!("{}_{name}", term.name());
+        let m = self.b.milp.add_var(&name, 0.0, f64::INFINITY, false);
         let mv = LinExpr::var(m);
         self.b
             .milp

@@ -520,7 +520,8 @@ impl formula::Algebra for SmtTerms<'_> {
     fn time_add(&mut self, a: &String, b: &String) -> String {
         format!("(+ {a} {b})")
     }
-    fn time_max(&mut self, a: &String, b: &String, name: &str) -> String {
+    fn time_max(&mut self, a: &String, b: &String, term: formula::Term, name: &str) -> String {
+        let name = format!("{}_{name}", term.name());
         let f = self.smt.declare(format!("{name}_fast"), Sort::Real);
         let s = self.smt.declare(format!("{name}_slow"), Sort::Real);
         self.smt.assertions.push(format!("(= {f} {a})"));
