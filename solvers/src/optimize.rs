@@ -69,7 +69,12 @@ pub fn optimize(
     // A backend that ends (at its time limit) with nothing, or nothing better than the start,
     // reports the start with its own bound.
     if let Some(start) = start {
-        let worse = !solution.status.has_values() || solution.objective > start.objective;
+        // An incumbent at a time limit that violates the rows (CBC has returned one on the
+        // digits encoding of chain64) is no incumbent.
+        let violated = solution.status == Status::TimeLimit
+            && encoded.milp().max_violation(&solution.values) > 1e-6;
+        let worse =
+            !solution.status.has_values() || violated || solution.objective > start.objective;
         if worse && !matches!(solution.status, Status::Infeasible | Status::Unbounded) {
             solution.values = start.values;
             solution.objective = start.objective;
