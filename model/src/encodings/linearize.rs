@@ -309,18 +309,35 @@ pub fn recorded_product(
     y_max: f64,
     name: &str,
 ) -> (LinExpr, Linearization) {
+    recording(
+        milp,
+        |milp| digits_product(milp, bits, y, y_max, name),
+        |output, vars, rows| Linearization::Product {
+            name: name.to_string(),
+            bits: bits.to_vec(),
+            y: y.normalized(),
+            y_max,
+            output,
+            vars,
+            rows,
+        },
+    )
+}
+
+/// Runs `build` and describes what it added (the variables and rows it created) with `record`.
+fn recording(
+    milp: &mut Milp,
+    build: impl FnOnce(&mut Milp) -> LinExpr,
+    record: impl FnOnce(LinExpr, std::ops::Range<usize>, std::ops::Range<usize>) -> Linearization,
+) -> (LinExpr, Linearization) {
     let (v0, r0) = (milp.vars.len(), milp.constraints.len());
-    let output = digits_product(milp, bits, y, y_max, name);
-    let record = Linearization::Product {
-        name: name.to_string(),
-        bits: bits.to_vec(),
-        y: y.normalized(),
-        y_max,
-        output: output.clone(),
-        vars: v0..milp.vars.len(),
-        rows: r0..milp.constraints.len(),
-    };
-    (output, record)
+    let output = build(milp);
+    let rec = record(
+        output.clone(),
+        v0..milp.vars.len(),
+        r0..milp.constraints.len(),
+    );
+    (output, rec)
 }
 
 /// [`exact_max`] with its [`Linearization`] record.
@@ -331,16 +348,17 @@ pub fn recorded_max(
     big: f64,
     name: &str,
 ) -> (LinExpr, Linearization) {
-    let (v0, r0) = (milp.vars.len(), milp.constraints.len());
-    let output = exact_max(milp, a, b, big, name);
-    let record = Linearization::Max {
-        name: name.to_string(),
-        a: a.normalized(),
-        b: b.normalized(),
-        big,
-        output: output.clone(),
-        vars: v0..milp.vars.len(),
-        rows: r0..milp.constraints.len(),
-    };
-    (output, record)
+    recording(
+        milp,
+        |milp| exact_max(milp, a, b, big, name),
+        |output, vars, rows| Linearization::Max {
+            name: name.to_string(),
+            a: a.normalized(),
+            b: b.normalized(),
+            big,
+            output,
+            vars,
+            rows,
+        },
+    )
 }

@@ -86,3 +86,18 @@ impl fmt::Display for FileError {
 }
 
 impl std::error::Error for FileError {}
+
+/// Reads the file at `path` and parses it with `parse`; a file that cannot be read, or text
+/// that does not parse, is a [`FileError`] naming the file.
+pub fn load_file<T>(
+    path: &std::path::Path,
+    parse: impl FnOnce(&str) -> Result<T, Vec<Diagnostic>>,
+) -> Result<T, FileError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        FileError::single(
+            path,
+            Diagnostic::new("", format!("cannot read the file: {e}")),
+        )
+    })?;
+    parse(&text).map_err(|d| FileError::new(path, d))
+}

@@ -188,13 +188,7 @@ pub struct ModelMachine {
 impl Machine {
     /// Reads and validates a machine file.
     pub fn load(path: &Path) -> Result<Machine, FileError> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            FileError::single(
-                path,
-                Diagnostic::new("", format!("cannot read the file: {e}")),
-            )
-        })?;
-        Machine::from_yaml(&text).map_err(|d| FileError::new(path, d))
+        crate::diagnostic::load_file(path, Machine::from_yaml)
     }
 
     pub fn from_yaml(text: &str) -> Result<Machine, Vec<Diagnostic>> {

@@ -161,13 +161,7 @@ pub fn access_snippet(src: &str, spans: &[AccessSpan], array: &str) -> Option<(u
 impl Program {
     /// Reads and validates a program file.
     pub fn load(path: &Path) -> Result<Program, FileError> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            FileError::single(
-                path,
-                Diagnostic::new("", format!("cannot read the file: {e}")),
-            )
-        })?;
-        Program::from_yaml(&text).map_err(|d| FileError::new(path, d))
+        crate::diagnostic::load_file(path, Program::from_yaml)
     }
 
     /// Parses and validates program text; every problem found is returned.

@@ -133,14 +133,8 @@ impl Solution {
     }
 
     pub fn load(path: &Path) -> Result<Solution, FileError> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            FileError::single(
-                path,
-                Diagnostic::new("", format!("cannot read the file: {e}")),
-            )
-        })?;
         // JSON is YAML, so one parser reads both.
-        yaml::from_str(&text).map_err(|d| FileError::single(path, d))
+        crate::diagnostic::load_file(path, |text| yaml::from_str(text).map_err(|d| vec![d]))
     }
 
     /// The configuration this solution describes, checked against the program: every stencil
