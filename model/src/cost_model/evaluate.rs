@@ -418,11 +418,6 @@ pub fn group_shape(analysis: &Analysis, range: Range<usize>) -> GroupShape {
 }
 
 impl StencilShape {
-    /// The weights `[fast, base, stream]`.
-    pub fn weights(&self) -> [Weights; 3] {
-        [self.fast_weights, self.base_weights, self.stream_weights]
-    }
-
     /// The access counts for tile counts `n` on a domain `dom` (`formula::stencil_counts`).
     pub fn counts(&self, dom: [u128; 3], n: [u128; 3]) -> Counts {
         let params = [[0.0f64; 2]; 3];

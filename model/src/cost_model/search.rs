@@ -53,18 +53,8 @@ pub fn admissible_tilings(
 }
 
 /// The best tiling of a group whose shape is known: (tiles, seconds) of the first cheapest
-/// feasible triple of `tilings` (see [`admissible_tilings`]), or None when none fits the cache.
-pub fn best_tiling_of(
-    analysis: &Analysis,
-    machine: &ModelMachine,
-    shape: &GroupShape,
-    tilings: &[([usize; 3], u64)],
-) -> Option<([usize; 3], f64)> {
-    best_tiling_and_bound(analysis, machine, shape, tilings).0
-}
-
-/// [`best_tiling_of`], and the least fast-memory time over the feasible tilings (`+inf` when
-/// none): a lower bound of the time of this range and of every longer range from the same start
+/// feasible triple of `tilings` (see [`admissible_tilings`]), or None when none fits the cache;
+/// and the least fast-memory time over the feasible tilings (`+inf` when none): a lower bound of the time of this range and of every longer range from the same start
 /// (see [`GroupShape::times`]; longer ranges also admit fewer tilings).
 fn best_tiling_and_bound(
     analysis: &Analysis,
@@ -96,7 +86,7 @@ pub fn best_group_tiling(
     options: &MilpOptions,
 ) -> Option<([usize; 3], f64)> {
     let tilings = admissible_tilings(analysis.domain, machine, options);
-    best_tiling_of(analysis, machine, &group_shape(analysis, range), &tilings)
+    best_tiling_and_bound(analysis, machine, &group_shape(analysis, range), &tilings).0
 }
 
 /// A range's best tiling and its seconds.

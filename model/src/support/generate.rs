@@ -93,18 +93,41 @@ fn random_term(
     }
 }
 
-/// A random valid program. The halo is the smallest that admits every read, plus 0 or 1.
-pub fn random_program(seed: u64, shape: &RandomShape) -> String {
-    let mut rng = Rng::new(seed);
+/// The frame of a random program: stencil count, domain, inputs, stencil names, and which
+/// dimensions carry offsets (some programs are 2-D-ish, like hdiff).
+struct Skeleton {
+    n: usize,
+    domain: Vec<usize>,
+    inputs: Vec<String>,
+    names: Vec<String>,
+    dims: [bool; 3],
+}
+
+fn skeleton(rng: &mut Rng, shape: &RandomShape) -> Skeleton {
     let n = rng.range(shape.min_stencils as i64, shape.max_stencils as i64) as usize;
     let domain: Vec<usize> = (0..3)
         .map(|_| rng.range(shape.min_domain as i64, shape.max_domain as i64) as usize)
         .collect();
     let n_inputs = rng.range(1, 3) as usize;
-    let inputs: Vec<String> = (0..n_inputs).map(|k| format!("in{k}")).collect();
-    let names: Vec<String> = (0..n).map(|k| format!("s{k}")).collect();
-    // Which dimensions carry offsets (some programs are 2-D-ish, like hdiff).
-    let dims = [true, rng.chance(80), rng.chance(50)];
+    Skeleton {
+        n,
+        domain,
+        inputs: (0..n_inputs).map(|k| format!("in{k}")).collect(),
+        names: (0..n).map(|k| format!("s{k}")).collect(),
+        dims: [true, rng.chance(80), rng.chance(50)],
+    }
+}
+
+/// A random valid program. The halo is the smallest that admits every read, plus 0 or 1.
+pub fn random_program(seed: u64, shape: &RandomShape) -> String {
+    let mut rng = Rng::new(seed);
+    let Skeleton {
+        n,
+        domain,
+        inputs,
+        names,
+        dims,
+    } = skeleton(&mut rng, shape);
     let mut read_by_later = vec![false; n];
     let mut bodies = Vec::new();
     for s in 0..n {
@@ -485,14 +508,13 @@ impl ExprGen<'_> {
 /// halo) is that of [`random_program`]; `shape.rich_expressions` is ignored.
 pub fn random_language_program(seed: u64, shape: &RandomShape) -> String {
     let mut rng = Rng::new(seed ^ 0x5EED_1A46_0A6E);
-    let n = rng.range(shape.min_stencils as i64, shape.max_stencils as i64) as usize;
-    let domain: Vec<usize> = (0..3)
-        .map(|_| rng.range(shape.min_domain as i64, shape.max_domain as i64) as usize)
-        .collect();
-    let n_inputs = rng.range(1, 3) as usize;
-    let inputs: Vec<String> = (0..n_inputs).map(|k| format!("in{k}")).collect();
-    let names: Vec<String> = (0..n).map(|k| format!("s{k}")).collect();
-    let dims = [true, rng.chance(80), rng.chance(50)];
+    let Skeleton {
+        n,
+        domain,
+        inputs,
+        names,
+        dims,
+    } = skeleton(&mut rng, shape);
     let libm = rng.chance(50);
     let mut read_by_later = vec![false; n];
     let mut bodies = Vec::new();
