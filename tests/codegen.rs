@@ -110,10 +110,7 @@ fn generated_code_is_clean_under_address_sanitizer() {
         let (program, analysis) = random_case(seed);
         let n = program.stencils.len();
         for tiles in [analysis.domain, [1, 1, 1]] {
-            let config = Configuration {
-                groups: vec![0; n],
-                tiles: vec![tiles],
-            };
+            let config = Configuration::new(vec![0; n], vec![tiles]);
             let cost = evaluate(&analysis, &m, &config);
             cases.push((
                 format!("asan seed{seed} {tiles:?}"),

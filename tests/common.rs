@@ -127,7 +127,7 @@ pub fn random_configuration(
     let tiles = (0..n)
         .map(|_| [0, 1, 2].map(|d| tile_count(rng, domain[d])))
         .collect();
-    absinthe_model::cost::Configuration { groups, tiles }
+    absinthe_model::cost::Configuration::new(groups, tiles)
 }
 
 /// A tile count along an extent `d`: 1, `d`, a non-divisor, or anything.

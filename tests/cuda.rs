@@ -225,10 +225,7 @@ fn nvcc_compiles_generated_cuda_without_spills_within_shared_memory() {
         let text = std::fs::read_to_string(root().join("configs/heat4.yaml")).unwrap();
         let program = Program::from_yaml(&text).unwrap();
         let analysis = Analysis::new(&program).unwrap();
-        let config = Configuration {
-            groups: vec![0, 0, 1, 1],
-            tiles: vec![[4, 8, 32], [4, 8, 32]],
-        };
+        let config = Configuration::new(vec![0, 0, 1, 1], vec![[4, 8, 32], [4, 8, 32]]);
         let cost = evaluate(&analysis, &h100().model_view(8).unwrap(), &config);
         let schedule = lower(&program, &analysis, &config, &cost).unwrap();
         let p = plan(&schedule, &limits);

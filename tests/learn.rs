@@ -115,10 +115,7 @@ fn runtime_tiled_kernels_match_the_reference_bit_for_bit() {
         let program = Program::load(&root().join(file)).unwrap();
         let analysis = Analysis::new(&program).unwrap();
         let machine = absinthe_learn::training::lowering_machine(2);
-        let config = Configuration {
-            groups: vec![0; program.stencils.len()],
-            tiles: vec![[2, 3, 4]],
-        };
+        let config = Configuration::new(vec![0; program.stencils.len()], vec![[2, 3, 4]]);
         let cost = evaluate(&analysis, &machine, &config);
         let schedule = lower(&program, &analysis, &config, &cost).unwrap();
         let files = runtime_tiles::render(&schedule).unwrap();
@@ -154,10 +151,7 @@ fn rendering_runtime_tiles_needs_one_group() {
     let program = Program::load(&root().join("configs/hdiff.yaml")).unwrap();
     let analysis = Analysis::new(&program).unwrap();
     let n = program.stencils.len();
-    let config = Configuration {
-        groups: (0..n).collect(),
-        tiles: vec![[1, 1, 1]; n],
-    };
+    let config = Configuration::new((0..n).collect(), vec![[1, 1, 1]; n]);
     let cost = evaluate(
         &analysis,
         &absinthe_learn::training::lowering_machine(2),

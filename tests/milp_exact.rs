@@ -13,8 +13,8 @@ use absinthe_solvers::SolveOptions;
 
 use crate::common::{analyse, random_machine};
 
-/// Every configuration: all groupings, all tile triples per group (1..=D each). None when the
-/// enumeration would be larger than `limit`.
+/// Every configuration: all groupings, all tile triples per group (1..=D each), each group
+/// streaming or not. None when the enumeration would be larger than `limit`.
 fn naive_minimum(
     a: &Analysis,
     m: &ModelMachine,
@@ -30,7 +30,7 @@ fn naive_minimum(
     let mut total = 0usize;
     for mask in 0..(1usize << (n - 1)) {
         let groups = 1 + mask.count_ones() as usize;
-        total = total.saturating_add(triples.len().saturating_pow(groups as u32));
+        total = total.saturating_add((2 * triples.len()).saturating_pow(groups as u32));
     }
     if total > limit {
         return None;
@@ -44,14 +44,15 @@ fn naive_minimum(
         let ng = groups[n - 1] + 1;
         let mut idx = vec![0usize; ng];
         loop {
-            let config = Configuration {
-                groups: groups.clone(),
-                tiles: idx.iter().map(|&k| triples[k]).collect(),
-            };
+            let mut config =
+                Configuration::new(groups.clone(), idx.iter().map(|&k| triples[k]).collect());
             if options.admits(&config, a.domain) {
-                let cost = evaluate(a, m, &config);
-                if cost.is_feasible() && best.is_none_or(|b| cost.total < b) {
-                    best = Some(cost.total);
+                for streams in 0..(1usize << ng) {
+                    config.stream = (0..ng).filter(|g| (streams >> g) & 1 == 1).collect();
+                    let cost = evaluate(a, m, &config);
+                    if cost.is_feasible() && best.is_none_or(|b| cost.total < b) {
+                        best = Some(cost.total);
+                    }
                 }
             }
             // next tile assignment

@@ -263,17 +263,14 @@ fn unit_machine(threads: usize, body_base: f64) -> ModelMachine {
 
 /// The one-group configuration of a training program at tile counts `tiles`.
 pub fn configuration(analysis: &Analysis, tiles: [usize; 3]) -> Configuration {
-    Configuration {
-        groups: vec![0; analysis.stencils.len()],
-        tiles: vec![tiles],
-    }
+    Configuration::new(vec![0; analysis.stencils.len()], vec![tiles])
 }
 
 /// The model's counts for `analysis` fused into one group tiled by `tiles`.
 pub fn run_counts(analysis: &Analysis, tiles: [usize; 3]) -> RunCounts {
     let range = 0..analysis.stencils.len();
     let len = range.len();
-    let cost = group_cost(analysis, &unit_machine(1, 0.0), 0, range, tiles);
+    let cost = group_cost(analysis, &unit_machine(1, 0.0), 0, range, tiles, false);
     let mut counts = absinthe_model::cost::Counts::default();
     for s in &cost.stencils {
         counts.add(&s.counts);

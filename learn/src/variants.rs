@@ -146,7 +146,7 @@ pub fn random_configurations(
         let tiles = (0..ngroups)
             .map(|_| [0, 1, 2].map(|d| rng.range(1, analysis.domain[d] as i64) as usize))
             .collect();
-        let config = Configuration { groups, tiles };
+        let config = Configuration::new(groups, tiles);
         if !out.contains(&config) && evaluate(analysis, view, &config).is_feasible() {
             out.push(config);
         }
@@ -179,10 +179,10 @@ pub fn plan(
             },
             None => Planned {
                 name,
-                config: Configuration {
-                    tiles: vec![[1, 1, 1]; fallback.last().map_or(1, |g| g + 1)],
-                    groups: fallback,
-                },
+                config: Configuration::new(
+                    fallback.clone(),
+                    vec![[1, 1, 1]; fallback.last().map_or(1, |g| g + 1)],
+                ),
                 predicted: f64::NAN,
                 reference,
                 skipped: Some("infeasible".into()),
@@ -223,10 +223,7 @@ pub fn plan(
             Variant::Naive => {
                 // The reference is untiled and unfused: its prediction is the unfused
                 // configuration with one tile per group.
-                let config = Configuration {
-                    groups: unfused.clone(),
-                    tiles: vec![[1, 1, 1]; n],
-                };
+                let config = Configuration::new(unfused.clone(), vec![[1, 1, 1]; n]);
                 let predicted = evaluate(analysis, view, &config).total;
                 push(
                     "naive".into(),

@@ -189,10 +189,7 @@ fn close(a: f64, b: f64) -> bool {
 fn example2_evaluate_fused_by_hand() {
     let a = analyse(EXAMPLE2);
     let m = test_machine();
-    let config = Configuration {
-        groups: vec![0, 0],
-        tiles: vec![[1, 4, 6]],
-    };
+    let config = Configuration::new(vec![0, 0], vec![[1, 4, 6]]);
     let cost = evaluate(&a, &m, &config);
     assert!(cost.is_feasible(), "{:?}", cost.infeasible);
     let s: Vec<_> = cost.stencils().collect();
@@ -235,10 +232,7 @@ fn example2_evaluate_fused_by_hand() {
 fn example2_evaluate_unfused_by_hand() {
     let a = analyse(EXAMPLE2);
     let m = test_machine();
-    let config = Configuration {
-        groups: vec![0, 1],
-        tiles: vec![[1, 4, 6], [1, 4, 6]],
-    };
+    let config = Configuration::new(vec![0, 1], vec![[1, 4, 6], [1, 4, 6]]);
     let cost = evaluate(&a, &m, &config);
     assert!(cost.is_feasible());
     let s: Vec<_> = cost.stencils().collect();
@@ -264,15 +258,7 @@ fn infeasibility_reasons() {
     let a = analyse(EXAMPLE2);
     let m = test_machine();
     let one = |tiles: [usize; 3]| {
-        evaluate(
-            &a,
-            &m,
-            &Configuration {
-                groups: vec![0, 0],
-                tiles: vec![tiles],
-            },
-        )
-        .infeasible
+        evaluate(&a, &m, &Configuration::new(vec![0, 0], vec![tiles])).infeasible
     };
     // 3 tiles for 4 threads.
     assert!(matches!(
@@ -308,4 +294,43 @@ fn infeasibility_reasons() {
         })
     ));
     assert_eq!(one([1, 4, 4]), None);
+}
+
+/// Streaming changes the working set of a tile and nothing else: example2 has no z offsets, so
+/// it streams along y with a window of 1 + 1 (s0 is evaluated one row ahead) + 1 (s1 reads it
+/// one row back) = 3 rows.
+#[test]
+fn streaming_shrinks_the_working_set_only() {
+    use crate::cost::{stream_shape, StreamShape};
+    let a = analyse(EXAMPLE2);
+    let m = test_machine();
+    let shape = stream_shape(&a);
+    assert_eq!(shape, StreamShape { dim: 1, window: 3 });
+    let plain = Configuration::new(vec![0, 0], vec![[1, 2, 4]]);
+    let streamed = Configuration {
+        stream: vec![0],
+        ..plain.clone()
+    };
+    let (p, s) = (evaluate(&a, &m, &plain), evaluate(&a, &m, &streamed));
+    // Whole tiles: 4 arrays x 64 x 32 x 15 cells > 65536 values; streamed: 4 x 64 x 3 x 15.
+    assert!(matches!(
+        p.infeasible,
+        Some(Infeasibility::Cache {
+            stencil: 1,
+            arrays: 4,
+            ..
+        })
+    ));
+    assert!(s.is_feasible(), "{:?}", s.infeasible);
+    assert_eq!(p.total, s.total);
+    assert_eq!(plain.clone().canonical_stream(a.domain, shape), streamed);
+    // A tile no taller than the window does not stream.
+    let short = Configuration::new(vec![0, 0], vec![[1, 32, 4]]);
+    assert_eq!(short.clone().canonical_stream(a.domain, shape), short);
+    // Stream lists must name groups in increasing order.
+    let bad = Configuration {
+        stream: vec![1],
+        ..plain
+    };
+    assert!(bad.check_shape(2, a.domain).is_err());
 }

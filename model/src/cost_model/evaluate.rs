@@ -27,9 +27,38 @@ pub struct Configuration {
     pub groups: Vec<usize>,
     /// Tile counts (n^x, n^y, n^z) per group.
     pub tiles: Vec<[usize; 3]>,
+    /// The groups that stream along the program's stream dimension ([`stream_shape`]), in
+    /// increasing order: all their stencils advance one line or plane at a time through
+    /// rolling buffers of [`StreamShape::window`] lines. Absent in a file: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stream: Vec<usize>,
 }
 
 impl Configuration {
+    /// A configuration in the original schedule space: no group streams.
+    pub fn new(groups: Vec<usize>, tiles: Vec<[usize; 3]>) -> Configuration {
+        Configuration {
+            groups,
+            tiles,
+            stream: Vec::new(),
+        }
+    }
+
+    /// Whether group `g` streams.
+    pub fn streams(&self, g: usize) -> bool {
+        self.stream.binary_search(&g).is_ok()
+    }
+
+    /// The same groups and tiles, each group streaming exactly when that shrinks its working
+    /// set ([`prefers_stream`]): the model's time does not depend on streaming, and the
+    /// smaller working set keeps every cache test that held.
+    pub fn canonical_stream(mut self, domain: [usize; 3], shape: StreamShape) -> Configuration {
+        self.stream = (0..self.tiles.len())
+            .filter(|&g| prefers_stream(domain, shape, self.tiles[g]))
+            .collect();
+        self
+    }
+
     /// One group per maximal run of equal indices, as stencil index ranges.
     pub fn group_ranges(&self) -> Vec<Range<usize>> {
         ranges_of(&self.groups)
@@ -45,6 +74,14 @@ impl Configuration {
                 "{} tile triples given for {} groups",
                 self.tiles.len(),
                 ngroups
+            ));
+        }
+        if self.stream.windows(2).any(|w| w[0] >= w[1])
+            || self.stream.last().is_some_and(|&g| g >= ngroups)
+        {
+            return Err(format!(
+                "stream: {:?} must list group indices below {ngroups} in increasing order",
+                self.stream
             ));
         }
         for (g, t) in self.tiles.iter().enumerate() {
@@ -65,6 +102,75 @@ impl Configuration {
         let t = self.tiles[g];
         [0, 1, 2].map(|d| domain[d].div_ceil(t[d]))
     }
+}
+
+/// Where and how far groups stream: along `dim` (z when any access has a z offset, else y,
+/// the outer horizontal dimension), keeping `window` lines of every array in cache instead of
+/// the tile's whole extent along `dim`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamShape {
+    pub dim: usize,
+    /// `1 + max_i e_i^{dim+} + max r^{dim-}`: the planes a rolling buffer keeps, bounded for any
+    /// grouping by the largest forward extent plus the largest backward reach of any access
+    /// (the code generator's windows never exceed it).
+    pub window: usize,
+}
+
+/// The program's [`StreamShape`].
+pub fn stream_shape(analysis: &Analysis) -> StreamShape {
+    let dim = if analysis
+        .stencils
+        .iter()
+        .any(|s| s.accesses.iter().any(|(_, o)| o[2] != 0))
+    {
+        2
+    } else {
+        1
+    };
+    let forward = analysis
+        .stencils
+        .iter()
+        .map(|s| s.extent[dim][1])
+        .max()
+        .unwrap_or(0);
+    let backward = analysis
+        .stencils
+        .iter()
+        .flat_map(|s| s.accesses.iter())
+        .map(|(_, o)| (-o[dim]).max(0) as usize)
+        .max()
+        .unwrap_or(0);
+    StreamShape {
+        dim,
+        window: 1 + forward + backward,
+    }
+}
+
+/// Whether streaming shrinks the working set of a tiling: `W n^s < D^s` (the window is shorter
+/// than the tile along the stream dimension).
+pub fn prefers_stream(domain: [usize; 3], shape: StreamShape, tiles: [usize; 3]) -> bool {
+    (shape.window as u128) * (tiles[shape.dim] as u128) < domain[shape.dim] as u128
+}
+
+/// The cells of one tile's working set per array, as a fraction `(cells, tiles)` of integers:
+/// `D^x D^y D^z / N` without streaming, `W Π_{d≠s} D^d / Π_{d≠s} n^d` with it.
+pub fn tile_cells(
+    domain: [usize; 3],
+    shape: StreamShape,
+    tiles: [usize; 3],
+    stream: bool,
+) -> (u128, u128) {
+    let mut cells = 1u128;
+    let mut total = 1u128;
+    for d in 0..3 {
+        if stream && d == shape.dim {
+            cells *= shape.window as u128;
+        } else {
+            cells *= domain[d] as u128;
+            total *= tiles[d] as u128;
+        }
+    }
+    (cells, total)
 }
 
 /// Splits a group-index vector into ranges of equal indices.
@@ -242,6 +348,8 @@ impl fmt::Display for Infeasibility {
 pub struct GroupCost {
     pub range: Range<usize>,
     pub tiles: [usize; 3],
+    /// Whether the group streams (see [`StreamShape`]).
+    pub stream: bool,
     pub stencils: Vec<StencilCost>,
     /// Loop-bound overhead: `6 (B^b + B^v) n^x n^y n^z` per stencil.
     pub overhead: f64,
@@ -502,16 +610,18 @@ impl GroupShape {
         (sum + overhead, fast + overhead)
     }
 
-    /// Whether the group's working set fits the cache with `tiles_total` tiles:
-    /// `arrays * D^x D^y D^z <= C * n^x n^y n^z`, in integers.
+    /// Whether the group's working set fits the cache with `tiles`, streaming where that
+    /// shrinks it ([`prefers_stream`]): `arrays * cells <= C * N` ([`tile_cells`]), in integers.
     pub fn fits_cache(
         &self,
         analysis: &Analysis,
         machine: &ModelMachine,
-        tiles_total: u64,
+        stream: StreamShape,
+        tiles: [usize; 3],
     ) -> bool {
-        let cells = analysis.domain.iter().map(|&d| d as u128).product::<u128>();
-        self.arrays_touched as u128 * cells <= cache_capacity(machine) as u128 * tiles_total as u128
+        let streams = prefers_stream(analysis.domain, stream, tiles);
+        let (cells, total) = tile_cells(analysis.domain, stream, tiles, streams);
+        self.arrays_touched as u128 * cells <= cache_capacity(machine) as u128 * total
     }
 }
 
@@ -522,6 +632,7 @@ pub fn group_cost(
     group: usize,
     range: Range<usize>,
     tiles: [usize; 3],
+    stream: bool,
 ) -> GroupCost {
     group_cost_of(
         analysis,
@@ -529,6 +640,7 @@ pub fn group_cost(
         group,
         &group_shape(analysis, range),
         tiles,
+        stream,
     )
 }
 
@@ -539,6 +651,7 @@ pub fn group_cost_of(
     group: usize,
     shape: &GroupShape,
     tiles: [usize; 3],
+    stream: bool,
 ) -> GroupCost {
     let dom = analysis.domain.map(|d| d as u128);
     let n = tiles.map(|t| t as u128);
@@ -576,10 +689,12 @@ pub fn group_cost_of(
     }
     time += overhead;
 
-    let infeasible = group_infeasibility(analysis, machine, group, shape.range.clone(), tiles);
+    let infeasible =
+        group_infeasibility(analysis, machine, group, shape.range.clone(), tiles, stream);
     GroupCost {
         range: shape.range.clone(),
         tiles,
+        stream,
         stencils,
         overhead,
         time,
@@ -600,12 +715,13 @@ pub fn group_infeasibility(
     group: usize,
     range: Range<usize>,
     tiles: [usize; 3],
+    stream: bool,
 ) -> Option<Infeasibility> {
     let slack_tests = SlackTests {
         even_tiles,
         parallel_ok,
     };
-    group_infeasibility_with(analysis, machine, group, range, tiles, slack_tests)
+    group_infeasibility_with(analysis, machine, group, range, tiles, stream, slack_tests)
 }
 
 /// The two slack comparisons, in f64 here and in exact rationals in `exact`.
@@ -623,6 +739,7 @@ pub fn group_infeasibility_with(
     group: usize,
     range: Range<usize>,
     tiles: [usize; 3],
+    stream: bool,
     tests: SlackTests,
 ) -> Option<Infeasibility> {
     let (even_tiles, parallel_ok) = (tests.even_tiles, tests.parallel_ok);
@@ -656,17 +773,17 @@ pub fn group_infeasibility_with(
         });
     }
     let capacity = cache_capacity(machine);
-    let cells = dom.iter().map(|&d| d as u128).product::<u128>();
+    let (cells, per) = tile_cells(dom, stream_shape(analysis), tiles, stream);
     let mut touched = std::collections::BTreeSet::new();
     for i in range {
         touched.extend(analysis.touched(i));
-        // count * D^x D^y D^z <= C * n^x n^y n^z, in integers.
-        if touched.len() as u128 * cells > capacity as u128 * total as u128 {
+        // count * cells <= C * N, in integers (`tile_cells`).
+        if touched.len() as u128 * cells > capacity as u128 * per {
             return Some(Infeasibility::Cache {
                 group,
                 stencil: i,
                 arrays: touched.len(),
-                tile_values: cells as f64 / total as f64,
+                tile_values: cells as f64 / per as f64,
                 capacity,
             });
         }
@@ -681,7 +798,7 @@ pub fn evaluate(analysis: &Analysis, machine: &ModelMachine, config: &Configurat
         .group_ranges()
         .into_iter()
         .enumerate()
-        .map(|(g, r)| group_cost(analysis, machine, g, r, config.tiles[g]))
+        .map(|(g, r)| group_cost(analysis, machine, g, r, config.tiles[g], config.streams(g)))
         .collect();
     let total = groups.iter().map(|g| g.time).sum();
     let infeasible = groups.iter().find_map(|g| g.infeasible.clone());

@@ -177,7 +177,16 @@ pub fn exact_cost(
         .group_ranges()
         .into_iter()
         .enumerate()
-        .find_map(|(g, range)| group_infeasibility(analysis, machine, g, range, config.tiles[g]));
+        .find_map(|(g, range)| {
+            group_infeasibility(
+                analysis,
+                machine,
+                g,
+                range,
+                config.tiles[g],
+                config.streams(g),
+            )
+        });
     ExactCost {
         stencils,
         overhead,
@@ -209,12 +218,13 @@ pub fn group_infeasibility(
     group: usize,
     range: std::ops::Range<usize>,
     tiles: [usize; 3],
+    stream: bool,
 ) -> Option<Infeasibility> {
     let tests = crate::cost::SlackTests {
         even_tiles,
         parallel_ok,
     };
-    crate::cost::group_infeasibility_with(analysis, machine, group, range, tiles, tests)
+    crate::cost::group_infeasibility_with(analysis, machine, group, range, tiles, stream, tests)
 }
 
 /// `|a - b| <= tol * max(|a|, |b|)`, exactly.

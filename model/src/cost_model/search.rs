@@ -11,7 +11,10 @@
 //! start fits), or their fast-memory time alone exceeds a known configuration's cost.
 
 use crate::analysis::Analysis;
-use crate::cost::{even_tiles, group_shape, parallel_ok, term_seconds, Configuration, GroupShape};
+use crate::cost::{
+    even_tiles, group_shape, parallel_ok, stream_shape, term_seconds, Configuration, GroupShape,
+    StreamShape,
+};
 use crate::machine::ModelMachine;
 use crate::milp::MilpOptions;
 use crate::parallel::parallel_map;
@@ -64,8 +67,8 @@ fn best_tiling_and_bound(
 ) -> (Option<([usize; 3], f64)>, f64) {
     let mut best: Option<([usize; 3], f64)> = None;
     let mut fast_min = f64::INFINITY;
-    for &(tiles, total) in tilings {
-        if !shape.fits_cache(analysis, machine, total) {
+    for &(tiles, _) in tilings {
+        if !shape.fits_cache(analysis, machine, stream_shape(analysis), tiles) {
             continue;
         }
         let (t, fast) = shape.times(analysis, &machine.params, tiles);
@@ -109,6 +112,10 @@ pub struct RangeTable {
     pub evaluations: usize,
     /// Starts whose list was cut by the bound.
     pub pruned_starts: usize,
+    /// The program's domain and stream shape (a configuration read from the table streams
+    /// where that shrinks its working set: `Configuration::canonical_stream`).
+    pub domain: [usize; 3],
+    pub stream: StreamShape,
 }
 
 impl RangeTable {
@@ -180,6 +187,7 @@ pub fn range_table(
         );
         row
     });
+    let table_of = |rows: Vec<Row>| table_of(rows, analysis);
     let mut table = table_of(first.clone());
     let bound = shortest_grouping(&table, n).map_or(f64::INFINITY, |(_, t)| t);
     if first.iter().all(|r| r.closed) {
@@ -207,8 +215,10 @@ pub fn range_table(
     table
 }
 
-fn table_of(rows: Vec<Row>) -> RangeTable {
+fn table_of(rows: Vec<Row>, analysis: &Analysis) -> RangeTable {
     RangeTable {
+        domain: analysis.domain,
+        stream: stream_shape(analysis),
         ranges_evaluated: rows.iter().map(|r| r.ranges).sum(),
         evaluations: rows.iter().map(|r| r.evaluations).sum(),
         pruned_starts: rows.iter().filter(|r| r.pruned).count(),
@@ -230,7 +240,7 @@ fn extend_row(
     slack: f64,
 ) {
     let n = analysis.stencils.len();
-    let max_total = tilings.iter().map(|t| t.1).max().unwrap_or(0);
+    let stream = stream_shape(analysis);
     while !row.closed && row.best.len() < max_len {
         let end = start + row.best.len() + 1;
         if end > n {
@@ -239,7 +249,10 @@ fn extend_row(
         }
         let shape = group_shape(analysis, start..end);
         // Longer ranges touch at least as many arrays: none of them fits either.
-        if !shape.fits_cache(analysis, machine, max_total) {
+        if !tilings
+            .iter()
+            .any(|&(t, _)| shape.fits_cache(analysis, machine, stream, t))
+        {
             row.closed = true;
             break;
         }
@@ -307,7 +320,8 @@ pub fn shortest_grouping(table: &RangeTable, n: usize) -> Option<(Configuration,
         }
         tiles.push(t);
     }
-    Some((Configuration { groups, tiles }, total))
+    let config = Configuration::new(groups, tiles).canonical_stream(table.domain, table.stream);
+    Some((config, total))
 }
 
 /// Why no configuration satisfies the constraints, naming the binding one; `None` when a

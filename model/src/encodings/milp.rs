@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 
 use crate::analysis::{Analysis, ArrayId, ArrayKind};
-use crate::cost::{cache_capacity, Configuration};
+use crate::cost::{cache_capacity, stream_shape, Configuration, StreamShape};
 use crate::formula;
 use crate::linearize::{
     and_not, gated, gated_lower, lower_bound, mccormick, recorded_max, recorded_product,
@@ -155,6 +155,11 @@ pub struct AbsintheMilp {
     pub tile_counts: Vec<[VarId; 3]>,
     /// Binary digits of each tile count, least significant first.
     pub tile_bits: Vec<[Vec<VarId>; 3]>,
+    /// Stream flag per stencil (binary, equal within a group).
+    pub streams: Vec<VarId>,
+    /// The program's domain and stream shape (decoding makes the stream flags canonical).
+    pub domain: [usize; 3],
+    pub stream_shape: StreamShape,
     /// Every binary-digit product and exact maximum, with the rows that encode it (for the
     /// soundness proofs of `smt::soundness_queries`).
     pub linearizations: Vec<Linearization>,
@@ -173,7 +178,9 @@ impl AbsintheMilp {
                 tiles.push(self.tile_counts[i].map(|v| values[v.0].round().max(1.0) as usize));
             }
         }
-        Configuration { groups, tiles }
+        // The stream flags the solver chose are feasible, and so are the canonical ones (the
+        // time does not depend on them; the canonical choice never grows the working set).
+        Configuration::new(groups, tiles).canonical_stream(self.domain, self.stream_shape)
     }
 
     /// A copy of the MILP with the grouping and tile counts fixed to `config` (an LP in effect):
@@ -192,6 +199,7 @@ impl AbsintheMilp {
             );
         }
         for (i, &g) in config.groups.iter().enumerate() {
+            fix(&mut m, self.streams[i], config.streams(g) as u8 as f64);
             let t = config.tiles[g];
             for d in 0..3 {
                 fix(&mut m, self.tile_counts[i][d], t[d] as f64);
@@ -668,14 +676,42 @@ impl Builder {
         }
     }
 
+    /// Stream flags `stream_i` (binary), equal within a group: `|stream_{i+1} - stream_i| <=
+    /// cut_i`.
+    fn stream_variables(&mut self, n_st: usize) -> Vec<VarId> {
+        let b = self;
+        let streams: Vec<VarId> = (0..n_st)
+            .map(|i| b.milp.add_binary(format!("stream_{i}")))
+            .collect();
+        for i in 0..n_st.saturating_sub(1) {
+            let mut diff = LinExpr::var(streams[i + 1]);
+            diff.add(streams[i], -1.0);
+            let bound = LinExpr::var(b.cuts[i]);
+            b.milp
+                .add_relation(format!("stream_{i}_eq_up"), &diff, Sense::Le, &bound);
+            b.milp.add_relation(
+                format!("stream_{i}_eq_down"),
+                &diff.scaled(-1.0),
+                Sense::Le,
+                &bound,
+            );
+        }
+        streams
+    }
+
     /// Cache: the arrays touched from the group's start to `i` times the cells per tile fit the
-    /// capacity (`count D^x D^y D^z <= C N`). Returns the count, which the next stencil carries.
+    /// capacity: `count D^x D^y D^z <= C N` unless the group streams, `count W Π_{d≠s} D^d <=
+    /// C Π_{d≠s} n^d` if it does (`cost::tile_cells`), each row switched off by a big-M of the
+    /// stream flag. Returns the count, which the next stencil carries.
+    #[allow(clippy::too_many_arguments)]
     fn cache_row(
         &mut self,
         analysis: &Analysis,
         machine: &ModelMachine,
         i: usize,
         total: &LinExpr,
+        cross: &LinExpr,
+        stream: VarId,
         mut count_prev: Option<LinExpr>,
     ) -> LinExpr {
         let b = self;
@@ -696,10 +732,26 @@ impl Builder {
             let carried = b.gated_lower(&prev, &same_prev, prev_ub, &format!("carried_{i}"));
             count.add_expr(&carried, 1.0);
         }
-        // count * cells <= C * N
+        // count * cells <= C * N + M stream
+        let shape = stream_shape(analysis);
+        let count_ub = b.upper(&count);
         let row = count.scaled(cells).plus(total, -capacity);
-        b.milp
-            .add_constraint(format!("cache_{i}"), &row, Sense::Le, 0.0);
+        b.milp.add_relation(
+            format!("cache_{i}"),
+            &row,
+            Sense::Le,
+            &LinExpr::term(stream, count_ub * cells),
+        );
+        // count * W * cells / D^s <= C * N_cross + M (1 - stream)
+        let stream_cells = cells / analysis.domain[shape.dim] as f64 * shape.window as f64;
+        let big = count_ub * stream_cells;
+        let row = count.scaled(stream_cells).plus(cross, -capacity);
+        b.milp.add_relation(
+            format!("cache_stream_{i}"),
+            &row,
+            Sense::Le,
+            &LinExpr::constant(big).plus(&LinExpr::var(stream), -big),
+        );
         count
     }
 }
@@ -757,6 +809,8 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
     };
     let group_index = b.group_variables(n_st, options);
     let tile_counts = b.tile_variables(n_st);
+    let streams = b.stream_variables(n_st);
+    let shape = stream_shape(analysis);
     let widths = b.width_expressions(analysis, &exact_widths(analysis));
 
     let mut objective = LinExpr::new();
@@ -830,10 +884,22 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
         let overhead = formula::overhead(&mut terms, &total_count, 1);
         objective.add_expr(&overhead, 1.0);
         let total = total_count.0;
+        // The tile counts across the stream dimension, n^x n^y or n^x n^z.
+        let other = 3 - shape.dim;
+        let other_count = (terms.b.tiles_expr(i, other), tile_range[other].1 as f64);
+        let cross = formula::Algebra::times_tiles(&mut terms, 0, &other_count).0;
 
         b.parallel_rows(i, &total, machine);
         b.even_tile_rows(i, dom, machine);
-        count_prev = Some(b.cache_row(analysis, machine, i, &total, count_prev.take()));
+        count_prev = Some(b.cache_row(
+            analysis,
+            machine,
+            i,
+            &total,
+            &cross,
+            streams[i],
+            count_prev.take(),
+        ));
     }
 
     b.milp.set_objective(&objective);
@@ -843,6 +909,9 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
         group_index,
         tile_counts,
         tile_bits: b.bits,
+        streams,
+        domain: dom,
+        stream_shape: shape,
         linearizations: b.linearizations,
     }
 }

@@ -22,7 +22,7 @@
 //! out of it. Both give the same optimum; tests hold them to full enumeration.
 
 use crate::analysis::Analysis;
-use crate::cost::Configuration;
+use crate::cost::{Configuration, StreamShape};
 use crate::lp::{LinExpr, Milp, Sense, VarId};
 use crate::machine::ModelMachine;
 use crate::milp::{MilpOptions, OBJECTIVE_SCALE};
@@ -44,6 +44,8 @@ pub struct RangeMilp {
     pub milp: Milp,
     pub columns: Vec<Column>,
     pub stencils: usize,
+    domain: [usize; 3],
+    stream: StreamShape,
 }
 
 /// Builds the range MILP (range costs computed on all CPUs).
@@ -87,6 +89,8 @@ pub fn range_milp_of(table: &RangeTable, stencils: usize) -> RangeMilp {
         milp,
         columns,
         stencils,
+        domain: table.domain,
+        stream: table.stream,
     }
 }
 
@@ -111,7 +115,7 @@ impl RangeMilp {
             }
             tiles.push(c.tiles);
         }
-        Configuration { groups, tiles }
+        Configuration::new(groups, tiles).canonical_stream(self.domain, self.stream)
     }
 
     /// A copy with every column fixed: 1 for the ranges (and tilings) of `config`, 0 for the rest.

@@ -27,7 +27,7 @@ use std::fmt::Write as _;
 use num_traits::{One, Signed, Zero};
 
 use crate::analysis::Analysis;
-use crate::cost::{cache_capacity, group_cost, Configuration};
+use crate::cost::{cache_capacity, group_cost, stream_shape, Configuration};
 use crate::exact::{decimal, ExactParams, Rational};
 use crate::formula;
 use crate::linearize::Linearization;
@@ -68,6 +68,8 @@ pub struct Smt {
     pub cuts: Vec<String>,
     /// Tile-count constants per stencil.
     pub tile_counts: Vec<[String; 3]>,
+    /// Stream flag constants per stencil (0 or 1, equal within a group).
+    pub streams: Vec<String>,
 }
 
 impl Smt {
@@ -79,6 +81,7 @@ impl Smt {
             minimise: false,
             cuts: Vec::new(),
             tile_counts: Vec::new(),
+            streams: Vec::new(),
         }
     }
 
@@ -150,6 +153,7 @@ impl Smt {
             groups[i] = groups[i - 1] + int(&self.cuts[i - 1])?.min(1);
         }
         let mut tiles = Vec::new();
+        let mut stream = Vec::new();
         for (i, &g) in groups.iter().enumerate() {
             if i == 0 || g != groups[i - 1] {
                 let mut t = [0; 3];
@@ -157,9 +161,16 @@ impl Smt {
                     *slot = int(name)?;
                 }
                 tiles.push(t);
+                if self.streams.get(i).is_some_and(|s| int(s) == Some(1)) {
+                    stream.push(g);
+                }
             }
         }
-        Some(Configuration { groups, tiles })
+        Some(Configuration {
+            groups,
+            tiles,
+            stream,
+        })
     }
 }
 
@@ -318,6 +329,11 @@ pub fn linear_absinthe(encoded: &AbsintheMilp) -> Smt {
         .iter()
         .map(|t| t.map(|v| m.vars[v.0].name.clone()))
         .collect();
+    smt.streams = encoded
+        .streams
+        .iter()
+        .map(|v| m.vars[v.0].name.clone())
+        .collect();
     smt
 }
 
@@ -365,6 +381,10 @@ pub fn nonlinear(analysis: &Analysis, machine: &ModelMachine, options: &MilpOpti
             n
         });
         smt.tile_counts.push(names);
+        let st = smt.declare(format!("stream_{i}"), Sort::Int);
+        smt.assertions
+            .push(format!("(and (<= 0 {st}) (<= {st} 1))"));
+        smt.streams.push(st);
     }
     for i in 0..n_st.saturating_sub(1) {
         for d in 0..3 {
@@ -374,7 +394,22 @@ pub fn nonlinear(analysis: &Analysis, machine: &ModelMachine, options: &MilpOpti
                 smt.tile_counts[i][d]
             ));
         }
+        smt.assertions.push(format!(
+            "(=> (= cut_{i} 0) (= {} {}))",
+            smt.streams[i + 1],
+            smt.streams[i]
+        ));
     }
+    let stream = stream_shape(analysis);
+    let stream_cells: u128 = (0..3)
+        .map(|d| {
+            if d == stream.dim {
+                stream.window as u128
+            } else {
+                dom[d] as u128
+            }
+        })
+        .product();
 
     let cells: u128 = dom.iter().map(|&d| d as u128).product();
     let slack_size = Rational::one() - decimal(machine.slack.size);
@@ -425,12 +460,19 @@ pub fn nonlinear(analysis: &Analysis, machine: &ModelMachine, options: &MilpOpti
                 "(<= (* {} (to_real (* {threads} {k}))) (to_real {total}))",
                 real(&slack_cores)
             ));
+            // The cache: the whole tile, or with streaming `window` planes of the tile's
+            // cross-section (`cost::tile_cells`).
+            let st = &smt.streams[start];
+            let cross: Vec<&String> = (0..3).filter(|&d| d != stream.dim).map(|d| &n[d]).collect();
+            let total_cross = format!("(* {} {})", cross[0], cross[1]);
             let mut touched = BTreeSet::new();
             for i in start..end {
                 touched.extend(analysis.touched(i));
+                let count = touched.len() as u128;
                 feasible.push(format!(
-                    "(<= {} (* {capacity} {total}))",
-                    touched.len() as u128 * cells
+                    "(or (and (= {st} 0) (<= {} (* {capacity} {total}))) (and (= {st} 1) (<= {} (* {capacity} {total_cross}))))",
+                    count * cells,
+                    count * stream_cells
                 ));
             }
             smt.assertions
@@ -438,7 +480,7 @@ pub fn nonlinear(analysis: &Analysis, machine: &ModelMachine, options: &MilpOpti
 
             // Cost of this group, in microseconds: weights depend only on the grouping; the
             // formulas are `formula`'s, with genuine products of the tile counts.
-            let group = group_cost(analysis, machine, 0, start..end, [1, 1, 1]);
+            let group = group_cost(analysis, machine, 0, start..end, [1, 1, 1], false);
             let mut cost = Vec::new();
             for (s, st) in group.stencils.iter().enumerate() {
                 let mut terms = SmtTerms {

@@ -40,6 +40,9 @@ pub struct GroupReport {
     /// `ceil(D / n)` per dimension.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tile_size: Option<[usize; 3]>,
+    /// Whether the group streams along the program's stream dimension (absent: no).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stream: bool,
 }
 
 /// The model's terms for one stencil.
@@ -95,6 +98,7 @@ impl Solution {
                 stencils: r.map(|s| analysis.stencils[s].name.clone()).collect(),
                 tiles: config.tiles[g],
                 tile_size: Some(config.tile_size(g, analysis.domain)),
+                stream: config.streams(g),
             })
             .collect();
         let stencils = cost
@@ -205,6 +209,9 @@ impl Solution {
         Ok(Configuration {
             groups,
             tiles: self.groups.iter().map(|g| g.tiles).collect(),
+            stream: (0..self.groups.len())
+                .filter(|&g| self.groups[g].stream)
+                .collect(),
         })
     }
 }
