@@ -70,6 +70,10 @@ pub struct SearchArgs {
     /// digits (the ABSINTHE encoding: group indices, binary-digit products).
     #[arg(long, default_value = "ranges", value_parser = parse_encoding)]
     pub encoding: Encoding,
+    /// Keep to the original schedule space: no group streams (by default a group streams
+    /// along z, or y for programs without z offsets, when that shrinks its working set).
+    #[arg(long)]
+    pub no_stream: bool,
     /// Do not start the digits MILP from the DP's optimum (by default it does, so a time limit
     /// always ends with a configuration, a bound and a gap).
     #[arg(long)]
@@ -116,6 +120,7 @@ impl SearchArgs {
             fixed_groups: program.constraints.groups.clone(),
             tiles_min: program.constraints.tiles_min,
             tiles_max: program.constraints.tiles_max,
+            no_stream: self.no_stream,
         };
         if let Some(g) = &self.fix_groups {
             check_group_indices(g, program.stencils.len())

@@ -17,7 +17,7 @@
 //! - the loop box of a producer in a tile covers what its in-group readers read in that tile.
 
 use absinthe_model::analysis::{Analysis, ArrayKind, Extent};
-use absinthe_model::cost::{Configuration, Cost};
+use absinthe_model::cost::{stream_shape, Configuration, Cost};
 use absinthe_model::program::{Program, ValueType};
 use serde::Serialize;
 
@@ -65,6 +65,31 @@ pub struct LocalBuffer {
     pub size: usize,
     pub stride_y: usize,
     pub stride_z: usize,
+    /// The OpenMP layout: rows padded to 64 bytes, and when the group streams, `window`
+    /// slots along the stream dimension instead of the tile's extent.
+    pub host: HostLayout,
+}
+
+/// A tile buffer as the OpenMP kernel lays it out (the CUDA kernels use [`LocalBuffer`]'s own
+/// strides).
+#[derive(Clone, Debug, Serialize)]
+pub struct HostLayout {
+    pub stride_y: usize,
+    pub stride_z: usize,
+    /// Elements per thread, a multiple of 64 bytes.
+    pub size: usize,
+    /// Slots of the rolling buffer along the stream dimension (plane `q` lives in slot
+    /// `q mod window`); `None` when the group does not stream.
+    pub window: Option<usize>,
+}
+
+/// How a streamed group walks its tiles: all stencils advance one line (`dim` = 1) or plane
+/// (`dim` = 2) at a time; stencil `s` computes line `t + lag_s` at step `t`.
+#[derive(Clone, Debug, Serialize)]
+pub struct StreamPlan {
+    pub dim: usize,
+    /// The other outer dimension (looped inside the stream step).
+    pub other: usize,
 }
 
 /// One `let` local, as C.
@@ -83,6 +108,9 @@ pub struct StencilStep {
     pub ident: String,
     /// The model's evaluation widths `[[e-, e+]; 3]`.
     pub widths: Extent,
+    /// In a streamed group: how far ahead of the stream step this stencil runs (its forward
+    /// width along the stream dimension); 0 otherwise.
+    pub lag: i64,
     /// The analysis extent: the box the reference evaluates, beyond the domain.
     pub extent: Extent,
     /// Loop box per dimension per tile index along that dimension.
@@ -94,6 +122,8 @@ pub struct StencilStep {
     pub global: Option<String>,
     /// The tile-local buffer when in-group readers read this stencil.
     pub buffer: Option<LocalBuffer>,
+    /// The buffer element at `(i, j, k)` as C, in the OpenMP layout.
+    pub buffer_write: Option<String>,
     pub lets: Vec<LocalDef>,
     /// The expression as C, reading locals, local buffers and global arrays.
     pub code: String,
@@ -115,6 +145,8 @@ pub struct GroupSchedule {
     /// The tile cores per dimension.
     pub cores: [Vec<Interval>; 3],
     pub steps: Vec<StencilStep>,
+    /// Set when the group streams.
+    pub stream: Option<StreamPlan>,
 }
 
 /// The naive reference: every stencil in program order over its reference box.
@@ -307,8 +339,33 @@ pub fn lower(
         .collect();
 
     // The groups.
+    let stream_dim = stream_shape(analysis).dim;
+    let value_bytes = vt.bytes();
     let mut groups = Vec::new();
     for (g, range) in ranges.iter().enumerate() {
+        let streams = config.streams(g);
+        // A streamed group runs stencil `s` `lag(s)` lines ahead of the stream step; a buffer
+        // keeps the lines from the oldest one an in-group reader still reads to its newest.
+        let lag = |s: usize| -> i64 {
+            if streams {
+                cost.groups[g].stencils[s - range.start].widths[stream_dim][1] as i64
+            } else {
+                0
+            }
+        };
+        let window = |p: usize| -> Option<usize> {
+            if !streams {
+                return None;
+            }
+            let array = analysis.stencils[p].array;
+            let oldest = analysis.stencils[p]
+                .readers
+                .iter()
+                .filter(|&&c| group_of(c) == g)
+                .map(|&c| lag(c) + analysis.stencils[c].bounds[&array][stream_dim].0 as i64)
+                .min()?;
+            Some((lag(p) - oldest + 1) as usize)
+        };
         let counts = config.tiles[g];
         let tile_size = config.tile_size(g, domain);
         let grid = [0, 1, 2].map(|d| domain[d].div_ceil(tile_size[d]));
@@ -341,6 +398,7 @@ pub fn lower(
                     size: shape[0] * shape[1] * shape[2],
                     stride_y: shape[0],
                     stride_z: shape[0] * shape[1],
+                    host: host_layout(shape, window(s), stream_dim, value_bytes),
                 }
             });
             if buffer.is_none() && !is_stored {
@@ -363,12 +421,7 @@ pub fn lower(
                             .find(|st| st.stencil == p)
                             .and_then(|st| st.buffer.as_ref())
                             .expect("in-group producer has a buffer");
-                        format!(
-                            "{}[{}_base + {}]",
-                            b.ident,
-                            b.ident,
-                            linear(off, &[format!("{}_Y", b.ident), format!("{}_Z", b.ident)])
-                        )
+                        buffer_access(b, off, stream_dim)
                     }
                     _ => access_global(off, &format!("g_{array}")),
                 }
@@ -383,11 +436,14 @@ pub fn lower(
                 })
                 .collect();
             let code = c_expr(&st.expr, vt, &access, &local_ident);
+            let buffer_write = buffer.as_ref().map(|b| buffer_access(b, [0; 3], stream_dim));
             steps.push(StencilStep {
                 stencil: s,
                 name: info.name.clone(),
                 ident: format!("s{s}"),
                 widths,
+                lag: lag(s),
+                buffer_write,
                 extent: info.extent,
                 loop_box,
                 store_box: is_stored.then_some(store_box),
@@ -396,6 +452,13 @@ pub fn lower(
                 lets,
                 code,
             });
+        }
+        // Streaming along y walks a tile plane by plane: every stencil's z box must be the same
+        // (it is: the stream dimension is y only when no access has a z offset).
+        if streams && stream_dim == 1 && steps.iter().any(|st| st.loop_box[2] != steps[0].loop_box[2]) {
+            return Err(CodegenError::Configuration(format!(
+                "group {g} streams along y, but its stencils' z loop boxes differ"
+            )));
         }
         groups.push(GroupSchedule {
             index: g,
@@ -409,6 +472,10 @@ pub fn lower(
             tiles_total: grid.iter().product(),
             cores,
             steps,
+            stream: streams.then_some(StreamPlan {
+                dim: stream_dim,
+                other: 3 - stream_dim,
+            }),
         });
     }
 
@@ -436,6 +503,65 @@ pub fn lower(
         reference,
         configuration: config.clone(),
     })
+}
+
+/// The OpenMP layout of a tile buffer of `shape` (see [`HostLayout`]): rows padded to 64 bytes,
+/// planes padded off multiples of 4 KiB (which alias in the L1), the thread's slice a multiple
+/// of 64 bytes.
+fn host_layout(
+    shape: [usize; 3],
+    window: Option<usize>,
+    stream_dim: usize,
+    value_bytes: usize,
+) -> HostLayout {
+    let line = 64 / value_bytes;
+    let mut ext = shape;
+    if let Some(w) = window {
+        ext[stream_dim] = w;
+        // Streaming along y walks one plane at a time: the buffer holds one plane's window.
+        if stream_dim == 1 {
+            ext[2] = 1;
+        }
+    }
+    let stride_y = ext[0].div_ceil(line) * line;
+    let mut stride_z = stride_y * ext[1];
+    if (stride_z * value_bytes) % 4096 == 0 {
+        stride_z += line;
+    }
+    HostLayout {
+        stride_y,
+        stride_z,
+        size: (stride_z * ext[2]).div_ceil(line) * line,
+        window,
+    }
+}
+
+/// An element of a tile buffer at `off` from `(i, j, k)` as C, in the OpenMP layout: a streamed
+/// buffer's coordinate along the stream dimension is a slot, `absinthe_slot(q, window)`.
+fn buffer_access(b: &LocalBuffer, off: [i32; 3], stream_dim: usize) -> String {
+    let id = &b.ident;
+    match b.host.window {
+        None => format!(
+            "{id}[{id}_base + {}]",
+            linear(off, &[format!("{id}_Y"), format!("{id}_Z")])
+        ),
+        Some(w) => {
+            let coord = |v: &str, o: i32| match o {
+                0 => v.to_string(),
+                o if o > 0 => format!("({v} + {o})"),
+                o => format!("({v} - {})", -o),
+            };
+            let i = coord("i", off[0]);
+            if stream_dim == 2 {
+                let (j, k) = (coord("j", off[1]), coord("k", off[2]));
+                format!("{id}[{id}_base + {i} + {j} * {id}_Y + absinthe_slot({k}, {w}) * {id}_Z]")
+            } else {
+                // One plane at a time (no access has a z offset when streaming along y).
+                let j = coord("j", off[1]);
+                format!("{id}[{id}_base + {i} + absinthe_slot({j}, {w}) * {id}_Y]")
+            }
+        }
+    }
 }
 
 /// `(i + ox) + (j + oy) * SY + (k + oz) * SZ` as C.

@@ -312,7 +312,7 @@ fn streaming_shrinks_the_working_set_only() {
         ..plain.clone()
     };
     let (p, s) = (evaluate(&a, &m, &plain), evaluate(&a, &m, &streamed));
-    // Whole tiles: 4 arrays x 64 x 32 x 15 cells > 65536 values; streamed: 4 x 64 x 3 x 15.
+    // Whole tiles: 4 arrays x 64 x 32 x 15 cells > 65536 values; streamed: 4 x 64 x 3.
     assert!(matches!(
         p.infeasible,
         Some(Infeasibility::Cache {
@@ -323,10 +323,10 @@ fn streaming_shrinks_the_working_set_only() {
     ));
     assert!(s.is_feasible(), "{:?}", s.infeasible);
     assert_eq!(p.total, s.total);
-    assert_eq!(plain.clone().canonical_stream(a.domain, shape), streamed);
+    assert_eq!(plain.clone().canonical_stream(a.domain, Some(shape)), streamed);
     // A tile no taller than the window does not stream.
     let short = Configuration::new(vec![0, 0], vec![[1, 32, 4]]);
-    assert_eq!(short.clone().canonical_stream(a.domain, shape), short);
+    assert_eq!(short.clone().canonical_stream(a.domain, Some(shape)), short);
     // Stream lists must name groups in increasing order.
     let bad = Configuration {
         stream: vec![1],

@@ -52,9 +52,14 @@ impl Configuration {
     /// The same groups and tiles, each group streaming exactly when that shrinks its working
     /// set ([`prefers_stream`]): the model's time does not depend on streaming, and the
     /// smaller working set keeps every cache test that held.
-    pub fn canonical_stream(mut self, domain: [usize; 3], shape: StreamShape) -> Configuration {
+    /// With `shape` None (streaming off) no group streams.
+    pub fn canonical_stream(
+        mut self,
+        domain: [usize; 3],
+        shape: Option<StreamShape>,
+    ) -> Configuration {
         self.stream = (0..self.tiles.len())
-            .filter(|&g| prefers_stream(domain, shape, self.tiles[g]))
+            .filter(|&g| shape.is_some_and(|s| prefers_stream(domain, s, self.tiles[g])))
             .collect();
         self
     }
@@ -106,7 +111,8 @@ impl Configuration {
 
 /// Where and how far groups stream: along `dim` (z when any access has a z offset, else y,
 /// the outer horizontal dimension), keeping `window` lines of every array in cache instead of
-/// the tile's whole extent along `dim`.
+/// the tile's whole extent along `dim`. Streaming along y, a tile's planes (independent: no
+/// access has a z offset) are walked one after another, so one plane's window is live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StreamShape {
     pub dim: usize,
@@ -153,7 +159,8 @@ pub fn prefers_stream(domain: [usize; 3], shape: StreamShape, tiles: [usize; 3])
 }
 
 /// The cells of one tile's working set per array, as a fraction `(cells, tiles)` of integers:
-/// `D^x D^y D^z / N` without streaming, `W Π_{d≠s} D^d / Π_{d≠s} n^d` with it.
+/// `D^x D^y D^z / N` without streaming, `W Π_{d<s} D^d / Π_{d<s} n^d` with it (along z the
+/// window of `W` planes of the tile's cross-section, along y `W` rows of one plane).
 pub fn tile_cells(
     domain: [usize; 3],
     shape: StreamShape,
@@ -163,11 +170,11 @@ pub fn tile_cells(
     let mut cells = 1u128;
     let mut total = 1u128;
     for d in 0..3 {
-        if stream && d == shape.dim {
-            cells *= shape.window as u128;
-        } else {
+        if !stream || d < shape.dim {
             cells *= domain[d] as u128;
             total *= tiles[d] as u128;
+        } else if d == shape.dim {
+            cells *= shape.window as u128;
         }
     }
     (cells, total)
@@ -611,16 +618,18 @@ impl GroupShape {
     }
 
     /// Whether the group's working set fits the cache with `tiles`, streaming where that
-    /// shrinks it ([`prefers_stream`]): `arrays * cells <= C * N` ([`tile_cells`]), in integers.
+    /// shrinks it ([`prefers_stream`]; `stream` None: never): `arrays * cells <= C * N`
+    /// ([`tile_cells`]), in integers.
     pub fn fits_cache(
         &self,
         analysis: &Analysis,
         machine: &ModelMachine,
-        stream: StreamShape,
+        stream: Option<StreamShape>,
         tiles: [usize; 3],
     ) -> bool {
-        let streams = prefers_stream(analysis.domain, stream, tiles);
-        let (cells, total) = tile_cells(analysis.domain, stream, tiles, streams);
+        let shape = stream.unwrap_or(StreamShape { dim: 2, window: 1 });
+        let streams = stream.is_some_and(|s| prefers_stream(analysis.domain, s, tiles));
+        let (cells, total) = tile_cells(analysis.domain, shape, tiles, streams);
         self.arrays_touched as u128 * cells <= cache_capacity(machine) as u128 * total
     }
 }

@@ -12,7 +12,7 @@
 
 use crate::analysis::Analysis;
 use crate::cost::{
-    even_tiles, group_shape, parallel_ok, stream_shape, term_seconds, Configuration, GroupShape,
+    even_tiles, group_shape, parallel_ok, term_seconds, Configuration, GroupShape,
     StreamShape,
 };
 use crate::machine::ModelMachine;
@@ -64,11 +64,12 @@ fn best_tiling_and_bound(
     machine: &ModelMachine,
     shape: &GroupShape,
     tilings: &[([usize; 3], u64)],
+    stream: Option<StreamShape>,
 ) -> (Option<([usize; 3], f64)>, f64) {
     let mut best: Option<([usize; 3], f64)> = None;
     let mut fast_min = f64::INFINITY;
     for &(tiles, _) in tilings {
-        if !shape.fits_cache(analysis, machine, stream_shape(analysis), tiles) {
+        if !shape.fits_cache(analysis, machine, stream, tiles) {
             continue;
         }
         let (t, fast) = shape.times(analysis, &machine.params, tiles);
@@ -89,7 +90,15 @@ pub fn best_group_tiling(
     options: &MilpOptions,
 ) -> Option<([usize; 3], f64)> {
     let tilings = admissible_tilings(analysis.domain, machine, options);
-    best_tiling_and_bound(analysis, machine, &group_shape(analysis, range), &tilings).0
+    let shape = group_shape(analysis, range);
+    best_tiling_and_bound(
+        analysis,
+        machine,
+        &shape,
+        &tilings,
+        options.stream_shape(analysis),
+    )
+    .0
 }
 
 /// A range's best tiling and its seconds.
@@ -115,7 +124,7 @@ pub struct RangeTable {
     /// The program's domain and stream shape (a configuration read from the table streams
     /// where that shrinks its working set: `Configuration::canonical_stream`).
     pub domain: [usize; 3],
-    pub stream: StreamShape,
+    pub stream: Option<StreamShape>,
 }
 
 impl RangeTable {
@@ -187,7 +196,7 @@ pub fn range_table(
         );
         row
     });
-    let table_of = |rows: Vec<Row>| table_of(rows, analysis);
+    let table_of = |rows: Vec<Row>| table_of(rows, analysis, options);
     let mut table = table_of(first.clone());
     let bound = shortest_grouping(&table, n).map_or(f64::INFINITY, |(_, t)| t);
     if first.iter().all(|r| r.closed) {
@@ -215,10 +224,10 @@ pub fn range_table(
     table
 }
 
-fn table_of(rows: Vec<Row>, analysis: &Analysis) -> RangeTable {
+fn table_of(rows: Vec<Row>, analysis: &Analysis, options: &MilpOptions) -> RangeTable {
     RangeTable {
         domain: analysis.domain,
-        stream: stream_shape(analysis),
+        stream: options.stream_shape(analysis),
         ranges_evaluated: rows.iter().map(|r| r.ranges).sum(),
         evaluations: rows.iter().map(|r| r.evaluations).sum(),
         pruned_starts: rows.iter().filter(|r| r.pruned).count(),
@@ -240,7 +249,7 @@ fn extend_row(
     slack: f64,
 ) {
     let n = analysis.stencils.len();
-    let stream = stream_shape(analysis);
+    let stream = options.stream_shape(analysis);
     while !row.closed && row.best.len() < max_len {
         let end = start + row.best.len() + 1;
         if end > n {
@@ -258,7 +267,7 @@ fn extend_row(
         }
         row.ranges += 1;
         row.evaluations += tilings.len();
-        let (best, fast) = best_tiling_and_bound(analysis, machine, &shape, tilings);
+        let (best, fast) = best_tiling_and_bound(analysis, machine, &shape, tilings, stream);
         if fast > slack {
             // This range and every longer one from `start` cost more than a known
             // configuration, whatever covers the stencils before them.

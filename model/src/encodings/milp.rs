@@ -113,6 +113,8 @@ pub struct MilpOptions {
     pub tiles_min: Option<[usize; 3]>,
     /// Upper bounds on tile counts per dimension.
     pub tiles_max: Option<[usize; 3]>,
+    /// Keep to the original schedule space: no group streams.
+    pub no_stream: bool,
 }
 
 impl MilpOptions {
@@ -128,8 +130,16 @@ impl MilpOptions {
         })
     }
 
+    /// The program's stream shape, or None when streaming is off.
+    pub fn stream_shape(&self, analysis: &Analysis) -> Option<StreamShape> {
+        (!self.no_stream).then(|| stream_shape(analysis))
+    }
+
     /// Whether a configuration respects these restrictions.
     pub fn admits(&self, config: &Configuration, domain: [usize; 3]) -> bool {
+        if self.no_stream && !config.stream.is_empty() {
+            return false;
+        }
         if let Some(g) = &self.fixed_groups {
             if *g != config.groups {
                 return false;
@@ -159,7 +169,7 @@ pub struct AbsintheMilp {
     pub streams: Vec<VarId>,
     /// The program's domain and stream shape (decoding makes the stream flags canonical).
     pub domain: [usize; 3],
-    pub stream_shape: StreamShape,
+    pub stream_shape: Option<StreamShape>,
     /// Every binary-digit product and exact maximum, with the rows that encode it (for the
     /// soundness proofs of `smt::soundness_queries`).
     pub linearizations: Vec<Linearization>,
@@ -742,8 +752,12 @@ impl Builder {
             Sense::Le,
             &LinExpr::term(stream, count_ub * cells),
         );
-        // count * W * cells / D^s <= C * N_cross + M (1 - stream)
-        let stream_cells = cells / analysis.domain[shape.dim] as f64 * shape.window as f64;
+        // count * W * Π_{d<s} D^d <= C * N_cross + M (1 - stream)
+        let stream_cells: f64 = shape.window as f64
+            * analysis.domain[..shape.dim]
+                .iter()
+                .map(|&d| d as f64)
+                .product::<f64>();
         let big = count_ub * stream_cells;
         let row = count.scaled(stream_cells).plus(cross, -capacity);
         b.milp.add_relation(
@@ -810,6 +824,11 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
     let group_index = b.group_variables(n_st, options);
     let tile_counts = b.tile_variables(n_st);
     let streams = b.stream_variables(n_st);
+    if options.no_stream {
+        for &v in &streams {
+            b.milp.vars[v.0].upper = 0.0;
+        }
+    }
     let shape = stream_shape(analysis);
     let widths = b.width_expressions(analysis, &exact_widths(analysis));
 
@@ -884,10 +903,14 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
         let overhead = formula::overhead(&mut terms, &total_count, 1);
         objective.add_expr(&overhead, 1.0);
         let total = total_count.0;
-        // The tile counts across the stream dimension, n^x n^y or n^x n^z.
-        let other = 3 - shape.dim;
-        let other_count = (terms.b.tiles_expr(i, other), tile_range[other].1 as f64);
-        let cross = formula::Algebra::times_tiles(&mut terms, 0, &other_count).0;
+        // The tile counts inside the stream dimension (`cost::tile_cells`): n^x n^y along z,
+        // n^x along y.
+        let cross = if shape.dim == 2 {
+            let ny = (terms.b.tiles_expr(i, 1), tile_range[1].1 as f64);
+            formula::Algebra::times_tiles(&mut terms, 0, &ny).0
+        } else {
+            terms.b.tiles_expr(i, 0)
+        };
 
         b.parallel_rows(i, &total, machine);
         b.even_tile_rows(i, dom, machine);
@@ -911,7 +934,7 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
         tile_bits: b.bits,
         streams,
         domain: dom,
-        stream_shape: shape,
+        stream_shape: options.stream_shape(analysis),
         linearizations: b.linearizations,
     }
 }

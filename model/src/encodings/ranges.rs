@@ -45,7 +45,7 @@ pub struct RangeMilp {
     pub columns: Vec<Column>,
     pub stencils: usize,
     domain: [usize; 3],
-    stream: StreamShape,
+    stream: Option<StreamShape>,
 }
 
 /// Builds the range MILP (range costs computed on all CPUs).

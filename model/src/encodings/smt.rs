@@ -382,8 +382,9 @@ pub fn nonlinear(analysis: &Analysis, machine: &ModelMachine, options: &MilpOpti
         });
         smt.tile_counts.push(names);
         let st = smt.declare(format!("stream_{i}"), Sort::Int);
+        let hi = if options.no_stream { 0 } else { 1 };
         smt.assertions
-            .push(format!("(and (<= 0 {st}) (<= {st} 1))"));
+            .push(format!("(and (<= 0 {st}) (<= {st} {hi}))"));
         smt.streams.push(st);
     }
     for i in 0..n_st.saturating_sub(1) {
@@ -401,15 +402,8 @@ pub fn nonlinear(analysis: &Analysis, machine: &ModelMachine, options: &MilpOpti
         ));
     }
     let stream = stream_shape(analysis);
-    let stream_cells: u128 = (0..3)
-        .map(|d| {
-            if d == stream.dim {
-                stream.window as u128
-            } else {
-                dom[d] as u128
-            }
-        })
-        .product();
+    let stream_cells: u128 =
+        stream.window as u128 * dom[..stream.dim].iter().map(|&d| d as u128).product::<u128>();
 
     let cells: u128 = dom.iter().map(|&d| d as u128).product();
     let slack_size = Rational::one() - decimal(machine.slack.size);
@@ -461,10 +455,13 @@ pub fn nonlinear(analysis: &Analysis, machine: &ModelMachine, options: &MilpOpti
                 real(&slack_cores)
             ));
             // The cache: the whole tile, or with streaming `window` planes of the tile's
-            // cross-section (`cost::tile_cells`).
+            // cross-section along z, `window` rows of one plane along y (`cost::tile_cells`).
             let st = &smt.streams[start];
-            let cross: Vec<&String> = (0..3).filter(|&d| d != stream.dim).map(|d| &n[d]).collect();
-            let total_cross = format!("(* {} {})", cross[0], cross[1]);
+            let total_cross = if stream.dim == 2 {
+                format!("(* {} {})", n[0], n[1])
+            } else {
+                n[0].clone()
+            };
             let mut touched = BTreeSet::new();
             for i in start..end {
                 touched.extend(analysis.touched(i));
