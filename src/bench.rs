@@ -10,7 +10,7 @@ use absinthe_codegen::compile::{
 };
 use absinthe_codegen::cuda::{plan as cuda_plan, GpuLimits};
 use absinthe_codegen::render::{default_flush_bytes, HarnessOptions};
-use absinthe_codegen::{lower, Schedule};
+use absinthe_codegen::{lower, lower_unstreamed, Schedule};
 use absinthe_learn::variants::{parse_variants, plan, PlanSettings, Planned};
 use absinthe_model::cost::evaluate;
 use absinthe_model::parallel::parallel_map;
@@ -136,7 +136,13 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 return Ok(None);
             }
             let cost = evaluate(&analysis, &view, &p.config);
-            Ok(Some(lower(&program, &analysis, &p.config, &cost)?))
+            Ok(Some(match args.target {
+                BenchTarget::Openmp => lower(&program, &analysis, &p.config, &cost)?,
+                // The CUDA kernels do not stream yet.
+                BenchTarget::CudaEmulated => {
+                    lower_unstreamed(&program, &analysis, &p.config, &cost)?
+                }
+            }))
         })
         .collect::<anyhow::Result<_>>()?;
 

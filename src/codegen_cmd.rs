@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use absinthe_codegen::cuda::{plan, GpuLimits};
 use absinthe_codegen::render::HarnessOptions;
-use absinthe_codegen::{lower, Schedule};
-use absinthe_model::cost::evaluate;
+use absinthe_codegen::{lower, lower_unstreamed, Schedule};
+use absinthe_model::cost::{evaluate, Configuration};
 use absinthe_model::machine::Machine;
 use absinthe_model::solution::Solution;
 use absinthe_model::FileError;
@@ -74,6 +74,20 @@ pub struct CodegenArgs {
 }
 
 fn schedule(args: &CodegenArgs) -> anyhow::Result<(Schedule, String)> {
+    // The CUDA kernels do not stream yet: a streamed group runs unstreamed there.
+    let lower = |p: &_, a: &_, c: &Configuration, cost: &_| {
+        if args.target == Target::Cuda {
+            if !c.stream.is_empty() {
+                eprintln!(
+                    "note: the CUDA kernels do not stream yet; groups {:?} run unstreamed",
+                    c.stream
+                );
+            }
+            lower_unstreamed(p, a, c, cost)
+        } else {
+            lower(p, a, c, cost)
+        }
+    };
     if let Some(sol) = &args.solution {
         let (program, analysis) = load(&args.program)?;
         let (_, view) = args.machine.load(&program)?;
@@ -127,7 +141,7 @@ pub fn run(mut args: CodegenArgs) -> anyhow::Result<ExitCode> {
         write_atomic(&args.output.join(name), text.as_bytes())?;
     }
     eprintln!(
-        "wrote {} to {} (configuration from {source}: groups {:?}, tiles {:?})",
+        "wrote {} to {} (configuration from {source}: groups {:?}, tiles {:?}, streamed groups {:?})",
         files
             .files
             .iter()
@@ -136,7 +150,8 @@ pub fn run(mut args: CodegenArgs) -> anyhow::Result<ExitCode> {
             .join(", "),
         args.output.display(),
         schedule.configuration.groups,
-        schedule.configuration.tiles
+        schedule.configuration.tiles,
+        schedule.configuration.stream
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -42,7 +42,10 @@ fn schedules(seeds: std::ops::Range<u64>, configs_per_program: usize) -> Vec<(St
             let cost = evaluate(&analysis, &m, &config);
             let schedule = lower(&program, &analysis, &config, &cost).unwrap();
             out.push((
-                format!("seed{seed}.{c} {:?} {:?}", config.groups, config.tiles),
+                format!(
+                    "seed{seed}.{c} {:?} {:?} stream {:?}",
+                    config.groups, config.tiles, config.stream
+                ),
                 schedule,
             ));
         }
@@ -110,12 +113,17 @@ fn generated_code_is_clean_under_address_sanitizer() {
         let (program, analysis) = random_case(seed);
         let n = program.stencils.len();
         for tiles in [analysis.domain, [1, 1, 1]] {
-            let config = Configuration::new(vec![0; n], vec![tiles]);
-            let cost = evaluate(&analysis, &m, &config);
-            cases.push((
-                format!("asan seed{seed} {tiles:?}"),
-                lower(&program, &analysis, &config, &cost).unwrap(),
-            ));
+            for stream in [vec![], vec![0]] {
+                let config = Configuration {
+                    stream,
+                    ..Configuration::new(vec![0; n], vec![tiles])
+                };
+                let cost = evaluate(&analysis, &m, &config);
+                cases.push((
+                    format!("asan seed{seed} {tiles:?} stream {:?}", config.stream),
+                    lower(&program, &analysis, &config, &cost).unwrap(),
+                ));
+            }
         }
     }
     check_bundles(

@@ -127,7 +127,9 @@ pub fn random_configuration(
     let tiles = (0..n)
         .map(|_| [0, 1, 2].map(|d| tile_count(rng, domain[d])))
         .collect();
-    absinthe_model::cost::Configuration::new(groups, tiles)
+    let mut config = absinthe_model::cost::Configuration::new(groups, tiles);
+    config.stream = (0..n).filter(|_| rng.chance(50)).collect();
+    config
 }
 
 /// A tile count along an extent `d`: 1, `d`, a non-divisor, or anything.

@@ -178,6 +178,12 @@ impl Renderer {
         device: bool,
         emulation: bool,
     ) -> Result<Files, CodegenError> {
+        if let Some(g) = schedule.groups.iter().find(|g| g.stream.is_some()) {
+            return Err(CodegenError::Configuration(format!(
+                "group {} streams, and the CUDA kernels do not stream yet: lower the configuration with `lower_unstreamed`",
+                g.index
+            )));
+        }
         let stem = file_stem(&schedule.program);
         let kernels = format!("{stem}_kernels.cuh");
         let mut h = harness.cloned().unwrap_or_default();

@@ -436,7 +436,9 @@ pub fn lower(
                 })
                 .collect();
             let code = c_expr(&st.expr, vt, &access, &local_ident);
-            let buffer_write = buffer.as_ref().map(|b| buffer_access(b, [0; 3], stream_dim));
+            let buffer_write = buffer
+                .as_ref()
+                .map(|b| buffer_access(b, [0; 3], stream_dim));
             steps.push(StencilStep {
                 stencil: s,
                 name: info.name.clone(),
@@ -455,7 +457,12 @@ pub fn lower(
         }
         // Streaming along y walks a tile plane by plane: every stencil's z box must be the same
         // (it is: the stream dimension is y only when no access has a z offset).
-        if streams && stream_dim == 1 && steps.iter().any(|st| st.loop_box[2] != steps[0].loop_box[2]) {
+        if streams
+            && stream_dim == 1
+            && steps
+                .iter()
+                .any(|st| st.loop_box[2] != steps[0].loop_box[2])
+        {
             return Err(CodegenError::Configuration(format!(
                 "group {g} streams along y, but its stencils' z loop boxes differ"
             )));
@@ -503,6 +510,20 @@ pub fn lower(
         reference,
         configuration: config.clone(),
     })
+}
+
+/// [`lower`] with no group streaming: what the CUDA kernels take (they do not stream yet).
+pub fn lower_unstreamed(
+    program: &Program,
+    analysis: &Analysis,
+    config: &Configuration,
+    cost: &Cost,
+) -> Result<Schedule, CodegenError> {
+    let config = Configuration {
+        stream: Vec::new(),
+        ..config.clone()
+    };
+    lower(program, analysis, &config, cost)
 }
 
 /// The OpenMP layout of a tile buffer of `shape` (see [`HostLayout`]): rows padded to 64 bytes,

@@ -323,7 +323,10 @@ fn streaming_shrinks_the_working_set_only() {
     ));
     assert!(s.is_feasible(), "{:?}", s.infeasible);
     assert_eq!(p.total, s.total);
-    assert_eq!(plain.clone().canonical_stream(a.domain, Some(shape)), streamed);
+    assert_eq!(
+        plain.clone().canonical_stream(a.domain, Some(shape)),
+        streamed
+    );
     // A tile no taller than the window does not stream.
     let short = Configuration::new(vec![0, 0], vec![[1, 32, 4]]);
     assert_eq!(short.clone().canonical_stream(a.domain, Some(shape)), short);

@@ -12,8 +12,7 @@
 
 use crate::analysis::Analysis;
 use crate::cost::{
-    even_tiles, group_shape, parallel_ok, term_seconds, Configuration, GroupShape,
-    StreamShape,
+    even_tiles, group_shape, parallel_ok, term_seconds, Configuration, GroupShape, StreamShape,
 };
 use crate::machine::ModelMachine;
 use crate::milp::MilpOptions;

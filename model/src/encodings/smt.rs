@@ -402,8 +402,11 @@ pub fn nonlinear(analysis: &Analysis, machine: &ModelMachine, options: &MilpOpti
         ));
     }
     let stream = stream_shape(analysis);
-    let stream_cells: u128 =
-        stream.window as u128 * dom[..stream.dim].iter().map(|&d| d as u128).product::<u128>();
+    let stream_cells: u128 = stream.window as u128
+        * dom[..stream.dim]
+            .iter()
+            .map(|&d| d as u128)
+            .product::<u128>();
 
     let cells: u128 = dom.iter().map(|&d| d as u128).product();
     let slack_size = Rational::one() - decimal(machine.slack.size);
