@@ -12,7 +12,8 @@ use absinthe_codegen::cuda::{plan as cuda_plan, GpuLimits};
 use absinthe_codegen::render::{default_flush_bytes, HarnessOptions};
 use absinthe_codegen::{lower, lower_unstreamed, Schedule};
 use absinthe_learn::variants::{parse_variants, plan, PlanSettings, Planned};
-use absinthe_model::cost::evaluate;
+use absinthe_model::cost::{evaluate, stream_shape};
+use absinthe_model::program::DIMS;
 use absinthe_model::parallel::parallel_map;
 use absinthe_model::program::Program;
 use anyhow::Context;
@@ -73,6 +74,11 @@ pub struct BenchArgs {
     pub plot: Option<PathBuf>,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Build for bit-exact verification (`-ffp-contract=off`, every value compared bit for bit)
+    /// instead of the timed build (FMA contraction allowed, values compared within 1024 ulps
+    /// of each array's largest magnitude).
+    #[arg(long)]
+    pub exact: bool,
     /// What to build: the OpenMP kernels, or the host emulation of the CUDA kernels (one
     /// block at a time on the CPU; it verifies the GPU index arithmetic, its times are not GPU
     /// times).
@@ -93,6 +99,14 @@ struct Row {
     variant: String,
     groups: Vec<usize>,
     tiles: Vec<[usize; 3]>,
+    /// Groups that stream.
+    stream: Vec<usize>,
+    /// The schedule in words: `reference`, `tiles`, or `stream <dim>` with how many groups.
+    schedule: String,
+    /// `bit-exact` or `tolerance` (the FMA build).
+    verification: Option<String>,
+    /// The largest difference from the reference relative to the array's largest magnitude.
+    max_error: Option<f64>,
     predicted_seconds: f64,
     measured_seconds: Option<f64>,
     min: Option<f64>,
@@ -111,7 +125,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let (program, analysis) = load(&args.program)?;
     let (machine, view) = args.machine.load(&program)?;
     let renderer = renderer(args.templates.as_deref())?;
-    let tc = Toolchain::new(&machine.compiler.cxx, &machine.compiler.flags);
+    let mut tc = Toolchain::new(&machine.compiler.cxx, &machine.compiler.flags);
+    if !args.exact {
+        tc = tc.fused_multiply_add();
+    }
+    let stream_dim = stream_shape(&analysis).dim;
     let flush_bytes = args.flush_bytes.unwrap_or_else(default_flush_bytes);
     let threads = machine.cores.map(|c| c.to_string());
     let env: Vec<(&str, &str)> = threads
@@ -194,6 +212,56 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     };
     let compulsory_bytes = compulsory_bytes(&analysis, program.value_type.bytes());
 
+    // Run the variants round-robin, `ROUNDS` rounds of a quarter of the runs each, so that a
+    // burst of load on a shared machine spreads over all variants instead of spoiling one; every
+    // round verifies, and the times of all rounds are pooled.
+    let exes: Vec<Option<PathBuf>> = exes
+        .iter_mut()
+        .zip(&planned)
+        .map(|(e, p)| {
+            e.take()
+                .transpose()
+                .with_context(|| format!("building variant {}", p.name))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let rounds = if args.runs >= 16 { ROUNDS } else { 1 };
+    let per_round = args.runs.div_ceil(rounds);
+    let mut results: Vec<Option<HarnessResult>> = vec![None; planned.len()];
+    for round in 0..rounds {
+        for (k, p) in planned.iter().enumerate() {
+            let Some(exe) = &exes[k] else { continue };
+            eprintln!(
+                "[round {}/{rounds}, {}/{}] running {} ...",
+                round + 1,
+                k + 1,
+                planned.len(),
+                p.name
+            );
+            let timed = if p.reference { "reference" } else { "kernel" };
+            let r = run_harness(
+                exe,
+                &[
+                    per_round.to_string(),
+                    flush_bytes.to_string(),
+                    timed.to_string(),
+                ],
+                &env,
+            )
+            .with_context(|| format!("running variant {}", p.name))?
+            .swap_remove(0);
+            match &mut results[k] {
+                None => results[k] = Some(r),
+                Some(pooled) => {
+                    pooled.verified &= r.verified;
+                    if pooled.mismatch.is_none() {
+                        pooled.mismatch = r.mismatch;
+                    }
+                    pooled.max_error = pooled.max_error.max(r.max_error);
+                    pooled.times.extend(r.times);
+                }
+            }
+        }
+    }
     let mut rows = Vec::new();
     let mut failed = false;
     for (k, p) in planned.iter().enumerate() {
@@ -201,6 +269,23 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             variant: p.name.clone(),
             groups: p.config.groups.clone(),
             tiles: p.config.tiles.clone(),
+            stream: p.config.stream.clone(),
+            schedule: if p.reference {
+                "reference".into()
+            } else if p.config.stream.is_empty() {
+                "tiles".into()
+            } else if p.config.stream.len() == p.config.tiles.len() {
+                format!("stream {}", DIMS[stream_dim])
+            } else {
+                format!(
+                    "stream {} ({}/{} groups)",
+                    DIMS[stream_dim],
+                    p.config.stream.len(),
+                    p.config.tiles.len()
+                )
+            },
+            verification: None,
+            max_error: None,
             predicted_seconds: p.predicted,
             measured_seconds: None,
             min: None,
@@ -211,25 +296,16 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             roofline_seconds: bw.map(|b| compulsory_bytes as f64 / b),
             roofline_fraction: None,
         };
-        if let Some(exe) = exes[k].take() {
-            eprintln!("[{}/{}] running {} ...", k + 1, planned.len(), p.name);
-            let exe = exe.with_context(|| format!("building variant {}", p.name))?;
-            let timed = if p.reference { "reference" } else { "kernel" };
-            let results: Vec<HarnessResult> = run_harness(
-                &exe,
-                &[
-                    args.runs.to_string(),
-                    flush_bytes.to_string(),
-                    timed.to_string(),
-                ],
-                &env,
-            )
-            .with_context(|| format!("running variant {}", p.name))?;
-            let r = &results[0];
-            row.measured_seconds = Some(r.median);
-            row.min = Some(r.min);
-            row.max = Some(r.max);
+        if let Some(r) = &mut results[k] {
+            r.times.sort_by(f64::total_cmp);
+            let (min, median, max) = pooled_stats(&r.times).unwrap_or((r.min, r.median, r.max));
+            r.median = median;
+            row.measured_seconds = Some(median);
+            row.min = Some(min);
+            row.max = Some(max);
             row.verified = Some(r.verified);
+            row.verification = Some(r.verification.clone());
+            row.max_error = Some(r.max_error);
             if !r.verified {
                 failed = true;
                 row.status = format!("MISMATCH {}", r.mismatch.clone().unwrap_or_default());
@@ -280,6 +356,23 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// Rounds `bench` runs the variants in (see `run`).
+const ROUNDS: usize = 4;
+
+/// (min, median, max) of sorted times, None when there are none.
+fn pooled_stats(sorted: &[f64]) -> Option<(f64, f64, f64)> {
+    let n = sorted.len();
+    if n == 0 {
+        return None;
+    }
+    let median = if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        0.5 * (sorted[n / 2 - 1] + sorted[n / 2])
+    };
+    Some((sorted[0], median, sorted[n - 1]))
+}
+
 fn print_table(program: &Program, rows: &[Row], bw: Option<f64>, runs: usize) {
     let opt = |x: Option<f64>| x.map_or("-".to_string(), human_seconds);
     let body: Vec<Vec<String>> = rows
@@ -307,7 +400,9 @@ fn print_table(program: &Program, rows: &[Row], bw: Option<f64>, runs: usize) {
                 opt(r.max),
                 r.roofline_fraction
                     .map_or("-".into(), |f| format!("{:.1}%", f * 100.0)),
+                r.schedule.clone(),
                 match r.verified {
+                    Some(true) if r.verification.as_deref() == Some("tolerance") => "yes (tol)".into(),
                     Some(true) => "yes".into(),
                     Some(false) => "NO".into(),
                     None => "-".into(),
@@ -317,12 +412,17 @@ fn print_table(program: &Program, rows: &[Row], bw: Option<f64>, runs: usize) {
         })
         .collect();
     println!(
-        "{}: median of {} runs (first quarter discarded), caches flushed before each run",
-        program.name, runs
+        "{}: median of {} runs in 4 interleaved rounds (the first quarter of each discarded), caches flushed before each run; {}",
+        program.name,
+        runs,
+        match rows.iter().find_map(|r| r.verification.as_deref()) {
+            Some("tolerance") => "FMA build, verified within 1024 ulps of each array's largest magnitude (--exact: bit for bit)",
+            _ => "exact build (-ffp-contract=off), verified bit for bit",
+        }
     );
     if let (Some(b), Some(r)) = (bw, rows.first()) {
         println!(
-            "roofline: triad bandwidth {:.2} GB/s; compulsory traffic {:.1} MB (inputs read and outputs written once over the domain, halo not counted) -> at least {}",
+            "roofline: triad bandwidth {:.2} GB/s; compulsory traffic {:.1} MB (inputs read once over the box their readers touch, halo included; outputs written once) -> at least {}",
             b / 1e9,
             r.compulsory_bytes as f64 / 1e6,
             opt(r.roofline_seconds)
@@ -341,6 +441,7 @@ fn print_table(program: &Program, rows: &[Row], bw: Option<f64>, runs: usize) {
                 "min",
                 "max",
                 "roofline",
+                "schedule",
                 "verified",
                 "status"
             ],

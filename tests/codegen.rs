@@ -100,6 +100,15 @@ fn check_bundles(
 #[test]
 fn random_programs_and_configurations_match_the_reference_bit_for_bit() {
     let cases = schedules(0..100, 4);
+    // Streamed groups along both dimensions are among the cases.
+    for dim in [1, 2] {
+        let streamed = cases
+            .iter()
+            .flat_map(|(_, s)| &s.groups)
+            .filter(|g| g.stream.as_ref().is_some_and(|p| p.dim == dim))
+            .count();
+        assert!(streamed >= 20, "{streamed} groups stream along dimension {dim}");
+    }
     let n = check_bundles(&cases, 50, &["-O1"], &[("OMP_NUM_THREADS", "3")]);
     assert!(n >= 400);
 }

@@ -1,6 +1,11 @@
 //! Building and running generated code: the machine's compiler and flags plus
 //! `-ffp-contract=off` (and `-fno-fast-math`, `-fopenmp`), in a cache directory keyed by a hash
 //! of the sources, compiler and flags, so an unchanged variant is not rebuilt.
+//!
+//! [`Toolchain::fused_multiply_add`] gives the timed build instead: `-ffp-contract=fast` (the
+//! compiler may contract `a * b + c` into one FMA, skipping the rounding of the product) and
+//! `-DABSINTHE_FMA_BUILD`, which makes the harness verify within a tolerance rather than bit for
+//! bit (`harness_body.j2`: 1024 ulps of the largest magnitude of the array).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,6 +22,8 @@ pub struct Toolchain {
     pub flags: Vec<String>,
     /// Where builds are cached.
     pub cache_dir: PathBuf,
+    /// `-ffp-contract=off` and bit-exact verification (the default), or the FMA build.
+    pub exact: bool,
 }
 
 /// `$ABSINTHE_CACHE_DIR`, else `$XDG_CACHE_HOME/absinthe/build`, else
@@ -55,7 +62,14 @@ impl Toolchain {
             cxx: cxx.to_string(),
             flags: flags.to_vec(),
             cache_dir: default_cache_dir(),
+            exact: true,
         }
+    }
+
+    /// The timed build: contraction into FMA allowed, verification within a tolerance.
+    pub fn fused_multiply_add(mut self) -> Toolchain {
+        self.exact = false;
+        self
     }
 
     pub fn with_cache_dir(mut self, dir: PathBuf) -> Toolchain {
@@ -70,7 +84,12 @@ impl Toolchain {
             f.push("-fopenmp".into());
         }
         f.push("-fno-fast-math".into());
-        f.push("-ffp-contract=off".into());
+        if self.exact {
+            f.push("-ffp-contract=off".into());
+        } else {
+            f.push("-ffp-contract=fast".into());
+            f.push("-DABSINTHE_FMA_BUILD".into());
+        }
         f
     }
 
@@ -147,6 +166,20 @@ pub struct HarnessResult {
     pub threads: usize,
     /// The first mismatching element, when not verified.
     pub mismatch: Option<serde_json::Value>,
+    /// `bit-exact`, or `tolerance` in the FMA build.
+    #[serde(default = "bit_exact")]
+    pub verification: String,
+    /// The largest difference from the reference relative to the array's largest magnitude
+    /// (0 when bit-exact).
+    #[serde(default)]
+    pub max_error: f64,
+    /// Every timed run kept (sorted).
+    #[serde(default)]
+    pub times: Vec<f64>,
+}
+
+fn bit_exact() -> String {
+    "bit-exact".into()
 }
 
 /// Runs an executable and parses every `ABSINTHE_RESULT` line it prints (one per harness).
@@ -300,11 +333,40 @@ pub fn stream_bandwidth(
         .ok_or_else(|| failed("bad bandwidth result".into()))
 }
 
-/// Compulsory traffic of a program over its domain: every input read once and every output
-/// written once (halo not counted), in bytes.
+/// Compulsory traffic of a program, in bytes: every input read once over the box its readers
+/// touch (the domain grown by their reference extents and access offsets: halo included), every
+/// output written once over the box the reference evaluates. Counted as the triad bandwidth
+/// counts (a write is one transfer).
 pub fn compulsory_bytes(analysis: &absinthe_model::analysis::Analysis, value_bytes: usize) -> u64 {
-    let cells: u64 = analysis.domain.iter().map(|&d| d as u64).product();
-    cells * value_bytes as u64 * (analysis.inputs.len() + analysis.outputs.len()) as u64
+    let dom = analysis.domain.map(|d| d as i64);
+    let volume = |lo: [i64; 3], hi: [i64; 3]| -> u64 {
+        (0..3).map(|d| (hi[d] - lo[d]).max(0) as u64).product()
+    };
+    let mut total = 0u64;
+    for &a in &analysis.inputs {
+        let (mut lo, mut hi) = ([i64::MAX; 3], [i64::MIN; 3]);
+        for s in &analysis.stencils {
+            for (array, off) in &s.accesses {
+                if *array != a {
+                    continue;
+                }
+                for d in 0..3 {
+                    lo[d] = lo[d].min(-(s.extent[d][0] as i64) + off[d] as i64);
+                    hi[d] = hi[d].max(dom[d] + s.extent[d][1] as i64 + off[d] as i64);
+                }
+            }
+        }
+        if lo[0] != i64::MAX {
+            total += volume(lo, hi);
+        }
+    }
+    for &s in &analysis.outputs {
+        let e = analysis.stencils[s].extent;
+        let lo = [0, 1, 2].map(|d| -(e[d][0] as i64));
+        let hi = [0, 1, 2].map(|d| dom[d] + e[d][1] as i64);
+        total += volume(lo, hi);
+    }
+    total * value_bytes as u64
 }
 
 #[cfg(test)]
