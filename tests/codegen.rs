@@ -245,3 +245,74 @@ fn bench_runs_naive_unfused_and_opt_and_all_verify() {
     let unfused = &rows[1];
     assert_eq!(unfused["groups"], serde_json::json!([0, 1]));
 }
+
+/// Every row loop of the generated kernels vectorises (GCC's `-fopt-info-vec-optimized`
+/// reports each `#pragma omp simd` loop), streamed groups and whole tiles alike.
+#[test]
+fn generated_row_loops_vectorise() {
+    let dir = tempfile::tempdir().unwrap();
+    for program in [
+        "configs/cosmo_hdiff4.yaml",
+        "configs/cosmo_adv5.yaml",
+        "configs/cosmo_pgrad.yaml",
+    ] {
+        for stream in [true, false] {
+            let out = dir.path().join(format!(
+                "{}{}",
+                program.replace(['/', '.'], "_"),
+                if stream { "_stream" } else { "" }
+            ));
+            let mut args = vec!["codegen", program, "-o", out.to_str().unwrap()];
+            if !stream {
+                args.push("--no-stream");
+            }
+            let o = absinthe(&args);
+            assert!(o.status.success(), "{}", stderr(&o));
+            let cpp = std::fs::read_dir(&out)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .find(|p| p.extension().is_some_and(|e| e == "cpp"))
+                .unwrap();
+            let text = std::fs::read_to_string(&cpp).unwrap();
+            if stream {
+                assert!(text.contains("absinthe_slot("), "{program}: nothing streams");
+            }
+            // The row loops: from each `omp simd` pragma (1-based line) to the next one. GCC
+            // reports a vectorised loop at its first body statement.
+            let lines: Vec<&str> = text.lines().collect();
+            let pragmas: Vec<usize> = (0..lines.len())
+                .filter(|&n| lines[n].trim() == "#pragma omp simd")
+                .map(|n| n + 1)
+                .collect();
+            let rows: Vec<(usize, usize)> = pragmas
+                .iter()
+                .zip(pragmas.iter().skip(1).chain([&usize::MAX]))
+                .map(|(&a, &b)| (a, b))
+                .collect();
+            assert!(!rows.is_empty());
+            let o = std::process::Command::new("g++")
+                .args(["-O3", "-fopenmp", "-ffp-contract=off", "-fopt-info-vec-optimized"])
+                .args(["-c", "-o", "/dev/null"])
+                .arg(&cpp)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", stderr(&o));
+            let report = stderr(&o);
+            let vectorised: std::collections::BTreeSet<usize> = report
+                .lines()
+                .filter(|l| l.contains("loop vectorized"))
+                .filter_map(|l| l.split(':').nth(1)?.parse().ok())
+                .collect();
+            let missed: Vec<usize> = rows
+                .iter()
+                .filter(|(a, b)| vectorised.range(a + 1..*b).next().is_none())
+                .map(|(a, _)| a + 1)
+                .collect();
+            assert!(
+                missed.is_empty(),
+                "{program} (stream {stream}): row loops at lines {missed:?} of {} not vectorised\n{report}",
+                cpp.display()
+            );
+        }
+    }
+}
