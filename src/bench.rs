@@ -13,9 +13,9 @@ use absinthe_codegen::render::{default_flush_bytes, HarnessOptions};
 use absinthe_codegen::{lower, lower_unstreamed, Schedule};
 use absinthe_learn::variants::{parse_variants, plan, PlanSettings, Planned};
 use absinthe_model::cost::{evaluate, stream_shape};
-use absinthe_model::program::DIMS;
 use absinthe_model::parallel::parallel_map;
 use absinthe_model::program::Program;
+use absinthe_model::program::DIMS;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
@@ -402,7 +402,9 @@ fn print_table(program: &Program, rows: &[Row], bw: Option<f64>, runs: usize) {
                     .map_or("-".into(), |f| format!("{:.1}%", f * 100.0)),
                 r.schedule.clone(),
                 match r.verified {
-                    Some(true) if r.verification.as_deref() == Some("tolerance") => "yes (tol)".into(),
+                    Some(true) if r.verification.as_deref() == Some("tolerance") => {
+                        "yes (tol)".into()
+                    }
                     Some(true) => "yes".into(),
                     Some(false) => "NO".into(),
                     None => "-".into(),

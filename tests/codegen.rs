@@ -107,7 +107,10 @@ fn random_programs_and_configurations_match_the_reference_bit_for_bit() {
             .flat_map(|(_, s)| &s.groups)
             .filter(|g| g.stream.as_ref().is_some_and(|p| p.dim == dim))
             .count();
-        assert!(streamed >= 20, "{streamed} groups stream along dimension {dim}");
+        assert!(
+            streamed >= 20,
+            "{streamed} groups stream along dimension {dim}"
+        );
     }
     let n = check_bundles(&cases, 50, &["-O1"], &[("OMP_NUM_THREADS", "3")]);
     assert!(n >= 400);
@@ -275,7 +278,10 @@ fn generated_row_loops_vectorise() {
                 .unwrap();
             let text = std::fs::read_to_string(&cpp).unwrap();
             if stream {
-                assert!(text.contains("absinthe_slot("), "{program}: nothing streams");
+                assert!(
+                    text.contains("absinthe_slot("),
+                    "{program}: nothing streams"
+                );
             }
             // The row loops: from each `omp simd` pragma (1-based line) to the next one. GCC
             // reports a vectorised loop at its first body statement.
@@ -291,7 +297,12 @@ fn generated_row_loops_vectorise() {
                 .collect();
             assert!(!rows.is_empty());
             let o = std::process::Command::new("g++")
-                .args(["-O3", "-fopenmp", "-ffp-contract=off", "-fopt-info-vec-optimized"])
+                .args([
+                    "-O3",
+                    "-fopenmp",
+                    "-ffp-contract=off",
+                    "-fopt-info-vec-optimized",
+                ])
                 .args(["-c", "-o", "/dev/null"])
                 .arg(&cpp)
                 .output()

@@ -546,7 +546,7 @@ fn host_layout(
     }
     let stride_y = ext[0].div_ceil(line) * line;
     let mut stride_z = stride_y * ext[1];
-    if (stride_z * value_bytes) % 4096 == 0 {
+    if (stride_z * value_bytes).is_multiple_of(4096) {
         stride_z += line;
     }
     HostLayout {
