@@ -8,7 +8,7 @@ DEMO_DIR ?= build/demo
 DEMO_MACHINE ?= $(DEMO_DIR)/machine.yaml
 ABSINTHE = ./target/release/absinthe
 
-.PHONY: setup demo test build bench-milp lint
+.PHONY: setup demo test build bench-milp bench-halide lint
 
 setup:
 	@./scripts/setup.sh
@@ -42,3 +42,17 @@ lint: setup
 # Options via BENCH_MILP_ARGS, e.g. BENCH_MILP_ARGS="--time-limit 10 --machines default".
 bench-milp: setup
 	$(CARGO) run --release -p absinthe-solvers --example milp_table -- $(BENCH_MILP_ARGS)
+
+# absinthe against Halide's autoschedulers (Mullapudi2016, Adams2019, Li2018) on one program, side
+# by side: absinthe's naive, unfused and opt, then the same program as a Halide pipeline, timed
+# the same way, its outputs checked against absinthe's (benches/halide_peer.py --help). Creates
+# build/halide-venv (pip: halide numpy pyyaml) and learns this machine into $(DEMO_MACHINE) when
+# missing. Options via HALIDE_ARGS, e.g. HALIDE_ARGS="--runs 16 --schedulers mullapudi2016,li2018".
+HALIDE_PROGRAM ?= configs/cosmo_adv5.yaml
+HALIDE_VENV ?= build/halide-venv
+bench-halide: build
+	@test -x $(HALIDE_VENV)/bin/python || python3 -m venv $(HALIDE_VENV)
+	@$(HALIDE_VENV)/bin/python -c "import halide, numpy, yaml" 2>/dev/null || $(HALIDE_VENV)/bin/pip install halide numpy pyyaml
+	@$(if $(findstring --no-absinthe,$(HALIDE_ARGS)),true,test -f $(DEMO_MACHINE) || { mkdir -p $(DEMO_DIR) && \
+		$(ABSINTHE) learn --machine machines/template.yaml --out $(DEMO_MACHINE) --quiet; })
+	$(HALIDE_VENV)/bin/python benches/halide_peer.py $(HALIDE_PROGRAM) --machine $(DEMO_MACHINE) $(HALIDE_ARGS)

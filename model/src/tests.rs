@@ -327,8 +327,8 @@ fn streaming_shrinks_the_working_set_only() {
         plain.clone().canonical_stream(a.domain, Some(shape)),
         streamed
     );
-    // A tile no taller than the window does not stream.
-    let short = Configuration::new(vec![0, 0], vec![[1, 32, 4]]);
+    // A tile whose rows times planes (1 x 60) are fewer than the window's (3 x 32 x 60 / 64) does not stream.
+    let short = Configuration::new(vec![0, 0], vec![[1, 32, 60]]);
     assert_eq!(short.clone().canonical_stream(a.domain, Some(shape)), short);
     // Stream lists must name groups in increasing order.
     let bad = Configuration {

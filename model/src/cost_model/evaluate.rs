@@ -152,10 +152,13 @@ pub fn stream_shape(analysis: &Analysis) -> StreamShape {
     }
 }
 
-/// Whether streaming shrinks the working set of a tiling: `W n^s < D^s` (the window is shorter
-/// than the tile along the stream dimension).
+/// Whether streaming shrinks the working set of a tiling ([`tile_cells`]): `W Π_{d≥s} n^d <
+/// Π_{d≥s} D^d` (along z: the window is shorter than the tile; along y: shorter than the tile's
+/// rows times its planes).
 pub fn prefers_stream(domain: [usize; 3], shape: StreamShape, tiles: [usize; 3]) -> bool {
-    (shape.window as u128) * (tiles[shape.dim] as u128) < domain[shape.dim] as u128
+    let (plain, plain_tiles) = tile_cells(domain, shape, tiles, false);
+    let (streamed, streamed_tiles) = tile_cells(domain, shape, tiles, true);
+    streamed * plain_tiles < plain * streamed_tiles
 }
 
 /// The cells of one tile's working set per array, as a fraction `(cells, tiles)` of integers:
