@@ -10,7 +10,7 @@ use absinthe_codegen::compile::{
 };
 use absinthe_codegen::cuda::{plan as cuda_plan, GpuLimits};
 use absinthe_codegen::render::{default_flush_bytes, HarnessOptions};
-use absinthe_codegen::{lower, lower_unstreamed, Schedule};
+use absinthe_codegen::{lower, lower_plain, Schedule};
 use absinthe_learn::variants::{parse_variants, plan, PlanSettings, Planned};
 use absinthe_model::cost::{evaluate, stream_shape};
 use absinthe_model::parallel::parallel_map;
@@ -157,9 +157,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             Ok(Some(match args.target {
                 BenchTarget::Openmp => lower(&program, &analysis, &p.config, &cost)?,
                 // The CUDA kernels do not stream yet.
-                BenchTarget::CudaEmulated => {
-                    lower_unstreamed(&program, &analysis, &p.config, &cost)?
-                }
+                BenchTarget::CudaEmulated => lower_plain(&program, &analysis, &p.config, &cost)?,
             }))
         })
         .collect::<anyhow::Result<_>>()?;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use absinthe_codegen::cuda::{plan, GpuLimits};
 use absinthe_codegen::render::HarnessOptions;
-use absinthe_codegen::{lower, lower_unstreamed, Schedule};
+use absinthe_codegen::{lower, lower_plain, Schedule};
 use absinthe_model::cost::{evaluate, Configuration};
 use absinthe_model::machine::Machine;
 use absinthe_model::solution::Solution;
@@ -83,7 +83,7 @@ fn schedule(args: &CodegenArgs) -> anyhow::Result<(Schedule, String)> {
                     c.stream
                 );
             }
-            lower_unstreamed(p, a, c, cost)
+            lower_plain(p, a, c, cost)
         } else {
             lower(p, a, c, cost)
         }

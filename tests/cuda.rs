@@ -10,7 +10,7 @@ use std::process::Command;
 use absinthe_codegen::compile::{run_harness, HarnessResult, Toolchain};
 use absinthe_codegen::cuda::{plan, CudaBundleCase, CudaPlan, GpuLimits};
 use absinthe_codegen::render::{HarnessOptions, Renderer};
-use absinthe_codegen::{lower, lower_unstreamed, Schedule};
+use absinthe_codegen::{lower, lower_plain, Schedule};
 use absinthe_model::analysis::Analysis;
 use absinthe_model::cost::{evaluate, Configuration};
 use absinthe_model::generate::{random_program, RandomShape, Rng};
@@ -52,7 +52,7 @@ fn cases(seeds: std::ops::Range<u64>, per_program: usize) -> Vec<(String, Schedu
         for c in 0..per_program {
             let config = random_configuration(&mut rng, program.stencils.len(), analysis.domain);
             let cost = evaluate(&analysis, &m, &config);
-            let schedule = lower_unstreamed(&program, &analysis, &config, &cost).unwrap();
+            let schedule = lower_plain(&program, &analysis, &config, &cost).unwrap();
             let limits = GpuLimits {
                 shared_bytes_per_block: *rng.pick(&[0, 600, 4096, 48 << 10]),
                 ..GpuLimits::h100()

@@ -4,7 +4,7 @@
 use std::process::Command;
 
 use absinthe_codegen::compile::Toolchain;
-use absinthe_codegen::{lower, runtime_tiles};
+use absinthe_codegen::{lower, lower_plain, runtime_tiles};
 use absinthe_learn::accuracy::{plot, Point};
 use absinthe_model::cost::{evaluate, Configuration};
 use absinthe_model::machine::Machine;
@@ -117,7 +117,7 @@ fn runtime_tiled_kernels_match_the_reference_bit_for_bit() {
         let machine = absinthe_learn::training::lowering_machine(2);
         let config = Configuration::new(vec![0; program.stencils.len()], vec![[2, 3, 4]]);
         let cost = evaluate(&analysis, &machine, &config);
-        let schedule = lower(&program, &analysis, &config, &cost).unwrap();
+        let schedule = lower_plain(&program, &analysis, &config, &cost).unwrap();
         let files = runtime_tiles::render(&schedule).unwrap();
         let exe = Toolchain::new("g++", &["-O1".to_string(), "-fopenmp".to_string()])
             .with_cache_dir(root().join("target/absinthe-test-cache"))

@@ -178,9 +178,13 @@ impl Renderer {
         device: bool,
         emulation: bool,
     ) -> Result<Files, CodegenError> {
-        if let Some(g) = schedule.groups.iter().find(|g| g.stream.is_some()) {
+        if let Some(g) = schedule
+            .groups
+            .iter()
+            .find(|g| g.stream.is_some() || g.loops.iter().any(|l| l.len() > 1))
+        {
             return Err(CodegenError::Configuration(format!(
-                "group {} streams, and the CUDA kernels do not stream yet: lower the configuration with `lower_unstreamed`",
+                "group {} streams or shares row loops, which the CUDA kernels do not: lower the configuration with `lower_plain`",
                 g.index
             )));
         }

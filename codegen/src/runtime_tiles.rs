@@ -39,6 +39,12 @@ pub fn render(schedule: &Schedule) -> Result<Vec<(String, String)>, CodegenError
             schedule.groups.len()
         )));
     }
+    let g = &schedule.groups[0];
+    if g.stream.is_some() || g.loops.iter().any(|l| l.len() > 1) {
+        return Err(CodegenError::Configuration(
+            "runtime tile counts need the original schedule (lower it with `lower_plain`)".into(),
+        ));
+    }
     let mut env = crate::render::template_environment();
     env.set_loader(|name| {
         if name == "runtime_tiles.cpp.j2" {

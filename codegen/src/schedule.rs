@@ -124,6 +124,8 @@ pub struct StencilStep {
     pub buffer: Option<LocalBuffer>,
     /// The buffer element at `(i, j, k)` as C, in the OpenMP layout.
     pub buffer_write: Option<String>,
+    /// The C variable holding the value computed at `(i, j, k)`: `v_s<index>`.
+    pub value: String,
     pub lets: Vec<LocalDef>,
     /// The expression as C, reading locals, local buffers and global arrays.
     pub code: String,
@@ -147,6 +149,10 @@ pub struct GroupSchedule {
     pub steps: Vec<StencilStep>,
     /// Set when the group streams.
     pub stream: Option<StreamPlan>,
+    /// The row loops of the OpenMP kernel: consecutive steps (indices into `steps`) that share
+    /// one loop over `i` ([`lower`] says when they may). A reader in the same loop reads a
+    /// producer at offset zero from the producer's value variable.
+    pub loops: Vec<Vec<usize>>,
 }
 
 /// The naive reference: every stencil in program order over its reference box.
@@ -240,6 +246,18 @@ pub fn lower(
     analysis: &Analysis,
     config: &Configuration,
     cost: &Cost,
+) -> Result<Schedule, CodegenError> {
+    lower_with(program, analysis, config, cost, true)
+}
+
+/// [`lower`]; `share_rows`: consecutive steps may share a row loop (the OpenMP kernel), or each
+/// has its own (the CUDA kernels).
+fn lower_with(
+    program: &Program,
+    analysis: &Analysis,
+    config: &Configuration,
+    cost: &Cost,
+    share_rows: bool,
 ) -> Result<Schedule, CodegenError> {
     let domain = analysis.domain;
     let halo = analysis.halo;
@@ -371,6 +389,7 @@ pub fn lower(
         let grid = [0, 1, 2].map(|d| domain[d].div_ceil(tile_size[d]));
         let mut cores: [Vec<Interval>; 3] = Default::default();
         let mut steps: Vec<StencilStep> = Vec::new();
+        let mut loops: Vec<Vec<usize>> = Vec::new();
         for s in range.clone() {
             let info = &analysis.stencils[s];
             let widths = cost.groups[g].stencils[s - range.start].widths;
@@ -413,8 +432,41 @@ pub fn lower(
                     info.name
                 )));
             }
+            // Does this step share the previous step's row loop? Not when either writes a
+            // buffer and its global array (three loops per row), when their loop boxes or lags
+            // differ, or when it reads a producer of that loop where the shared loops have not
+            // computed it yet: only an earlier plane, an earlier row of this plane, or this
+            // very element are there (`#pragma omp simd` rules out the element before).
+            let split_store = |st: &StencilStep| st.buffer.is_some() && st.global.is_some();
+            let joins = share_rows
+                && !(read_in_group && is_stored)
+                && loops.last().is_some_and(|lp| {
+                    let first = &steps[lp[0]];
+                    first.loop_box == loop_box
+                        && first.lag == lag(s)
+                        && lp.iter().all(|&n| !split_store(&steps[n]))
+                        && info.accesses.iter().all(|(a, off)| {
+                            let in_loop = lp
+                                .iter()
+                                .any(|&n| analysis.stencils[steps[n].stencil].array == *a);
+                            !in_loop
+                                || off[2] < 0
+                                || (off[2] == 0 && (off[1] < 0 || (off[1] == 0 && off[0] == 0)))
+                        })
+                });
+            let same_loop: Vec<usize> = if joins {
+                loops
+                    .last()
+                    .unwrap()
+                    .iter()
+                    .map(|&n| steps[n].stencil)
+                    .collect()
+            } else {
+                Vec::new()
+            };
             let access = |array: &str, off: [i32; 3]| -> String {
                 match program.stencil_index(array) {
+                    Some(p) if same_loop.contains(&p) && off == [0; 3] => format!("v_s{p}"),
                     Some(p) if group_of(p) == g => {
                         let b = steps
                             .iter()
@@ -427,15 +479,17 @@ pub fn lower(
                 }
             };
             let st = &program.stencils[s];
+            // Step locals are named per stencil: steps sharing a row loop share its scope.
+            let step_local = |name: &str| format!("l{s}_{name}");
             let lets = st
                 .lets
                 .iter()
                 .map(|l| LocalDef {
-                    ident: local_ident(&l.name),
-                    code: c_expr(&l.expr, vt, &access, &local_ident),
+                    ident: step_local(&l.name),
+                    code: c_expr(&l.expr, vt, &access, &step_local),
                 })
                 .collect();
-            let code = c_expr(&st.expr, vt, &access, &local_ident);
+            let code = c_expr(&st.expr, vt, &access, &step_local);
             let buffer_write = buffer
                 .as_ref()
                 .map(|b| buffer_access(b, [0; 3], stream_dim));
@@ -446,6 +500,7 @@ pub fn lower(
                 widths,
                 lag: lag(s),
                 buffer_write,
+                value: format!("v_s{s}"),
                 extent: info.extent,
                 loop_box,
                 store_box: is_stored.then_some(store_box),
@@ -454,6 +509,11 @@ pub fn lower(
                 lets,
                 code,
             });
+            if joins {
+                loops.last_mut().unwrap().push(steps.len() - 1);
+            } else {
+                loops.push(vec![steps.len() - 1]);
+            }
         }
         // Streaming along y walks a tile plane by plane: every stencil's z box must be the same
         // (it is: the stream dimension is y only when no access has a z offset).
@@ -483,6 +543,7 @@ pub fn lower(
                 dim: stream_dim,
                 other: 3 - stream_dim,
             }),
+            loops,
         });
     }
 
@@ -512,8 +573,10 @@ pub fn lower(
     })
 }
 
-/// [`lower`] with no group streaming: what the CUDA kernels take (they do not stream yet).
-pub fn lower_unstreamed(
+/// [`lower`] in the original schedule: no group streams and every stencil has its own loop nest
+/// (`GroupSchedule::loops` of one step each). What the CUDA kernels (which do not stream yet)
+/// and learn's runtime-tile kernels take.
+pub fn lower_plain(
     program: &Program,
     analysis: &Analysis,
     config: &Configuration,
@@ -523,7 +586,7 @@ pub fn lower_unstreamed(
         stream: Vec::new(),
         ..config.clone()
     };
-    lower(program, analysis, &config, cost)
+    lower_with(program, analysis, &config, cost, false)
 }
 
 /// The OpenMP layout of a tile buffer of `shape` (see [`HostLayout`]): rows padded to 64 bytes,

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use absinthe_codegen::compile::Toolchain;
-use absinthe_codegen::{lower, runtime_tiles};
+use absinthe_codegen::{lower_plain, runtime_tiles};
 use absinthe_model::cost::evaluate;
 use absinthe_model::parallel::parallel_map;
 
@@ -73,7 +73,7 @@ pub fn build_all(
         .map(|p| {
             let config = training::configuration(&p.analysis, [1, 1, 1]);
             let cost = evaluate(&p.analysis, &machine, &config);
-            let schedule = lower(&p.program, &p.analysis, &config, &cost)?;
+            let schedule = lower_plain(&p.program, &p.analysis, &config, &cost)?;
             Ok(runtime_tiles::render(&schedule)?)
         })
         .collect::<Result<_, LearnError>>()?;
