@@ -459,12 +459,24 @@ fn speedup_summary(program: &Program, rows: &[Row]) -> Option<String> {
     let groups: Vec<String> = ranges
         .iter()
         .zip(&opt.tiles)
-        .map(|(r, t)| {
+        .enumerate()
+        .map(|(g, (r, t))| {
             let names: Vec<&str> = r
                 .clone()
                 .map(|i| program.stencils[i].name.as_str())
                 .collect();
-            format!("[{}] in {}x{}x{} tiles", names.join(" "), t[0], t[1], t[2])
+            let streamed = if opt.stream.contains(&g) {
+                ", streamed"
+            } else {
+                ""
+            };
+            format!(
+                "[{}] in {}x{}x{} tiles{streamed}",
+                names.join(" "),
+                t[0],
+                t[1],
+                t[2]
+            )
         })
         .collect();
     let mut out = format!(
