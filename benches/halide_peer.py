@@ -846,13 +846,14 @@ def compare(np, program, got, want):
         nan_g, nan_w = np.isnan(g64), np.isnan(w64)
         if (nan_g != nan_w).any():
             return False, math.inf
-        finite = ~nan_w
+        # Infinities must match exactly (sign included); the scale and the error are taken over
+        # the elements finite in both.
+        inf_g, inf_w = np.isinf(g64), np.isinf(w64)
+        if (inf_g != inf_w).any() or (g64[inf_w] != w64[inf_w]).any():
+            return False, math.inf
+        finite = np.isfinite(w64) & np.isfinite(g64)
         scale = float(np.max(np.abs(w64[finite]))) if finite.any() else 0.0
         diff = np.abs(g64[finite] - w64[finite])
-        inf_mismatch = np.isinf(w64[finite]) & (g64[finite] != w64[finite])
-        if inf_mismatch.any():
-            return False, math.inf
-        diff = diff[np.isfinite(diff)]
         err = float(diff.max()) if diff.size else 0.0
         rel = err / scale if scale > 0 else err
         worst = max(worst, rel)

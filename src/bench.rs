@@ -372,6 +372,7 @@ fn pooled_stats(sorted: &[f64]) -> Option<(f64, f64, f64)> {
 }
 
 fn print_table(program: &Program, rows: &[Row], bw: Option<f64>, runs: usize) {
+    let rounds = if runs >= 16 { ROUNDS } else { 1 };
     let opt = |x: Option<f64>| x.map_or("-".to_string(), human_seconds);
     let body: Vec<Vec<String>> = rows
         .iter()
@@ -412,9 +413,11 @@ fn print_table(program: &Program, rows: &[Row], bw: Option<f64>, runs: usize) {
         })
         .collect();
     println!(
-        "{}: median of {} runs in 4 interleaved rounds (the first quarter of each discarded), caches flushed before each run; {}",
+        "{}: median of the runs kept from {} ({} interleaved round(s) of {}, the first quarter of each discarded), caches flushed before each run; {}",
         program.name,
-        runs,
+        rounds * runs.div_ceil(rounds),
+        rounds,
+        runs.div_ceil(rounds),
         match rows.iter().find_map(|r| r.verification.as_deref()) {
             Some("tolerance") => "FMA build, verified within 1024 ulps of each array's largest magnitude (--exact: bit for bit)",
             _ => "exact build (-ffp-contract=off), verified bit for bit",

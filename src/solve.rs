@@ -133,12 +133,16 @@ pub fn print_table(solved: &Solved) {
                 gr.stencils.join(" "),
                 format!("{}x{}x{}", gr.tiles[0], gr.tiles[1], gr.tiles[2]),
                 format!("{}x{}x{}", ts[0], ts[1], ts[2]),
+                if gr.stream { "yes" } else { "no" }.to_string(),
             ]
         })
         .collect();
     print!(
         "{}",
-        table(&["group", "stencils", "tiles", "tile size"], &rows)
+        table(
+            &["group", "stencils", "tiles", "tile size", "streams"],
+            &rows
+        )
     );
     println!();
     let cost = &solved.optimum.cost;

@@ -10,7 +10,7 @@ use std::process::Command;
 use absinthe_codegen::compile::{run_harness, HarnessResult, Toolchain};
 use absinthe_codegen::cuda::{plan, CudaBundleCase, CudaPlan, GpuLimits};
 use absinthe_codegen::render::{HarnessOptions, Renderer};
-use absinthe_codegen::{lower, lower_plain, Schedule};
+use absinthe_codegen::{lower_plain, Schedule};
 use absinthe_model::analysis::Analysis;
 use absinthe_model::cost::{evaluate, Configuration};
 use absinthe_model::generate::{random_program, RandomShape, Rng};
@@ -227,7 +227,7 @@ fn nvcc_compiles_generated_cuda_without_spills_within_shared_memory() {
         let analysis = Analysis::new(&program).unwrap();
         let config = Configuration::new(vec![0, 0, 1, 1], vec![[4, 8, 32], [4, 8, 32]]);
         let cost = evaluate(&analysis, &h100().model_view(8).unwrap(), &config);
-        let schedule = lower(&program, &analysis, &config, &cost).unwrap();
+        let schedule = lower_plain(&program, &analysis, &config, &cost).unwrap();
         let p = plan(&schedule, &limits);
         extra.push(("heat4 [0,0,1,1] [4,8,32]".into(), schedule, p));
     }

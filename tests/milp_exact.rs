@@ -47,7 +47,8 @@ fn naive_minimum(
             let mut config =
                 Configuration::new(groups.clone(), idx.iter().map(|&k| triples[k]).collect());
             if options.admits(&config, a.domain) {
-                for streams in 0..(1usize << ng) {
+                let flags = if options.no_stream { 1 } else { 1usize << ng };
+                for streams in 0..flags {
                     config.stream = (0..ng).filter(|g| (streams >> g) & 1 == 1).collect();
                     let cost = evaluate(a, m, &config);
                     if cost.is_feasible() && best.is_none_or(|b| cost.total < b) {
@@ -89,6 +90,7 @@ fn random_options(rng: &mut Rng, a: &Analysis) -> MilpOptions {
     if rng.chance(15) {
         o.tiles_max = Some(a.domain.map(|d| rng.range(1, d as i64) as usize));
     }
+    o.no_stream = rng.chance(15);
     if rng.chance(10) {
         o.tiles_min = Some(a.domain.map(|d| rng.range(1, (d as i64).min(2)) as usize));
         if let Some(max) = o.tiles_max {

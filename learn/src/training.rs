@@ -244,6 +244,7 @@ fn unit_machine(threads: usize, body_base: f64) -> ModelMachine {
         threads,
         cache_values: f64::INFINITY,
         slack: Slack::default(),
+        streams: false,
         params: Params {
             fast: PeelBody {
                 peel: 0.0,

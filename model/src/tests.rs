@@ -324,12 +324,16 @@ fn streaming_shrinks_the_working_set_only() {
     assert!(s.is_feasible(), "{:?}", s.infeasible);
     assert_eq!(p.total, s.total);
     assert_eq!(
-        plain.clone().canonical_stream(a.domain, Some(shape)),
+        plain.clone().canonical_stream(&a, &m, Some(shape)),
         streamed
     );
-    // A tile whose rows times planes (1 x 60) are fewer than the window's (3 x 32 x 60 / 64) does not stream.
+    // Whole tiles that fit the cache do not stream.
     let short = Configuration::new(vec![0, 0], vec![[1, 32, 60]]);
-    assert_eq!(short.clone().canonical_stream(a.domain, Some(shape)), short);
+    assert_eq!(short.clone().canonical_stream(&a, &m, Some(shape)), short);
+    assert_eq!(
+        plain.clone().smallest_working_set(a.domain, Some(shape)),
+        streamed
+    );
     // Stream lists must name groups in increasing order.
     let bad = Configuration {
         stream: vec![1],

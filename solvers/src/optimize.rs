@@ -118,6 +118,8 @@ pub fn optimize(
     if let Encoded::Digits(digits) = &encoded {
         check_decoded(digits, &config, &solution.values)?;
     }
+    let config =
+        config.canonical_stream(analysis, machine, options.stream_shape(analysis, machine));
     let cost = evaluate(analysis, machine, &config);
     if let Some(why) = &cost.infeasible {
         return Err(OptimizeError::Mismatch(format!(
@@ -206,6 +208,8 @@ pub fn optimize_dp(
         return Err(OptimizeError::Infeasible(reason));
     };
     let seconds = started.elapsed().as_secs_f64();
+    let config =
+        config.canonical_stream(analysis, machine, options.stream_shape(analysis, machine));
     let cost = evaluate(analysis, machine, &config);
     if let Some(why) = &cost.infeasible {
         return Err(OptimizeError::Mismatch(format!(

@@ -49,11 +49,41 @@ impl Configuration {
         self.stream.binary_search(&g).is_ok()
     }
 
-    /// The same groups and tiles, each group streaming exactly when that shrinks its working
-    /// set ([`prefers_stream`]): the model's time does not depend on streaming, and the
-    /// smaller working set keeps every cache test that held.
-    /// With `shape` None (streaming off) no group streams.
+    /// The same groups and tiles, each group streaming exactly when its whole tiles fail the
+    /// cache test (streaming is then what makes it fit). The model's time does not depend on
+    /// streaming, so this is the choice `solve` reports: measured, streaming a group whose
+    /// tiles already fit was slower (cosmo_hdiff4, docs/PERFORMANCE.md). With `shape` None
+    /// (streaming off) no group streams.
     pub fn canonical_stream(
+        mut self,
+        analysis: &Analysis,
+        machine: &ModelMachine,
+        shape: Option<StreamShape>,
+    ) -> Configuration {
+        let ranges = self.group_ranges();
+        self.stream = (0..self.tiles.len())
+            .filter(|&g| {
+                shape.is_some()
+                    && matches!(
+                        group_infeasibility(
+                            analysis,
+                            machine,
+                            g,
+                            ranges[g].clone(),
+                            self.tiles[g],
+                            false
+                        ),
+                        Some(Infeasibility::Cache { .. })
+                    )
+            })
+            .collect();
+        self
+    }
+
+    /// The same groups and tiles, each group streaming exactly when that shrinks its working
+    /// set ([`prefers_stream`]): a feasible choice whenever one exists (the smaller working set
+    /// keeps every cache test that held). With `shape` None (streaming off) no group streams.
+    pub fn smallest_working_set(
         mut self,
         domain: [usize; 3],
         shape: Option<StreamShape>,

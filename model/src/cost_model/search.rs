@@ -95,7 +95,7 @@ pub fn best_group_tiling(
         machine,
         &shape,
         &tilings,
-        options.stream_shape(analysis),
+        options.stream_shape(analysis, machine),
     )
     .0
 }
@@ -121,7 +121,7 @@ pub struct RangeTable {
     /// Starts whose list was cut by the bound.
     pub pruned_starts: usize,
     /// The program's domain and stream shape (a configuration read from the table streams
-    /// where that shrinks its working set: `Configuration::canonical_stream`).
+    /// where that shrinks its working set: `Configuration::smallest_working_set`).
     pub domain: [usize; 3],
     pub stream: Option<StreamShape>,
 }
@@ -195,7 +195,7 @@ pub fn range_table(
         );
         row
     });
-    let table_of = |rows: Vec<Row>| table_of(rows, analysis, options);
+    let table_of = |rows: Vec<Row>| table_of(rows, analysis, machine, options);
     let mut table = table_of(first.clone());
     let bound = shortest_grouping(&table, n).map_or(f64::INFINITY, |(_, t)| t);
     if first.iter().all(|r| r.closed) {
@@ -223,10 +223,15 @@ pub fn range_table(
     table
 }
 
-fn table_of(rows: Vec<Row>, analysis: &Analysis, options: &MilpOptions) -> RangeTable {
+fn table_of(
+    rows: Vec<Row>,
+    analysis: &Analysis,
+    machine: &ModelMachine,
+    options: &MilpOptions,
+) -> RangeTable {
     RangeTable {
         domain: analysis.domain,
-        stream: options.stream_shape(analysis),
+        stream: options.stream_shape(analysis, machine),
         ranges_evaluated: rows.iter().map(|r| r.ranges).sum(),
         evaluations: rows.iter().map(|r| r.evaluations).sum(),
         pruned_starts: rows.iter().filter(|r| r.pruned).count(),
@@ -248,7 +253,7 @@ fn extend_row(
     slack: f64,
 ) {
     let n = analysis.stencils.len();
-    let stream = options.stream_shape(analysis);
+    let stream = options.stream_shape(analysis, machine);
     while !row.closed && row.best.len() < max_len {
         let end = start + row.best.len() + 1;
         if end > n {
@@ -328,7 +333,7 @@ pub fn shortest_grouping(table: &RangeTable, n: usize) -> Option<(Configuration,
         }
         tiles.push(t);
     }
-    let config = Configuration::new(groups, tiles).canonical_stream(table.domain, table.stream);
+    let config = Configuration::new(groups, tiles).smallest_working_set(table.domain, table.stream);
     Some((config, total))
 }
 

@@ -131,8 +131,8 @@ impl MilpOptions {
     }
 
     /// The program's stream shape, or None when streaming is off.
-    pub fn stream_shape(&self, analysis: &Analysis) -> Option<StreamShape> {
-        (!self.no_stream).then(|| stream_shape(analysis))
+    pub fn stream_shape(&self, analysis: &Analysis, machine: &ModelMachine) -> Option<StreamShape> {
+        (!self.no_stream && machine.streams).then(|| stream_shape(analysis))
     }
 
     /// Whether a configuration respects these restrictions.
@@ -190,7 +190,7 @@ impl AbsintheMilp {
         }
         // The stream flags the solver chose are feasible, and so are the canonical ones (the
         // time does not depend on them; the canonical choice never grows the working set).
-        Configuration::new(groups, tiles).canonical_stream(self.domain, self.stream_shape)
+        Configuration::new(groups, tiles).smallest_working_set(self.domain, self.stream_shape)
     }
 
     /// A copy of the MILP with the grouping and tile counts fixed to `config` (an LP in effect):
@@ -710,8 +710,8 @@ impl Builder {
     }
 
     /// Cache: the arrays touched from the group's start to `i` times the cells per tile fit the
-    /// capacity: `count D^x D^y D^z <= C N` unless the group streams, `count W Π_{d≠s} D^d <=
-    /// C Π_{d≠s} n^d` if it does (`cost::tile_cells`), each row switched off by a big-M of the
+    /// capacity: `count D^x D^y D^z <= C N` unless the group streams, `count W Π_{d<s} D^d <=
+    /// C Π_{d<s} n^d` if it does (`cost::tile_cells`), each row switched off by a big-M of the
     /// stream flag. Returns the count, which the next stencil carries.
     #[allow(clippy::too_many_arguments)]
     fn cache_row(
@@ -824,7 +824,7 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
     let group_index = b.group_variables(n_st, options);
     let tile_counts = b.tile_variables(n_st);
     let streams = b.stream_variables(n_st);
-    if options.no_stream {
+    if options.stream_shape(analysis, machine).is_none() {
         for &v in &streams {
             b.milp.vars[v.0].upper = 0.0;
         }
@@ -934,7 +934,7 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
         tile_bits: b.bits,
         streams,
         domain: dom,
-        stream_shape: options.stream_shape(analysis),
+        stream_shape: options.stream_shape(analysis, machine),
         linearizations: b.linearizations,
     }
 }

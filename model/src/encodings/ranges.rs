@@ -115,7 +115,7 @@ impl RangeMilp {
             }
             tiles.push(c.tiles);
         }
-        Configuration::new(groups, tiles).canonical_stream(self.domain, self.stream)
+        Configuration::new(groups, tiles).smallest_working_set(self.domain, self.stream)
     }
 
     /// A copy with every column fixed: 1 for the ranges (and tilings) of `config`, 0 for the rest.

@@ -382,7 +382,7 @@ pub fn nonlinear(analysis: &Analysis, machine: &ModelMachine, options: &MilpOpti
         });
         smt.tile_counts.push(names);
         let st = smt.declare(format!("stream_{i}"), Sort::Int);
-        let hi = if options.no_stream { 0 } else { 1 };
+        let hi = options.stream_shape(analysis, machine).map_or(0, |_| 1);
         smt.assertions
             .push(format!("(and (<= 0 {st}) (<= {st} {hi}))"));
         smt.streams.push(st);

@@ -183,6 +183,10 @@ pub struct ModelMachine {
     pub cache_values: f64,
     pub slack: Slack,
     pub params: Params,
+    /// Whether groups may stream on this machine: not on GPU machines, whose CUDA kernels do
+    /// not stream yet (issue 15), so a tiling that fits shared memory only when streamed must
+    /// not be chosen there.
+    pub streams: bool,
 }
 
 impl Machine {
@@ -299,6 +303,7 @@ impl Machine {
                     / value_bytes as f64,
                 slack: self.slack,
                 params,
+                streams: false,
             });
         }
         if self.cores.is_none() {
@@ -342,6 +347,7 @@ impl Machine {
                     body: 0.0,
                 },
             }),
+            streams: true,
         })
     }
 }
