@@ -31,7 +31,10 @@ use crate::output::{table, Format};
 /// Variants (comma-separated): `opt` (the MILP optimum), `naive` (the reference itself:
 /// unfused, untiled, parallel over k), `unfused` (every stencil its own group, MILP-chosen
 /// tiles), `fused` (one group, if the model finds it feasible), `groups:0,0,1,...` (fixed
-/// groups, MILP-chosen tiles), `random:N` (N random feasible configurations, seeded).
+/// groups, MILP-chosen tiles), `random:N` (N random feasible configurations, seeded),
+/// `autotune` (the original work's exhaustive tile auto-tuning for the optimum's groups: tile
+/// sizes 1, 2, 4, ... along x and y and 1, 2, 4, 12, 30, 60 along z, the same for every group;
+/// 294 variants at 64x64x60).
 /// A variant that fails verification makes the command exit with status 1.
 ///
 /// Examples:

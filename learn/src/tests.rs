@@ -211,3 +211,31 @@ fn spearman_and_summary() {
     assert!((s.within_20_percent - 2.0 / 3.0).abs() < 1e-12);
     assert!((s.spearman - 1.0).abs() < 1e-12);
 }
+
+/// The original work's auto-tuning grid on 64x64x60: tile sizes 1..64 (powers of two) along x
+/// and y, 1, 2, 4, 12, 30, 60 along z, as tile counts.
+#[test]
+fn autotune_grid_is_the_original_works() {
+    use crate::variants::{autotune_tilings, parse_variants, Variant};
+    let t = autotune_tilings([64, 64, 60]);
+    assert_eq!(t.len(), 7 * 7 * 6);
+    assert_eq!(t[0], [64, 64, 60]);
+    assert_eq!(*t.last().unwrap(), [1, 1, 1]);
+    let zs: Vec<usize> = t.iter().take(6).map(|c| c[2]).collect();
+    assert_eq!(zs, vec![60, 30, 15, 5, 2, 1]);
+    // Sizes that give the same count appear once: along 10, sizes 1, 2, 4, 8 and 10 give
+    // counts 10, 5, 3, 2, 1.
+    let small = autotune_tilings([10, 1, 3]);
+    let xs: Vec<usize> = small
+        .iter()
+        .map(|c| c[0])
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(xs, vec![1, 2, 3, 5, 10]);
+    assert_eq!(small.len(), 15);
+    assert_eq!(
+        parse_variants("opt,autotune").unwrap(),
+        vec![Variant::Opt, Variant::Autotune]
+    );
+}

@@ -19,6 +19,8 @@ pub enum Variant {
     Fused,
     Groups(Vec<usize>),
     Random(usize),
+    /// The original work's exhaustive tile auto-tuning for the optimum's groups.
+    Autotune,
 }
 
 /// Splits the variant list; the numbers after `groups:` belong to it.
@@ -43,6 +45,7 @@ pub fn parse_variants(list: &str) -> Result<Vec<Variant>, String> {
             "naive" => Variant::Naive,
             "unfused" => Variant::Unfused,
             "fused" => Variant::Fused,
+            "autotune" => Variant::Autotune,
             t if t.starts_with("groups:") => {
                 let first = &t["groups:".len()..];
                 let g = first
@@ -57,7 +60,7 @@ pub fn parse_variants(list: &str) -> Result<Vec<Variant>, String> {
             ),
             t => {
                 return Err(format!(
-                "unknown variant `{t}`; use opt, naive, unfused, fused, groups:G,G,..., random:N"
+                "unknown variant `{t}`; use opt, naive, unfused, fused, groups:G,G,..., random:N, autotune"
             ))
             }
         });
@@ -121,6 +124,52 @@ fn solve_with_groups(
         Err(OptimizeError::Infeasible(_)) => Ok(None),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Tile sizes the original work's auto-tuning tries along x and y: powers of two up to the
+/// domain (and the domain itself).
+fn power_of_two_sizes(d: usize) -> Vec<usize> {
+    let mut out: Vec<usize> = std::iter::successors(Some(1usize), |s| Some(s * 2))
+        .take_while(|&s| s < d)
+        .collect();
+    out.push(d);
+    out
+}
+
+/// Tile sizes the original work's auto-tuning tries along z: 1, 2, 4, 12, 30, 60 (those below
+/// the domain) and the domain.
+fn z_sizes(d: usize) -> Vec<usize> {
+    let mut out: Vec<usize> = [1, 2, 4, 12, 30, 60]
+        .into_iter()
+        .filter(|&s| s < d)
+        .collect();
+    out.push(d);
+    out
+}
+
+/// The tile-count triples of the original work's exhaustive auto-tuning on `domain`: tile sizes
+/// from [`power_of_two_sizes`] along x and y and [`z_sizes`] along z, as counts `ceil(D / s)`,
+/// without duplicates, in order.
+pub fn autotune_tilings(domain: [usize; 3]) -> Vec<[usize; 3]> {
+    let counts = |sizes: Vec<usize>, d: usize| -> Vec<usize> {
+        let mut c: Vec<usize> = sizes.into_iter().map(|s| d.div_ceil(s)).collect();
+        c.dedup();
+        c
+    };
+    let (xs, ys, zs) = (
+        counts(power_of_two_sizes(domain[0]), domain[0]),
+        counts(power_of_two_sizes(domain[1]), domain[1]),
+        counts(z_sizes(domain[2]), domain[2]),
+    );
+    let mut out = Vec::new();
+    for &x in &xs {
+        for &y in &ys {
+            for &z in &zs {
+                out.push([x, y, z]);
+            }
+        }
+    }
+    out
 }
 
 /// Up to `n` distinct feasible configurations drawn at random (random cuts, random tile counts).
@@ -231,6 +280,29 @@ pub fn plan(
                     true,
                     unfused.clone(),
                 );
+            }
+            Variant::Autotune => {
+                // The optimum's groups, every group with the same tile triple from the original
+                // work's grid (tuning groups one by one would need a kernel per group); every
+                // triple runs, feasible under the model or not (that is what auto-tuning
+                // measures), streaming where its whole tiles miss the cache.
+                let Some((opt, _)) = solve_with_groups(analysis, view, settings, None)? else {
+                    push("autotune".into(), None, false, unfused.clone());
+                    continue;
+                };
+                let ngroups = opt.tiles.len();
+                let stream = settings.options.stream_shape(analysis, view);
+                for tiles in autotune_tilings(analysis.domain) {
+                    let config = Configuration::new(opt.groups.clone(), vec![tiles; ngroups])
+                        .canonical_stream(analysis, view, stream);
+                    let predicted = evaluate(analysis, view, &config).total;
+                    push(
+                        format!("tune{}x{}x{}", tiles[0], tiles[1], tiles[2]),
+                        Some((config, predicted)),
+                        false,
+                        unfused.clone(),
+                    );
+                }
             }
             Variant::Random(count) => {
                 let found = random_configurations(analysis, view, count, settings.seed);
