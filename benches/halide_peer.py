@@ -280,40 +280,33 @@ class Parser:
         return ("access", array, tuple(offset))
 
 
-def visit_accesses(e, out):
-    """Appends (array, offset) for every access of `e`, in source order (pre-order)."""
+def walk(e):
+    """Every node of `e`, in source order (pre-order)."""
+    yield e
     tag = e[0]
-    if tag == "access":
-        out.append((e[1], e[2]))
-    elif tag in ("neg", "not"):
-        visit_accesses(e[1], out)
+    if tag in ("neg", "not"):
+        children = [e[1]]
     elif tag == "bin":
-        visit_accesses(e[2], out)
-        visit_accesses(e[3], out)
+        children = [e[2], e[3]]
     elif tag == "cond":
-        for sub in e[1:]:
-            visit_accesses(sub, out)
+        children = e[1:]
     elif tag == "call":
-        for sub in e[2]:
-            visit_accesses(sub, out)
+        children = e[2]
+    else:
+        children = []
+    for sub in children:
+        yield from walk(sub)
+
+
+def visit_accesses(e, out):
+    """Appends (array, offset) for every access of `e`, in source order."""
+    out.extend((n[1], n[2]) for n in walk(e) if n[0] == "access")
     return out
 
 
 def visit_locals(e, out):
-    tag = e[0]
-    if tag == "local":
-        out.append(e[1])
-    elif tag in ("neg", "not"):
-        visit_locals(e[1], out)
-    elif tag == "bin":
-        visit_locals(e[2], out)
-        visit_locals(e[3], out)
-    elif tag == "cond":
-        for sub in e[1:]:
-            visit_locals(sub, out)
-    elif tag == "call":
-        for sub in e[2]:
-            visit_locals(sub, out)
+    """Appends the name of every `let` local `e` uses, in source order."""
+    out.extend(n[1] for n in walk(e) if n[0] == "local")
     return out
 
 

@@ -225,7 +225,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("building variant {}", p.name))
         })
         .collect::<anyhow::Result<_>>()?;
-    let rounds = if args.runs >= 16 { ROUNDS } else { 1 };
+    let rounds = rounds_for(args.runs);
     let per_round = args.runs.div_ceil(rounds);
     let mut results: Vec<Option<HarnessResult>> = vec![None; planned.len()];
     for round in 0..rounds {
@@ -360,6 +360,15 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
 /// Rounds `bench` runs the variants in (see `run`).
 const ROUNDS: usize = 4;
 
+/// The rounds for `runs` timed runs per variant: [`ROUNDS`], or one below 16 runs.
+fn rounds_for(runs: usize) -> usize {
+    if runs >= 16 {
+        ROUNDS
+    } else {
+        1
+    }
+}
+
 /// (min, median, max) of sorted times, None when there are none.
 fn pooled_stats(sorted: &[f64]) -> Option<(f64, f64, f64)> {
     let n = sorted.len();
@@ -375,7 +384,7 @@ fn pooled_stats(sorted: &[f64]) -> Option<(f64, f64, f64)> {
 }
 
 fn print_table(program: &Program, rows: &[Row], bw: Option<f64>, runs: usize) {
-    let rounds = if runs >= 16 { ROUNDS } else { 1 };
+    let rounds = rounds_for(runs);
     let opt = |x: Option<f64>| x.map_or("-".to_string(), human_seconds);
     let body: Vec<Vec<String>> = rows
         .iter()

@@ -630,37 +630,36 @@ fn buffer_access(b: &LocalBuffer, off: [i32; 3], stream_dim: usize) -> String {
             linear(off, &[format!("{id}_Y"), format!("{id}_Z")])
         ),
         Some(w) => {
-            let coord = |v: &str, o: i32| match o {
-                0 => v.to_string(),
-                o if o > 0 => format!("({v} + {o})"),
-                o => format!("({v} - {})", -o),
-            };
-            let i = coord("i", off[0]);
+            let i = shifted("i", off[0]);
             if stream_dim == 2 {
-                let (j, k) = (coord("j", off[1]), coord("k", off[2]));
+                let (j, k) = (shifted("j", off[1]), shifted("k", off[2]));
                 format!("{id}[{id}_base + {i} + {j} * {id}_Y + absinthe_slot({k}, {w}) * {id}_Z]")
             } else {
                 // One plane at a time (no access has a z offset when streaming along y).
-                let j = coord("j", off[1]);
+                let j = shifted("j", off[1]);
                 format!("{id}[{id}_base + {i} + absinthe_slot({j}, {w}) * {id}_Y]")
             }
         }
     }
 }
 
-/// `(i + ox) + (j + oy) * SY + (k + oz) * SZ` as C.
-fn linear(off: [i32; 3], strides: &[String; 2]) -> String {
-    let term = |v: &str, o: i32| match o {
+/// The index variable `v` shifted by `o`, as C: `v`, `(v + o)` or `(v - |o|)`.
+fn shifted(v: &str, o: i32) -> String {
+    match o {
         0 => v.to_string(),
         o if o > 0 => format!("({v} + {o})"),
         o => format!("({v} - {})", -o),
-    };
+    }
+}
+
+/// `(i + ox) + (j + oy) * SY + (k + oz) * SZ` as C.
+fn linear(off: [i32; 3], strides: &[String; 2]) -> String {
     format!(
         "{} + {} * {} + {} * {}",
-        term("i", off[0]),
-        term("j", off[1]),
+        shifted("i", off[0]),
+        shifted("j", off[1]),
         strides[0],
-        term("k", off[2]),
+        shifted("k", off[2]),
         strides[1]
     )
 }
