@@ -7,20 +7,25 @@ use absinthe_model::cost::{evaluate, Configuration};
 use absinthe_model::generate::{random_program, RandomShape, Rng};
 use absinthe_model::machine::ModelMachine;
 use absinthe_model::milp::{Encoding, MilpOptions};
-use absinthe_model::search::exhaustive;
+use absinthe_model::search::{exhaustive, k_best};
 use absinthe_solvers::optimize::{agree, optimize, optimize_dp, optimize_with, OptimizeError};
 use absinthe_solvers::SolveOptions;
 
 use crate::common::{analyse, random_machine};
 
+/// How many best configurations the brute force keeps, to test `search::k_best`.
+const K_BEST: usize = 5;
+
 /// Every configuration: all groupings, all tile triples per group (1..=D each), each group
-/// streaming or not. None when the enumeration would be larger than `limit`.
-fn naive_minimum(
+/// streaming or not. The [`K_BEST`] least costs of feasible (groups, tiles), cheapest first
+/// (streaming never changes the cost, only whether a tiling fits). None when the enumeration
+/// would be larger than `limit`.
+fn naive_best(
     a: &Analysis,
     m: &ModelMachine,
     options: &MilpOptions,
     limit: usize,
-) -> Option<Option<f64>> {
+) -> Option<Vec<f64>> {
     let n = a.stencils.len();
     let triples: Vec<[usize; 3]> = (1..=a.domain[0])
         .flat_map(|x| {
@@ -35,7 +40,7 @@ fn naive_minimum(
     if total > limit {
         return None;
     }
-    let mut best: Option<f64> = None;
+    let mut best: Vec<f64> = Vec::new();
     for mask in 0..(1usize << (n - 1)) {
         let mut groups = vec![0usize; n];
         for i in 1..n {
@@ -48,11 +53,16 @@ fn naive_minimum(
                 Configuration::new(groups.clone(), idx.iter().map(|&k| triples[k]).collect());
             if options.admits(&config, a.domain) {
                 let flags = if options.no_stream { 1 } else { 1usize << ng };
-                for streams in 0..flags {
+                let feasible = (0..flags).find_map(|streams| {
                     config.stream = (0..ng).filter(|g| (streams >> g) & 1 == 1).collect();
                     let cost = evaluate(a, m, &config);
-                    if cost.is_feasible() && best.is_none_or(|b| cost.total < b) {
-                        best = Some(cost.total);
+                    cost.is_feasible().then_some(cost.total)
+                });
+                if let Some(t) = feasible {
+                    let at = best.partition_point(|&b| b <= t);
+                    if at < K_BEST {
+                        best.insert(at, t);
+                        best.truncate(K_BEST);
                     }
                 }
             }
@@ -127,9 +137,48 @@ fn check_case(seed: u64, shape: &RandomShape, naive_limit: usize) -> (bool, bool
         );
         t
     });
-    let naive = naive_minimum(&a, &m, &options, naive_limit);
-    if let Some(naive) = naive {
-        match (naive, dp) {
+    let naive = naive_best(&a, &m, &options, naive_limit);
+    if let Some(naive) = &naive {
+        // The k best configurations of the exact search, against brute force's k least costs.
+        let top = k_best(&a, &m, &options, K_BEST, 0);
+        let top_costs: Vec<f64> = top
+            .iter()
+            .map(|(c, t)| {
+                let cost = evaluate(&a, &m, c);
+                assert!(
+                    cost.is_feasible(),
+                    "seed {seed}: k_best gives an infeasible {c:?}"
+                );
+                assert!(
+                    agree(cost.total, *t),
+                    "seed {seed}: k_best total {t} vs evaluate {}",
+                    cost.total
+                );
+                assert!(options.admits(c, a.domain));
+                *t
+            })
+            .collect();
+        assert_eq!(
+            top_costs.len(),
+            naive.len(),
+            "seed {seed}: k_best {top_costs:?} vs brute force {naive:?}\n{text}"
+        );
+        for (x, y) in naive.iter().zip(&top_costs) {
+            assert!(
+                agree(*x, *y),
+                "seed {seed}: brute force's best {naive:?} vs k_best {top_costs:?}\n{text}"
+            );
+        }
+        let distinct: std::collections::HashSet<_> = top
+            .iter()
+            .map(|(c, _)| (c.groups.clone(), c.tiles.clone()))
+            .collect();
+        assert_eq!(
+            distinct.len(),
+            top.len(),
+            "seed {seed}: k_best repeats a configuration"
+        );
+        match (naive.first().copied(), dp) {
             (None, None) => {}
             (Some(x), Some(y)) => assert!(agree(x, y), "seed {seed}: naive {x} vs DP {y}\n{text}"),
             other => panic!("seed {seed}: naive vs DP feasibility differ: {other:?}\n{text}"),

@@ -54,18 +54,20 @@ pub fn admissible_tilings(
     out
 }
 
-/// The best tiling of a group whose shape is known: (tiles, seconds) of the first cheapest
-/// feasible triple of `tilings` (see [`admissible_tilings`]), or None when none fits the cache;
-/// and the least fast-memory time over the feasible tilings (`+inf` when none): a lower bound of the time of this range and of every longer range from the same start
-/// (see [`GroupShape::times`]; longer ranges also admit fewer tilings).
-fn best_tiling_and_bound(
+/// The `k` best tilings of a group whose shape is known: (tiles, seconds) of the cheapest
+/// feasible triples of `tilings` (see [`admissible_tilings`]), cheapest first, ties in the order
+/// of `tilings`; empty when none fits the cache. And the least fast-memory time over the feasible
+/// tilings (`+inf` when none): a lower bound of the time of this range and of every longer range
+/// from the same start (see [`GroupShape::times`]; longer ranges also admit fewer tilings).
+fn best_tilings_and_bound(
     analysis: &Analysis,
     machine: &ModelMachine,
     shape: &GroupShape,
     tilings: &[([usize; 3], u64)],
     stream: Option<StreamShape>,
-) -> (Option<([usize; 3], f64)>, f64) {
-    let mut best: Option<([usize; 3], f64)> = None;
+    k: usize,
+) -> (Vec<Tiling>, f64) {
+    let mut best: Vec<Tiling> = Vec::with_capacity(k + 1);
     let mut fast_min = f64::INFINITY;
     for &(tiles, _) in tilings {
         if !shape.fits_cache(analysis, machine, stream, tiles) {
@@ -73,8 +75,11 @@ fn best_tiling_and_bound(
         }
         let (t, fast) = shape.times(analysis, &machine.params, tiles);
         fast_min = fast_min.min(fast);
-        if best.is_none_or(|b| t < b.1) {
-            best = Some((tiles, t));
+        // After the last entry not cheaper than `t`: earlier triples win ties.
+        let at = best.partition_point(|b| b.1 <= t);
+        if at < k {
+            best.insert(at, (tiles, t));
+            best.truncate(k);
         }
     }
     (best, fast_min)
@@ -90,30 +95,37 @@ pub fn best_group_tiling(
 ) -> Option<([usize; 3], f64)> {
     let tilings = admissible_tilings(analysis.domain, machine, options);
     let shape = group_shape(analysis, range);
-    best_tiling_and_bound(
+    best_tilings_and_bound(
         analysis,
         machine,
         &shape,
         &tilings,
         options.stream_shape(analysis, machine),
+        1,
     )
     .0
+    .first()
+    .copied()
 }
 
-/// A range's best tiling and its seconds.
+/// A range's tiling and its seconds.
 pub type Tiling = ([usize; 3], f64);
 
-/// The best tiling of every contiguous range of stencils that may form a group: the input of
-/// the DP ([`exhaustive`]) and the columns of the range MILP (`model::ranges`).
+/// The best tilings of every contiguous range of stencils that may form a group: the input of
+/// the DP ([`exhaustive`], [`k_shortest_groupings`]) and the columns of the range MILP
+/// (`model::ranges`).
 #[derive(Clone, Debug)]
 pub struct RangeTable {
-    /// `best[start][len - 1]`: (tiles, seconds) of the range `start..start + len`, or None when
-    /// it cannot be one group (no feasible tiling, or the fixed groups forbid it). A list stops
-    /// at the first length whose working set fits no tiling (longer ranges touch more arrays),
-    /// or whose fast-memory time alone, with a lower bound of covering the stencils before it,
-    /// exceeds the cost of a known configuration: such ranges, and all longer ones from the
-    /// same start, are in no optimal configuration.
-    pub best: Vec<Vec<Option<Tiling>>>,
+    /// `best[start][len - 1]`: the `k` cheapest (tiles, seconds) of the range
+    /// `start..start + len`, cheapest first; empty when it cannot be one group (no feasible
+    /// tiling, or the fixed groups forbid it). A list stops at the first length whose working set
+    /// fits no tiling (longer ranges touch more arrays), or whose fast-memory time alone, with a
+    /// lower bound of covering the stencils before it, exceeds the cost of the `k`-th best known
+    /// configuration: such ranges, and all longer ones from the same start, are in none of the
+    /// `k` best configurations.
+    pub best: Vec<Vec<Vec<Tiling>>>,
+    /// How many tilings per range, and configurations, the table keeps.
+    pub k: usize,
     /// Ranges whose shape and tilings were evaluated.
     pub ranges_evaluated: usize,
     /// Group-time evaluations (range x tiling).
@@ -129,7 +141,14 @@ pub struct RangeTable {
 impl RangeTable {
     /// The best tiling of `start..end`, if that range may be a group.
     pub fn get(&self, start: usize, end: usize) -> Option<([usize; 3], f64)> {
-        self.best[start].get(end - start - 1).copied().flatten()
+        self.tilings(start, end).first().copied()
+    }
+
+    /// The best tilings of `start..end`, cheapest first (empty when it may not be a group).
+    pub fn tilings(&self, start: usize, end: usize) -> &[Tiling] {
+        self.best[start]
+            .get(end - start - 1)
+            .map_or(&[], |v| v.as_slice())
     }
 
     /// Every range that may be a group: (start, end, tiles, seconds).
@@ -137,7 +156,7 @@ impl RangeTable {
         self.best.iter().enumerate().flat_map(|(s, row)| {
             row.iter()
                 .enumerate()
-                .filter_map(move |(l, b)| b.map(|(t, sec)| (s, s + l + 1, t, sec)))
+                .filter_map(move |(l, b)| b.first().map(|&(t, sec)| (s, s + l + 1, t, sec)))
         })
     }
 }
@@ -155,7 +174,7 @@ fn range_allowed(options: &MilpOptions, start: usize, end: usize, n: usize) -> b
 /// One start's list of a [`RangeTable`], extended by [`extend_row`].
 #[derive(Clone, Debug, Default)]
 struct Row {
-    best: Vec<Option<Tiling>>,
+    best: Vec<Vec<Tiling>>,
     /// No longer range from this start can be a group (cache, end of program, or the bound).
     closed: bool,
     pruned: bool,
@@ -179,6 +198,20 @@ pub fn range_table(
     options: &MilpOptions,
     threads: usize,
 ) -> RangeTable {
+    range_table_k(analysis, machine, options, threads, 1)
+}
+
+/// [`range_table`] keeping the `k` best tilings of every range, and pruning with the `k`-th
+/// best known configuration instead of the best: no range of the `k` best configurations is
+/// dropped (the input of [`k_shortest_groupings`]).
+pub fn range_table_k(
+    analysis: &Analysis,
+    machine: &ModelMachine,
+    options: &MilpOptions,
+    threads: usize,
+    k: usize,
+) -> RangeTable {
+    let k = k.max(1);
     let n = analysis.stencils.len();
     let tilings = admissible_tilings(analysis.domain, machine, options);
     let first = parallel_map(n, threads, |start| {
@@ -192,12 +225,19 @@ pub fn range_table(
             &mut row,
             FIRST_PASS_LENGTH,
             f64::INFINITY,
+            k,
         );
         row
     });
-    let table_of = |rows: Vec<Row>| table_of(rows, analysis, machine, options);
+    let table_of = |rows: Vec<Row>| table_of(rows, analysis, machine, options, k);
     let mut table = table_of(first.clone());
-    let bound = shortest_grouping(&table, n).map_or(f64::INFINITY, |(_, t)| t);
+    // The k-th best cover by short ranges costs at least the k-th best configuration.
+    let covers = k_shortest_groupings(&table, n, k);
+    let bound = if covers.len() == k {
+        covers[k - 1].1
+    } else {
+        f64::INFINITY
+    };
     if first.iter().all(|r| r.closed) {
         return table;
     }
@@ -214,7 +254,7 @@ pub fn range_table(
         if !row.closed {
             let slack = bound * (1.0 + 1e-9) - prefix[start];
             extend_row(
-                analysis, machine, options, &tilings, start, &mut row, n, slack,
+                analysis, machine, options, &tilings, start, &mut row, n, slack, k,
             );
         }
         row
@@ -228,8 +268,10 @@ fn table_of(
     analysis: &Analysis,
     machine: &ModelMachine,
     options: &MilpOptions,
+    k: usize,
 ) -> RangeTable {
     RangeTable {
+        k,
         domain: analysis.domain,
         stream: options.stream_shape(analysis, machine),
         ranges_evaluated: rows.iter().map(|r| r.ranges).sum(),
@@ -251,6 +293,7 @@ fn extend_row(
     row: &mut Row,
     max_len: usize,
     slack: f64,
+    k: usize,
 ) {
     let n = analysis.stencils.len();
     let stream = options.stream_shape(analysis, machine);
@@ -271,7 +314,7 @@ fn extend_row(
         }
         row.ranges += 1;
         row.evaluations += tilings.len();
-        let (best, fast) = best_tiling_and_bound(analysis, machine, &shape, tilings, stream);
+        let (best, fast) = best_tilings_and_bound(analysis, machine, &shape, tilings, stream, k);
         if fast > slack {
             // This range and every longer one from `start` cost more than a known
             // configuration, whatever covers the stencils before them.
@@ -280,7 +323,7 @@ fn extend_row(
             break;
         }
         let allowed = range_allowed(options, start, end, n);
-        row.best.push(if allowed { best } else { None });
+        row.best.push(if allowed { best } else { Vec::new() });
         if end == n {
             row.closed = true;
         }
@@ -300,41 +343,87 @@ pub fn exhaustive(
 /// The cheapest cover of stencils `0..n` by ranges of `table`: a shortest path over group
 /// boundaries. (configuration, seconds), or None when no cover exists.
 pub fn shortest_grouping(table: &RangeTable, n: usize) -> Option<(Configuration, f64)> {
-    // best[e] = cheapest way to cover stencils 0..e, with the start of its last group.
-    let mut best: Vec<Option<(f64, usize, [usize; 3])>> = vec![None; n + 1];
-    best[0] = Some((0.0, 0, [0; 3]));
+    k_shortest_groupings(table, n, 1).into_iter().next()
+}
+
+/// The `k` cheapest covers of stencils `0..n` by ranges of `table` and their tilings (at most
+/// `table.k` per range), cheapest first: the `k` shortest paths over group boundaries, by a DP
+/// that keeps the `k` best partial covers of every prefix. Every configuration appears once
+/// (its last group, that group's tiling and the cover before it tell it apart). Ties go to the
+/// earlier start, cover and tiling, so `k = 1` is [`shortest_grouping`].
+pub fn k_shortest_groupings(table: &RangeTable, n: usize, k: usize) -> Vec<(Configuration, f64)> {
+    /// A partial cover of `0..end`: its seconds, the start of its last group, that group's
+    /// tiling (index into `table.tilings`) and the cover of `0..start` (index into `best[start]`).
+    #[derive(Clone, Copy)]
+    struct Path {
+        total: f64,
+        start: usize,
+        tiling: usize,
+        before: usize,
+    }
+    let mut best: Vec<Vec<Path>> = vec![Vec::new(); n + 1];
+    best[0].push(Path {
+        total: 0.0,
+        start: 0,
+        tiling: 0,
+        before: 0,
+    });
     for end in 1..=n {
+        let mut candidates = Vec::new();
         for start in 0..end {
-            let Some((before, _, _)) = best[start] else {
-                continue;
-            };
-            if let Some((tiles, t)) = table.get(start, end) {
-                let total = before + t;
-                if best[end].is_none_or(|b| total < b.0) {
-                    best[end] = Some((total, start, tiles));
+            for (before, p) in best[start].iter().enumerate() {
+                for (tiling, &(_, t)) in table.tilings(start, end).iter().enumerate() {
+                    candidates.push(Path {
+                        total: p.total + t,
+                        start,
+                        tiling,
+                        before,
+                    });
                 }
             }
         }
+        // Stable: equal totals keep the order start, cover, tiling.
+        candidates.sort_by(|a, b| a.total.total_cmp(&b.total));
+        candidates.truncate(k);
+        best[end] = candidates;
     }
-    let (total, _, _) = best[n]?;
-    let mut ranges = Vec::new();
-    let mut end = n;
-    while end > 0 {
-        let (_, start, tiles) = best[end]?;
-        ranges.push((start..end, tiles));
-        end = start;
-    }
-    ranges.reverse();
-    let mut groups = vec![0; n];
-    let mut tiles = Vec::new();
-    for (g, (r, t)) in ranges.into_iter().enumerate() {
-        for s in r {
-            groups[s] = g;
-        }
-        tiles.push(t);
-    }
-    let config = Configuration::new(groups, tiles).smallest_working_set(table.domain, table.stream);
-    Some((config, total))
+    (0..best[n].len())
+        .map(|index| {
+            let total = best[n][index].total;
+            let mut ranges = Vec::new();
+            let (mut end, mut index) = (n, index);
+            while end > 0 {
+                let p = best[end][index];
+                ranges.push((p.start..end, table.tilings(p.start, end)[p.tiling].0));
+                (end, index) = (p.start, p.before);
+            }
+            ranges.reverse();
+            let mut groups = vec![0; n];
+            let mut tiles = Vec::new();
+            for (g, (r, t)) in ranges.into_iter().enumerate() {
+                for s in r {
+                    groups[s] = g;
+                }
+                tiles.push(t);
+            }
+            let config =
+                Configuration::new(groups, tiles).smallest_working_set(table.domain, table.stream);
+            (config, total)
+        })
+        .collect()
+}
+
+/// The `k` best configurations over all groupings and tilings allowed by `options`, by the
+/// model: (configuration, seconds), cheapest first; fewer when fewer exist.
+pub fn k_best(
+    analysis: &Analysis,
+    machine: &ModelMachine,
+    options: &MilpOptions,
+    k: usize,
+    threads: usize,
+) -> Vec<(Configuration, f64)> {
+    let table = range_table_k(analysis, machine, options, threads, k);
+    k_shortest_groupings(&table, analysis.stencils.len(), k)
 }
 
 /// Why no configuration satisfies the constraints, naming the binding one; `None` when a
