@@ -12,7 +12,9 @@ use absinthe_codegen::cuda::{plan as cuda_plan, GpuLimits};
 use absinthe_codegen::render::{default_flush_bytes, HarnessOptions};
 use absinthe_codegen::{lower, lower_plain, Schedule};
 use absinthe_learn::variants::{parse_variants, plan, PlanSettings, Planned};
+use absinthe_model::analysis::Analysis;
 use absinthe_model::cost::{evaluate, stream_shape};
+use absinthe_model::machine::{Machine, ModelMachine};
 use absinthe_model::parallel::parallel_map;
 use absinthe_model::program::Program;
 use absinthe_model::program::DIMS;
@@ -32,6 +34,7 @@ use crate::output::{table, Format};
 /// unfused, untiled, parallel over k), `unfused` (every stencil its own group, MILP-chosen
 /// tiles), `fused` (one group, if the model finds it feasible), `groups:0,0,1,...` (fixed
 /// groups, MILP-chosen tiles), `random:N` (N random feasible configurations, seeded),
+/// `top:K` (the K best configurations by the model, from the exact search, named top1..topK),
 /// `autotune` (the original work's exhaustive tile auto-tuning for the optimum's groups: tile
 /// sizes 1, 2, 4, ... along x and y and 1, 2, 4, 12, 30, 60 along z, the same for every group;
 /// 294 variants at 64x64x60).
@@ -98,33 +101,49 @@ pub enum BenchTarget {
 
 /// One row of the result.
 #[derive(Serialize)]
-struct Row {
-    variant: String,
-    groups: Vec<usize>,
-    tiles: Vec<[usize; 3]>,
+pub struct Row {
+    pub variant: String,
+    pub groups: Vec<usize>,
+    pub tiles: Vec<[usize; 3]>,
     /// Groups that stream.
-    stream: Vec<usize>,
+    pub stream: Vec<usize>,
     /// The schedule in words: `reference`, `tiles`, or `stream <dim>` with how many groups.
-    schedule: String,
+    pub schedule: String,
     /// `bit-exact` or `tolerance` (the FMA build).
-    verification: Option<String>,
+    pub verification: Option<String>,
     /// The largest difference from the reference relative to the array's largest magnitude.
-    max_error: Option<f64>,
-    predicted_seconds: f64,
-    measured_seconds: Option<f64>,
-    min: Option<f64>,
-    max: Option<f64>,
-    verified: Option<bool>,
-    status: String,
+    pub max_error: Option<f64>,
+    pub predicted_seconds: f64,
+    pub measured_seconds: Option<f64>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub verified: Option<bool>,
+    pub status: String,
     /// Compulsory traffic (inputs read and outputs written once over the domain) in bytes.
-    compulsory_bytes: u64,
+    pub compulsory_bytes: u64,
     /// `compulsory_bytes / bandwidth`: the fastest this could run.
-    roofline_seconds: Option<f64>,
+    pub roofline_seconds: Option<f64>,
     /// `roofline_seconds / measured_seconds`.
-    roofline_fraction: Option<f64>,
+    pub roofline_fraction: Option<f64>,
 }
 
-pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
+/// What [`measure`] planned, built and timed.
+pub struct Measured {
+    pub program: Program,
+    pub analysis: Analysis,
+    pub machine: Machine,
+    pub view: ModelMachine,
+    pub planned: Vec<Planned>,
+    /// One per planned variant, in order.
+    pub rows: Vec<Row>,
+    /// The streaming bandwidth in bytes per second, unless `--no-roofline`.
+    pub bandwidth: Option<f64>,
+    /// Some variant failed verification.
+    pub failed: bool,
+}
+
+/// Plans, builds, runs and verifies the variants of `args` (shared by `bench` and `tune`).
+pub fn measure(args: &BenchArgs) -> anyhow::Result<Measured> {
     let (program, analysis) = load(&args.program)?;
     let (machine, view) = args.machine.load(&program)?;
     let renderer = renderer(args.templates.as_deref())?;
@@ -318,7 +337,27 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         }
         rows.push(row);
     }
+    Ok(Measured {
+        program,
+        analysis,
+        machine,
+        view,
+        planned,
+        rows,
+        bandwidth: bw,
+        failed,
+    })
+}
 
+pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    let Measured {
+        program,
+        planned,
+        rows,
+        bandwidth: bw,
+        failed,
+        ..
+    } = measure(&args)?;
     let points = accuracy_points(&planned, &rows);
     if let Some(path) = &args.plot {
         let title = format!(

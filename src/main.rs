@@ -10,6 +10,7 @@ mod learn_cmd;
 mod output;
 mod solve;
 mod solving;
+mod tune;
 #[cfg(feature = "z3")]
 mod verify;
 
@@ -28,6 +29,7 @@ use clap::{Parser, Subcommand};
 ///   absinthe verify configs/hdiff.yaml --machine machines/mybox.yaml --solution hdiff.solution.yaml
 ///   absinthe codegen configs/hdiff.yaml --machine machines/mybox.yaml --solution hdiff.solution.yaml --harness -o out/
 ///   absinthe bench configs/hdiff.yaml --machine machines/mybox.yaml --variants naive,unfused,opt
+///   absinthe tune configs/hdiff.yaml --machine machines/mybox.yaml --top 8   # time the model's best 8
 ///
 /// Without --machine, commands use machines/default.yaml (hand-made for the 2-core development
 /// machine); machines/xeon-sapphire-rapids-2core.yaml is the learned one.
@@ -47,6 +49,7 @@ enum Command {
     Verify(verify::VerifyArgs),
     Codegen(codegen_cmd::CodegenArgs),
     Bench(bench::BenchArgs),
+    Tune(tune::TuneArgs),
     Learn(learn_cmd::LearnArgs),
 }
 
@@ -66,6 +69,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => verify::run(args),
         Command::Codegen(args) => codegen_cmd::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Tune(args) => tune::run(args),
         Command::Learn(args) => learn_cmd::run(args),
     };
     match result {

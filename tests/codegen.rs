@@ -334,3 +334,61 @@ fn generated_row_loops_vectorise() {
         }
     }
 }
+
+/// `tune` times the model's best few configurations, cheapest first, and writes the fastest
+/// verified one as a solution file that `codegen` accepts.
+#[test]
+fn tune_times_the_models_best_and_writes_the_fastest() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("tuned.yaml");
+    let o = absinthe(&[
+        "tune",
+        "configs/example2.yaml",
+        "--top",
+        "3",
+        "--runs",
+        "3",
+        "--flush-bytes",
+        "1000000",
+        "--exact",
+        "--format",
+        "json",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let candidates = v["candidates"].as_array().unwrap();
+    assert_eq!(candidates.len(), 3, "{v}");
+    let mut last = 0.0;
+    let mut fastest = (0, f64::INFINITY);
+    for (k, c) in candidates.iter().enumerate() {
+        assert_eq!(c["rank"], k + 1);
+        assert_eq!(c["verified"], true, "{c}");
+        let p = c["predicted_seconds"].as_f64().unwrap();
+        assert!(p >= last, "candidates not in the model's order: {v}");
+        last = p;
+        let m = c["measured_seconds"].as_f64().unwrap();
+        if m < fastest.1 {
+            fastest = (k + 1, m);
+        }
+    }
+    assert_eq!(v["winner_rank"], fastest.0, "{v}");
+    let solution = absinthe_model::solution::Solution::load(&out).unwrap();
+    let tuned = solution.tuned.as_ref().expect("a tuned section");
+    assert_eq!(tuned.model_rank, fastest.0);
+    assert_eq!(tuned.candidates, 3);
+    let winner = &candidates[fastest.0 - 1];
+    let tiles: Vec<[usize; 3]> = solution.groups.iter().map(|g| g.tiles).collect();
+    assert_eq!(serde_json::json!(tiles), winner["tiles"]);
+    let code = dir.path().join("code");
+    let o = absinthe(&[
+        "codegen",
+        "configs/example2.yaml",
+        "--solution",
+        out.to_str().unwrap(),
+        "-o",
+        code.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}

@@ -239,3 +239,16 @@ fn autotune_grid_is_the_original_works() {
         vec![Variant::Opt, Variant::Autotune]
     );
 }
+
+#[test]
+fn top_k_variants_parse() {
+    use crate::variants::{parse_variants, Variant};
+    assert_eq!(
+        parse_variants("top:8,opt").unwrap(),
+        vec![Variant::Top(8), Variant::Opt]
+    );
+    for bad in ["top:0", "top:", "top:x"] {
+        let e = parse_variants(bad).unwrap_err();
+        assert!(e.contains("top:K"), "{bad}: {e}");
+    }
+}

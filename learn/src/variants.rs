@@ -1,5 +1,6 @@
 //! The variants `absinthe bench` builds and times: which configurations (`opt`, `naive`,
-//! `unfused`, `fused`, `groups:...`, `random:N`), solved or drawn, with their predictions.
+//! `unfused`, `fused`, `groups:...`, `random:N`, `top:K`, `autotune`), solved, enumerated or
+//! drawn, with their predictions.
 
 use absinthe_model::analysis::Analysis;
 use absinthe_model::cost::{evaluate, Configuration};
@@ -7,6 +8,7 @@ use absinthe_model::machine::ModelMachine;
 use absinthe_model::milp::MilpOptions;
 use absinthe_model::program::check_group_indices;
 use absinthe_model::rng::Rng;
+use absinthe_model::search::k_best;
 use absinthe_solvers::optimize::{optimize_with, OptimizeError};
 use absinthe_solvers::SolveOptions;
 
@@ -21,6 +23,8 @@ pub enum Variant {
     Random(usize),
     /// The original work's exhaustive tile auto-tuning for the optimum's groups.
     Autotune,
+    /// The `K` best configurations by the model (exact search), cheapest first.
+    Top(usize),
 }
 
 /// Splits the variant list; the numbers after `groups:` belong to it.
@@ -58,9 +62,13 @@ pub fn parse_variants(list: &str) -> Result<Vec<Variant>, String> {
                     .parse()
                     .map_err(|_| format!("`{t}`: expected random:N"))?,
             ),
+            t if t.starts_with("top:") => match t["top:".len()..].parse() {
+                Ok(k) if k > 0 => Variant::Top(k),
+                _ => return Err(format!("`{t}`: expected top:K with K at least 1")),
+            },
             t => {
                 return Err(format!(
-                "unknown variant `{t}`; use opt, naive, unfused, fused, groups:G,G,..., random:N, autotune"
+                "unknown variant `{t}`; use opt, naive, unfused, fused, groups:G,G,..., random:N, top:K, autotune"
             ))
             }
         });
@@ -298,6 +306,25 @@ pub fn plan(
                     let predicted = evaluate(analysis, view, &config).total;
                     push(
                         format!("tune{}x{}x{}", tiles[0], tiles[1], tiles[2]),
+                        Some((config, predicted)),
+                        false,
+                        unfused.clone(),
+                    );
+                }
+            }
+            Variant::Top(k) => {
+                let stream = settings.options.stream_shape(analysis, view);
+                let best = k_best(analysis, view, &settings.options, k, 0);
+                if best.is_empty() {
+                    push("top1".into(), None, false, unfused.clone());
+                }
+                if best.len() < k && !best.is_empty() {
+                    eprintln!("top:{k}: only {} feasible configurations", best.len());
+                }
+                for (rank, (config, predicted)) in best.into_iter().enumerate() {
+                    let config = config.canonical_stream(analysis, view, stream);
+                    push(
+                        format!("top{}", rank + 1),
                         Some((config, predicted)),
                         false,
                         unfused.clone(),

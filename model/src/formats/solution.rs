@@ -63,6 +63,20 @@ pub struct StencilReport {
     pub store: bool,
 }
 
+/// How `absinthe tune` chose the configuration: the model's best few, each built and timed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TuneReport {
+    /// Configurations built and timed (the model's best, cheapest first).
+    pub candidates: usize,
+    /// The model's rank of this configuration among them (1: the model's own optimum).
+    pub model_rank: usize,
+    /// Its measured median, in seconds.
+    pub measured_seconds: f64,
+    /// The measured median of the model's optimum (rank 1), in seconds.
+    pub model_optimum_measured_seconds: Option<f64>,
+}
+
 /// A solution file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -77,6 +91,9 @@ pub struct Solution {
     pub estimate_seconds: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub milp: Option<MilpSize>,
+    /// Present when `tune` chose this configuration by measurement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tuned: Option<TuneReport>,
     pub groups: Vec<GroupReport>,
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub stencils: IndexMap<String, StencilReport>,
@@ -131,6 +148,7 @@ impl Solution {
             solver: None,
             estimate_seconds: Some(cost.total),
             milp: None,
+            tuned: None,
             groups,
             stencils,
         }
