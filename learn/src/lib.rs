@@ -71,10 +71,13 @@ impl LearnOptions {
         if thorough {
             (103, 64)
         } else {
-            (14, 6)
+            (20, 16)
         }
     }
 }
+
+/// Rounds the timed runs are split into (see [`learn`]).
+pub const ROUNDS: usize = 4;
 
 /// Progress events.
 #[derive(Clone, Debug)]
@@ -121,11 +124,16 @@ pub fn learn(
             )
         })
         .collect();
-    // Shapes run in chunks so that progress moves while a program runs.
+    // The runs are split into rounds, each running every program over all its shapes, so that
+    // a burst of load on a shared machine spreads over all programs instead of shifting one
+    // program's times (which the model would have to explain by its counts); within a round,
+    // shapes run in chunks so that progress moves while a program runs.
     const CHUNK: usize = 7;
-    let runs: usize = sizes.iter().map(|s| s.len().div_ceil(CHUNK)).sum();
+    let rounds = ROUNDS.min(options.repeats).max(1);
+    let per_round = options.repeats.div_ceil(rounds);
+    let chunks: usize = sizes.iter().map(|s| s.len().div_ceil(CHUNK)).sum();
     progress(Progress::Start {
-        total: programs.len() + runs,
+        total: programs.len() + rounds * chunks,
     });
     let built = || {
         progress(Progress::Step {
@@ -140,23 +148,23 @@ pub fn learn(
         &built,
     )?;
     let mut measurements = Vec::new();
-    for ((program, exe), sizes) in programs.iter().zip(&exes).zip(&sizes) {
-        let flush = match program.family {
-            Family::Fast => 0,
-            Family::Slow => options.flush_bytes,
-        };
-        for chunk in sizes.chunks(CHUNK) {
-            measurements.extend(measure::run_shapes(
-                exe,
-                program,
-                chunk,
-                options.repeats,
-                flush,
-                options.threads,
-            )?);
-            progress(Progress::Step {
-                what: program.program.name.clone(),
-            });
+    for round in 0..rounds {
+        for ((program, exe), sizes) in programs.iter().zip(&exes).zip(&sizes) {
+            let flush = match program.family {
+                Family::Fast => 0,
+                Family::Slow => options.flush_bytes,
+            };
+            for chunk in sizes.chunks(CHUNK) {
+                let mut runs =
+                    measure::run_shapes(exe, program, chunk, per_round, flush, options.threads)?;
+                for m in &mut runs {
+                    m.repeat += round * per_round;
+                }
+                measurements.extend(runs);
+                progress(Progress::Step {
+                    what: program.program.name.clone(),
+                });
+            }
         }
     }
     fit_measurements(measurements, &options.solver)

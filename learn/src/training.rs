@@ -2,8 +2,10 @@
 //! model's counts for one run — taken from `absinthe_model::cost::group_cost`, the function
 //! `solve` uses, never recomputed here.
 //!
-//! - **Fast memory**: nine identical stencils that all read one input at 12, 16 or 20 distinct
-//!   positions of its 3x3x3 neighbourhood (caches are not flushed between runs).
+//! - **Fast memory**: a chain of nine stencils that read one input at 12, 16 or 20 distinct
+//!   positions of its 3x3x3 neighbourhood in all, with their predecessor, only the last one
+//!   stored; the middle one reads its predecessor at width 0 or 1 (caches are not flushed
+//!   between runs). See [`fast_program`].
 //! - **Slow memory**: nine stencils, each reading 1, 2 or 3 inputs of its own at boundary width
 //!   0, 1 or 2 through the diagonal offsets `(-w,-w,-w), (0,0,0), (w,w,w)`, each writing its own
 //!   output (caches are flushed before every run).
@@ -13,7 +15,7 @@
 use std::fmt::Write;
 
 use absinthe_model::analysis::Analysis;
-use absinthe_model::cost::{group_cost, Configuration};
+use absinthe_model::cost::{group_cost, group_shape, Configuration};
 use absinthe_model::machine::{ModelMachine, Params, PeelBody, Slack};
 use absinthe_model::program::{program_header, Program};
 
@@ -66,8 +68,9 @@ pub struct TrainingProgram {
 /// and for many tiles per thread, small enough that a run takes milliseconds.
 pub const DOMAIN: [usize; 3] = [128, 64, 64];
 
-/// The fast-memory program reading `positions` (12, 16 or 20) neighbours.
-pub fn fast_program(positions: usize, domain: [usize; 3]) -> String {
+/// The offsets of a 3x3x3 neighbourhood, nearest first, then a fixed order: the centre, the
+/// faces, the edges, the corners.
+fn neighbourhood() -> Vec<[i32; 3]> {
     let mut offsets: Vec<[i32; 3]> = Vec::new();
     for dz in -1..=1 {
         for dy in -1..=1 {
@@ -76,26 +79,57 @@ pub fn fast_program(positions: usize, domain: [usize; 3]) -> String {
             }
         }
     }
-    // Nearest first, then a fixed order: the centre, the faces, the edges, the corners.
     offsets.sort_by_key(|o| o.iter().map(|x| x.abs()).sum::<i32>());
-    let reads: Vec<String> = offsets
-        .iter()
-        .take(positions)
-        .map(|o| format!("in({})", index(*o)))
-        .collect();
+    offsets
+}
+
+/// The stencil of a fast chain whose read of its predecessor sets the chain's widths.
+const WIDENING_STENCIL: usize = STENCILS / 2;
+
+/// The fast-memory program: a chain of nine stencils fused into one group, each reading the
+/// input at `positions - 1` (12, 16 or 20 in all) neighbours and its predecessor, which lives
+/// in the tile's buffer. Only the last stencil is stored, and only the first loads the input,
+/// so seven of nine stencils move nothing to or from slow memory (caches are not flushed
+/// between runs, and the input stays in the last-level cache). With `width` > 0 the middle
+/// stencil reads its predecessor at `±width` along every dimension instead of at the centre,
+/// so the stencils before it have evaluation width `width` on each side and the fit sees the
+/// recomputation terms that decide fusion.
+pub fn fast_program(positions: usize, width: i32, domain: [usize; 3]) -> String {
+    let offsets = neighbourhood();
+    let reads = |n: usize| -> Vec<String> {
+        offsets
+            .iter()
+            .take(n)
+            .map(|o| format!("in({})", index(*o)))
+            .collect()
+    };
     let names: Vec<String> = (0..STENCILS).map(|s| format!("f{s}")).collect();
+    let halo = 1 + width;
     let mut text = program_header(
-        &format!("learn_fast{positions}"),
+        &format!("learn_fast{positions}w{width}"),
         &domain,
-        "[1, 1, 1]",
-        &names,
+        &format!("[{halo}, {halo}, {halo}]"),
+        &names[STENCILS - 1..],
     );
-    for name in &names {
-        let _ = writeln!(
-            text,
-            "  - name: {name}\n    expr: \"0.05 * ({})\"",
-            reads.join(" + ")
-        );
+    for (s, name) in names.iter().enumerate() {
+        let expr = if s == 0 {
+            format!("0.05 * ({})", reads(positions).join(" + "))
+        } else if s == WIDENING_STENCIL && width > 0 {
+            let prev = &names[s - 1];
+            format!(
+                "0.05 * ({}) + 0.25 * ({prev}({}) + {prev}({}))",
+                reads(positions - 2).join(" + "),
+                index([-width; 3]),
+                index([width; 3])
+            )
+        } else {
+            format!(
+                "0.05 * ({}) + 0.5 * {}(i,j,k)",
+                reads(positions - 1).join(" + "),
+                names[s - 1]
+            )
+        };
+        let _ = writeln!(text, "  - name: {name}\n    expr: \"{expr}\"");
     }
     text
 }
@@ -145,11 +179,16 @@ fn index(o: [i32; 3]) -> String {
     )
 }
 
-/// The twelve training programs: three fast, nine slow.
+/// Evaluation widths of the fast chains.
+pub const FAST_WIDTHS: [i32; 2] = [0, 1];
+
+/// The fifteen training programs: six fast, nine slow.
 pub fn programs(domain: [usize; 3]) -> Result<Vec<TrainingProgram>, LearnError> {
     let mut texts = Vec::new();
     for positions in [12, 16, 20] {
-        texts.push((Family::Fast, fast_program(positions, domain)));
+        for width in FAST_WIDTHS {
+            texts.push((Family::Fast, fast_program(positions, width, domain)));
+        }
     }
     for inputs in 1..=3 {
         for width in 0..=2 {
@@ -173,15 +212,20 @@ pub fn programs(domain: [usize; 3]) -> Result<Vec<TrainingProgram>, LearnError> 
         .collect()
 }
 
-/// Arrays a fused run of the whole program touches (inputs and outputs): what one tile's
-/// working set holds.
+/// Arrays a fused run of the whole program touches (inputs, intermediates and outputs of all
+/// its stencils): what one tile's working set holds.
 pub fn arrays_touched(analysis: &Analysis) -> usize {
-    analysis.touched(analysis.stencils.len() - 1).len()
+    group_shape(analysis, 0..analysis.stencils.len()).arrays_touched
 }
 
-/// Tile sizes (x from 10 to 80, y and z from 1 to 55) whose working set of `arrays` arrays
-/// of `value_bytes` fits `capacity_bytes`, `count` of them spread evenly over the grid
-/// (all of them when fewer fit).
+/// The smallest tile volume (cells) trained on: below it the per-tile and per-row constants
+/// that the model does not count dominate, and the few shapes there (a 10x1x1 tile makes
+/// 50,000 tiles) would pull the fit the most. The original work used volumes 500-2000.
+pub const MIN_TILE_VOLUME: usize = 512;
+
+/// Tile sizes (x from 10 to 80, y and z from 1 to 55) of at least [`MIN_TILE_VOLUME`] cells
+/// whose working set of `arrays` arrays of `value_bytes` fits `capacity_bytes`, `count` of them
+/// spread evenly over the grid (all of them when fewer fit).
 pub fn tile_sizes(
     arrays: usize,
     value_bytes: usize,
@@ -195,7 +239,7 @@ pub fn tile_sizes(
         for &y in &yz {
             for &z in &yz {
                 let bytes = (x * y * z * arrays * value_bytes) as f64;
-                if bytes <= capacity_bytes {
+                if bytes <= capacity_bytes && x * y * z >= MIN_TILE_VOLUME {
                     all.push([x, y, z]);
                 }
             }

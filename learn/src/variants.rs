@@ -3,12 +3,12 @@
 //! drawn, with their predictions.
 
 use absinthe_model::analysis::Analysis;
-use absinthe_model::cost::{evaluate, Configuration};
+use absinthe_model::cost::{evaluate, group_shape, ranges_of, Configuration};
 use absinthe_model::machine::ModelMachine;
 use absinthe_model::milp::MilpOptions;
 use absinthe_model::program::check_group_indices;
 use absinthe_model::rng::Rng;
-use absinthe_model::search::k_best;
+use absinthe_model::search::{admissible_tilings, k_best};
 use absinthe_solvers::optimize::{optimize_with, OptimizeError};
 use absinthe_solvers::SolveOptions;
 
@@ -180,17 +180,26 @@ pub fn autotune_tilings(domain: [usize; 3]) -> Vec<[usize; 3]> {
     out
 }
 
-/// Up to `n` distinct feasible configurations drawn at random (random cuts, random tile counts).
+/// Up to `n` distinct feasible configurations drawn at random: random cuts between groups
+/// (each with probability one half), then for each group a tiling drawn uniformly from the
+/// admissible, parallel-efficient triples that fit the cache (`search::admissible_tilings`),
+/// streaming where the whole tile does not fit. Drawing from the feasible triples instead of
+/// from all of `1..=D` per dimension finds configurations of large programs too.
 pub fn random_configurations(
     analysis: &Analysis,
     view: &ModelMachine,
+    options: &MilpOptions,
     n: usize,
     seed: u64,
 ) -> Vec<Configuration> {
     let mut rng = Rng::new(seed);
     let stencils = analysis.stencils.len();
+    let tilings = admissible_tilings(analysis.domain, view, options);
+    let stream = options.stream_shape(analysis, view);
+    let mut feasible_of: std::collections::HashMap<(usize, usize), Vec<[usize; 3]>> =
+        std::collections::HashMap::new();
     let mut out: Vec<Configuration> = Vec::new();
-    for _ in 0..n.saturating_mul(2000) {
+    for _ in 0..n.saturating_mul(200) {
         if out.len() == n {
             break;
         }
@@ -199,11 +208,25 @@ pub fn random_configurations(
             let last = *groups.last().unwrap_or(&0);
             groups.push(if rng.chance(50) { last + 1 } else { last });
         }
-        let ngroups = groups.last().map_or(1, |g| g + 1);
-        let tiles = (0..ngroups)
-            .map(|_| [0, 1, 2].map(|d| rng.range(1, analysis.domain[d] as i64) as usize))
-            .collect();
-        let config = Configuration::new(groups, tiles);
+        let mut tiles = Vec::new();
+        for r in ranges_of(&groups) {
+            let feasible = feasible_of.entry((r.start, r.end)).or_insert_with(|| {
+                let shape = group_shape(analysis, r.clone());
+                tilings
+                    .iter()
+                    .map(|&(t, _)| t)
+                    .filter(|&t| shape.fits_cache(analysis, view, stream, t))
+                    .collect()
+            });
+            if feasible.is_empty() {
+                break;
+            }
+            tiles.push(feasible[rng.below(feasible.len())]);
+        }
+        if tiles.len() != groups.last().map_or(1, |g| g + 1) {
+            continue;
+        }
+        let config = Configuration::new(groups, tiles).canonical_stream(analysis, view, stream);
         if !out.contains(&config) && evaluate(analysis, view, &config).is_feasible() {
             out.push(config);
         }
@@ -332,7 +355,8 @@ pub fn plan(
                 }
             }
             Variant::Random(count) => {
-                let found = random_configurations(analysis, view, count, settings.seed);
+                let found =
+                    random_configurations(analysis, view, &settings.options, count, settings.seed);
                 if found.len() < count {
                     eprintln!(
                         "random:{count}: found only {} feasible configurations",
