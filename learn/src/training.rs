@@ -7,8 +7,9 @@
 //!   stored; the middle one reads its predecessor at width 0 or 1 (caches are not flushed
 //!   between runs). See [`fast_program`].
 //! - **Slow memory**: nine stencils, each reading 1, 2 or 3 inputs of its own at boundary width
-//!   0, 1 or 2 through the diagonal offsets `(-w,-w,-w), (0,0,0), (w,w,w)`, each writing its own
-//!   output (caches are flushed before every run).
+//!   0, 1 or 2 through the diagonal offsets `(-w,-w,-w), (0,0,0), (w,w,w)`; the even ones are
+//!   stored, each odd one feeds the next through the tile's buffer (caches are flushed before
+//!   every run). See [`slow_program`].
 //!
 //! Every program runs as one fused group; the tile counts of a shape are kernel arguments.
 
@@ -135,14 +136,19 @@ pub fn fast_program(positions: usize, width: i32, domain: [usize; 3]) -> String 
 }
 
 /// The slow-memory program whose stencils read `inputs` (1-3) fresh arrays each at boundary
-/// width `width` (0-2).
+/// width `width` (0-2) through the diagonal offsets `(-w,-w,-w), (0,0,0), (w,w,w)`. Stencils
+/// at even positions are stored (outputs); each odd one is read at the centre by the next, so
+/// it lives in the tile's buffer and only loads. Real programs load far more than they store,
+/// and a store moves twice the bytes of a load (`cost::STORE_WEIGHT`): a family in which every
+/// stencil stored would fit the per-stencil base parameter to the stores.
 pub fn slow_program(inputs: usize, width: i32, domain: [usize; 3]) -> String {
     let names: Vec<String> = (0..STENCILS).map(|s| format!("s{s}")).collect();
+    let outputs: Vec<String> = names.iter().step_by(2).cloned().collect();
     let mut text = program_header(
         &format!("learn_slow{inputs}w{width}"),
         &domain,
         "[2, 2, 2]",
-        &names,
+        &outputs,
     );
     let offsets: Vec<[i32; 3]> = if width == 0 {
         vec![[0; 3]]
@@ -156,9 +162,14 @@ pub fn slow_program(inputs: usize, width: i32, domain: [usize; 3]) -> String {
                 reads.push(format!("a{s}_{q}({})", index(*o)));
             }
         }
+        let previous = if s % 2 == 0 && s > 0 {
+            format!(" + 0.5 * {}(i,j,k)", names[s - 1])
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             text,
-            "  - name: {name}\n    expr: \"0.25 * ({})\"",
+            "  - name: {name}\n    expr: \"0.25 * ({}){previous}\"",
             reads.join(" + ")
         );
     }

@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 
 use crate::analysis::{Analysis, ArrayId, ArrayKind};
-use crate::cost::{cache_capacity, stream_shape, Configuration, StreamShape};
+use crate::cost::{cache_capacity, stream_shape, Configuration, StreamShape, STORE_WEIGHT};
 use crate::formula;
 use crate::linearize::{
     and_not, gated, gated_lower, lower_bound, mccormick, recorded_max, recorded_product,
@@ -329,6 +329,17 @@ impl formula::Algebra for MilpTerms<'_> {
                 y.constant * n_hi,
             );
         }
+        // `n (k y') = k (n y')`: the product is formed (and shared) for `y'`, the expression
+        // scaled to a first coefficient of 1, so that `n E` and `n c E` share one product. Only
+        // when every coefficient of `y'` stays an integer, so that the rows stay exact.
+        let k = y.terms[0].1;
+        let integral = |c: f64| (c / k).fract() == 0.0;
+        if k > 0.0 && k != 1.0 && y.terms.iter().all(|&(_, c)| integral(c)) && integral(y.constant)
+        {
+            let unit = (y.scaled(1.0 / k), y_ub / k);
+            let (p, _) = self.times_tiles(d, &unit);
+            return (p.scaled(k), y_ub * n_hi);
+        }
         let key = (
             d,
             y.terms.iter().map(|&(v, c)| (v.0, c.to_bits())).collect(),
@@ -624,7 +635,10 @@ impl Builder {
     fn base_flag(&mut self, i: usize, loads: &Loads, store: &LinExpr) -> (LinExpr, LinExpr) {
         let b = self;
         let (load_sum, load_flags) = (&loads.sum, &loads.flags);
-        let s_weight = load_sum.clone().plus(store, 1.0).normalized();
+        let s_weight = load_sum
+            .clone()
+            .plus(store, STORE_WEIGHT as f64)
+            .normalized();
         let base = if s_weight.terms.is_empty() {
             LinExpr::constant((s_weight.constant > 0.0) as u8 as f64)
         } else {
@@ -858,7 +872,7 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
         for d in 0..3 {
             base_d[d] = b.gated_lower(&ext[d], &base, ext_ub[d], &format!("mE_{}{i}", DIMS[d]));
             let we = b.gated_lower(&ext[d], &store, ext_ub[d], &format!("wE_{}{i}", DIMS[d]));
-            stream_d[d] = lines[d].clone().plus(&we, 1.0);
+            stream_d[d] = lines[d].clone().plus(&we, STORE_WEIGHT as f64);
         }
 
         // The cost of stencil i: `formula`'s counts and seconds over MILP expressions, every
@@ -892,7 +906,14 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
             memo: HashMap::new(),
         };
         let dom_u = dom.map(|d| d as u128);
-        let counts = formula::stencil_counts(&mut terms, dom_u, &[fast_w, base_w, stream_w]);
+        let fast_peel_w: [(LinExpr, f64); 4] = [
+            (LinExpr::constant(1.0), 1.0),
+            (ext[0].clone(), ext_ub[0]),
+            (ext[1].clone(), ext_ub[1]),
+            (ext[2].clone(), ext_ub[2]),
+        ];
+        let counts =
+            formula::stencil_counts(&mut terms, dom_u, &[fast_w, base_w, stream_w], &fast_peel_w);
         let t = formula::stencil_terms(&mut terms, &counts, &i.to_string());
         objective.add_expr(&t.peel, 1.0).add_expr(&t.body, 1.0);
 
