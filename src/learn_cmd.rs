@@ -19,10 +19,12 @@ use crate::output::{table, write_atomic};
 
 /// Measure this machine and write the six model parameters into its machine file.
 ///
-/// Builds twelve synthetic training programs (fast memory: nine stencils reading one input at
-/// 12, 16 or 20 positions; slow memory: nine stencils reading 1-3 fresh inputs at boundary
-/// width 0-2), each once with tile counts taken at run time, times them over many tile shapes,
-/// and fits the parameters by least absolute deviations. The file may lack `params`, `cores`
+/// Builds fifteen synthetic training programs (fast memory: chains of nine stencils reading one
+/// input at 12, 16 or 20 positions, only the last stored, at evaluation width 0 or 1; slow
+/// memory: nine stencils reading 1-3 fresh inputs at boundary width 0-2, every other one
+/// stored), each once with tile counts taken at run time, times them over tile shapes of 512
+/// cells and up that fit the cache, in 4 rounds that interleave the programs, and fits the
+/// parameters by least absolute deviations. The file may lack `params`, `cores`
 /// (default: this machine's CPUs) and `cache_bytes` (default: the L2 size sysfs reports).
 /// Only `params` and `learned` are rewritten (and missing `cores`/`cache_bytes` added);
 /// comments and every other key stay as written.
@@ -45,10 +47,10 @@ pub struct LearnArgs {
     /// Write the raw measurements as CSV (measurements.csv) into this directory.
     #[arg(long, value_name = "DIR")]
     pub keep_data: Option<PathBuf>,
-    /// Tile shapes per family [default: 14, or 103 with --thorough].
+    /// Tile shapes per family [default: 20, or 103 with --thorough].
     #[arg(long, hide = true)]
     pub shapes: Option<usize>,
-    /// Timed runs per shape [default: 6, or 64 with --thorough].
+    /// Timed runs per shape [default: 16, or 64 with --thorough].
     #[arg(long, hide = true)]
     pub repeats: Option<usize>,
     /// Bytes streamed before every slow-family run [default: 1.25 x the last-level cache].

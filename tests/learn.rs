@@ -63,8 +63,8 @@ fn tiny_learn_writes_params_and_provenance_and_keeps_the_rest() {
         .all(|(_, v)| v.is_finite() && *v >= 0.0));
     assert!(params.named().iter().any(|(_, v)| *v > 0.0), "{params:?}");
     let learned = m.learned.clone().expect("learned written");
-    // 12 programs x 2 shapes x 2 repeats.
-    assert_eq!(learned.samples, 48);
+    // 15 programs x 2 shapes x 2 repeats.
+    assert_eq!(learned.samples, 60);
     assert!(
         learned.at.ends_with('Z') && learned.at.len() == 20,
         "{}",
@@ -79,7 +79,7 @@ fn tiny_learn_writes_params_and_provenance_and_keeps_the_rest() {
     assert!(m.cache_bytes.unwrap() > 0);
     assert!(m.model_view(8).is_ok());
     let csv = std::fs::read_to_string(data.join("measurements.csv")).unwrap();
-    assert_eq!(csv.lines().count(), 1 + 48);
+    assert_eq!(csv.lines().count(), 1 + 60);
     assert!(csv.starts_with("program,family,"));
 }
 

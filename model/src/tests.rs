@@ -216,8 +216,8 @@ fn example2_evaluate_fused_by_hand() {
     assert_eq!(s[0].counts.fast.body, 245760 * 3 + 15360 * 6); // 829440
     assert_eq!(s[0].counts.slow_base.peel, 3840 + 240 * 2); // 4320
     assert_eq!(s[0].counts.slow_base.body, 245760 + 15360 * 2); // 276480
-    assert_eq!(s[0].counts.slow_stream.peel, 3840 + 240 * 2); // 4320
-    assert_eq!(s[0].counts.slow_stream.body, 245760 + 3840 + 15360 * 2); // 280320
+    assert_eq!(s[0].counts.slow_stream.peel, 3840 + 240 * 2);
+    assert_eq!(s[0].counts.slow_stream.body, 245760 + 3840 + 15360 * 2);
     // s0: peel = max(4320 * 3e-10, 4320e-10 + 4320e-9) = 4.752e-6,
     //     body = max(829440 * 2e-11, 276480e-11 + 280320e-10) = 3.07968e-5.
     assert!(close(s[0].peel, 4.752e-6));
