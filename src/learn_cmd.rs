@@ -22,7 +22,7 @@ use crate::output::{table, write_atomic};
 /// Builds fifteen synthetic training programs (fast memory: chains of nine stencils reading one
 /// input at 12, 16 or 20 positions, only the last stored, at evaluation width 0 or 1; slow
 /// memory: nine stencils reading 1-3 fresh inputs at boundary width 0-2, every other one
-/// stored), each once with tile counts taken at run time, times them over tile shapes of 512
+/// stored), each once with tile counts taken at run time, times them over tile shapes of 64
 /// cells and up that fit the cache, in 4 rounds that interleave the programs, and fits the
 /// parameters by least absolute deviations. The file may lack `params`, `cores`
 /// (default: this machine's CPUs) and `cache_bytes` (default: the L2 size sysfs reports).

@@ -229,12 +229,14 @@ pub fn arrays_touched(analysis: &Analysis) -> usize {
     group_shape(analysis, 0..analysis.stencils.len()).arrays_touched
 }
 
-/// The smallest tile volume (cells) trained on: below it the per-tile and per-row constants
-/// that the model does not count dominate, and the few shapes there (a 10x1x1 tile makes
-/// 50,000 tiles) would pull the fit the most. The original work used volumes 500-2000.
-pub const MIN_TILE_VOLUME: usize = 512;
+/// The smallest tile volume (cells) trained on: below it the per-tile constants that the model
+/// does not count dominate (a 10x1x1 tile makes 50,000 tiles, and its time was predicted 3.3x
+/// too slow). Narrow tiles (1, 2 or 4 cells along x) are trained on: the solver and `random:N`
+/// choose them, and without them the fitted per-row costs predicted such variants of real
+/// programs 3-5x too slow (docs/PERFORMANCE.md, "Learning: cause checks").
+pub const MIN_TILE_VOLUME: usize = 64;
 
-/// Tile sizes (x from 10 to 80, y and z from 1 to 55) of at least [`MIN_TILE_VOLUME`] cells
+/// Tile sizes (x from 1 to 80, y and z from 1 to 55) of at least [`MIN_TILE_VOLUME`] cells
 /// whose working set of `arrays` arrays of `value_bytes` fits `capacity_bytes`, `count` of them
 /// spread evenly over the grid (all of them when fewer fit).
 pub fn tile_sizes(
@@ -243,7 +245,7 @@ pub fn tile_sizes(
     capacity_bytes: f64,
     count: usize,
 ) -> Vec<[usize; 3]> {
-    let xs = [10, 16, 20, 24, 32, 40, 48, 56, 64, 72, 80];
+    let xs = [1, 2, 4, 10, 16, 20, 24, 32, 40, 48, 56, 64, 72, 80];
     let yz = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 40, 48, 55];
     let mut all = Vec::new();
     for &x in &xs {

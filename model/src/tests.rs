@@ -201,30 +201,28 @@ fn example2_evaluate_fused_by_hand() {
     assert!(!s[0].store);
     assert_eq!(s[1].loads, vec![a.array_id("i1").unwrap()]);
     assert!(s[1].store);
-    // Weights: c = 3, c^y = 3 * 2; m = 1, m^y = 2; s = 1, s^x = 1 (i0 at i+1), s^y = 2. The
-    // fast peel counts rows: (1, E^x, E^y, E^z). s1's store counts twice (STORE_WEIGHT).
+    // Weights: c = 3, c^y = 3 * 2; m = 1, m^y = 2; s = 1, s^x = 1 (i0 at i+1), s^y = 2.
+    // s1's store counts twice (STORE_WEIGHT).
     assert_eq!(s[0].fast_weights, [3, 0, 6, 0]);
-    assert_eq!(s[0].fast_peel_weights, [1, 0, 2, 0]);
     assert_eq!(s[0].base_weights, [1, 0, 2, 0]);
     assert_eq!(s[0].stream_weights, [1, 1, 2, 0]);
     assert_eq!(s[1].fast_weights, [4, 0, 0, 0]);
-    assert_eq!(s[1].fast_peel_weights, [1, 0, 0, 0]);
     assert_eq!(s[1].stream_weights, [3, 0, 0, 0]);
     // f^p = n^x (DyDz w + Dz n^y wy + Dy n^z wz) with DyDz = 3840, Dz n^y = 240, Dy n^z = 384.
     // f^b = 245760 w + 3840 wx + 15360 wy + 24576 wz.
-    assert_eq!(s[0].counts.fast.peel, 3840 + 240 * 2); // 4320
+    assert_eq!(s[0].counts.fast.peel, 3840 * 3 + 240 * 6); // 12960
     assert_eq!(s[0].counts.fast.body, 245760 * 3 + 15360 * 6); // 829440
     assert_eq!(s[0].counts.slow_base.peel, 3840 + 240 * 2); // 4320
     assert_eq!(s[0].counts.slow_base.body, 245760 + 15360 * 2); // 276480
     assert_eq!(s[0].counts.slow_stream.peel, 3840 + 240 * 2);
     assert_eq!(s[0].counts.slow_stream.body, 245760 + 3840 + 15360 * 2);
-    // s0: peel = max(4320 * 3e-10, 4320e-10 + 4320e-9) = 4.752e-6,
+    // s0: peel = max(12960 * 3e-10, 4320e-10 + 4320e-9) = 4.752e-6,
     //     body = max(829440 * 2e-11, 276480e-11 + 280320e-10) = 3.07968e-5.
     assert!(close(s[0].peel, 4.752e-6));
     assert!(close(s[0].body, 3.07968e-5));
-    // s1: peel = max(3840 * 3e-10, 3840e-10 + 11520e-9) = 1.1904e-5,
+    // s1: peel = max(15360 * 3e-10, 3840e-10 + 11520e-9) = 1.1904e-5,
     //     body = max(983040 * 2e-11, 245760e-11 + 737280e-10) = 7.61856e-5.
-    assert_eq!(s[1].counts.fast.peel, 3840);
+    assert_eq!(s[1].counts.fast.peel, 3840 * 4);
     assert!(close(s[1].peel, 1.1904e-5));
     assert!(close(s[1].body, 7.61856e-5));
     // Overhead: 6 (1e-11 + 1e-10) * 24 tiles * 2 stencils = 3.168e-8.
@@ -246,10 +244,10 @@ fn example2_evaluate_unfused_by_hand() {
     assert!(s[0].store);
     assert_eq!(s[0].stream_weights, [3, 1, 0, 0]);
     assert_eq!(s[1].stream_weights, [4, 0, 2, 0]);
-    // s0: peel = max(3840 * 3e-10, 3840e-10 + 11520e-9) = 1.1904e-5;
+    // s0: peel = max(11520 * 3e-10, 3840e-10 + 11520e-9) = 1.1904e-5;
     //     body = max(737280 * 2e-11, 245760e-11 + 741120e-10) = 7.65696e-5.
     assert!(close(s[0].time, 1.1904e-5 + 7.65696e-5));
-    // s1: peel = max(3840 * 3e-10, 3840e-10 + 15840e-9) = 1.6224e-5;
+    // s1: peel = max(15360 * 3e-10, 3840e-10 + 15840e-9) = 1.6224e-5;
     //     body = max(983040 * 2e-11, 245760e-11 + 1013760e-10) = 1.038336e-4.
     assert_eq!(s[1].counts.slow_stream.peel, 3840 * 4 + 240 * 2);
     assert_eq!(s[1].counts.slow_stream.body, 245760 * 4 + 15360 * 2);

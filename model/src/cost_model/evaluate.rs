@@ -277,8 +277,6 @@ pub struct StencilCost {
     pub fast_weights: Weights,
     pub base_weights: Weights,
     pub stream_weights: Weights,
-    /// (1, E^x, E^y, E^z): the fast peel counts rows (`formula::stencil_counts`).
-    pub fast_peel_weights: Weights,
     pub counts: Counts,
     /// Seconds of each term.
     pub fast_peel: f64,
@@ -463,11 +461,8 @@ pub struct StencilShape {
     pub fast_weights: Weights,
     pub base_weights: Weights,
     pub stream_weights: Weights,
-    /// (1, E^x, E^y, E^z): the weights of the fast peel count.
-    pub fast_peel_weights: Weights,
     /// `[fast, base, stream]` weights as the count formulas take them.
     pub weights_u128: [[u128; 4]; 3],
-    pub fast_peel_u128: [u128; 4],
 }
 
 /// Everything about the stencils `range` fused into one group that does not depend on its tile
@@ -554,7 +549,6 @@ pub fn group_shape(analysis: &Analysis, range: Range<usize>) -> GroupShape {
         let m = (s_weight > 0) as u64;
         let c = info.fetch_weight;
         let fast_weights = [c, c * ext(0), c * ext(1), c * ext(2)];
-        let fast_peel_weights = [1, ext(0), ext(1), ext(2)];
         let base_weights = [m, m * ext(0), m * ext(1), m * ext(2)];
         let stream_weights = [
             s_weight,
@@ -569,9 +563,7 @@ pub fn group_shape(analysis: &Analysis, range: Range<usize>) -> GroupShape {
             fast_weights,
             base_weights,
             stream_weights,
-            fast_peel_weights,
             weights_u128: [fast_weights, base_weights, stream_weights].map(|w| w.map(u128::from)),
-            fast_peel_u128: fast_peel_weights.map(u128::from),
         });
     }
     GroupShape {
@@ -586,7 +578,7 @@ impl StencilShape {
     pub fn counts(&self, dom: [u128; 3], n: [u128; 3]) -> Counts {
         let params = [[0.0f64; 2]; 3];
         let mut numeric = Numeric { n, params: &params };
-        let c = stencil_counts(&mut numeric, dom, &self.weights_u128, &self.fast_peel_u128);
+        let c = stencil_counts(&mut numeric, dom, &self.weights_u128);
         let part = |p: usize| PeelBodyCount {
             peel: c[p][0].unwrap_or(0),
             body: c[p][1].unwrap_or(0),
@@ -656,7 +648,7 @@ impl GroupShape {
         };
         let (mut sum, mut fast) = (0.0, 0.0);
         for s in &self.stencils {
-            let counts = stencil_counts(&mut numeric, dom, &s.weights_u128, &s.fast_peel_u128);
+            let counts = stencil_counts(&mut numeric, dom, &s.weights_u128);
             let t = stencil_terms(&mut numeric, &counts, "");
             sum += t.peel + t.body;
             fast += t.fast_peel + t.fast_body;
@@ -728,7 +720,6 @@ pub fn group_cost_of(
                 fast_weights: s.fast_weights,
                 base_weights: s.base_weights,
                 stream_weights: s.stream_weights,
-                fast_peel_weights: s.fast_peel_weights,
                 counts,
                 fast_peel: t.fast_peel,
                 fast_body: t.fast_body,

@@ -7,10 +7,6 @@
 //!   `D^y D^z (n^x w) + D^z (n^x (n^y w^y)) + D^y (n^x (n^z w^z))` ([`peel_count`]);
 //! - body count `D^x D^y D^z w + D^y D^z n^x w^x + D^x D^z n^y w^y + D^x D^y n^z w^z`
 //!   ([`body_count`]);
-//! - the fast-memory peel count takes the weights `(1, E^x, E^y, E^z)` instead of
-//!   `(c, c E^x, c E^y, c E^z)`: it counts the rows of the stencil's loop, whatever its number of
-//!   fetches `c` (milp.md weights it by `c`; `learn` measured a per-row cost independent of `c`,
-//!   see docs/ARCHITECTURE.md, "The fast peel counts rows");
 //! - seconds: `peel = max(F^p c_peel, B^p m_peel + V^p s_peel)` and the same for the body
 //!   ([`stencil_terms`]);
 //!
@@ -116,15 +112,12 @@ pub fn body_count<A: Algebra>(a: &mut A, dom: [u128; 3], w: &[A::Count; 4]) -> A
 /// parameter is zero is `None` (see [`Algebra::param_is_zero`]).
 pub type StencilCounts<C> = [[Option<C>; 2]; 3];
 
-/// The counts of a stencil with weights `[fast, base, stream]`; the fast peel count takes
-/// `fast_peel` instead (`(1, E^x, E^y, E^z)`: one per row of the stencil's loop, see the
-/// module documentation).
+/// The counts of a stencil with weights `[fast, base, stream]`.
 #[inline]
 pub fn stencil_counts<A: Algebra>(
     a: &mut A,
     dom: [u128; 3],
     weights: &[[A::Count; 4]; 3],
-    fast_peel: &[A::Count; 4],
 ) -> StencilCounts<A::Count> {
     let mut out: StencilCounts<A::Count> = Default::default();
     for (p, part) in Part::ALL.into_iter().enumerate() {
@@ -132,10 +125,9 @@ pub fn stencil_counts<A: Algebra>(
             if a.param_is_zero(part, term) {
                 continue;
             }
-            out[p][t] = Some(match (part, term) {
-                (Part::Fast, Term::Peel) => peel_count(a, dom, fast_peel),
-                (_, Term::Peel) => peel_count(a, dom, &weights[p]),
-                (_, Term::Body) => body_count(a, dom, &weights[p]),
+            out[p][t] = Some(match term {
+                Term::Peel => peel_count(a, dom, &weights[p]),
+                Term::Body => body_count(a, dom, &weights[p]),
             });
         }
     }

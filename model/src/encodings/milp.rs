@@ -906,14 +906,7 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
             memo: HashMap::new(),
         };
         let dom_u = dom.map(|d| d as u128);
-        let fast_peel_w: [(LinExpr, f64); 4] = [
-            (LinExpr::constant(1.0), 1.0),
-            (ext[0].clone(), ext_ub[0]),
-            (ext[1].clone(), ext_ub[1]),
-            (ext[2].clone(), ext_ub[2]),
-        ];
-        let counts =
-            formula::stencil_counts(&mut terms, dom_u, &[fast_w, base_w, stream_w], &fast_peel_w);
+        let counts = formula::stencil_counts(&mut terms, dom_u, &[fast_w, base_w, stream_w]);
         let t = formula::stencil_terms(&mut terms, &counts, &i.to_string());
         objective.add_expr(&t.peel, 1.0).add_expr(&t.body, 1.0);
 

@@ -489,14 +489,9 @@ pub fn nonlinear(analysis: &Analysis, machine: &ModelMachine, options: &MilpOpti
                     params: &params,
                     scale: &scale,
                 };
-                let real = |w: [u64; 4]| w.map(|x| format!("{x}.0"));
-                let weights = [st.fast_weights, st.base_weights, st.stream_weights].map(real);
-                let counts = formula::stencil_counts(
-                    &mut terms,
-                    dom.map(|d| d as u128),
-                    &weights,
-                    &real(st.fast_peel_weights),
-                );
+                let weights = [st.fast_weights, st.base_weights, st.stream_weights]
+                    .map(|w| w.map(|x| format!("{x}.0")));
+                let counts = formula::stencil_counts(&mut terms, dom.map(|d| d as u128), &weights);
                 let t =
                     formula::stencil_terms(&mut terms, &counts, &format!("{}_{tag}", start + s));
                 cost.push(t.peel);
