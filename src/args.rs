@@ -21,6 +21,10 @@ pub struct MachineArg {
     /// Machine file with the learned parameters [default: machines/default.yaml].
     #[arg(long, short = 'm')]
     pub machine: Option<PathBuf>,
+    /// Override the machine file's `cache_fraction`: the share of `cache_bytes` one tile's
+    /// working set may fill, in (0, 1]. Larger values admit larger tiles and stream less.
+    #[arg(long, value_name = "F")]
+    pub cache_fraction: Option<f64>,
 }
 
 impl MachineArg {
@@ -37,7 +41,13 @@ impl MachineArg {
     /// Loads the machine file and its model view for a program.
     pub fn load(&self, program: &Program) -> anyhow::Result<(Machine, ModelMachine)> {
         let path = self.path()?;
-        let machine = Machine::load(&path)?;
+        let mut machine = Machine::load(&path)?;
+        if let Some(f) = self.cache_fraction {
+            if !(f > 0.0 && f <= 1.0) {
+                bail!("--cache-fraction must be in (0, 1], found {f}");
+            }
+            machine.cache_fraction = f;
+        }
         let view = machine
             .model_view(program.value_type.bytes())
             .map_err(|d| FileError::new(&path, d))?;

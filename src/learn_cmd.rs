@@ -59,6 +59,10 @@ pub struct LearnArgs {
     /// The LP backend of the fit.
     #[arg(long, default_value = "highs")]
     pub solver: String,
+    /// Write the training programs (YAML, one file each) into this directory and stop: to see
+    /// what `learn` measures, or to run them through `bench`.
+    #[arg(long, value_name = "DIR")]
+    pub write_programs: Option<PathBuf>,
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
@@ -108,6 +112,15 @@ impl Bar {
 
 pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
+    if let Some(dir) = &args.write_programs {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        for p in training::programs(training::DOMAIN)? {
+            let path = dir.join(format!("{}.yaml", p.program.name));
+            write_atomic(&path, p.text.as_bytes())?;
+            println!("{}", path.display());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let machine = Machine::load(&args.machine)?;
     let text = std::fs::read_to_string(&args.machine)
         .with_context(|| format!("cannot read {}", args.machine.display()))?;
