@@ -567,7 +567,7 @@ fn speedup_summary(program: &Program, rows: &[Row]) -> Option<String> {
 
 /// The model-accuracy points of the measured kernel variants (the reference is not a
 /// generated schedule and is left out).
-fn accuracy_points(planned: &[Planned], rows: &[Row]) -> Vec<absinthe_learn::accuracy::Point> {
+pub fn accuracy_points(planned: &[Planned], rows: &[Row]) -> Vec<absinthe_learn::accuracy::Point> {
     planned
         .iter()
         .zip(rows)

@@ -12,7 +12,7 @@ use clap::Args;
 use serde::Serialize;
 
 use crate::args::{MachineArg, SearchArgs};
-use crate::bench::{measure, BenchArgs, BenchTarget, Measured};
+use crate::bench::{accuracy_points, measure, BenchArgs, BenchTarget, Measured};
 use crate::output::{human_seconds, table, write_atomic, Format};
 use crate::solve::solution_text;
 
@@ -42,8 +42,8 @@ pub struct TuneArgs {
     pub machine: MachineArg,
     #[command(flatten)]
     pub search: SearchArgs,
-    /// How many of the model's best configurations to build and time.
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    /// How many of the model's best configurations to build and time (1-64).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=64))]
     pub top: u64,
     /// Timed runs per candidate; the first quarter of each round is discarded.
     #[arg(long, default_value_t = 32)]
@@ -111,12 +111,22 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         seed: 1,
         no_roofline: true,
         templates: args.templates.clone(),
-        plot: args.plot.clone(),
+        plot: None,
         format: args.format,
         exact: args.exact,
         target: BenchTarget::Openmp,
     };
     let m = measure(&bench_args)?;
+    if let Some(path) = &args.plot {
+        let points = accuracy_points(&m.planned, &m.rows);
+        let title = format!(
+            "{}: the model's {} best, predicted vs measured",
+            m.program.name,
+            points.len()
+        );
+        absinthe_learn::accuracy::plot(path, &title, &points)?;
+        eprintln!("wrote {}", path.display());
+    }
     let candidates: Vec<Candidate> = m
         .planned
         .iter()
@@ -153,7 +163,10 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         bail!("no candidate passed verification; nothing to write");
     };
     let winner_seconds = winner.measured_seconds.unwrap_or(f64::NAN);
-    let optimum_seconds = candidates[0].measured_seconds;
+    // The model's optimum as a reference, if it verified.
+    let optimum_seconds = candidates[0]
+        .measured_seconds
+        .filter(|_| candidates[0].verified == Some(true));
     let k = winner.rank - 1;
     let config = &m.planned[k].config;
     let cost = evaluate(&m.analysis, &m.view, config);

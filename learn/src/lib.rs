@@ -130,7 +130,9 @@ pub fn learn(
     // shapes run in chunks so that progress moves while a program runs.
     const CHUNK: usize = 7;
     let rounds = ROUNDS.min(options.repeats).max(1);
-    let per_round = options.repeats.div_ceil(rounds);
+    // Round r runs `repeats / rounds` times, one more for the first `repeats % rounds` rounds.
+    let runs_in =
+        |round: usize| options.repeats / rounds + usize::from(round < options.repeats % rounds);
     let chunks: usize = sizes.iter().map(|s| s.len().div_ceil(CHUNK)).sum();
     progress(Progress::Start {
         total: programs.len() + rounds * chunks,
@@ -148,7 +150,9 @@ pub fn learn(
         &built,
     )?;
     let mut measurements = Vec::new();
+    let mut done = 0;
     for round in 0..rounds {
+        let per_round = runs_in(round);
         for ((program, exe), sizes) in programs.iter().zip(&exes).zip(&sizes) {
             let flush = match program.family {
                 Family::Fast => 0,
@@ -158,7 +162,7 @@ pub fn learn(
                 let mut runs =
                     measure::run_shapes(exe, program, chunk, per_round, flush, options.threads)?;
                 for m in &mut runs {
-                    m.repeat += round * per_round;
+                    m.repeat += done;
                 }
                 measurements.extend(runs);
                 progress(Progress::Step {
@@ -166,6 +170,7 @@ pub fn learn(
                 });
             }
         }
+        done += per_round;
     }
     fit_measurements(measurements, &options.solver)
 }

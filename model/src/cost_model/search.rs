@@ -74,6 +74,9 @@ fn best_tilings_and_bound(
             continue;
         }
         let (t, fast) = shape.times(analysis, &machine.params, tiles);
+        if t.is_nan() {
+            continue;
+        }
         fast_min = fast_min.min(fast);
         // After the last entry not cheaper than `t`: earlier triples win ties.
         let at = best.partition_point(|b| b.1 <= t);

@@ -336,7 +336,12 @@ impl formula::Algebra for MilpTerms<'_> {
         let integral = |c: f64| (c / k).fract() == 0.0;
         if k > 0.0 && k != 1.0 && y.terms.iter().all(|&(_, c)| integral(c)) && integral(y.constant)
         {
-            let unit = (y.scaled(1.0 / k), y_ub / k);
+            // Divided, not multiplied by 1/k: the quotients are exact integers.
+            let mut unit_expr = LinExpr::constant(y.constant / k);
+            for &(v, c) in &y.terms {
+                unit_expr.add(v, c / k);
+            }
+            let unit = (unit_expr, y_ub / k);
             let (p, _) = self.times_tiles(d, &unit);
             return (p.scaled(k), y_ub * n_hi);
         }
