@@ -10,7 +10,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use absinthe_codegen::compile::Toolchain;
 use absinthe_codegen::render::default_flush_bytes;
 use absinthe_learn::machine_file::{self, host_description, sysfs_cache_bytes, utc_timestamp};
-use absinthe_learn::{learn, measure, training, LearnOptions, Progress};
+use absinthe_learn::{learn, measure, training, Kernels, LearnOptions, Progress};
 use absinthe_model::machine::{FitQuality, Learned, Machine};
 use anyhow::Context;
 use clap::Args;
@@ -22,8 +22,9 @@ use crate::output::{table, write_atomic};
 /// Builds fifteen synthetic training programs (fast memory: chains of nine stencils reading one
 /// input at 12, 16 or 20 positions, only the last stored, at evaluation width 0 or 1; slow
 /// memory: nine stencils reading 1-3 fresh inputs at boundary width 0-2, every other one
-/// stored), each once with tile counts taken at run time, times them over tile shapes of 64
-/// cells and up that fit the cache, in 4 rounds that interleave the programs, and fits the
+/// stored), each once with tile counts taken at run time (--generated-kernels: the generated
+/// kernel of every tile shape, bundled per program), times them over tile shapes of 64 cells
+/// and up that fit the cache, in 4 rounds that interleave the programs, and fits the
 /// parameters by least absolute deviations. The file may lack `params`, `cores`
 /// (default: this machine's CPUs) and `cache_bytes` (default: the L2 size sysfs reports).
 /// Only `params` and `learned` are rewritten (and missing `cores`/`cache_bytes` added);
@@ -59,6 +60,12 @@ pub struct LearnArgs {
     /// The LP backend of the fit.
     #[arg(long, default_value = "highs")]
     pub solver: String,
+    /// Time the generated kernels, one per tile shape bundled per program (the code `bench`
+    /// times and `codegen` ships), instead of one runtime-tiled kernel per program. About two
+    /// minutes longer from a cold build cache; neither predicted the real programs clearly
+    /// better (docs/PERFORMANCE.md).
+    #[arg(long)]
+    pub generated_kernels: bool,
     /// Write the training programs (YAML, one file each) into this directory and stop: to see
     /// what `learn` measures, or to run them through `bench`.
     #[arg(long, value_name = "DIR")]
@@ -143,6 +150,11 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
         toolchain: Toolchain::new(&machine.compiler.cxx, &machine.compiler.flags),
         solver: args.solver.clone(),
         jobs: cpus,
+        kernels: if args.generated_kernels {
+            Kernels::Generated
+        } else {
+            Kernels::RuntimeTiled
+        },
     };
     if !args.quiet {
         eprintln!(

@@ -62,6 +62,20 @@ pub struct LearnOptions {
     pub solver: String,
     /// Compilers run at a time.
     pub jobs: usize,
+    /// Which kernels are timed.
+    pub kernels: Kernels,
+}
+
+/// The kernels `learn` times (`RuntimeTiled` by default).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernels {
+    /// The generated kernels (`codegen::lower`), one per tile shape, bundled per program: the
+    /// code that `bench` times and `codegen` ships. The harness discards the first quarter of
+    /// each round's runs.
+    Generated,
+    /// One runtime-tiled kernel per program (`codegen::runtime_tiles`): one build per program,
+    /// but run-time loop bounds, per-tile box arithmetic and one loop nest per stencil.
+    RuntimeTiled,
 }
 
 impl LearnOptions {
@@ -133,22 +147,39 @@ pub fn learn(
     // Round r runs `repeats / rounds` times, one more for the first `repeats % rounds` rounds.
     let runs_in =
         |round: usize| options.repeats / rounds + usize::from(round < options.repeats % rounds);
-    let chunks: usize = sizes.iter().map(|s| s.len().div_ceil(CHUNK)).sum();
+    let generated = options.kernels == Kernels::Generated;
+    // Generated kernels run as one bundle per program and round; runtime-tiled ones in chunks.
+    let steps: usize = if generated {
+        programs.len()
+    } else {
+        sizes.iter().map(|s| s.len().div_ceil(CHUNK)).sum()
+    };
     progress(Progress::Start {
-        total: programs.len() + rounds * chunks,
+        total: programs.len() + rounds * steps,
     });
     let built = || {
         progress(Progress::Step {
             what: "build".into(),
         })
     };
-    let exes = measure::build_all(
-        &programs,
-        &options.toolchain,
-        options.threads,
-        options.jobs,
-        &built,
-    )?;
+    let exes = if generated {
+        measure::build_generated(
+            &programs,
+            &sizes,
+            &options.toolchain,
+            options.threads,
+            options.jobs,
+            &built,
+        )?
+    } else {
+        measure::build_all(
+            &programs,
+            &options.toolchain,
+            options.threads,
+            options.jobs,
+            &built,
+        )?
+    };
     let mut measurements = Vec::new();
     let mut done = 0;
     for round in 0..rounds {
@@ -158,9 +189,17 @@ pub fn learn(
                 Family::Fast => 0,
                 Family::Slow => options.flush_bytes,
             };
-            for chunk in sizes.chunks(CHUNK) {
-                let mut runs =
-                    measure::run_shapes(exe, program, chunk, per_round, flush, options.threads)?;
+            let chunks: Vec<&[[usize; 3]]> = if generated {
+                vec![sizes]
+            } else {
+                sizes.chunks(CHUNK).collect()
+            };
+            for chunk in chunks {
+                let mut runs = if generated {
+                    measure::run_generated(exe, program, chunk, per_round, flush, options.threads)?
+                } else {
+                    measure::run_shapes(exe, program, chunk, per_round, flush, options.threads)?
+                };
                 for m in &mut runs {
                     m.repeat += done;
                 }

@@ -4,8 +4,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use absinthe_codegen::compile::Toolchain;
-use absinthe_codegen::{lower_plain, runtime_tiles};
+use absinthe_codegen::compile::{run_harness, Toolchain};
+use absinthe_codegen::render::{BundleCase, HarnessOptions};
+use absinthe_codegen::{lower, lower_plain, runtime_tiles};
 use absinthe_model::cost::evaluate;
 use absinthe_model::parallel::parallel_map;
 
@@ -121,6 +122,123 @@ pub fn run_shapes(
     }
     let mut measurements = Vec::new();
     for ((result, &size), &n) in results.iter().zip(sizes).zip(&tiles) {
+        if !result.verified {
+            return Err(LearnError::Run(format!(
+                "{} at tile counts {n:?}: the kernel's output differs from the reference",
+                program.program.name
+            )));
+        }
+        let counts = training::run_counts(&program.analysis, n);
+        for (repeat, &seconds) in result.times.iter().enumerate() {
+            measurements.push(Measurement {
+                program: program.program.name.clone(),
+                family: program.family,
+                tile_size: size,
+                tiles: n,
+                repeat,
+                seconds,
+                counts,
+            });
+        }
+    }
+    Ok(measurements)
+}
+
+/// Builds one bundle per program holding the *generated* kernel (`codegen::lower`, the code
+/// `bench` and `codegen` ship: compile-time tiles, shared row loops, padded arenas) of every
+/// tile size in `sizes[p]`, with its harness, `jobs` compilers at a time; calls `built` after
+/// each. Each harness verifies its shape bit for bit before it times it.
+pub fn build_generated(
+    programs: &[TrainingProgram],
+    sizes: &[Vec<[usize; 3]>],
+    toolchain: &Toolchain,
+    threads: usize,
+    jobs: usize,
+    built: &(dyn Fn() + Sync),
+) -> Result<Vec<PathBuf>, LearnError> {
+    let machine = training::lowering_machine(threads);
+    let renderer = absinthe_codegen::render::Renderer::embedded();
+    let sources: Vec<String> = programs
+        .iter()
+        .zip(sizes)
+        .map(|(p, sizes)| {
+            let schedules: Vec<_> = sizes
+                .iter()
+                .map(|&s| {
+                    let tiles = training::tile_counts(s, p.analysis.domain);
+                    let config = training::configuration(&p.analysis, tiles);
+                    let cost = evaluate(&p.analysis, &machine, &config);
+                    lower(&p.program, &p.analysis, &config, &cost)
+                })
+                .collect::<Result<_, _>>()?;
+            let harnesses: Vec<HarnessOptions> = sizes
+                .iter()
+                .map(|s| HarnessOptions {
+                    label: shape_label(*s),
+                    ..HarnessOptions::default()
+                })
+                .collect();
+            let cases: Vec<BundleCase> = schedules
+                .iter()
+                .zip(&harnesses)
+                .map(|(s, h)| BundleCase { s, h })
+                .collect();
+            Ok(renderer.bundle(&cases)?)
+        })
+        .collect::<Result<_, LearnError>>()?;
+    parallel_map(sources.len(), jobs.max(1), |k| {
+        let exe = toolchain
+            .build(&[("bundle.cpp".to_string(), sources[k].clone())], &[])
+            .map_err(LearnError::from);
+        built();
+        exe
+    })
+    .into_iter()
+    .collect()
+}
+
+/// The harness label of a tile size.
+fn shape_label(size: [usize; 3]) -> String {
+    format!("{}x{}x{}", size[0], size[1], size[2])
+}
+
+/// Runs the bundle `exe` of `program` (from [`build_generated`] over `sizes`): every shape
+/// `runs` times (the harness discards the first quarter), flushing `flush_bytes` before each
+/// run when positive.
+pub fn run_generated(
+    exe: &std::path::Path,
+    program: &TrainingProgram,
+    sizes: &[[usize; 3]],
+    runs: usize,
+    flush_bytes: u64,
+    threads: usize,
+) -> Result<Vec<Measurement>, LearnError> {
+    let threads = threads.to_string();
+    let results = run_harness(
+        exe,
+        &[runs.to_string(), flush_bytes.to_string(), "kernel".into()],
+        &[("OMP_NUM_THREADS", threads.as_str())],
+    )?;
+    if results.len() != sizes.len() {
+        return Err(LearnError::Run(format!(
+            "{} ({}): {} result lines for {} shapes",
+            program.program.name,
+            exe.display(),
+            results.len(),
+            sizes.len()
+        )));
+    }
+    let mut measurements = Vec::new();
+    for (result, &size) in results.iter().zip(sizes) {
+        if result.label != shape_label(size) {
+            return Err(LearnError::Run(format!(
+                "{}: result `{}` where shape {} was expected",
+                program.program.name,
+                result.label,
+                shape_label(size)
+            )));
+        }
+        let n = training::tile_counts(size, program.analysis.domain);
         if !result.verified {
             return Err(LearnError::Run(format!(
                 "{} at tile counts {n:?}: the kernel's output differs from the reference",
