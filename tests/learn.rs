@@ -83,6 +83,32 @@ fn tiny_learn_writes_params_and_provenance_and_keeps_the_rest() {
     assert!(csv.starts_with("program,family,"));
 }
 
+/// `--generated-kernels` times the generated kernel of every shape (bundled per program),
+/// verified bit for bit by their harnesses: one kept run per shape and round.
+#[test]
+fn learn_can_time_the_generated_kernels() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.yaml");
+    std::fs::write(&path, MACHINE).unwrap();
+    let data = dir.path().join("data");
+    let o = learn_command(
+        &path,
+        &["--generated-kernels", "--keep-data", data.to_str().unwrap()],
+    )
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let m = Machine::load(&path).unwrap();
+    assert!(m.params.is_some());
+    // 15 programs x 2 shapes x 2 rounds of one run (the harness drops none of one run).
+    assert_eq!(m.learned.unwrap().samples, 60);
+    let csv = std::fs::read_to_string(data.join("measurements.csv")).unwrap();
+    assert!(csv.lines().skip(1).all(|l| {
+        let seconds: f64 = l.split(',').nth(9).unwrap().parse().unwrap();
+        seconds > 0.0
+    }));
+}
+
 #[test]
 fn interrupted_learn_leaves_the_file_untouched() {
     let dir = tempfile::tempdir().unwrap();
