@@ -26,7 +26,7 @@ use crate::args::load;
 use crate::args::renderer;
 use crate::args::{MachineArg, SearchArgs};
 use crate::output::human_seconds;
-use crate::output::{table, Format};
+use crate::output::{groups_cell, table, tiles_cell, Format};
 
 /// Generate, compile, run and verify variants of a program; compare predicted and measured.
 ///
@@ -430,16 +430,8 @@ fn print_table(program: &Program, rows: &[Row], bw: Option<f64>, runs: usize) {
         .map(|r| {
             vec![
                 r.variant.clone(),
-                r.groups
-                    .iter()
-                    .map(|g| g.to_string())
-                    .collect::<Vec<_>>()
-                    .join(","),
-                r.tiles
-                    .iter()
-                    .map(|t| format!("{}x{}x{}", t[0], t[1], t[2]))
-                    .collect::<Vec<_>>()
-                    .join(" "),
+                groups_cell(&r.groups),
+                tiles_cell(&r.tiles),
                 if r.predicted_seconds.is_finite() {
                     human_seconds(r.predicted_seconds)
                 } else {

@@ -128,3 +128,21 @@ pub fn human_seconds(s: f64) -> String {
         format!("{:.3} us", s * 1e6)
     }
 }
+
+/// Group indices as a table cell: `0,0,1`.
+pub fn groups_cell(groups: &[usize]) -> String {
+    groups
+        .iter()
+        .map(|g| g.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Tile counts as a table cell: `1x4x6 2x2x1`.
+pub fn tiles_cell(tiles: &[[usize; 3]]) -> String {
+    tiles
+        .iter()
+        .map(|t| format!("{}x{}x{}", t[0], t[1], t[2]))
+        .collect::<Vec<_>>()
+        .join(" ")
+}

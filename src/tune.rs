@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::args::{MachineArg, SearchArgs};
 use crate::bench::{accuracy_points, measure, BenchArgs, BenchTarget, Measured};
-use crate::output::{human_seconds, table, write_atomic, Format};
+use crate::output::{groups_cell, human_seconds, table, tiles_cell, write_atomic, Format};
 use crate::solve::solution_text;
 
 /// Model-guided auto-tuning: build, verify and time the model's K best configurations and keep
@@ -221,24 +221,12 @@ fn print_table(m: &Measured, report: &Report, runs: usize) {
         .map(|c| {
             vec![
                 c.rank.to_string(),
-                c.groups
-                    .iter()
-                    .map(|g| g.to_string())
-                    .collect::<Vec<_>>()
-                    .join(","),
-                c.tiles
-                    .iter()
-                    .map(|t| format!("{}x{}x{}", t[0], t[1], t[2]))
-                    .collect::<Vec<_>>()
-                    .join(" "),
+                groups_cell(&c.groups),
+                tiles_cell(&c.tiles),
                 if c.stream.is_empty() {
                     "-".into()
                 } else {
-                    c.stream
-                        .iter()
-                        .map(|g| g.to_string())
-                        .collect::<Vec<_>>()
-                        .join(",")
+                    groups_cell(&c.stream)
                 },
                 human_seconds(c.predicted_seconds),
                 opt(c.measured_seconds),

@@ -121,27 +121,46 @@ pub fn run_shapes(
         )));
     }
     let mut measurements = Vec::new();
-    for ((result, &size), &n) in results.iter().zip(sizes).zip(&tiles) {
-        if !result.verified {
-            return Err(LearnError::Run(format!(
-                "{} at tile counts {n:?}: the kernel's output differs from the reference",
-                program.program.name
-            )));
-        }
-        let counts = training::run_counts(&program.analysis, n);
-        for (repeat, &seconds) in result.times.iter().enumerate() {
-            measurements.push(Measurement {
-                program: program.program.name.clone(),
-                family: program.family,
-                tile_size: size,
-                tiles: n,
-                repeat,
-                seconds,
-                counts,
-            });
-        }
+    for (result, &size) in results.iter().zip(sizes) {
+        measurements.extend(shape_measurements(
+            program,
+            size,
+            result.verified,
+            &result.times,
+        )?);
     }
     Ok(measurements)
+}
+
+/// The measurements of one tile size's timed runs; an error when the kernel failed
+/// verification.
+fn shape_measurements(
+    program: &TrainingProgram,
+    size: [usize; 3],
+    verified: bool,
+    times: &[f64],
+) -> Result<Vec<Measurement>, LearnError> {
+    let n = training::tile_counts(size, program.analysis.domain);
+    if !verified {
+        return Err(LearnError::Run(format!(
+            "{} at tile counts {n:?}: the kernel's output differs from the reference",
+            program.program.name
+        )));
+    }
+    let counts = training::run_counts(&program.analysis, n);
+    Ok(times
+        .iter()
+        .enumerate()
+        .map(|(repeat, &seconds)| Measurement {
+            program: program.program.name.clone(),
+            family: program.family,
+            tile_size: size,
+            tiles: n,
+            repeat,
+            seconds,
+            counts,
+        })
+        .collect())
 }
 
 /// Builds one bundle per program holding the *generated* kernel (`codegen::lower`, the code
@@ -238,25 +257,12 @@ pub fn run_generated(
                 shape_label(size)
             )));
         }
-        let n = training::tile_counts(size, program.analysis.domain);
-        if !result.verified {
-            return Err(LearnError::Run(format!(
-                "{} at tile counts {n:?}: the kernel's output differs from the reference",
-                program.program.name
-            )));
-        }
-        let counts = training::run_counts(&program.analysis, n);
-        for (repeat, &seconds) in result.times.iter().enumerate() {
-            measurements.push(Measurement {
-                program: program.program.name.clone(),
-                family: program.family,
-                tile_size: size,
-                tiles: n,
-                repeat,
-                seconds,
-                counts,
-            });
-        }
+        measurements.extend(shape_measurements(
+            program,
+            size,
+            result.verified,
+            &result.times,
+        )?);
     }
     Ok(measurements)
 }
