@@ -17,7 +17,8 @@ use crate::common::{absinthe, root, stderr, stdout};
 /// so the test builds quickly.
 const MACHINE: &str = "# A hand-made header that learn must keep.\n# Second comment line.\nname: tiny-learn\n# the slack stays as written\nslack: {cores: 0.05, size: 0.02}\ncache_fraction: 0.3333\ncompiler: {cxx: g++, flags: [-O1, -fopenmp]}   # fast builds\n";
 
-fn learn_command(machine: &std::path::Path, extra: &[&str]) -> Command {
+/// `learn` on `machine` with a tiny budget (2 shapes; `repeats` runs each).
+fn learn_command(machine: &std::path::Path, repeats: &str, extra: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_absinthe"));
     cmd.args(["learn", "--machine"])
         .arg(machine)
@@ -25,7 +26,7 @@ fn learn_command(machine: &std::path::Path, extra: &[&str]) -> Command {
             "--shapes",
             "2",
             "--repeats",
-            "2",
+            repeats,
             "--flush-bytes",
             "4000000",
             "-q",
@@ -45,7 +46,7 @@ fn tiny_learn_writes_params_and_provenance_and_keeps_the_rest() {
     let path = dir.path().join("tiny.yaml");
     std::fs::write(&path, MACHINE).unwrap();
     let data = dir.path().join("data");
-    let out = learn_command(&path, &["--keep-data", data.to_str().unwrap()])
+    let out = learn_command(&path, "2", &["--keep-data", data.to_str().unwrap()])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
@@ -93,6 +94,7 @@ fn learn_can_time_the_generated_kernels() {
     let data = dir.path().join("data");
     let o = learn_command(
         &path,
+        "2",
         &["--generated-kernels", "--keep-data", data.to_str().unwrap()],
     )
     .output()
@@ -114,13 +116,18 @@ fn interrupted_learn_leaves_the_file_untouched() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("m.yaml");
     std::fs::write(&path, MACHINE).unwrap();
-    let mut child = learn_command(&path, &["--repeats", "50"]).spawn().unwrap();
+    let mut child = learn_command(&path, "50", &[])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(1500));
+    // Still running: it is the interrupt that stops it, not a bad argument.
+    assert!(child.try_wait().unwrap().is_none(), "learn ended early");
     let _ = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status();
-    let status = child.wait().unwrap();
-    assert!(!status.success());
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success());
     assert_eq!(std::fs::read_to_string(&path).unwrap(), MACHINE);
     let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(leftovers.len(), 1, "no temporary file is left behind");
