@@ -10,7 +10,7 @@ use absinthe_codegen::compile::{
 };
 use absinthe_codegen::cuda::{plan as cuda_plan, GpuLimits};
 use absinthe_codegen::render::{default_flush_bytes, HarnessOptions};
-use absinthe_codegen::{lower, lower_plain, Schedule};
+use absinthe_codegen::{lower, lower_cuda, Schedule};
 use absinthe_learn::variants::{parse_variants, plan, PlanSettings, Planned};
 use absinthe_model::analysis::Analysis;
 use absinthe_model::cost::{evaluate, stream_shape};
@@ -178,8 +178,7 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Measured> {
             let cost = evaluate(&analysis, &view, &p.config);
             Ok(Some(match args.target {
                 BenchTarget::Openmp => lower(&program, &analysis, &p.config, &cost)?,
-                // The CUDA kernels do not stream yet.
-                BenchTarget::CudaEmulated => lower_plain(&program, &analysis, &p.config, &cost)?,
+                BenchTarget::CudaEmulated => lower_cuda(&program, &analysis, &p.config, &cost)?,
             }))
         })
         .collect::<anyhow::Result<_>>()?;
@@ -207,11 +206,8 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Measured> {
                     };
                     match args.target {
                         BenchTarget::Openmp => renderer.openmp(s, Some(&h)),
-                        BenchTarget::CudaEmulated => renderer.cuda_emulated(
-                            s,
-                            &cuda_plan(s, &GpuLimits::of_machine(&machine)),
-                            &h,
-                        ),
+                        BenchTarget::CudaEmulated => cuda_plan(s, &GpuLimits::of_machine(&machine))
+                            .and_then(|plan| renderer.cuda_emulated(s, &plan, &h)),
                     }
                     .map(|f| f.files)
                 })

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use absinthe_codegen::cuda::{plan, GpuLimits};
 use absinthe_codegen::render::HarnessOptions;
-use absinthe_codegen::{lower, lower_plain, Schedule};
+use absinthe_codegen::{lower, lower_cuda, Schedule};
 use absinthe_model::cost::{evaluate, Configuration};
 use absinthe_model::machine::Machine;
 use absinthe_model::solution::Solution;
@@ -74,16 +74,10 @@ pub struct CodegenArgs {
 }
 
 fn schedule(args: &CodegenArgs) -> anyhow::Result<(Schedule, String)> {
-    // The CUDA kernels do not stream yet: a streamed group runs unstreamed there.
+    // A streamed group walks z in the CUDA kernels (thread blocks own x-y tiles).
     let lower = |p: &_, a: &_, c: &Configuration, cost: &_| {
         if args.target == Target::Cuda {
-            if !c.stream.is_empty() {
-                eprintln!(
-                    "note: the CUDA kernels do not stream yet; groups {:?} run unstreamed",
-                    c.stream
-                );
-            }
-            lower_plain(p, a, c, cost)
+            lower_cuda(p, a, c, cost)
         } else {
             lower(p, a, c, cost)
         }
@@ -132,7 +126,7 @@ pub fn run(mut args: CodegenArgs) -> anyhow::Result<ExitCode> {
         Target::Cuda => {
             let path = args.machine.path()?;
             let limits = GpuLimits::of_machine(&Machine::load(&path)?);
-            renderer.cuda(&schedule, &plan(&schedule, &limits), harness.as_ref())?
+            renderer.cuda(&schedule, &plan(&schedule, &limits)?, harness.as_ref())?
         }
     };
     std::fs::create_dir_all(&args.output)

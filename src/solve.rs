@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use absinthe_model::analysis::Analysis;
 use absinthe_model::machine::ModelMachine;
-use absinthe_model::milp::{milp, Encoded, MilpOptions};
+use absinthe_model::milp::{milp, Encoded, Encoding, MilpOptions};
 use absinthe_model::solution::Solution;
 use anyhow::bail;
 use clap::{Args, ValueEnum};
@@ -56,7 +56,7 @@ pub struct SolveArgs {
     pub output: Option<PathBuf>,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum EmitKind {
     Lp,
     Mps,
@@ -76,6 +76,9 @@ fn emit_milp(
     let kind = EmitKind::from_str(kind, true)
         .map_err(|_| anyhow::anyhow!("--emit: unknown kind `{kind}`; use lp, mps or smt2"))?;
     let mut text = Vec::new();
+    if kind == EmitKind::Smt2 || options.encoding == Encoding::Digits {
+        absinthe_model::milp::digits_supported(view).map_err(anyhow::Error::msg)?;
+    }
     match kind {
         EmitKind::Lp => {
             let encoded = Encoded::build(analysis, view, options);

@@ -92,6 +92,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
             anyhow::bail!("--skip: unknown step `{s}`; the steps are soundness and optimality");
         }
     }
+    let skips = |step: &str| args.skip.iter().any(|s| s == step);
     let (program, analysis) = load(&args.program)?;
     let (_, view) = args.machine.load(&program)?;
     let options = args.search.milp_options(&program)?;
@@ -109,6 +110,12 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
             ),
         )
         .into());
+    }
+    if view.gpu && !(skips("soundness") && skips("optimality")) {
+        anyhow::bail!(
+            "{}; on a GPU machine `verify` checks the estimate only: add --skip soundness --skip optimality",
+            absinthe_model::milp::GPU_DIGITS_UNSUPPORTED
+        );
     }
     let mut steps = Vec::new();
     let mut better = None;

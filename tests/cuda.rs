@@ -10,7 +10,7 @@ use std::process::Command;
 use absinthe_codegen::compile::{run_harness, HarnessResult, Toolchain};
 use absinthe_codegen::cuda::{plan, CudaBundleCase, CudaPlan, GpuLimits};
 use absinthe_codegen::render::{HarnessOptions, Renderer};
-use absinthe_codegen::{lower_plain, Schedule};
+use absinthe_codegen::{lower_cuda, Schedule};
 use absinthe_model::analysis::Analysis;
 use absinthe_model::cost::{evaluate, Configuration};
 use absinthe_model::generate::{random_program, RandomShape, Rng};
@@ -52,12 +52,12 @@ fn cases(seeds: std::ops::Range<u64>, per_program: usize) -> Vec<(String, Schedu
         for c in 0..per_program {
             let config = random_configuration(&mut rng, program.stencils.len(), analysis.domain);
             let cost = evaluate(&analysis, &m, &config);
-            let schedule = lower_plain(&program, &analysis, &config, &cost).unwrap();
+            let schedule = lower_cuda(&program, &analysis, &config, &cost).unwrap();
             let limits = GpuLimits {
                 shared_bytes_per_block: *rng.pick(&[0, 600, 4096, 48 << 10]),
                 ..GpuLimits::h100()
             };
-            let p = plan(&schedule, &limits);
+            let p = plan(&schedule, &limits).unwrap();
             out.push((
                 format!(
                     "cuda seed{seed}.{c} {:?} {:?} smem{}",
@@ -227,12 +227,12 @@ fn nvcc_compiles_generated_cuda_without_spills_within_shared_memory() {
         let analysis = Analysis::new(&program).unwrap();
         let config = Configuration::new(vec![0, 0, 1, 1], vec![[4, 8, 32], [4, 8, 32]]);
         let cost = evaluate(&analysis, &h100().model_view(8).unwrap(), &config);
-        let schedule = lower_plain(&program, &analysis, &config, &cost).unwrap();
-        let p = plan(&schedule, &limits);
+        let schedule = lower_cuda(&program, &analysis, &config, &cost).unwrap();
+        let p = plan(&schedule, &limits).unwrap();
         extra.push(("heat4 [0,0,1,1] [4,8,32]".into(), schedule, p));
     }
     for (label, schedule, _) in extra {
-        let p = plan(&schedule, &limits);
+        let p = plan(&schedule, &limits).unwrap();
         let out = dir.path().join(format!("random{}", jobs.len()));
         std::fs::create_dir_all(&out).unwrap();
         for (n, t) in renderer.cuda(&schedule, &p, None).unwrap().files {

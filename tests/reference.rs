@@ -27,7 +27,7 @@ use absinthe_codegen::compile::{
 };
 use absinthe_codegen::cuda::{plan, CudaBundleCase, CudaPlan, GpuLimits};
 use absinthe_codegen::render::{BundleCase, HarnessOptions, Renderer, TEMPLATES};
-use absinthe_codegen::{lower, lower_plain, Schedule};
+use absinthe_codegen::{lower, lower_cuda, Schedule};
 use absinthe_model::analysis::Analysis;
 use absinthe_model::cost::evaluate;
 use absinthe_model::generate::{random_language_program, random_program, RandomShape, Rng};
@@ -125,9 +125,8 @@ fn cases(subjects: &[Subject], per_subject: usize, cuda: bool, seed: u64) -> Vec
             let config =
                 random_configuration(&mut rng, s.program.stencils.len(), s.analysis.domain);
             let cost = evaluate(&s.analysis, &m, &config);
-            // The CUDA kernels do not stream yet.
             let schedule = if cuda {
-                lower_plain(&s.program, &s.analysis, &config, &cost).unwrap()
+                lower_cuda(&s.program, &s.analysis, &config, &cost).unwrap()
             } else {
                 lower(&s.program, &s.analysis, &config, &cost).unwrap()
             };
@@ -137,7 +136,7 @@ fn cases(subjects: &[Subject], per_subject: usize, cuda: bool, seed: u64) -> Vec
                     ..GpuLimits::h100()
                 };
                 (
-                    Some(plan(&schedule, &limits)),
+                    Some(plan(&schedule, &limits).unwrap()),
                     limits.shared_bytes_per_block,
                 )
             } else {

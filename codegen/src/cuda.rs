@@ -1,17 +1,21 @@
-//! CUDA generation (codegen.md, "CUDA"): the shared [`Schedule`] laid out as one kernel per
-//! group and one thread block per tile.
+//! CUDA generation (codegen.md, "CUDA"): the shared [`Schedule`] (lowered by
+//! [`crate::lower_cuda`]) laid out as one kernel per group and one thread block per tile.
 //!
 //! The kernels are written once (`templates/cuda_kernels.j2`) with the `ABS_*` macros of
 //! `templates/absinthe_cuda_emu.h`: nvcc builds them as CUDA (`<program>.cu`), a plain C++
 //! compiler as a host emulation (`<program>_emu.cpp`) in which every barrier-separated phase
 //! runs for all threads of a block before the next. Inside a phase the threads stride over
-//! the tile's x (coalesced) and y extent of the stencil's loop box while the block walks z,
-//! so any tile size works with a fixed block shape. The loop and store boxes are those of the
+//! the x (coalesced) and y extent of the stencil's loop box. A streamed group's block owns an
+//! x-y tile and walks its z range one plane per step, every stencil `lag` planes ahead (its
+//! forward z width), its buffers rolling windows of z planes; an unstreamed group's block walks
+//! each stencil's whole 3-D loop box in turn. The loop and store boxes are those of the
 //! schedule, exactly as in the OpenMP kernel.
 //!
-//! [`plan`] decides what the schedule leaves to the target: the block shape and, per group,
-//! which tile-local buffers live in shared memory (in order, while the group's total stays
-//! within the machine's per-block limit) and which in per-block global scratch.
+//! [`plan`] decides what the schedule leaves to the target: per group the block shape and
+//! which tile buffers live in (dynamic) shared memory, in order while the group's total stays
+//! within the machine's per-block limit, and which in per-block global scratch. The buffers'
+//! extents are `boxes::block_buffers`, the same numbers the GPU model's shared-memory test
+//! counts, so a configuration the model accepts has all its buffers in shared memory.
 
 use absinthe_model::machine::{Gpu, Machine};
 use minijinja::context;
@@ -24,8 +28,20 @@ use crate::CodegenError;
 /// The name of the portability header every CUDA file includes.
 pub const EMULATION_HEADER: &str = "absinthe_cuda_emu.h";
 
-/// Threads per block along x and y.
-pub const BLOCK: [usize; 2] = [32, 4];
+/// The warp width: a block's x extent is a multiple of it.
+pub const WARP: usize = 32;
+
+/// Threads per block the plan chooses at most: 8 blocks of 256 fill an SM's 2048 threads, and
+/// `__launch_bounds__(256)` leaves ptxas 255 registers per thread.
+pub const MAX_BLOCK_THREADS: usize = 256;
+
+/// Registers per SM on every device since sm_50.
+pub const REGISTERS_PER_SM: usize = 65536;
+
+/// Registers per thread a kernel may count on: `__launch_bounds__` asks for as many resident
+/// blocks as leave each thread this many (ptxas then caps registers at 65536 / (threads x
+/// blocks) and did spill with a bare thread count: 4 bytes at 40 registers on hdiff).
+pub const REGISTER_BUDGET: usize = 128;
 
 /// The device limits the generator respects (a machine file's `gpu:` section).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -36,11 +52,12 @@ pub struct GpuLimits {
 }
 
 impl GpuLimits {
-    /// The limits of an H100-class device (sm_90): 48 KiB of static shared memory per block,
-    /// 255 registers per thread, 1024 threads per block (`machines/h100.yaml`).
+    /// The limits of an H100-class device (sm_90): 227 KiB of dynamic shared memory per block
+    /// (with the opt-in), 255 registers per thread, 1024 threads per block
+    /// (`machines/h100.yaml`).
     pub fn h100() -> GpuLimits {
         GpuLimits {
-            shared_bytes_per_block: 48 << 10,
+            shared_bytes_per_block: 227 << 10,
             registers_per_thread: 255,
             max_threads_per_block: 1024,
         }
@@ -64,14 +81,16 @@ impl GpuLimits {
     }
 }
 
-/// Where one tile-local buffer lives.
+/// Where one tile buffer lives.
 #[derive(Clone, Debug, Serialize)]
 pub struct CudaBuffer {
     pub ident: String,
+    /// Values: the product of the schedule's `LocalBuffer::device` extents.
     pub size: usize,
     pub stride_y: usize,
     pub stride_z: usize,
-    /// In shared memory; otherwise at `offset` in the block's global scratch.
+    /// In shared memory (at `offset` values into the block's dynamic shared memory); otherwise
+    /// at `offset` in the block's global scratch.
     pub shared: bool,
     pub offset: usize,
 }
@@ -82,8 +101,13 @@ pub struct CudaGroup {
     pub index: usize,
     /// The kernel's C identifier.
     pub kernel: String,
+    /// Threads per block along x (a multiple of the warp) and y.
+    pub block: [usize; 2],
+    /// The resident blocks per SM `__launch_bounds__` asks for: as many as leave each thread
+    /// [`REGISTER_BUDGET`] registers (at most the machine's registers per thread).
+    pub min_blocks: usize,
     pub buffers: Vec<CudaBuffer>,
-    /// Static shared memory of the kernel, in bytes.
+    /// Dynamic shared memory of the kernel, in bytes.
     pub shared_bytes: u64,
     /// Global scratch values per block (0 when every buffer is in shared memory).
     pub scratch_per_block: usize,
@@ -92,60 +116,113 @@ pub struct CudaGroup {
 /// What the CUDA target adds to a schedule.
 #[derive(Clone, Debug, Serialize)]
 pub struct CudaPlan {
-    pub block: [usize; 2],
     pub limits: GpuLimits,
     pub groups: Vec<CudaGroup>,
 }
 
+/// The block shape for loop boxes of `extents` (`[x, y]` per stencil, the longest over the
+/// tiles): `bx` a multiple of the warp, `bx * by <= min(MAX_BLOCK_THREADS, limit)`, the fewest
+/// rounds `Σ ceil(X / bx) ceil(Y / by)` a plane takes (the block's critical path), ties to the
+/// fewest threads (fewer idle lanes), then to the wider block (coalescing).
+pub fn block_shape(extents: &[[usize; 2]], max_threads: usize) -> [usize; 2] {
+    let cap = MAX_BLOCK_THREADS.min(max_threads).max(WARP);
+    let mut best = ([WARP, 1], u64::MAX, usize::MAX);
+    for bx in [WARP, 2 * WARP, 4 * WARP, 8 * WARP] {
+        for by in [1, 2, 4, 8, 16, 32] {
+            if bx * by > cap {
+                continue;
+            }
+            let rounds: u64 = extents
+                .iter()
+                .map(|e| (e[0].div_ceil(bx) * e[1].div_ceil(by)) as u64)
+                .sum();
+            let threads = bx * by;
+            let better = rounds < best.1
+                || (rounds == best.1 && threads < best.2)
+                || (rounds == best.1 && threads == best.2 && bx > best.0[0]);
+            if better {
+                best = ([bx, by], rounds, threads);
+            }
+        }
+    }
+    best.0
+}
+
 /// Places every group's buffers: shared memory while the group's total fits the limit, in
-/// the schedule's order, the rest in global scratch.
-pub fn plan(schedule: &Schedule, limits: &GpuLimits) -> CudaPlan {
-    let bx = BLOCK[0].min(limits.max_threads_per_block.max(1));
-    let by = BLOCK[1].min((limits.max_threads_per_block / bx).max(1));
+/// the schedule's order, the rest in global scratch; and chooses each group's block shape.
+/// Fails when the schedule was not lowered for CUDA ([`crate::lower_cuda`]): a group streams
+/// along y or shares row loops.
+pub fn plan(schedule: &Schedule, limits: &GpuLimits) -> Result<CudaPlan, CodegenError> {
+    if let Some(g) = schedule.groups.iter().find(|g| {
+        g.stream.as_ref().is_some_and(|s| s.dim != 2) || g.loops.iter().any(|l| l.len() > 1)
+    }) {
+        return Err(CodegenError::Configuration(format!(
+            "group {} streams along y or shares row loops, which the CUDA kernels do not: lower the configuration with `lower_cuda`",
+            g.index
+        )));
+    }
     let groups = schedule
         .groups
         .iter()
         .map(|g| {
-            let mut shared_bytes = 0u64;
+            let mut shared_values = 0usize;
             let mut scratch = 0usize;
             let buffers = g
                 .steps
                 .iter()
                 .filter_map(|st| st.buffer.as_ref())
                 .map(|b| {
-                    let bytes = (b.size * schedule.value_bytes) as u64;
-                    let shared = shared_bytes + bytes <= limits.shared_bytes_per_block;
+                    let [ex, ey, ez] = b.device;
+                    let size = ex * ey * ez;
+                    let shared = ((shared_values + size) * schedule.value_bytes) as u64
+                        <= limits.shared_bytes_per_block;
                     let offset = if shared {
-                        shared_bytes += bytes;
-                        0
+                        shared_values += size;
+                        shared_values - size
                     } else {
-                        scratch += b.size;
-                        scratch - b.size
+                        scratch += size;
+                        scratch - size
                     };
                     CudaBuffer {
                         ident: b.ident.clone(),
-                        size: b.size,
-                        stride_y: b.stride_y,
-                        stride_z: b.stride_z,
+                        size,
+                        stride_y: ex,
+                        stride_z: ex * ey,
                         shared,
                         offset,
                     }
                 })
                 .collect();
+            let extents: Vec<[usize; 2]> = g
+                .steps
+                .iter()
+                .map(|st| {
+                    [0, 1].map(|d| {
+                        st.loop_box[d]
+                            .iter()
+                            .map(|b| (b[1] - b[0]).max(0) as usize)
+                            .max()
+                            .unwrap_or(0)
+                    })
+                })
+                .collect();
+            let block = block_shape(&extents, limits.max_threads_per_block);
+            let budget = REGISTER_BUDGET.min(limits.registers_per_thread).max(1);
             CudaGroup {
                 index: g.index,
                 kernel: format!("{}_g{}", schedule.kernel, g.index),
+                block,
+                min_blocks: (REGISTERS_PER_SM / (block[0] * block[1] * budget)).max(1),
                 buffers,
-                shared_bytes,
+                shared_bytes: (shared_values * schedule.value_bytes) as u64,
                 scratch_per_block: scratch,
             }
         })
         .collect();
-    CudaPlan {
-        block: [bx, by],
+    Ok(CudaPlan {
         limits: *limits,
         groups,
-    }
+    })
 }
 
 /// A case of an emulated bundle.
@@ -156,11 +233,12 @@ pub struct CudaBundleCase<'a> {
     pub h: &'a HarnessOptions,
 }
 
-/// How to build the generated CUDA on a GPU machine (bit-exact against the CPU reference:
-/// no FMA contraction on either side).
+/// How to build the generated CUDA on a GPU machine: the timed build with FMA (verified within
+/// the harness's tolerance, `ABSINTHE_FMA_BUILD`), and the exact build, bit-exact against the
+/// CPU reference (no FMA contraction on either side).
 pub fn nvcc_build_hint(stem: &str) -> String {
     format!(
-        "nvcc -O3 -arch=sm_90 --fmad=false -Xcompiler -fopenmp,-ffp-contract=off {stem}.cu -lgomp -o {stem}_cuda"
+        "nvcc -O3 -arch=sm_90 -DABSINTHE_FMA_BUILD -Xcompiler -fopenmp {stem}.cu -lgomp -o {stem}_cuda   (exact: nvcc -O3 -arch=sm_90 --fmad=false -Xcompiler -fopenmp,-ffp-contract=off {stem}.cu -lgomp -o {stem}_cuda_exact)"
     )
 }
 
@@ -178,16 +256,6 @@ impl Renderer {
         device: bool,
         emulation: bool,
     ) -> Result<Files, CodegenError> {
-        if let Some(g) = schedule
-            .groups
-            .iter()
-            .find(|g| g.stream.is_some() || g.loops.iter().any(|l| l.len() > 1))
-        {
-            return Err(CodegenError::Configuration(format!(
-                "group {} streams or shares row loops, which the CUDA kernels do not: lower the configuration with `lower_plain`",
-                g.index
-            )));
-        }
         let stem = file_stem(&schedule.program);
         let kernels = format!("{stem}_kernels.cuh");
         let mut h = harness.cloned().unwrap_or_default();

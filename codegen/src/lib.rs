@@ -25,7 +25,7 @@ pub mod render;
 pub mod runtime_tiles;
 pub mod schedule;
 
-pub use schedule::{lower, lower_plain, Schedule};
+pub use schedule::{lower, lower_cuda, lower_plain, Schedule};
 
 /// What can go wrong while generating or building code.
 #[derive(Debug, thiserror::Error)]

@@ -24,8 +24,8 @@ use serde::Serialize;
 use crate::cexpr::c_expr;
 use crate::CodegenError;
 
-/// A half-open interval `[lo, hi)` along one dimension.
-pub type Interval = [i64; 2];
+pub use absinthe_model::boxes::Interval;
+use absinthe_model::boxes::{block_buffers, stream_window, tile_intervals};
 
 /// Where a global array comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -68,6 +68,9 @@ pub struct LocalBuffer {
     /// The OpenMP layout: rows padded to 64 bytes, and when the group streams, `window`
     /// slots along the stream dimension instead of the tile's extent.
     pub host: HostLayout,
+    /// The CUDA layout's extents (`boxes::block_buffers`, what the GPU model counts): `shape`,
+    /// with the rolling window along z when the group streams along z. Dense, x fastest.
+    pub device: [usize; 3],
 }
 
 /// A tile buffer as the OpenMP kernel lays it out (the CUDA kernels use [`LocalBuffer`]'s own
@@ -122,6 +125,9 @@ pub struct StencilStep {
     pub global: Option<String>,
     /// The tile-local buffer when in-group readers read this stencil.
     pub buffer: Option<LocalBuffer>,
+    /// Whether this stencil reads the buffer of an in-group producer (so, in a CUDA kernel, a
+    /// barrier must separate its phase from the next write of that buffer).
+    pub reads_buffers: bool,
     /// The buffer element at `(i, j, k)` as C, in the OpenMP layout.
     pub buffer_write: Option<String>,
     /// The C variable holding the value computed at `(i, j, k)`: `v_s<index>`.
@@ -179,8 +185,15 @@ pub struct Schedule {
     pub halo: [usize; 3],
     /// Allocated extent per dimension: `D + 2H`.
     pub alloc: [usize; 3],
-    /// `Hx + Hy * AX + Hz * AX * AY`: the linear index of element (0, 0, 0).
+    /// `Lx + Hy * AX + Hz * AX * AY`: the linear index of element (0, 0, 0).
     pub origin_offset: usize,
+    /// Cells before the domain along each dimension in the allocation: the halo, except along
+    /// x on the CUDA target, where it is rounded up so that every row's first domain element
+    /// is 128-byte aligned (with `alloc[0]` a multiple of 128 bytes).
+    pub lead: [usize; 3],
+    /// The C type of indices in the kernels: `int` on the CUDA target when every index fits
+    /// (32-bit arithmetic), else `long`.
+    pub index_type: String,
     /// Kernel parameters in order: inputs, outputs, temporaries.
     pub arrays: Vec<GlobalArray>,
     /// All stencils' reference arrays and the inputs, for the harness.
@@ -191,7 +204,8 @@ pub struct Schedule {
     pub configuration: Configuration,
 }
 
-/// Per-dimension `[lo, hi)` boxes of a stencil over the tiles along one dimension.
+/// Per-dimension `[lo, hi)` boxes of a stencil over the tiles along one dimension: cores, loop
+/// boxes, store boxes (`boxes::tile_intervals`, the geometry the GPU model counts too).
 fn boxes(
     domain: usize,
     tile: usize,
@@ -199,29 +213,14 @@ fn boxes(
     widths: [usize; 2],
     extent: [usize; 2],
 ) -> (Vec<Interval>, Vec<Interval>, Vec<Interval>) {
-    let d = domain as i64;
-    let (lo_ref, hi_ref) = (-(extent[0] as i64), d + extent[1] as i64);
     let mut cores = Vec::with_capacity(grid);
     let mut loops = Vec::with_capacity(grid);
     let mut stores = Vec::with_capacity(grid);
     for t in 0..grid {
-        let c0 = (t * tile) as i64;
-        let c1 = (((t + 1) * tile).min(domain)) as i64;
-        cores.push([c0, c1]);
-        let lo = if c0 == 0 {
-            lo_ref
-        } else {
-            (c0 - widths[0] as i64).max(lo_ref)
-        };
-        let hi = if c1 == d {
-            hi_ref
-        } else {
-            (c1 + widths[1] as i64).min(hi_ref)
-        };
-        loops.push([lo, hi]);
-        let slo = if c0 == 0 { lo_ref } else { c0 };
-        let shi = if c1 == d { hi_ref } else { c1 };
-        stores.push([slo, shi]);
+        let (c, l, st) = tile_intervals(domain, tile, t, widths, extent);
+        cores.push(c);
+        loops.push(l);
+        stores.push(st);
     }
     (cores, loops, stores)
 }
@@ -247,18 +246,30 @@ pub fn lower(
     config: &Configuration,
     cost: &Cost,
 ) -> Result<Schedule, CodegenError> {
-    lower_with(program, analysis, config, cost, true)
+    lower_with(program, analysis, config, cost, Target::OpenMp)
 }
 
-/// [`lower`]; `share_rows`: consecutive steps may share a row loop (the OpenMP kernel), or each
-/// has its own (the CUDA kernels).
+/// What a lowering is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    /// The OpenMP kernel: streamed groups as configured, consecutive steps may share a row loop.
+    OpenMp,
+    /// The original schedule (no streaming, one loop nest per stencil): learn's runtime-tile
+    /// kernels.
+    Plain,
+    /// The CUDA kernels: streamed groups walk z, one loop nest per stencil, rows padded to 128
+    /// bytes.
+    Cuda,
+}
+
 fn lower_with(
     program: &Program,
     analysis: &Analysis,
     config: &Configuration,
     cost: &Cost,
-    share_rows: bool,
+    target: Target,
 ) -> Result<Schedule, CodegenError> {
+    let share_rows = target == Target::OpenMp;
     let domain = analysis.domain;
     let halo = analysis.halo;
     config
@@ -273,8 +284,21 @@ fn lower_with(
         ));
     }
     let vt = program.value_type;
-    let alloc = [0, 1, 2].map(|d| domain[d] + 2 * halo[d]);
-    let origin_offset = halo[0] + halo[1] * alloc[0] + halo[2] * alloc[0] * alloc[1];
+    let mut lead = halo;
+    let mut alloc = [0, 1, 2].map(|d| domain[d] + 2 * halo[d]);
+    if target == Target::Cuda {
+        // Coalesced rows: the domain's first column and the row pitch on 128-byte boundaries.
+        let line = 128 / vt.bytes();
+        lead[0] = halo[0].div_ceil(line) * line;
+        alloc[0] = (lead[0] + domain[0] + halo[0]).div_ceil(line) * line;
+    }
+    let origin_offset = lead[0] + lead[1] * alloc[0] + lead[2] * alloc[0] * alloc[1];
+    let cells: usize = alloc.iter().product();
+    let index_type = if target == Target::Cuda && cells < i32::MAX as usize / 2 {
+        "int"
+    } else {
+        "long"
+    };
     let region_of = |s: usize| -> [Interval; 3] {
         let e = analysis.stencils[s].extent;
         [0, 1, 2].map(|d| [-(e[d][0] as i64), (domain[d] + e[d][1]) as i64])
@@ -357,7 +381,12 @@ fn lower_with(
         .collect();
 
     // The groups.
-    let stream_dim = stream_shape(analysis).dim;
+    // The CUDA kernels stream along z whatever the accesses (`cost::stream_shape_on`).
+    let stream_dim = if target == Target::Cuda {
+        2
+    } else {
+        stream_shape(analysis).dim
+    };
     let value_bytes = vt.bytes();
     let mut groups = Vec::new();
     for (g, range) in ranges.iter().enumerate() {
@@ -371,19 +400,19 @@ fn lower_with(
                 0
             }
         };
+        let group_widths: Vec<Extent> = cost.groups[g].stencils.iter().map(|s| s.widths).collect();
         let window = |p: usize| -> Option<usize> {
-            if !streams {
-                return None;
-            }
-            let array = analysis.stencils[p].array;
-            let oldest = analysis.stencils[p]
-                .readers
-                .iter()
-                .filter(|&&c| group_of(c) == g)
-                .map(|&c| lag(c) + analysis.stencils[c].bounds[&array][stream_dim].0 as i64)
-                .min()?;
-            Some((lag(p) - oldest + 1) as usize)
+            streams
+                .then(|| stream_window(analysis, range, &group_widths, p, stream_dim))
+                .flatten()
         };
+        let device = block_buffers(
+            analysis,
+            range,
+            &group_widths,
+            config.tiles[g],
+            streams && stream_dim == 2,
+        );
         let counts = config.tiles[g];
         let tile_size = config.tile_size(g, domain);
         let grid = [0, 1, 2].map(|d| domain[d].div_ceil(tile_size[d]));
@@ -418,6 +447,11 @@ fn lower_with(
                     stride_y: shape[0],
                     stride_z: shape[0] * shape[1],
                     host: host_layout(shape, window(s), stream_dim, value_bytes),
+                    device: device
+                        .iter()
+                        .find(|(p, _)| *p == s)
+                        .map(|(_, e)| *e)
+                        .expect("a buffered stencil has a block buffer"),
                 }
             });
             if buffer.is_none() && !is_stored {
@@ -502,6 +536,9 @@ fn lower_with(
                 buffer_write,
                 value: format!("v_s{s}"),
                 extent: info.extent,
+                reads_buffers: info.accesses.iter().any(|(a, _)| {
+                    matches!(analysis.arrays[*a].kind, ArrayKind::Stencil(p) if group_of(p) == g)
+                }),
                 loop_box,
                 store_box: is_stored.then_some(store_box),
                 global: is_stored.then(|| format!("g_{}", info.name)),
@@ -565,6 +602,8 @@ fn lower_with(
         halo,
         alloc,
         origin_offset,
+        lead,
+        index_type: index_type.to_string(),
         arrays,
         stencil_arrays,
         groups,
@@ -574,8 +613,7 @@ fn lower_with(
 }
 
 /// [`lower`] in the original schedule: no group streams and every stencil has its own loop nest
-/// (`GroupSchedule::loops` of one step each). What the CUDA kernels (which do not stream yet)
-/// and learn's runtime-tile kernels take.
+/// (`GroupSchedule::loops` of one step each). What learn's runtime-tile kernels take.
 pub fn lower_plain(
     program: &Program,
     analysis: &Analysis,
@@ -586,7 +624,19 @@ pub fn lower_plain(
         stream: Vec::new(),
         ..config.clone()
     };
-    lower_with(program, analysis, &config, cost, false)
+    lower_with(program, analysis, &config, cost, Target::Plain)
+}
+
+/// [`lower`] for the CUDA kernels: a streamed group walks z (thread blocks own x-y tiles, its
+/// buffers keep rolling windows of z planes), every stencil has its own loop nest, rows are
+/// padded to 128 bytes, and indices are 32-bit where the arrays allow.
+pub fn lower_cuda(
+    program: &Program,
+    analysis: &Analysis,
+    config: &Configuration,
+    cost: &Cost,
+) -> Result<Schedule, CodegenError> {
+    lower_with(program, analysis, config, cost, Target::Cuda)
 }
 
 /// The OpenMP layout of a tile buffer of `shape` (see [`HostLayout`]): rows padded to 64 bytes,

@@ -5,16 +5,17 @@
 // __syncthreads(). Under a plain C++ compiler this header emulates the launch on the host:
 // ABS_LAUNCH runs the blocks one after another, and every phase (ABS_PHASE_BEGIN ... END) runs
 // for all abs_bx x abs_by threads of the block before the next phase starts, which is exactly
-// what the barrier between phases guarantees on the device. ABS_SHARED arrays become static
-// arrays (one block runs at a time), so the same index arithmetic is executed and verified on
-// machines without a GPU.
+// what the barrier between phases guarantees on the device. A kernel's dynamic shared memory
+// (ABS_DYNAMIC_SHARED) becomes one host buffer, filled with 0xFF bytes (NaNs) at each launch and
+// shared by the blocks run one after another (so a read of a value no phase wrote shows up), so
+// the same index arithmetic is executed and verified on machines without a GPU.
 #pragma once
 
 #if defined(__CUDACC__)
 
 #define ABS_HD __host__ __device__
 #define ABS_GLOBAL __global__
-#define ABS_LAUNCH_BOUNDS(threads) __launch_bounds__(threads)
+#define ABS_LAUNCH_BOUNDS(threads, min_blocks) __launch_bounds__(threads, min_blocks)
 #define ABS_CONSTANT static __constant__ const
 #define ABS_SHARED __shared__
 #define ABS_BLOCK_ID ((long)blockIdx.x)
@@ -25,7 +26,30 @@
 #define ABS_PHASE_END \
     } \
     __syncthreads();
-#define ABS_LAUNCH(kernel, blocks, ...) kernel<<<(unsigned)(blocks), dim3(abs_bx, abs_by)>>>(__VA_ARGS__)
+// The end of a phase that neither writes nor reads a tile buffer: no barrier needed.
+#define ABS_PHASE_END_NO_BARRIER }
+#ifndef ABS_CUDA_CHECK
+#include <cstdio>
+#include <cstdlib>
+#define ABS_CUDA_CHECK(call) \
+    do { \
+        cudaError_t absinthe_err = (call); \
+        if (absinthe_err != cudaSuccess) { \
+            std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(absinthe_err)); \
+            std::exit(2); \
+        } \
+    } while (0)
+#endif
+#define ABS_DYNAMIC_SHARED(T, name) \
+    extern __shared__ __align__(16) unsigned char absinthe_smem_bytes[]; \
+    T* __restrict__ const name = reinterpret_cast<T*>(absinthe_smem_bytes)
+// Dynamic shared memory above 48 KiB needs the kernel's opt-in (sm_70 and later).
+#define ABS_LAUNCH(kernel, blocks, bx, by, smem, ...) \
+    do { \
+        if ((smem) > 48 * 1024) \
+            ABS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(smem))); \
+        kernel<<<(unsigned)(blocks), dim3((bx), (by)), (size_t)(smem)>>>(__VA_ARGS__); \
+    } while (0)
 
 #else
 
@@ -34,23 +58,32 @@
 #endif
 #define ABS_HD
 #define ABS_GLOBAL
-#define ABS_LAUNCH_BOUNDS(threads)
+#define ABS_LAUNCH_BOUNDS(threads, min_blocks)
 #define ABS_CONSTANT static const
 #define ABS_SHARED static
+#include <vector>
 namespace absinthe_emu {
 // The block the emulated launch is running.
 inline long block_id = 0;
+// The dynamic shared memory of the running kernel.
+inline std::vector<unsigned char> shared_memory;
 } // namespace absinthe_emu
 #define ABS_BLOCK_ID (absinthe_emu::block_id)
 #define ABS_PHASE_BEGIN \
     for (int abs_ty = 0; abs_ty < abs_by; ++abs_ty) \
         for (int abs_tx = 0; abs_tx < abs_bx; ++abs_tx) {
 #define ABS_PHASE_END }
-#define ABS_LAUNCH(kernel, blocks, ...) \
-    for (long absinthe_block = 0; absinthe_block < (long)(blocks); ++absinthe_block) { \
-        absinthe_emu::block_id = absinthe_block; \
-        kernel(__VA_ARGS__); \
-    }
+#define ABS_PHASE_END_NO_BARRIER }
+#define ABS_DYNAMIC_SHARED(T, name) \
+    T* __restrict const name = reinterpret_cast<T*>(absinthe_emu::shared_memory.data())
+#define ABS_LAUNCH(kernel, blocks, bx, by, smem, ...) \
+    do { \
+        absinthe_emu::shared_memory.assign((size_t)(smem) + 16, (unsigned char)0xFF); \
+        for (long absinthe_block = 0; absinthe_block < (long)(blocks); ++absinthe_block) { \
+            absinthe_emu::block_id = absinthe_block; \
+            kernel(__VA_ARGS__); \
+        } \
+    } while (0)
 
 #endif
 
@@ -59,4 +92,10 @@ inline long block_id = 0;
 // min/max as written in the program: `a < b ? a : b`, exact on host and device.
 template <typename T> ABS_HD static inline T absinthe_min(T a, T b) { return a < b ? a : b; }
 template <typename T> ABS_HD static inline T absinthe_max(T a, T b) { return a > b ? a : b; }
+// The slot of line q in a rolling buffer of w lines (q may be negative: halo planes).
+template <typename I> ABS_HD static inline I absinthe_slot(I q, int w)
+{
+    const I r = q % (I)w;
+    return r < 0 ? r + w : r;
+}
 #endif

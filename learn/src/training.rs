@@ -302,6 +302,7 @@ fn unit_machine(threads: usize, body_base: f64) -> ModelMachine {
         cache_values: f64::INFINITY,
         slack: Slack::default(),
         streams: false,
+        gpu: false,
         params: Params {
             fast: PeelBody {
                 peel: 0.0,

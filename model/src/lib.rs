@@ -26,8 +26,10 @@ pub mod language {
 }
 
 /// The cost model: its formulas written once (`formula`), `evaluate` in f64 and integers,
-/// `exact` in rationals, and the exact search over groupings (`search`).
+/// `exact` in rationals, the exact search over groupings (`search`), and the tile geometry the
+/// code generator and the GPU shared-memory test share (`boxes`).
 pub mod cost_model {
+    pub mod boxes;
     pub mod evaluate;
     pub mod exact;
     pub mod formula;
@@ -55,7 +57,7 @@ pub mod support {
 
 // The short paths (`absinthe_model::cost`, `absinthe_model::milp`, ...) the other crates use.
 pub use cost_model::evaluate as cost;
-pub use cost_model::{exact, formula, search};
+pub use cost_model::{boxes, exact, formula, search};
 pub use encodings::{linearize, lp, milp, ranges, smt};
 pub use formats::{diagnostic, machine, program, solution, yaml};
 pub use language::{analysis, expr, interp};

@@ -8,7 +8,7 @@ use absinthe_model::analysis::Analysis;
 use absinthe_model::cost::{evaluate, Configuration, Cost};
 use absinthe_model::lp::MilpSize;
 use absinthe_model::machine::ModelMachine;
-use absinthe_model::milp::{AbsintheMilp, Encoded, MilpOptions, OBJECTIVE_SCALE};
+use absinthe_model::milp::{AbsintheMilp, Encoded, Encoding, MilpOptions, OBJECTIVE_SCALE};
 use absinthe_model::search::{explain_infeasible, range_table, shortest_grouping};
 
 use crate::{MilpSolution, SolveOptions, Solver, SolverError, Status};
@@ -43,6 +43,8 @@ pub enum OptimizeError {
     Unbounded { solver: &'static str },
     #[error("BUG: {0}")]
     Mismatch(String),
+    #[error("{0}")]
+    Unsupported(&'static str),
     #[error(transparent)]
     Solver(#[from] SolverError),
 }
@@ -55,6 +57,9 @@ pub fn optimize(
     solver: &dyn Solver,
     solve_options: &SolveOptions,
 ) -> Result<Optimum, OptimizeError> {
+    if options.encoding == Encoding::Digits {
+        absinthe_model::milp::digits_supported(machine).map_err(OptimizeError::Unsupported)?;
+    }
     let started = Instant::now();
     let encoded = Encoded::build(analysis, machine, options);
     let build_seconds = started.elapsed().as_secs_f64();

@@ -52,14 +52,20 @@ impl Configuration {
     /// The same groups and tiles, each group streaming exactly when its whole tiles fail the
     /// cache test (streaming is then what makes it fit). The model's time does not depend on
     /// streaming, so this is the choice `solve` reports: measured, streaming a group whose
-    /// tiles already fit was slower (cosmo_hdiff4, docs/PERFORMANCE.md). With `shape` None
-    /// (streaming off) no group streams.
+    /// tiles already fit was slower (cosmo_hdiff4, docs/PERFORMANCE.md). On a GPU
+    /// (`shape.always`) every group streams: a smaller shared-memory footprint is more resident
+    /// blocks, and streaming never grows it. With `shape` None (streaming off) no group
+    /// streams.
     pub fn canonical_stream(
         mut self,
         analysis: &Analysis,
         machine: &ModelMachine,
         shape: Option<StreamShape>,
     ) -> Configuration {
+        if shape.is_some_and(|s| s.always) {
+            self.stream = (0..self.tiles.len()).collect();
+            return self;
+        }
         let ranges = self.group_ranges();
         self.stream = (0..self.tiles.len())
             .filter(|&g| {
@@ -150,9 +156,11 @@ pub struct StreamShape {
     /// grouping by the largest forward extent plus the largest backward reach of any access
     /// (the code generator's windows never exceed it).
     pub window: usize,
+    /// On a GPU: every group streams (along z; [`stream_shape_on`]).
+    pub always: bool,
 }
 
-/// The program's [`StreamShape`].
+/// The program's [`StreamShape`] on a CPU.
 pub fn stream_shape(analysis: &Analysis) -> StreamShape {
     let dim = if analysis
         .stencils
@@ -163,6 +171,21 @@ pub fn stream_shape(analysis: &Analysis) -> StreamShape {
     } else {
         1
     };
+    stream_shape_along(analysis, dim, false)
+}
+
+/// The program's [`StreamShape`] on `machine`: on a CPU [`stream_shape`]; on a GPU along z
+/// whatever the accesses (thread blocks own x-y tiles and walk z, the technique of StencilGen
+/// and ARTEMIS; a horizontal kernel keeps one plane per buffer), and every group streams.
+pub fn stream_shape_on(analysis: &Analysis, machine: &ModelMachine) -> StreamShape {
+    if machine.gpu {
+        stream_shape_along(analysis, 2, true)
+    } else {
+        stream_shape(analysis)
+    }
+}
+
+fn stream_shape_along(analysis: &Analysis, dim: usize, always: bool) -> StreamShape {
     let forward = analysis
         .stencils
         .iter()
@@ -179,13 +202,19 @@ pub fn stream_shape(analysis: &Analysis) -> StreamShape {
     StreamShape {
         dim,
         window: 1 + forward + backward,
+        always,
     }
 }
 
 /// Whether streaming shrinks the working set of a tiling ([`tile_cells`]): `W Π_{d≥s} n^d <
 /// Π_{d≥s} D^d` (along z: the window is shorter than the tile; along y: shorter than the tile's
-/// rows times its planes).
+/// rows times its planes). On a GPU (`shape.always`) always: streaming never grows a block's
+/// shared memory (a buffer's window is at most `1 + e- + e+` planes, its z loop box at least
+/// that, see `boxes::stream_window`).
 pub fn prefers_stream(domain: [usize; 3], shape: StreamShape, tiles: [usize; 3]) -> bool {
+    if shape.always {
+        return true;
+    }
     let (plain, plain_tiles) = tile_cells(domain, shape, tiles, false);
     let (streamed, streamed_tiles) = tile_cells(domain, shape, tiles, true);
     streamed * plain_tiles < plain * streamed_tiles
@@ -322,6 +351,14 @@ pub enum Infeasibility {
         tile_values: f64,
         capacity: u64,
     },
+    /// On a GPU: the tile buffers of one thread block exceed the shared memory the model may
+    /// fill ([`GroupShape::shared_values`]).
+    SharedMemory {
+        group: usize,
+        buffers: usize,
+        values: u64,
+        capacity: u64,
+    },
     /// Fewer tiles than threads.
     TooFewTiles {
         group: usize,
@@ -359,6 +396,15 @@ impl fmt::Display for Infeasibility {
                 f,
                 "group {group}: cache: {arrays} arrays x {tile_values} cells per tile = {} values exceed the capacity of {capacity} values",
                 arrays as f64 * tile_values
+            ),
+            Infeasibility::SharedMemory {
+                group,
+                buffers,
+                values,
+                capacity,
+            } => write!(
+                f,
+                "group {group}: shared memory: {buffers} tile buffers of {values} values in all exceed the capacity of {capacity} values per block"
             ),
             Infeasibility::TooFewTiles {
                 group,
@@ -668,10 +714,31 @@ impl GroupShape {
         stream: Option<StreamShape>,
         tiles: [usize; 3],
     ) -> bool {
-        let shape = stream.unwrap_or(StreamShape { dim: 2, window: 1 });
+        let shape = stream.unwrap_or(StreamShape {
+            dim: 2,
+            window: 1,
+            always: false,
+        });
         let streams = stream.is_some_and(|s| prefers_stream(analysis.domain, s, tiles));
+        if machine.gpu {
+            return self.shared_values(analysis, tiles, streams) <= cache_capacity(machine);
+        }
         let (cells, total) = tile_cells(analysis.domain, shape, tiles, streams);
         self.arrays_touched as u128 * cells <= cache_capacity(machine) as u128 * total
+    }
+}
+
+impl GroupShape {
+    /// On a GPU: the values of shared memory one thread block of this group needs with
+    /// `tiles`, streamed along z or not: the sum of its tile buffers' sizes as the CUDA kernels
+    /// lay them out (`boxes::block_buffers`, halos and rolling windows included). Inputs and
+    /// stored arrays are read and written in global memory and not counted.
+    pub fn shared_values(&self, analysis: &Analysis, tiles: [usize; 3], stream: bool) -> u64 {
+        let widths: Vec<Extent> = self.stencils.iter().map(|s| s.widths).collect();
+        crate::boxes::block_buffers(analysis, &self.range, &widths, tiles, stream)
+            .iter()
+            .map(|(_, e)| e.iter().map(|&v| v as u64).product::<u64>())
+            .sum()
     }
 }
 
@@ -823,6 +890,21 @@ pub fn group_infeasibility_with(
         });
     }
     let capacity = cache_capacity(machine);
+    if machine.gpu {
+        let shape = group_shape(analysis, range.clone());
+        let values = shape.shared_values(analysis, tiles, stream);
+        if values > capacity {
+            let widths: Vec<Extent> = shape.stencils.iter().map(|s| s.widths).collect();
+            return Some(Infeasibility::SharedMemory {
+                group,
+                buffers: crate::boxes::block_buffers(analysis, &range, &widths, tiles, stream)
+                    .len(),
+                values,
+                capacity,
+            });
+        }
+        return None;
+    }
     let (cells, per) = tile_cells(dom, stream_shape(analysis), tiles, stream);
     let mut touched = std::collections::BTreeSet::new();
     for i in range {

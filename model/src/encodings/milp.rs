@@ -15,7 +15,9 @@
 use std::collections::HashMap;
 
 use crate::analysis::{Analysis, ArrayId, ArrayKind};
-use crate::cost::{cache_capacity, stream_shape, Configuration, StreamShape, STORE_WEIGHT};
+use crate::cost::{
+    cache_capacity, stream_shape, stream_shape_on, Configuration, StreamShape, STORE_WEIGHT,
+};
 use crate::formula;
 use crate::linearize::{
     and_not, gated, gated_lower, lower_bound, mccormick, recorded_max, recorded_product,
@@ -24,6 +26,22 @@ use crate::linearize::{
 use crate::lp::{LinExpr, Milp, Sense, VarId};
 use crate::machine::ModelMachine;
 use crate::program::DIMS;
+
+/// Why the digits MILP and the SMT encodings refuse a GPU machine: their cache rows count arrays
+/// times tile cells (the CPU test), while on a GPU the model counts the tile buffers a thread
+/// block keeps in shared memory, halos and rolling windows included
+/// (`cost::GroupShape::shared_values`), a test only the range table evaluates exactly.
+pub const GPU_DIGITS_UNSUPPORTED: &str = "the digits MILP and the SMT encodings model a CPU cache, not the shared memory of a GPU thread block; on a GPU machine use the ranges encoding (the default) or --solver dp, which evaluate the GPU model exactly";
+
+/// `Err` with [`GPU_DIGITS_UNSUPPORTED`] when `machine` is a GPU: for the commands that need the
+/// digits MILP or an SMT encoding.
+pub fn digits_supported(machine: &ModelMachine) -> Result<(), &'static str> {
+    if machine.gpu {
+        Err(GPU_DIGITS_UNSUPPORTED)
+    } else {
+        Ok(())
+    }
+}
 
 /// Objective units per second: the MILP objective is in microseconds.
 pub const OBJECTIVE_SCALE: f64 = 1e6;
@@ -132,7 +150,7 @@ impl MilpOptions {
 
     /// The program's stream shape, or None when streaming is off.
     pub fn stream_shape(&self, analysis: &Analysis, machine: &ModelMachine) -> Option<StreamShape> {
-        (!self.no_stream && machine.streams).then(|| stream_shape(analysis))
+        (!self.no_stream && machine.streams).then(|| stream_shape_on(analysis, machine))
     }
 
     /// Whether a configuration respects these restrictions.

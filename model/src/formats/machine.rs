@@ -120,9 +120,9 @@ pub struct Learned {
 pub struct Gpu {
     /// Streaming multiprocessors on the device.
     pub sm_count: usize,
-    /// Shared memory one thread block may allocate statically, in bytes (48 KiB on every
-    /// CUDA device without the dynamic opt-in); tile-local buffers beyond it go to global
-    /// scratch.
+    /// Shared memory one thread block may use, in bytes (227 KiB on sm_90 through dynamic
+    /// shared memory and the opt-in the generated host code sets); tile buffers beyond it go to
+    /// global scratch. The model's capacity is `cache_fraction` of it.
     pub shared_bytes_per_block: u64,
     /// Registers one thread may use (255 on sm_90); ptxas must fit the kernels without spills.
     pub registers_per_thread: usize,
@@ -183,10 +183,12 @@ pub struct ModelMachine {
     pub cache_values: f64,
     pub slack: Slack,
     pub params: Params,
-    /// Whether groups may stream on this machine: not on GPU machines, whose CUDA kernels do
-    /// not stream yet (issue 15), so a tiling that fits shared memory only when streamed must
-    /// not be chosen there.
+    /// Whether groups may stream on this machine.
     pub streams: bool,
+    /// A GPU (a `gpu:` section): one tile is one thread block, C counts the values of shared
+    /// memory per block, and the cache test counts exactly what the CUDA kernels place there
+    /// (`cost::GroupShape::shared_values`); groups stream along z.
+    pub gpu: bool,
 }
 
 impl Machine {
@@ -303,7 +305,8 @@ impl Machine {
                     / value_bytes as f64,
                 slack: self.slack,
                 params,
-                streams: false,
+                streams: true,
+                gpu: true,
             });
         }
         if self.cores.is_none() {
@@ -348,6 +351,7 @@ impl Machine {
                 },
             }),
             streams: true,
+            gpu: false,
         })
     }
 }
