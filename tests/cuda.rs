@@ -12,19 +12,20 @@ use absinthe_codegen::cuda::{plan, CudaBundleCase, CudaPlan, GpuLimits};
 use absinthe_codegen::render::{HarnessOptions, Renderer};
 use absinthe_codegen::{lower_cuda, Schedule};
 use absinthe_model::analysis::Analysis;
-use absinthe_model::cost::{evaluate, Configuration};
+use absinthe_model::cost::{evaluate, group_shape, Configuration, Infeasibility};
 use absinthe_model::generate::{random_program, RandomShape, Rng};
 use absinthe_model::machine::{Machine, ModelMachine};
 use absinthe_model::milp::MilpOptions;
 use absinthe_model::parallel::parallel_map;
 use absinthe_model::program::Program;
-use absinthe_model::search::exhaustive;
-use absinthe_solvers::optimize::{agree, optimize};
+use absinthe_model::search::k_best;
+use absinthe_solvers::optimize::{agree, optimize, optimize_dp};
 use absinthe_solvers::SolveOptions;
 
 use crate::common::{
     absinthe, analyse, build_and_run_bundles, random_configuration, root, stderr, stdout,
 };
+use crate::milp_exact::{naive_best, K_BEST};
 
 fn cpu_machine() -> ModelMachine {
     Machine::load(&root().join("machines/default.yaml"))
@@ -107,6 +108,12 @@ fn emulated_cuda_matches_the_reference_bit_for_bit() {
         })
         .collect();
     assert!(placements.contains(&true) && placements.contains(&false));
+    // Streamed groups (rolling z windows) and whole-tile groups both occur.
+    let streamed: Vec<bool> = cases
+        .iter()
+        .flat_map(|(_, s, _)| s.groups.iter().map(|g| g.stream.is_some()))
+        .collect();
+    assert!(streamed.contains(&true) && streamed.contains(&false));
     let tc = Toolchain::new("g++", &["-O1".to_string()])
         .with_cache_dir(root().join("target/absinthe-test-cache"));
     let results: Vec<HarnessResult> =
@@ -255,6 +262,38 @@ fn nvcc_compiles_generated_cuda_without_spills_within_shared_memory() {
         assert!(o.status.success(), "nvcc failed on {label}:\n{text}");
         (label.clone(), text)
     });
+    // The dynamic shared memory of every launch is within the device's limit, and for the
+    // shipped programs' optima within the model's capacity, with no global scratch.
+    let capacity = (machine.model_view(8).unwrap().cache_values * 8.0) as u64;
+    for (n, (label, cu)) in jobs.iter().enumerate() {
+        let cuh = std::fs::read_to_string(cu.with_file_name(format!(
+            "{}_kernels.cuh",
+            cu.file_stem().unwrap().to_string_lossy()
+        )))
+        .unwrap();
+        let launches: Vec<u64> = cuh
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("ABS_LAUNCH("))
+            .map(|l| l.split(", ").nth(4).unwrap().parse().unwrap())
+            .collect();
+        assert!(!launches.is_empty(), "{label}");
+        for &bytes in &launches {
+            assert!(bytes <= limits.shared_bytes_per_block, "{label}: {bytes} bytes");
+            if n < 3 {
+                assert!(bytes <= capacity, "{label}: {bytes} bytes above the model's {capacity}");
+            }
+        }
+        if n < 3 {
+            for l in cuh.lines().filter(|l| l.contains(" values of global scratch per block")) {
+                let values = l
+                    .split(" values of global scratch")
+                    .next()
+                    .and_then(|h| h.split_whitespace().last())
+                    .unwrap();
+                assert_eq!(values, "0", "{label}: {l}");
+            }
+        }
+    }
     for (label, text) in &reports {
         let kernels = parse_ptxas(text);
         assert!(!kernels.is_empty(), "no ptxas report for {label}:\n{text}");
@@ -269,13 +308,8 @@ fn nvcc_compiles_generated_cuda_without_spills_within_shared_memory() {
                 "{label}: {} spills registers:\n{text}",
                 k.name
             );
-            assert!(
-                k.smem_bytes <= limits.shared_bytes_per_block,
-                "{label}: {} uses {} bytes of shared memory, above {}",
-                k.name,
-                k.smem_bytes,
-                limits.shared_bytes_per_block
-            );
+            // All shared memory is dynamic, sized by the plan (checked below).
+            assert_eq!(k.smem_bytes, 0, "{label}: {} has static shared memory", k.name);
             assert!(k.registers <= limits.registers_per_thread, "{label}: {k:?}");
         }
     }
@@ -292,7 +326,7 @@ fn a_gpu_machine_asks_for_more_smaller_tiles_than_the_cpu() {
     let gpu = gpu_file.model_view(8).unwrap();
     let g = gpu_file.gpu.unwrap();
     assert_eq!(gpu.threads, 4 * g.sm_count);
-    assert_eq!(gpu.cache_values, 49152.0 / 8.0);
+    assert_eq!(gpu.cache_values, 232448.0 * 0.25 / 8.0);
     let solver = absinthe_solvers::by_name("highs").unwrap();
     let options = SolveOptions::default();
     let on_cpu = optimize(
@@ -322,9 +356,8 @@ fn a_gpu_machine_asks_for_more_smaller_tiles_than_the_cpu() {
     for (t, range) in on_gpu.config.tiles.iter().zip(on_gpu.config.group_ranges()) {
         let total: usize = t.iter().product();
         assert!(total >= gpu.threads, "{t:?}: fewer tiles than 4 x SM count");
-        let touched: std::collections::BTreeSet<_> =
-            range.flat_map(|s| analysis.touched(s)).collect();
-        assert!((touched.len() * cells) as f64 <= gpu.cache_values * total as f64);
+        let values = group_shape(&analysis, range).shared_values(&analysis, *t, true);
+        assert!(values as f64 <= gpu.cache_values, "{t:?}: {values} values");
     }
     assert!(
         smallest_tile(&on_gpu.config) < smallest_tile(&on_cpu.config),
@@ -334,21 +367,27 @@ fn a_gpu_machine_asks_for_more_smaller_tiles_than_the_cpu() {
     );
 }
 
+/// A small GPU for the brute-force comparisons: 2 SMs x 1 block (T = 2), `shared_bytes` of
+/// shared memory per block, all of it the model's.
+fn small_gpu(shared_bytes: u64) -> ModelMachine {
+    Machine::from_yaml(&format!(
+        "name: small-gpu\ncache_fraction: 1.0\nslack: {{cores: 0.5, size: 0.5}}\ngpu: {{sm_count: 2, shared_bytes_per_block: {shared_bytes}, registers_per_thread: 255, max_threads_per_block: 1024, blocks_per_sm: 1}}\nparams:\n  fast: {{peel: 2.3e-10, body: 2.2e-11}}\n  slow_base: {{peel: 1.0e-10, body: 1.0e-11}}\n  slow_stream: {{peel: 1.2e-9, body: 1.3e-10}}\n"
+    ))
+    .unwrap()
+    .model_view(8)
+    .unwrap()
+}
+
+/// On a GPU machine the optimum of the range MILP (HiGHS), of the DP, and the K best
+/// configurations equal brute force over every grouping, tiling and stream flag, where the
+/// shared-memory test of `evaluate` is what the kernels allocate (see the next test).
 #[test]
-fn milp_equals_exhaustive_search_on_a_small_gpu_machine() {
-    // A tiny GPU (2 SMs, 2 blocks each: T = 4; 1 KiB of shared memory) so every constraint binds.
-    let machine = Machine::from_yaml(
-        "name: tiny-gpu\ncache_fraction: 1.0\ngpu: {sm_count: 2, shared_bytes_per_block: 1024, registers_per_thread: 255, max_threads_per_block: 1024, blocks_per_sm: 2}\nparams:\n  fast: {peel: 2.3e-10, body: 2.2e-11}\n  slow_base: {peel: 1.0e-10, body: 1.0e-11}\n  slow_stream: {peel: 1.2e-9, body: 1.3e-10}\n",
-    )
-    .unwrap();
-    let m = machine.model_view(8).unwrap();
-    assert_eq!(m.threads, 4);
-    assert_eq!(m.cache_values, 128.0);
+fn gpu_optimum_equals_brute_force() {
     let shape = RandomShape {
         min_stencils: 2,
         max_stencils: 4,
-        min_domain: 4,
-        max_domain: 10,
+        min_domain: 2,
+        max_domain: 6,
         max_offset: 2,
         rich_expressions: false,
     };
@@ -359,30 +398,99 @@ fn milp_equals_exhaustive_search_on_a_small_gpu_machine() {
         threads: Some(1),
         ..SolveOptions::default()
     };
-    let mut compared = 0;
-    for seed in 0..6 {
+    let (mut compared, mut binding, mut streamed) = (0, 0, 0);
+    for seed in 0..40 {
         let a = analyse(&random_program(seed, &shape));
-        let best = exhaustive(&a, &m, &MilpOptions::default());
+        let m = small_gpu(8 * [4, 12, 40][seed as usize % 3]);
+        let milp = MilpOptions::default();
+        let Some(naive) = naive_best(&a, &m, &milp, 3_000_000) else {
+            continue;
+        };
+        let dp = optimize_dp(&a, &m, &milp, &options);
         match (
-            optimize(&a, &m, &MilpOptions::default(), solver.as_ref(), &options),
-            best,
+            optimize(&a, &m, &milp, solver.as_ref(), &options),
+            naive.first(),
         ) {
-            (Ok(opt), Some((_, t))) => {
+            (Ok(opt), Some(&t)) => {
                 assert!(
                     agree(opt.cost.total, t),
-                    "seed {seed}: MILP {} vs exhaustive {t}",
+                    "seed {seed}: MILP {} vs brute force {t}",
                     opt.cost.total
                 );
+                assert!(agree(dp.unwrap().cost.total, t), "seed {seed}: DP");
+                let best = k_best(&a, &m, &milp, K_BEST, 1);
+                assert_eq!(best.len(), naive.len(), "seed {seed}");
+                for ((c, k), n) in best.iter().zip(&naive) {
+                    assert!(agree(*k, *n), "seed {seed}: k-best {k} vs {n}");
+                    assert!(evaluate(&a, &m, c).is_feasible());
+                }
+                streamed += opt.config.stream.len();
                 compared += 1;
+                // The shared-memory test binds: more shared memory, a cheaper optimum.
+                let roomy = naive_best(&a, &small_gpu(1 << 30), &milp, 3_000_000).unwrap();
+                binding += (roomy[0] < t * (1.0 - 1e-9)) as usize;
             }
-            (Err(_), None) => {}
+            (Err(_), None) => assert!(dp.is_err(), "seed {seed}: DP finds a configuration"),
             (r, b) => panic!(
-                "seed {seed}: MILP {:?} vs exhaustive {b:?}",
+                "seed {seed}: MILP {:?} vs brute force {b:?}",
                 r.map(|o| o.cost.total)
             ),
         }
     }
-    assert!(compared >= 3, "only {compared} feasible cases");
+    assert!(
+        compared >= 15 && binding >= 3 && streamed >= 1,
+        "{compared} compared, {binding} where shared memory binds, {streamed} streamed groups"
+    );
+}
+
+/// The GPU model counts exactly what the CUDA kernels put in shared memory: on random programs
+/// x random configurations (streamed or not), each group's `shared_values` equals the plan's
+/// dynamic shared memory (with room for everything), and `evaluate` rejects a configuration
+/// for shared memory exactly when some group's buffers exceed the capacity.
+#[test]
+fn gpu_model_counts_exactly_the_shared_memory_the_kernels_use() {
+    let unlimited = GpuLimits {
+        shared_bytes_per_block: u64::MAX,
+        ..GpuLimits::h100()
+    };
+    let (mut rejected, mut accepted, mut streamed) = (0, 0, 0);
+    for seed in 0..150 {
+        let (program, analysis) = random_case(seed);
+        let vb = program.value_type.bytes() as u64;
+        let mut rng = Rng::new(seed.wrapping_mul(7_919) + 1);
+        for _ in 0..4 {
+            let config = random_configuration(&mut rng, program.stencils.len(), analysis.domain);
+            let mut m = small_gpu(1 << 20);
+            m.threads = 1;
+            m.slack.size = 0.99;
+            m.cache_values = rng.range(0, 400) as f64;
+            let cost = evaluate(&analysis, &m, &config);
+            let schedule = lower_cuda(&program, &analysis, &config, &cost).unwrap();
+            let p = plan(&schedule, &unlimited).unwrap();
+            let mut over = false;
+            for (g, range) in config.group_ranges().into_iter().enumerate() {
+                let model = group_shape(&analysis, range).shared_values(
+                    &analysis,
+                    config.tiles[g],
+                    config.streams(g),
+                );
+                assert_eq!(
+                    model * vb,
+                    p.groups[g].shared_bytes,
+                    "seed {seed}: {config:?} group {g}"
+                );
+                assert_eq!(p.groups[g].scratch_per_block, 0);
+                over |= model > m.cache_values as u64;
+                streamed += config.streams(g) as usize;
+            }
+            let verdict = matches!(cost.infeasible, Some(Infeasibility::SharedMemory { .. }));
+            assert_eq!(verdict, over, "seed {seed}: {config:?}: {:?}", cost.infeasible);
+            assert!(verdict || cost.infeasible.is_none(), "{:?}", cost.infeasible);
+            rejected += verdict as usize;
+            accepted += !verdict as usize;
+        }
+    }
+    assert!(rejected >= 50 && accepted >= 50 && streamed >= 100, "{rejected} {accepted} {streamed}");
 }
 
 #[test]

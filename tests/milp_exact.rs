@@ -14,13 +14,13 @@ use absinthe_solvers::SolveOptions;
 use crate::common::{analyse, random_machine};
 
 /// How many best configurations the brute force keeps, to test `search::k_best`.
-const K_BEST: usize = 5;
+pub(crate) const K_BEST: usize = 5;
 
 /// Every configuration: all groupings, all tile triples per group (1..=D each), each group
 /// streaming or not. The [`K_BEST`] least costs of feasible (groups, tiles), cheapest first
 /// (streaming never changes the cost, only whether a tiling fits). None when the enumeration
 /// would be larger than `limit`.
-fn naive_best(
+pub(crate) fn naive_best(
     a: &Analysis,
     m: &ModelMachine,
     options: &MilpOptions,

@@ -307,7 +307,14 @@ fn streaming_shrinks_the_working_set_only() {
     let a = analyse(EXAMPLE2);
     let m = test_machine();
     let shape = stream_shape(&a);
-    assert_eq!(shape, StreamShape { dim: 1, window: 3 });
+    assert_eq!(
+        shape,
+        StreamShape {
+            dim: 1,
+            window: 3,
+            always: false
+        }
+    );
     let plain = Configuration::new(vec![0, 0], vec![[1, 2, 4]]);
     let streamed = Configuration {
         stream: vec![0],
@@ -342,4 +349,66 @@ fn streaming_shrinks_the_working_set_only() {
         ..plain
     };
     assert!(bad.check_shape(2, a.domain).is_err());
+}
+
+/// `boxes::longest_loop` (O(1), at the clipping breakpoints) equals the longest loop box over
+/// every tile, for widths within and beyond the extents.
+#[test]
+fn longest_loop_equals_the_longest_tile() {
+    use crate::boxes::{grid, longest_loop, tile_intervals};
+    let mut rng = crate::rng::Rng::new(17);
+    for _ in 0..20_000 {
+        let domain = rng.range(1, 60) as usize;
+        let tile = rng.range(1, domain as i64) as usize;
+        let widths = [rng.below(7), rng.below(7)];
+        let extent = [rng.below(7), rng.below(7)];
+        let brute = (0..grid(domain, tile))
+            .map(|t| {
+                let l = tile_intervals(domain, tile, t, widths, extent).1;
+                (l[1] - l[0]).max(0) as usize
+            })
+            .max()
+            .unwrap();
+        assert_eq!(
+            longest_loop(domain, tile, widths, extent),
+            brute,
+            "D {domain} T {tile} widths {widths:?} extent {extent:?}"
+        );
+    }
+}
+
+/// The GPU model's shared-memory test worked by hand for hdiff (D = 128 x 128 x 64) with
+/// tiles (4, 8, 16), i.e. 32 x 16 x 4 cells: the block keeps lap (x and y widths [1, 1]:
+/// 34 x 18), fli (x [1, 0]: 33 x 16) and flj (y [1, 0]: 32 x 17); out is stored, not buffered,
+/// and the inputs are read from global memory. Streamed along z each buffer keeps one plane
+/// (no z offsets): 612 + 528 + 544 = 1684 values; whole tiles keep 4 planes: 6736.
+#[test]
+fn gpu_shared_memory_by_hand() {
+    use crate::cost::{group_shape, stream_shape_on, Infeasibility};
+    let a = analyse(HDIFF);
+    let mut m = test_machine();
+    m.gpu = true;
+    m.threads = 4;
+    m.cache_values = 2000.0;
+    let shape = group_shape(&a, 0..4);
+    assert_eq!(shape.shared_values(&a, [4, 8, 16], true), 1684);
+    assert_eq!(shape.shared_values(&a, [4, 8, 16], false), 6736);
+    let s = stream_shape_on(&a, &m);
+    assert_eq!((s.dim, s.always), (2, true));
+    let plain = Configuration::new(vec![0; 4], vec![[4, 8, 16]]);
+    assert_eq!(
+        evaluate(&a, &m, &plain).infeasible,
+        Some(Infeasibility::SharedMemory {
+            group: 0,
+            buffers: 3,
+            values: 6736,
+            capacity: 2000
+        })
+    );
+    let streamed = plain.clone().canonical_stream(&a, &m, Some(s));
+    assert_eq!(streamed.stream, vec![0]);
+    let cost = evaluate(&a, &m, &streamed);
+    assert!(cost.is_feasible(), "{:?}", cost.infeasible);
+    // Streaming does not change the time.
+    assert_eq!(cost.total, evaluate(&a, &m, &plain).total);
 }
