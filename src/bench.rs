@@ -32,7 +32,9 @@ use crate::output::{groups_cell, table, tiles_cell, Format};
 ///
 /// Variants (comma-separated): `opt` (the MILP optimum), `naive` (the reference itself:
 /// unfused, untiled, parallel over k), `unfused` (every stencil its own group, MILP-chosen
-/// tiles), `fused` (one group, if the model finds it feasible), `groups:0,0,1,...` (fixed
+/// tiles), `fused` (one group, if the model finds it feasible), `unstreamed` (the optimum in
+/// the original schedule space: no group streams; on CUDA the whole-tile kernels, to compare
+/// with `opt`'s z-streaming ones), `groups:0,0,1,...` (fixed
 /// groups, MILP-chosen tiles), `random:N` (N random feasible configurations, seeded),
 /// `top:K` (the K best configurations by the model, from the exact search, named top1..topK),
 /// `autotune` (the original work's exhaustive tile auto-tuning for the optimum's groups: tile
@@ -43,6 +45,8 @@ use crate::output::{groups_cell, table, tiles_cell, Format};
 /// Examples:
 ///   absinthe bench configs/hdiff.yaml --variants naive,unfused,opt
 ///   absinthe bench configs/heat4.yaml --variants opt,groups:0,0,1,1,random:4 --format json
+///   absinthe bench configs/hdiff.yaml --target cuda-emulated --machine machines/h100.yaml \
+///       --variants naive,unstreamed,opt
 #[derive(Args, Clone)]
 #[command(verbatim_doc_comment)]
 pub struct BenchArgs {
@@ -151,7 +155,11 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Measured> {
     if !args.exact {
         tc = tc.fused_multiply_add();
     }
-    let stream_dim = stream_shape(&analysis).dim;
+    // The CUDA kernels stream along z (thread blocks own x-y tiles).
+    let stream_dim = match args.target {
+        BenchTarget::Openmp => stream_shape(&analysis).dim,
+        BenchTarget::CudaEmulated => 2,
+    };
     let flush_bytes = args.flush_bytes.unwrap_or_else(default_flush_bytes);
     let threads = machine.cores.map(|c| c.to_string());
     let env: Vec<(&str, &str)> = threads

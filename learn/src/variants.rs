@@ -19,6 +19,8 @@ pub enum Variant {
     Naive,
     Unfused,
     Fused,
+    /// The optimum in the original schedule space: no group streams (`--no-stream`).
+    Unstreamed,
     Groups(Vec<usize>),
     Random(usize),
     /// The original work's exhaustive tile auto-tuning for the optimum's groups.
@@ -49,6 +51,7 @@ pub fn parse_variants(list: &str) -> Result<Vec<Variant>, String> {
             "naive" => Variant::Naive,
             "unfused" => Variant::Unfused,
             "fused" => Variant::Fused,
+            "unstreamed" => Variant::Unstreamed,
             "autotune" => Variant::Autotune,
             t if t.starts_with("groups:") => {
                 let first = &t["groups:".len()..];
@@ -68,7 +71,7 @@ pub fn parse_variants(list: &str) -> Result<Vec<Variant>, String> {
             },
             t => {
                 return Err(format!(
-                "unknown variant `{t}`; use opt, naive, unfused, fused, groups:G,G,..., random:N, top:K, autotune"
+                "unknown variant `{t}`; use opt, naive, unfused, fused, unstreamed, groups:G,G,..., random:N, top:K, autotune"
             ))
             }
         });
@@ -289,6 +292,23 @@ pub fn plan(
                 false,
                 vec![0; n],
             ),
+            Variant::Unstreamed => {
+                let plain = PlanSettings {
+                    options: MilpOptions {
+                        no_stream: true,
+                        ..settings.options.clone()
+                    },
+                    solver: settings.solver,
+                    solve_options: settings.solve_options.clone(),
+                    seed: settings.seed,
+                };
+                push(
+                    "unstreamed".into(),
+                    solve_with_groups(analysis, view, &plain, None)?,
+                    false,
+                    unfused.clone(),
+                )
+            }
             Variant::Groups(g) => {
                 let name = format!(
                     "groups:{}",
