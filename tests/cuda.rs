@@ -278,13 +278,22 @@ fn nvcc_compiles_generated_cuda_without_spills_within_shared_memory() {
             .collect();
         assert!(!launches.is_empty(), "{label}");
         for &bytes in &launches {
-            assert!(bytes <= limits.shared_bytes_per_block, "{label}: {bytes} bytes");
+            assert!(
+                bytes <= limits.shared_bytes_per_block,
+                "{label}: {bytes} bytes"
+            );
             if n < 3 {
-                assert!(bytes <= capacity, "{label}: {bytes} bytes above the model's {capacity}");
+                assert!(
+                    bytes <= capacity,
+                    "{label}: {bytes} bytes above the model's {capacity}"
+                );
             }
         }
         if n < 3 {
-            for l in cuh.lines().filter(|l| l.contains(" values of global scratch per block")) {
+            for l in cuh
+                .lines()
+                .filter(|l| l.contains(" values of global scratch per block"))
+            {
                 let values = l
                     .split(" values of global scratch")
                     .next()
@@ -309,7 +318,11 @@ fn nvcc_compiles_generated_cuda_without_spills_within_shared_memory() {
                 k.name
             );
             // All shared memory is dynamic, sized by the plan (checked below).
-            assert_eq!(k.smem_bytes, 0, "{label}: {} has static shared memory", k.name);
+            assert_eq!(
+                k.smem_bytes, 0,
+                "{label}: {} has static shared memory",
+                k.name
+            );
             assert!(k.registers <= limits.registers_per_thread, "{label}: {k:?}");
         }
     }
@@ -484,13 +497,24 @@ fn gpu_model_counts_exactly_the_shared_memory_the_kernels_use() {
                 streamed += config.streams(g) as usize;
             }
             let verdict = matches!(cost.infeasible, Some(Infeasibility::SharedMemory { .. }));
-            assert_eq!(verdict, over, "seed {seed}: {config:?}: {:?}", cost.infeasible);
-            assert!(verdict || cost.infeasible.is_none(), "{:?}", cost.infeasible);
+            assert_eq!(
+                verdict, over,
+                "seed {seed}: {config:?}: {:?}",
+                cost.infeasible
+            );
+            assert!(
+                verdict || cost.infeasible.is_none(),
+                "{:?}",
+                cost.infeasible
+            );
             rejected += verdict as usize;
             accepted += !verdict as usize;
         }
     }
-    assert!(rejected >= 50 && accepted >= 50 && streamed >= 100, "{rejected} {accepted} {streamed}");
+    assert!(
+        rejected >= 50 && accepted >= 50 && streamed >= 100,
+        "{rejected} {accepted} {streamed}"
+    );
 }
 
 #[test]
@@ -541,7 +565,7 @@ fn bench_runs_emulated_cuda_variants_that_verify() {
         "--machine",
         "machines/h100.yaml",
         "--variants",
-        "naive,unfused,opt",
+        "naive,unfused,unstreamed,opt",
         "--runs",
         "2",
         "--flush-bytes",
@@ -553,8 +577,54 @@ fn bench_runs_emulated_cuda_variants_that_verify() {
     assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let rows = v.as_array().unwrap();
-    assert_eq!(rows.len(), 3);
+    assert_eq!(rows.len(), 4);
     for r in rows {
         assert_eq!(r["verified"], true, "{r}");
     }
+}
+
+/// On a GPU machine the encodings that model a CPU cache refuse clearly (the digits MILP, the
+/// SMT encodings, `verify`'s proofs), and the rest works: the default solve, `verify` of the
+/// estimate alone.
+#[test]
+fn gpu_machines_refuse_the_cpu_cache_encodings_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let sol = dir.path().join("hdiff.sol.yaml");
+    let smt = dir.path().join("hdiff.smt2");
+    let gpu = ["--machine", "machines/h100.yaml"];
+    let solve = |extra: &[&str]| {
+        let mut args = vec!["solve", "configs/hdiff.yaml"];
+        args.extend(gpu);
+        args.extend(extra);
+        absinthe(&args)
+    };
+    let o = solve(&["--encoding", "digits"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("model a CPU cache"), "{}", stderr(&o));
+    let o = solve(&["--emit", "smt2", smt.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("model a CPU cache"), "{}", stderr(&o));
+    assert!(!smt.exists(), "a refused --emit leaves no file");
+    let o = solve(&["-o", sol.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let verify = |extra: &[&str]| {
+        let mut args = vec![
+            "verify",
+            "configs/hdiff.yaml",
+            "--solution",
+            sol.to_str().unwrap(),
+        ];
+        args.extend(gpu);
+        args.extend(extra);
+        absinthe(&args)
+    };
+    let o = verify(&[]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("--skip soundness --skip optimality"),
+        "{}",
+        stderr(&o)
+    );
+    let o = verify(&["--skip", "soundness", "--skip", "optimality"]);
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
 }
