@@ -34,14 +34,18 @@ pub enum Target {
 /// program that verifies them against the naive reference bit for bit and times them.
 ///
 /// With `--target cuda` and no `--machine`, machines/h100.yaml is used (its `gpu:` section
-/// sets the shared-memory limit and the number of tiles the MILP asks for).
+/// sets the shared-memory limit and the number of tiles the MILP asks for). CUDA blocks own
+/// x-y tiles and stream along z through rolling shared-memory buffers (`--no-stream`: whole
+/// tiles). Build with FMA and `-DABSINTHE_FMA_BUILD` to time (verified within a tolerance),
+/// or with `--fmad=false` for the bit-exact build.
 ///
 /// Examples:
 ///   absinthe codegen configs/hdiff.yaml --harness -o out/
 ///   absinthe codegen configs/hdiff.yaml --solution hdiff.solution.yaml -o out/
 ///   g++ -O3 -march=native -fopenmp -ffp-contract=off out/*.cpp -o hdiff && ./hdiff 64
 ///   absinthe codegen configs/hdiff.yaml --target cuda --harness -o cu/
-///   nvcc -O3 -arch=sm_90 --fmad=false -Xcompiler -fopenmp,-ffp-contract=off cu/hdiff.cu -lgomp -o hdiff_cuda && ./hdiff_cuda 64
+///   nvcc -O3 -arch=sm_90 -DABSINTHE_FMA_BUILD -Xcompiler -fopenmp cu/hdiff.cu -lgomp -o hdiff_cuda && ./hdiff_cuda 64
+///   nvcc -O3 -arch=sm_90 --fmad=false -Xcompiler -fopenmp,-ffp-contract=off cu/hdiff.cu -lgomp -o hdiff_exact
 #[derive(Args, Clone)]
 #[command(verbatim_doc_comment)]
 pub struct CodegenArgs {
