@@ -132,6 +132,60 @@ fn emulated_cuda_matches_the_reference_bit_for_bit() {
     assert!(results.len() >= 400);
 }
 
+/// The emulated kernels (streamed and whole-tile groups, buffers in shared memory and in global
+/// scratch) under AddressSanitizer: the emulation's shared memory and scratch are heap vectors
+/// of exactly the planned size, so a buffer index past either end is reported.
+#[test]
+fn emulated_cuda_is_clean_under_address_sanitizer() {
+    let cases = cases(4000..4020, 2);
+    let renderer = Renderer::embedded();
+    let options: Vec<HarnessOptions> = cases
+        .iter()
+        .map(|(label, _, _)| HarnessOptions {
+            runs: 0,
+            flush_bytes: 0,
+            label: format!("asan {label}"),
+            ..HarnessOptions::default()
+        })
+        .collect();
+    let sources: Vec<String> = cases
+        .chunks(20)
+        .zip(options.chunks(20))
+        .map(|(cs, hs)| {
+            let bundle: Vec<CudaBundleCase> = cs
+                .iter()
+                .zip(hs)
+                .map(|((_, s, c), h)| CudaBundleCase { s, c, h })
+                .collect();
+            renderer.cuda_bundle(&bundle).unwrap()
+        })
+        .collect();
+    let tc = Toolchain::new(
+        "g++",
+        &[
+            "-O1".to_string(),
+            "-fsanitize=address".to_string(),
+            "-fno-omit-frame-pointer".to_string(),
+        ],
+    )
+    .with_cache_dir(root().join("target/absinthe-test-cache"));
+    let results: Vec<HarnessResult> = build_and_run_bundles(
+        &tc,
+        &sources,
+        &[
+            ("OMP_NUM_THREADS", "2"),
+            ("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=1"),
+        ],
+    )
+    .into_iter()
+    .flatten()
+    .collect();
+    assert_eq!(results.len(), cases.len());
+    for r in &results {
+        assert!(r.verified, "{}: {:?}", r.label, r.mismatch);
+    }
+}
+
 /// `scripts/nvcc.sh`: an nvcc (installed from PyPI when missing), or the reason there is none.
 fn nvcc() -> Result<PathBuf, String> {
     let out = Command::new("bash")

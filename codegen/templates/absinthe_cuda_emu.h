@@ -78,7 +78,7 @@ inline std::vector<unsigned char> shared_memory;
     T* __restrict const name = reinterpret_cast<T*>(absinthe_emu::shared_memory.data())
 #define ABS_LAUNCH(kernel, blocks, bx, by, smem, ...) \
     do { \
-        absinthe_emu::shared_memory.assign((size_t)(smem) + 16, (unsigned char)0xFF); \
+        absinthe_emu::shared_memory.assign((size_t)(smem), (unsigned char)0xFF); \
         for (long absinthe_block = 0; absinthe_block < (long)(blocks); ++absinthe_block) { \
             absinthe_emu::block_id = absinthe_block; \
             kernel(__VA_ARGS__); \
