@@ -72,20 +72,26 @@ fn cases(seeds: std::ops::Range<u64>, per_program: usize) -> Vec<(String, Schedu
     out
 }
 
-#[test]
-fn emulated_cuda_matches_the_reference_bit_for_bit() {
-    let cases = cases(0..100, 4);
+/// Renders `cases` as emulated bundles of `per_bundle` cases (labels prefixed by `prefix`),
+/// builds them with g++ and `flags`, runs each with `env` (verification only) and returns
+/// every case's result.
+fn run_emulated(
+    cases: &[(String, Schedule, CudaPlan)],
+    per_bundle: usize,
+    prefix: &str,
+    flags: &[&str],
+    env: &[(&str, &str)],
+) -> Vec<HarnessResult> {
     let renderer = Renderer::embedded();
     let options: Vec<HarnessOptions> = cases
         .iter()
         .map(|(label, _, _)| HarnessOptions {
             runs: 0,
             flush_bytes: 0,
-            label: label.clone(),
+            label: format!("{prefix}{label}"),
             ..HarnessOptions::default()
         })
         .collect();
-    let per_bundle = 50;
     let sources: Vec<String> = cases
         .chunks(per_bundle)
         .zip(options.chunks(per_bundle))
@@ -98,6 +104,18 @@ fn emulated_cuda_matches_the_reference_bit_for_bit() {
             renderer.cuda_bundle(&bundle).unwrap()
         })
         .collect();
+    let flags: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
+    let tc =
+        Toolchain::new("g++", &flags).with_cache_dir(root().join("target/absinthe-test-cache"));
+    build_and_run_bundles(&tc, &sources, env)
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+#[test]
+fn emulated_cuda_matches_the_reference_bit_for_bit() {
+    let cases = cases(0..100, 4);
     // Shared buffers and scratch both occur.
     let placements: Vec<bool> = cases
         .iter()
@@ -114,13 +132,7 @@ fn emulated_cuda_matches_the_reference_bit_for_bit() {
         .flat_map(|(_, s, _)| s.groups.iter().map(|g| g.stream.is_some()))
         .collect();
     assert!(streamed.contains(&true) && streamed.contains(&false));
-    let tc = Toolchain::new("g++", &["-O1".to_string()])
-        .with_cache_dir(root().join("target/absinthe-test-cache"));
-    let results: Vec<HarnessResult> =
-        build_and_run_bundles(&tc, &sources, &[("OMP_NUM_THREADS", "2")])
-            .into_iter()
-            .flatten()
-            .collect();
+    let results = run_emulated(&cases, 50, "", &["-O1"], &[("OMP_NUM_THREADS", "2")]);
     for r in &results {
         assert!(
             r.verified,
@@ -138,48 +150,16 @@ fn emulated_cuda_matches_the_reference_bit_for_bit() {
 #[test]
 fn emulated_cuda_is_clean_under_address_sanitizer() {
     let cases = cases(4000..4020, 2);
-    let renderer = Renderer::embedded();
-    let options: Vec<HarnessOptions> = cases
-        .iter()
-        .map(|(label, _, _)| HarnessOptions {
-            runs: 0,
-            flush_bytes: 0,
-            label: format!("asan {label}"),
-            ..HarnessOptions::default()
-        })
-        .collect();
-    let sources: Vec<String> = cases
-        .chunks(20)
-        .zip(options.chunks(20))
-        .map(|(cs, hs)| {
-            let bundle: Vec<CudaBundleCase> = cs
-                .iter()
-                .zip(hs)
-                .map(|((_, s, c), h)| CudaBundleCase { s, c, h })
-                .collect();
-            renderer.cuda_bundle(&bundle).unwrap()
-        })
-        .collect();
-    let tc = Toolchain::new(
-        "g++",
-        &[
-            "-O1".to_string(),
-            "-fsanitize=address".to_string(),
-            "-fno-omit-frame-pointer".to_string(),
-        ],
-    )
-    .with_cache_dir(root().join("target/absinthe-test-cache"));
-    let results: Vec<HarnessResult> = build_and_run_bundles(
-        &tc,
-        &sources,
+    let results = run_emulated(
+        &cases,
+        20,
+        "asan ",
+        &["-O1", "-fsanitize=address", "-fno-omit-frame-pointer"],
         &[
             ("OMP_NUM_THREADS", "2"),
             ("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=1"),
         ],
-    )
-    .into_iter()
-    .flatten()
-    .collect();
+    );
     assert_eq!(results.len(), cases.len());
     for r in &results {
         assert!(r.verified, "{}: {:?}", r.label, r.mismatch);
