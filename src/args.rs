@@ -8,6 +8,8 @@ use absinthe_model::machine::{Machine, ModelMachine};
 use absinthe_model::milp::{Encoding, MilpOptions};
 use absinthe_model::program::{check_group_indices, Program, DIMS};
 use absinthe_model::FileError;
+use absinthe_model::inline::indices_of;
+use absinthe_solvers::inline::InlinePolicy;
 use absinthe_solvers::SolveOptions;
 use anyhow::{bail, Context};
 use clap::Args;
@@ -84,6 +86,14 @@ pub struct SearchArgs {
     /// along z, or y for programs without z offsets, when that shrinks its working set).
     #[arg(long)]
     pub no_stream: bool,
+    /// Inline nothing. By default the stencils that are not outputs may be computed where they
+    /// are read instead of stored: every inline set is tried when there are at most 6 such
+    /// stencils, a greedy search runs up to 24, and the set with the cheapest optimum wins.
+    #[arg(long, conflicts_with = "inline")]
+    pub no_inline: bool,
+    /// Inline exactly these stencils (names, e.g. flx_u,fly_u), instead of searching.
+    #[arg(long, value_delimiter = ',', value_name = "NAME,NAME,...")]
+    pub inline: Option<Vec<String>>,
     /// Do not start the digits MILP from the DP's optimum (by default it does, so a time limit
     /// always ends with a configuration, a bound and a gap).
     #[arg(long)]
@@ -156,6 +166,17 @@ impl SearchArgs {
             }
         }
         Ok(options)
+    }
+
+    /// What to inline in `program` (`--no-inline`, `--inline NAMES`, or a search).
+    pub fn inline_policy(&self, program: &Program) -> anyhow::Result<InlinePolicy> {
+        Ok(match (&self.inline, self.no_inline) {
+            (Some(names), _) => InlinePolicy::Fixed(
+                indices_of(program, names).map_err(|e| anyhow::anyhow!("--inline: {e}"))?,
+            ),
+            (None, true) => InlinePolicy::Off,
+            (None, false) => InlinePolicy::Search,
+        })
     }
 
     pub fn solve_options(&self) -> anyhow::Result<SolveOptions> {

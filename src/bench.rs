@@ -12,7 +12,7 @@ use absinthe_codegen::cuda::{plan as cuda_plan, GpuLimits};
 use absinthe_codegen::render::{default_flush_bytes, HarnessOptions};
 use absinthe_codegen::{lower, lower_cuda, Schedule};
 use absinthe_learn::variants::{parse_variants, plan, PlanSettings, Planned};
-use absinthe_model::analysis::Analysis;
+use absinthe_solvers::inline::apply as inline_apply;
 use absinthe_model::cost::{evaluate, stream_shape};
 use absinthe_model::machine::{Machine, ModelMachine};
 use absinthe_model::parallel::parallel_map;
@@ -36,7 +36,9 @@ use crate::output::{groups_cell, table, tiles_cell, Format};
 /// the original schedule space: no group streams; on CUDA the whole-tile kernels, to compare
 /// with `opt`'s z-streaming ones), `groups:0,0,1,...` (fixed
 /// groups, MILP-chosen tiles), `random:N` (N random feasible configurations, seeded),
-/// `top:K` (the K best configurations by the model, from the exact search, named top1..topK),
+/// `noinline` (the optimum with nothing inlined; `opt` inlines what the search chose),
+/// `top:K` (the K best configurations by the model, from the exact search, named top1..topK,
+/// with `opt`'s inline set),
 /// `autotune` (the original work's exhaustive tile auto-tuning for the optimum's groups: tile
 /// sizes 1, 2, 4, ... along x and y and 1, 2, 4, 12, 30, 60 along z, the same for every group;
 /// 294 variants at 64x64x60).
@@ -107,6 +109,9 @@ pub enum BenchTarget {
 #[derive(Serialize)]
 pub struct Row {
     pub variant: String,
+    /// Stencils computed where they are read; `groups` index the other stencils.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub inline: Vec<String>,
     pub groups: Vec<usize>,
     pub tiles: Vec<[usize; 3]>,
     /// Groups that stream.
@@ -134,7 +139,6 @@ pub struct Row {
 /// What [`measure`] planned, built and timed.
 pub struct Measured {
     pub program: Program,
-    pub analysis: Analysis,
     pub machine: Machine,
     pub view: ModelMachine,
     pub planned: Vec<Planned>,
@@ -172,22 +176,29 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Measured> {
         parse_variants(&args.variants).map_err(|e| anyhow::anyhow!("--variants: {e}"))?;
     let settings = PlanSettings {
         options: args.search.milp_options(&program)?,
+        inline: args.search.inline_policy(&program)?,
         solver: &args.solver,
         solve_options: args.search.solve_options()?,
         seed: args.seed,
     };
-    let planned = plan(&variants, &analysis, &view, &settings)?;
+    let planned = plan(&variants, &program, &analysis, &view, &settings)?;
     let schedules: Vec<Option<Schedule>> = planned
         .iter()
         .map(|p| {
             if p.skipped.is_some() {
                 return Ok(None);
             }
-            let cost = evaluate(&analysis, &view, &p.config);
-            Ok(Some(match args.target {
-                BenchTarget::Openmp => lower(&program, &analysis, &p.config, &cost)?,
-                BenchTarget::CudaEmulated => lower_cuda(&program, &analysis, &p.config, &cost)?,
-            }))
+            // An inlined variant's configuration is of the rewritten program; its harness
+            // verifies against the original program's reference.
+            let (prog, an, _) = inline_apply(&program, &p.inline)?;
+            let cost = evaluate(&an, &view, &p.config);
+            Ok(Some(
+                match args.target {
+                    BenchTarget::Openmp => lower(&prog, &an, &p.config, &cost)?,
+                    BenchTarget::CudaEmulated => lower_cuda(&prog, &an, &p.config, &cost)?,
+                }
+                .with_reference(&program, &analysis),
+            ))
         })
         .collect::<anyhow::Result<_>>()?;
 
@@ -289,20 +300,31 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Measured> {
     let mut rows = Vec::new();
     let mut failed = false;
     for (k, p) in planned.iter().enumerate() {
+        let inline: Vec<String> = p
+            .inline
+            .iter()
+            .map(|&s| program.stencils[s].name.clone())
+            .collect();
+        let inlined = if inline.is_empty() {
+            String::new()
+        } else {
+            format!(", {} inlined", inline.len())
+        };
         let mut row = Row {
             variant: p.name.clone(),
+            inline,
             groups: p.config.groups.clone(),
             tiles: p.config.tiles.clone(),
             stream: p.config.stream.clone(),
             schedule: if p.reference {
                 "reference".into()
             } else if p.config.stream.is_empty() {
-                "tiles".into()
+                format!("tiles{inlined}")
             } else if p.config.stream.len() == p.config.tiles.len() {
-                format!("stream {}", DIMS[stream_dim])
+                format!("stream {}{inlined}", DIMS[stream_dim])
             } else {
                 format!(
-                    "stream {} ({}/{} groups)",
+                    "stream {} ({}/{} groups){inlined}",
                     DIMS[stream_dim],
                     p.config.stream.len(),
                     p.config.tiles.len()
@@ -343,7 +365,6 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Measured> {
     }
     Ok(Measured {
         program,
-        analysis,
         machine,
         view,
         planned,
@@ -506,15 +527,19 @@ fn speedup_summary(program: &Program, rows: &[Row]) -> Option<String> {
     let opt = rows.iter().find(|r| r.variant == "opt")?;
     let measured = opt.measured_seconds?;
     let ranges = absinthe_model::cost::ranges_of(&opt.groups);
+    // `groups` index the stencils that are not inlined.
+    let kept: Vec<&str> = program
+        .stencils
+        .iter()
+        .map(|s| s.name.as_str())
+        .filter(|n| !opt.inline.iter().any(|i| i == n))
+        .collect();
     let groups: Vec<String> = ranges
         .iter()
         .zip(&opt.tiles)
         .enumerate()
         .map(|(g, (r, t))| {
-            let names: Vec<&str> = r
-                .clone()
-                .map(|i| program.stencils[i].name.as_str())
-                .collect();
+            let names: Vec<&str> = r.clone().map(|i| kept[i]).collect();
             let streamed = if opt.stream.contains(&g) {
                 ", streamed"
             } else {
@@ -536,6 +561,12 @@ fn speedup_summary(program: &Program, rows: &[Row]) -> Option<String> {
         if ranges.len() == 1 { "" } else { "s" },
         groups.join(", ")
     );
+    if !opt.inline.is_empty() {
+        out.push_str(&format!(
+            "\n  inlined (computed where read): {}",
+            opt.inline.join(" ")
+        ));
+    }
     for base in ["naive", "unfused"] {
         if let Some(m) = rows
             .iter()

@@ -10,7 +10,7 @@ use absinthe_codegen::{lower, lower_cuda, Schedule};
 use absinthe_model::cost::{evaluate, Configuration};
 use absinthe_model::machine::Machine;
 use absinthe_model::solution::Solution;
-use absinthe_model::FileError;
+use absinthe_model::{Analysis, FileError};
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 
@@ -87,15 +87,21 @@ fn schedule(args: &CodegenArgs) -> anyhow::Result<(Schedule, String)> {
         }
     };
     if let Some(sol) = &args.solution {
-        let (program, analysis) = load(&args.program)?;
-        let (_, view) = args.machine.load(&program)?;
+        let (original, original_analysis) = load(&args.program)?;
         let solution = Solution::load(sol)?;
+        // The solution's groups describe the program with its `inline` stencils inlined.
+        let program = solution
+            .program_for(&original)
+            .map_err(|d| FileError::new(sol, d))?;
+        let analysis = Analysis::new(&program).map_err(|d| FileError::new(sol, d))?;
+        let (_, view) = args.machine.load(&program)?;
         let config = solution
             .configuration(&analysis)
             .map_err(|d| FileError::new(sol, d))?;
         let cost = evaluate(&analysis, &view, &config);
+        let schedule = lower(&program, &analysis, &config, &cost)?;
         Ok((
-            lower(&program, &analysis, &config, &cost)?,
+            schedule.with_reference(&original, &original_analysis),
             format!("{}", sol.display()),
         ))
     } else {
@@ -105,7 +111,8 @@ fn schedule(args: &CodegenArgs) -> anyhow::Result<(Schedule, String)> {
             &solved.analysis,
             &solved.optimum.config,
             &solved.optimum.cost,
-        )?;
+        )?
+        .with_reference(&solved.original, &solved.original_analysis);
         Ok((s, format!("the {} optimum", args.solver)))
     }
 }
@@ -151,5 +158,27 @@ pub fn run(mut args: CodegenArgs) -> anyhow::Result<ExitCode> {
         schedule.configuration.tiles,
         schedule.configuration.stream
     );
+    if schedule.reference.len() != schedule.configuration.groups.len() {
+        eprintln!(
+            "inlined: {} (the harness verifies against the original program's reference)",
+            inlined_names(&schedule)
+        );
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The stencils of the reference that the kernel computes where they are read.
+fn inlined_names(schedule: &Schedule) -> String {
+    let kept: std::collections::HashSet<&str> = schedule
+        .groups
+        .iter()
+        .flat_map(|g| g.steps.iter().map(|s| s.name.as_str()))
+        .collect();
+    schedule
+        .reference
+        .iter()
+        .filter(|r| !kept.contains(r.name.as_str()))
+        .map(|r| r.name.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
 }

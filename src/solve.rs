@@ -10,7 +10,9 @@ use absinthe_model::solution::Solution;
 use anyhow::bail;
 use clap::{Args, ValueEnum};
 
-use crate::args::{load, MachineArg, SearchArgs};
+use absinthe_solvers::inline::InlineSearch;
+
+use crate::args::{MachineArg, SearchArgs};
 use crate::output::{human_seconds, table, write_atomic, Format};
 use crate::solving::{solve_program, Solved};
 
@@ -24,6 +26,12 @@ use crate::solving::{solve_program, Solved};
 /// (default; one binary per range that may form a group, integral LP relaxation) and digits
 /// (the ABSINTHE formulation: group indices and binary-digit products of tile counts).
 ///
+/// Inlining: a stencil that is not an output may be computed where it is read instead of
+/// stored. The inline sets are searched (every set up to 6 candidates, greedily up to 24), each
+/// solved exactly; the solution lists the inlined stencils under `inline:` and its groups are
+/// those of the rewritten program. `--no-inline` keeps every stencil, `--inline A,B` fixes the
+/// set. `--emit` writes the problem of the rewritten program.
+///
 /// Examples:
 ///   absinthe solve configs/hdiff.yaml
 ///   absinthe solve configs/hdiff.yaml --solver cbc --format yaml -o hdiff.solution.yaml
@@ -31,6 +39,7 @@ use crate::solving::{solve_program, Solved};
 ///   absinthe solve configs/hdiff.yaml --encoding digits --time-limit 60
 ///   absinthe solve configs/heat4.yaml --fix-groups 0,0,1,1 --tiles-max 1,64,64
 ///   absinthe solve configs/hdiff.yaml --emit mps hdiff.mps   # for CPLEX, Gurobi, SCIP
+///   absinthe solve configs/cosmo_hdiff4.yaml --inline flx_u,fly_u --no-stream
 #[derive(Args, Clone)]
 #[command(verbatim_doc_comment)]
 pub struct SolveArgs {
@@ -111,6 +120,30 @@ pub fn print_table(solved: &Solved) {
         solved.machine.name,
         human_seconds(s.estimate_seconds.unwrap_or(0.0))
     );
+    let inl = &solved.inline;
+    match (&inl.search, inl.names.is_empty()) {
+        (_, false) => println!(
+            "inlined: {} ({}; model optimum without inlining {})",
+            inl.names.join(" "),
+            match inl.search {
+                InlineSearch::None => "given".to_string(),
+                s => format!("{} search, {} inline sets solved", s.name(), inl.sets_solved),
+            },
+            inl.without_seconds
+                .map_or("not solved".into(), human_seconds)
+        ),
+        (InlineSearch::None, true) => {
+            if let Some(note) = &inl.note {
+                println!("inlined: none ({note})");
+            }
+        }
+        (s, true) => println!(
+            "inlined: none ({} search over {} candidate(s), {} inline sets solved)",
+            s.name(),
+            inl.candidates,
+            inl.sets_solved
+        ),
+    }
     if let Some(r) = solver {
         println!(
             "solver {}: {}, gap {:.3}%, {:.2} s; MILP {} variables ({} binary, {} integer), {} constraints",
@@ -205,13 +238,13 @@ pub fn solution_text(solution: &Solution, json: bool) -> anyhow::Result<String> 
 }
 
 pub fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {
-    if let Some(emit) = args.emit.as_deref() {
-        let (program, analysis) = load(&args.program)?;
-        let (_, view) = args.machine.load(&program)?;
-        let options = args.search.milp_options(&program)?;
-        emit_milp(&analysis, &view, &options, emit)?;
-    }
     let solved = solve_program(&args.program, &args.machine, &args.search, &args.solver)?;
+    if let Some(emit) = args.emit.as_deref() {
+        // The problem of the program solved: with the chosen stencils inlined.
+        let (_, view) = args.machine.load(&solved.program)?;
+        let options = args.search.milp_options(&solved.program)?;
+        emit_milp(&solved.analysis, &view, &options, emit)?;
+    }
     match args.format {
         Format::Table => print_table(&solved),
         Format::Json => print!("{}", solution_text(&solved.solution, true)?),

@@ -6,6 +6,7 @@ use absinthe_model::analysis::Analysis;
 use absinthe_model::machine::Machine;
 use absinthe_model::program::Program;
 use absinthe_model::solution::{Solution, SolverReport};
+use absinthe_solvers::inline::{choose_inline, InlineChoice};
 use absinthe_solvers::optimize::{optimize_with, Optimum};
 use anyhow::Context;
 
@@ -13,27 +14,46 @@ use crate::args::{load, MachineArg, SearchArgs};
 
 /// Everything a solve produced, for the commands built on it.
 pub struct Solved {
+    /// The program as written, and its analysis.
+    pub original: Program,
+    pub original_analysis: Analysis,
+    /// The program solved: `original` with `inline.names` inlined (the same when none).
     pub program: Program,
     pub analysis: Analysis,
+    pub inline: InlineChoice,
     pub machine: Machine,
     pub optimum: Optimum,
     pub solution: Solution,
 }
 
-/// Loads, solves and describes; shared by `solve`, `codegen` and `bench`.
+/// Loads, chooses the inline set, solves and describes; shared by `solve`, `codegen` and
+/// `bench`.
 pub fn solve_program(
     program_path: &Path,
     machine_arg: &MachineArg,
     search: &SearchArgs,
     solver_name: &str,
 ) -> anyhow::Result<Solved> {
-    let (program, analysis) = load(program_path)?;
-    let (machine, view) = machine_arg.load(&program)?;
-    let options = search.milp_options(&program)?;
+    let (original, original_analysis) = load(program_path)?;
+    let (machine, view) = machine_arg.load(&original)?;
+    let options = search.milp_options(&original)?;
     let solve_options = search.solve_options()?;
+    let policy = search.inline_policy(&original)?;
+    let inline = choose_inline(
+        &original,
+        &original_analysis,
+        &view,
+        &options,
+        &policy,
+        solve_options.threads.unwrap_or(0),
+    )
+    .with_context(|| format!("choosing what to inline in {}", program_path.display()))?;
+    let program = inline.program.clone();
+    let analysis = inline.analysis.clone();
     let optimum = optimize_with(&analysis, &view, &options, solver_name, &solve_options)
         .with_context(|| format!("solving {}", program_path.display()))?;
     let mut solution = Solution::describe(&program.name, &analysis, &optimum.config, &optimum.cost);
+    solution.inline = inline.names.clone();
     solution.machine = Some(machine.name.clone());
     solution.solver = Some(SolverReport {
         name: optimum.solution.solver.to_string(),
@@ -45,8 +65,11 @@ pub fn solve_program(
     });
     solution.milp = Some(optimum.size);
     Ok(Solved {
+        original,
+        original_analysis,
         program,
         analysis,
+        inline,
         machine,
         optimum,
         solution,

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use absinthe_model::cost::evaluate;
 use absinthe_model::solution::{Solution, TuneReport};
+use absinthe_solvers::inline::apply as inline_apply;
 use anyhow::bail;
 use clap::Args;
 use serde::Serialize;
@@ -169,8 +170,15 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         .filter(|_| candidates[0].verified == Some(true));
     let k = winner.rank - 1;
     let config = &m.planned[k].config;
-    let cost = evaluate(&m.analysis, &m.view, config);
-    let mut solution = Solution::describe(&m.program.name, &m.analysis, config, &cost);
+    // The candidates share `opt`'s inline set: their configurations are of that program.
+    let inline = &m.planned[k].inline;
+    let (_, analysis, _) = inline_apply(&m.program, inline)?;
+    let cost = evaluate(&analysis, &m.view, config);
+    let mut solution = Solution::describe(&m.program.name, &analysis, config, &cost);
+    solution.inline = inline
+        .iter()
+        .map(|&s| m.program.stencils[s].name.clone())
+        .collect();
     solution.machine = Some(m.machine.name.clone());
     solution.tuned = Some(TuneReport {
         candidates: candidates.len(),

@@ -35,7 +35,9 @@ use crate::output::{table, Format};
 /// Re-evaluates the configuration in rational arithmetic, proves with Z3 that every product
 /// and maximum of the MILP is linearized exactly for this program, and asks Z3 for a
 /// configuration better than the solution by more than the gap. `--time-limit` applies to
-/// each Z3 query; an unfinished proof reads "unknown".
+/// each Z3 query; an unfinished proof reads "unknown". A solution with stencils inlined
+/// (`inline:`) is certified on the program with them inlined: optimality is proven within that
+/// inline set (the set itself was chosen by `solve`'s search over inline sets).
 ///
 /// Examples:
 ///   absinthe verify configs/hdiff.yaml --solution hdiff.solution.yaml
@@ -93,11 +95,18 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let skips = |step: &str| args.skip.iter().any(|s| s == step);
-    let (program, analysis) = load(&args.program)?;
+    let (original, _) = load(&args.program)?;
+    let solution = Solution::load(&args.solution).map_err(anyhow::Error::new)?;
+    // A solution with stencils inlined describes (and is certified on) the rewritten program:
+    // soundness and optimality hold within its inline set.
+    let program = solution
+        .program_for(&original)
+        .map_err(|d| FileError::new(&args.solution, d))?;
+    let analysis = absinthe_model::Analysis::new(&program)
+        .map_err(|d| FileError::new(&args.solution, d))?;
     let (_, view) = args.machine.load(&program)?;
     let options = args.search.milp_options(&program)?;
     let solve_options = args.search.solve_options()?;
-    let solution = Solution::load(&args.solution).map_err(anyhow::Error::new)?;
     if solution.program != program.name {
         return Err(FileError::single(
             &args.solution,

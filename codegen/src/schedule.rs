@@ -349,39 +349,8 @@ fn lower_with(
     let access_global = |off: [i32; 3], origin: &str| -> String {
         format!("{origin}[{}]", linear(off, &["SY".into(), "SZ".into()]))
     };
-    let local_ident = |name: &str| format!("l_{name}");
 
-    // The reference.
-    let reference: Vec<ReferenceStencil> = program
-        .stencils
-        .iter()
-        .enumerate()
-        .map(|(s, st)| {
-            let access = |array: &str, off: [i32; 3]| -> String {
-                let is_stencil = program.stencil_index(array).is_some();
-                let origin = if is_stencil {
-                    format!("r_{array}")
-                } else {
-                    format!("g_{array}")
-                };
-                access_global(off, &origin)
-            };
-            ReferenceStencil {
-                name: st.name.clone(),
-                target: format!("r_{}", st.name),
-                region: region_of(s),
-                lets: st
-                    .lets
-                    .iter()
-                    .map(|l| LocalDef {
-                        ident: local_ident(&l.name),
-                        code: c_expr(&l.expr, vt, &access, &local_ident),
-                    })
-                    .collect(),
-                code: c_expr(&st.expr, vt, &access, &local_ident),
-            }
-        })
-        .collect();
+    let reference = reference_stencils(program, analysis);
 
     // The groups.
     // The CUDA kernels stream along z whatever the accesses (`cost::stream_shape_on`).
@@ -587,12 +556,7 @@ fn lower_with(
         });
     }
 
-    let mut stencil_arrays: Vec<String> = Vec::new();
-    for a in &analysis.arrays {
-        if matches!(a.kind, ArrayKind::Stencil(_)) {
-            stencil_arrays.push(a.name.clone());
-        }
-    }
+    let stencil_arrays = stencil_arrays_of(analysis);
     Ok(Schedule {
         program: program.name.clone(),
         kernel: kernel_name(&program.name),
@@ -614,6 +578,66 @@ fn lower_with(
         reference,
         configuration: config.clone(),
     })
+}
+
+/// The naive reference of `program`: every stencil in program order over the box the
+/// semantics evaluates it on, reading the reference arrays `r_<name>` and the inputs.
+fn reference_stencils(program: &Program, analysis: &Analysis) -> Vec<ReferenceStencil> {
+    let vt = program.value_type;
+    let domain = analysis.domain;
+    let local_ident = |name: &str| format!("l_{name}");
+    program
+        .stencils
+        .iter()
+        .enumerate()
+        .map(|(s, st)| {
+            let access = |array: &str, off: [i32; 3]| -> String {
+                let origin = if program.stencil_index(array).is_some() {
+                    format!("r_{array}")
+                } else {
+                    format!("g_{array}")
+                };
+                format!("{origin}[{}]", linear(off, &["SY".into(), "SZ".into()]))
+            };
+            let e = analysis.stencils[s].extent;
+            ReferenceStencil {
+                name: st.name.clone(),
+                target: format!("r_{}", st.name),
+                region: [0, 1, 2].map(|d| [-(e[d][0] as i64), (domain[d] + e[d][1]) as i64]),
+                lets: st
+                    .lets
+                    .iter()
+                    .map(|l| LocalDef {
+                        ident: local_ident(&l.name),
+                        code: c_expr(&l.expr, vt, &access, &local_ident),
+                    })
+                    .collect(),
+                code: c_expr(&st.expr, vt, &access, &local_ident),
+            }
+        })
+        .collect()
+}
+
+/// The names of every stencil's reference array, in array-id order.
+fn stencil_arrays_of(analysis: &Analysis) -> Vec<String> {
+    analysis
+        .arrays
+        .iter()
+        .filter(|a| matches!(a.kind, ArrayKind::Stencil(_)))
+        .map(|a| a.name.clone())
+        .collect()
+}
+
+impl Schedule {
+    /// The same kernel, verified against the reference of `original` instead of the program it
+    /// was lowered from: for a configuration of an inlined program (`model::inline`), whose
+    /// outputs must equal the original program's bit for bit. Both programs have the same
+    /// domain, halo, type, inputs and outputs; the reference keeps every original stencil.
+    pub fn with_reference(mut self, original: &Program, analysis: &Analysis) -> Schedule {
+        self.reference = reference_stencils(original, analysis);
+        self.stencil_arrays = stencil_arrays_of(analysis);
+        self
+    }
 }
 
 /// [`lower`] in the original schedule: no group streams and every stencil has its own loop nest

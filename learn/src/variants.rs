@@ -9,6 +9,8 @@ use absinthe_model::milp::MilpOptions;
 use absinthe_model::program::check_group_indices;
 use absinthe_model::rng::Rng;
 use absinthe_model::search::{admissible_tilings, k_best};
+use absinthe_model::program::Program;
+use absinthe_solvers::inline::{choose_inline, InlineChoice, InlinePolicy};
 use absinthe_solvers::optimize::{optimize_with, OptimizeError};
 use absinthe_solvers::SolveOptions;
 
@@ -19,8 +21,11 @@ pub enum Variant {
     Naive,
     Unfused,
     Fused,
-    /// The optimum in the original schedule space: no group streams (`--no-stream`).
+    /// The optimum in the original schedule space: no group streams (`--no-stream`), nothing
+    /// inlined.
     Unstreamed,
+    /// The optimum with nothing inlined (`--no-inline`).
+    NoInline,
     Groups(Vec<usize>),
     Random(usize),
     /// The original work's exhaustive tile auto-tuning for the optimum's groups.
@@ -52,6 +57,7 @@ pub fn parse_variants(list: &str) -> Result<Vec<Variant>, String> {
             "unfused" => Variant::Unfused,
             "fused" => Variant::Fused,
             "unstreamed" => Variant::Unstreamed,
+            "noinline" => Variant::NoInline,
             "autotune" => Variant::Autotune,
             t if t.starts_with("groups:") => {
                 let first = &t["groups:".len()..];
@@ -71,7 +77,7 @@ pub fn parse_variants(list: &str) -> Result<Vec<Variant>, String> {
             },
             t => {
                 return Err(format!(
-                "unknown variant `{t}`; use opt, naive, unfused, fused, unstreamed, groups:G,G,..., random:N, top:K, autotune"
+                "unknown variant `{t}`; use opt, naive, unfused, fused, unstreamed, noinline, groups:G,G,..., random:N, top:K, autotune"
             ))
             }
         });
@@ -86,6 +92,9 @@ pub fn parse_variants(list: &str) -> Result<Vec<Variant>, String> {
 #[derive(Clone, Debug)]
 pub struct Planned {
     pub name: String,
+    /// The stencils inlined (sorted indices into the program): `config` is a configuration of
+    /// the program with them inlined (`solvers::inline::apply`). Empty for most variants.
+    pub inline: Vec<usize>,
     pub config: Configuration,
     pub predicted: f64,
     /// Time the reference instead of the kernel.
@@ -98,6 +107,8 @@ pub struct Planned {
 /// settings, and the seed of `random:N`.
 pub struct PlanSettings<'a> {
     pub options: MilpOptions,
+    /// What `opt` (and `top:K`, `autotune`, which start from its program) inline.
+    pub inline: InlinePolicy,
     pub solver: &'a str,
     pub solve_options: SolveOptions,
     pub seed: u64,
@@ -241,6 +252,7 @@ pub fn random_configurations(
 /// (naive), or drawn (random:N). Infeasible ones are kept, marked skipped.
 pub fn plan(
     variants: &[Variant],
+    program: &Program,
     analysis: &Analysis,
     view: &ModelMachine,
     settings: &PlanSettings,
@@ -248,13 +260,30 @@ pub fn plan(
     let n = analysis.stencils.len();
     let mut planned = Vec::new();
     let unfused: Vec<usize> = (0..n).collect();
+    // The inline set of `opt`, chosen once.
+    let mut chosen: Option<InlineChoice> = None;
+    let mut choice = || -> Result<InlineChoice, PlanError> {
+        if chosen.is_none() {
+            chosen = Some(choose_inline(
+                program,
+                analysis,
+                view,
+                &settings.options,
+                &settings.inline,
+                settings.solve_options.threads.unwrap_or(0),
+            )?);
+        }
+        Ok(chosen.clone().expect("set above"))
+    };
     let mut push = |name: String,
+                    inline: &[usize],
                     found: Option<(Configuration, f64)>,
                     reference: bool,
                     fallback: Vec<usize>| {
         planned.push(match found {
             Some((config, predicted)) => Planned {
                 name,
+                inline: inline.to_vec(),
                 config,
                 predicted,
                 reference,
@@ -262,6 +291,7 @@ pub fn plan(
             },
             None => Planned {
                 name,
+                inline: Vec::new(),
                 config: Configuration::new(
                     fallback.clone(),
                     vec![[1, 1, 1]; fallback.last().map_or(1, |g| g + 1)],
@@ -274,26 +304,40 @@ pub fn plan(
     };
     for v in variants.iter().cloned() {
         match v {
-            Variant::Opt => push(
-                "opt".into(),
+            Variant::Opt => {
+                let c = choice()?;
+                push(
+                    "opt".into(),
+                    &c.inline,
+                    solve_with_groups(&c.analysis, view, settings, None)?,
+                    false,
+                    unfused.clone(),
+                )
+            }
+            Variant::NoInline => push(
+                "noinline".into(),
+                &[],
                 solve_with_groups(analysis, view, settings, None)?,
                 false,
                 unfused.clone(),
             ),
             Variant::Unfused => push(
                 "unfused".into(),
+                &[],
                 solve_with_groups(analysis, view, settings, Some(unfused.clone()))?,
                 false,
                 unfused.clone(),
             ),
             Variant::Fused => push(
                 "fused".into(),
+                &[],
                 solve_with_groups(analysis, view, settings, Some(vec![0; n]))?,
                 false,
                 vec![0; n],
             ),
             Variant::Unstreamed => {
                 let plain = PlanSettings {
+                    inline: settings.inline.clone(),
                     options: MilpOptions {
                         no_stream: true,
                         ..settings.options.clone()
@@ -304,6 +348,7 @@ pub fn plan(
                 };
                 push(
                     "unstreamed".into(),
+                &[],
                     solve_with_groups(analysis, view, &plain, None)?,
                     false,
                     unfused.clone(),
@@ -318,7 +363,7 @@ pub fn plan(
                         .join(",")
                 );
                 let found = solve_with_groups(analysis, view, settings, Some(g.clone()))?;
-                push(name, found, false, g);
+                push(name, &[], found, false, g);
             }
             Variant::Naive => {
                 // The reference is untiled and unfused: its prediction is the unfused
@@ -327,6 +372,7 @@ pub fn plan(
                 let predicted = evaluate(analysis, view, &config).total;
                 push(
                     "naive".into(),
+                &[],
                     Some((config, predicted)),
                     true,
                     unfused.clone(),
@@ -337,18 +383,22 @@ pub fn plan(
                 // work's grid (tuning groups one by one would need a kernel per group); every
                 // triple runs, feasible under the model or not (that is what auto-tuning
                 // measures), streaming where its whole tiles miss the cache.
-                let Some((opt, _)) = solve_with_groups(analysis, view, settings, None)? else {
-                    push("autotune".into(), None, false, unfused.clone());
+                // `opt`'s inline set: the groups are those of its program.
+                let c = choice()?;
+                let a = &c.analysis;
+                let Some((opt, _)) = solve_with_groups(a, view, settings, None)? else {
+                    push("autotune".into(), &[], None, false, unfused.clone());
                     continue;
                 };
                 let ngroups = opt.tiles.len();
-                let stream = settings.options.stream_shape(analysis, view);
-                for tiles in autotune_tilings(analysis.domain) {
+                let stream = settings.options.stream_shape(a, view);
+                for tiles in autotune_tilings(a.domain) {
                     let config = Configuration::new(opt.groups.clone(), vec![tiles; ngroups])
-                        .canonical_stream(analysis, view, stream);
-                    let predicted = evaluate(analysis, view, &config).total;
+                        .canonical_stream(a, view, stream);
+                    let predicted = evaluate(a, view, &config).total;
                     push(
                         format!("tune{}x{}x{}", tiles[0], tiles[1], tiles[2]),
+                        &c.inline,
                         Some((config, predicted)),
                         false,
                         unfused.clone(),
@@ -356,18 +406,22 @@ pub fn plan(
                 }
             }
             Variant::Top(k) => {
-                let stream = settings.options.stream_shape(analysis, view);
-                let best = k_best(analysis, view, &settings.options, k, 0);
+                // The model's best with `opt`'s inline set.
+                let c = choice()?;
+                let a = &c.analysis;
+                let stream = settings.options.stream_shape(a, view);
+                let best = k_best(a, view, &settings.options, k, 0);
                 if best.is_empty() {
-                    push("top1".into(), None, false, unfused.clone());
+                    push("top1".into(), &[], None, false, unfused.clone());
                 }
                 if best.len() < k && !best.is_empty() {
                     eprintln!("top:{k}: only {} feasible configurations", best.len());
                 }
                 for (rank, (config, predicted)) in best.into_iter().enumerate() {
-                    let config = config.canonical_stream(analysis, view, stream);
+                    let config = config.canonical_stream(a, view, stream);
                     push(
                         format!("top{}", rank + 1),
+                        &c.inline,
                         Some((config, predicted)),
                         false,
                         unfused.clone(),
@@ -387,6 +441,7 @@ pub fn plan(
                     let predicted = evaluate(analysis, view, &config).total;
                     push(
                         format!("random{k}"),
+                        &[],
                         Some((config, predicted)),
                         false,
                         unfused.clone(),

@@ -17,11 +17,12 @@ pub mod formats {
     pub mod yaml;
 }
 
-/// The stencil language: expressions, the access analysis, and the reference semantics
-/// evaluated in Rust.
+/// The stencil language: expressions, the access analysis, the reference semantics evaluated
+/// in Rust, and inlining (a program rewrite).
 pub mod language {
     pub mod analysis;
     pub mod expr;
+    pub mod inline;
     pub mod interp;
 }
 
@@ -60,7 +61,7 @@ pub use cost_model::evaluate as cost;
 pub use cost_model::{boxes, exact, formula, search};
 pub use encodings::{linearize, lp, milp, ranges, smt};
 pub use formats::{diagnostic, machine, program, solution, yaml};
-pub use language::{analysis, expr, interp};
+pub use language::{analysis, expr, inline, interp};
 #[cfg(any(test, feature = "generate"))]
 pub use support::generate;
 pub use support::{parallel, rng};

@@ -45,6 +45,9 @@ pub enum OptimizeError {
     Mismatch(String),
     #[error("{0}")]
     Unsupported(&'static str),
+    /// A request that cannot be carried out as given (e.g. an inline set naming an output).
+    #[error("{0}")]
+    Invalid(String),
     #[error(transparent)]
     Solver(#[from] SolverError),
 }

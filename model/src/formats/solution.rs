@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 use crate::analysis::Analysis;
 use crate::cost::{Configuration, Cost};
 use crate::diagnostic::{Diagnostic, FileError};
+use crate::inline::{indices_of, inline_program, InlineError};
 use crate::lp::MilpSize;
+use crate::program::Program;
 use crate::program::DIMS;
 use crate::yaml;
 
@@ -94,6 +96,10 @@ pub struct Solution {
     /// Present when `tune` chose this configuration by measurement.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tuned: Option<TuneReport>,
+    /// Stencils computed where they are read instead of stored (`model::inline`), in program
+    /// order; `groups` and `stencils` describe the program with them inlined. Absent: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inline: Vec<String>,
     pub groups: Vec<GroupReport>,
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub stencils: IndexMap<String, StencilReport>,
@@ -149,9 +155,30 @@ impl Solution {
             estimate_seconds: Some(cost.total),
             milp: None,
             tuned: None,
+            inline: Vec::new(),
             groups,
             stencils,
         }
+    }
+
+    /// The program `groups` describes: `program` with the stencils of `inline` inlined
+    /// (`model::inline`). Errors name the entry of `inline` at fault.
+    pub fn program_for(&self, program: &Program) -> Result<Program, Vec<Diagnostic>> {
+        if self.inline.is_empty() {
+            return Ok(program.clone());
+        }
+        let at = |name: &str| {
+            let k = self.inline.iter().position(|n| n == name).unwrap_or(0);
+            format!("inline[{k}]")
+        };
+        let indices = indices_of(program, &self.inline).map_err(|e| {
+            let name = match &e {
+                InlineError::Unknown(n) | InlineError::Output(n) | InlineError::Twice(n) => n,
+                InlineError::TooLarge { stencil, .. } => stencil,
+            };
+            vec![Diagnostic::new(at(name), e.to_string())]
+        })?;
+        inline_program(program, &indices).map_err(|e| vec![Diagnostic::new("inline", e.to_string())])
     }
 
     pub fn load(path: &Path) -> Result<Solution, FileError> {

@@ -1,0 +1,369 @@
+//! Inlining: a stencil computed where it is read instead of stored (issue 13).
+//!
+//! [`inline_program`] rewrites a program so that each inlined stencil `P` disappears and every
+//! reader evaluates `P`'s expression, shifted by the offset of each of its reads of `P`, as a
+//! `let` local. The values are the same to the bit: every inlined value is computed by the same
+//! expression in the same type as the stored value was (the language is pure, and a `let` holds
+//! a value of the program's type like an array element does), so the rewritten program's
+//! outputs equal the original's (`tests/reference.rs` holds them equal through the
+//! interpreter; the harness of an inlined configuration is verified against the original
+//! program's reference).
+//!
+//! For a reader `C` of `P` at offset `o`, the rewrite hoists `P`'s lets and its value into `C`
+//! as lets named `_P_<o>_<let>` and `_P_<o>` (for example `_flx_u_m1_0_0`), first in `C`'s let
+//! list (they read only arrays and each other), and replaces `P(i+o)` by the local. A chain
+//! `P1 → P2 → C` with both inlined carries `P1`'s locals inside `P2`'s, renamed once more.
+//!
+//! What inlining changes in the model follows from the rewritten program alone: the reader's
+//! distinct reads (its fetch weight), the group's stencil count and the arrays its tiles touch.
+//! `solvers::inline` searches the inline sets; the rest of the tool sees an ordinary program.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::analysis::Analysis;
+use crate::expr::{parse_expr_spanned, Expr};
+use crate::program::{Let, Program, Stencil, StencilSources};
+
+/// At most this many distinct reads in a rewritten stencil: larger inline sets are not
+/// candidates (the code would grow without bound along chains).
+pub const MAX_INLINED_READS: usize = 64;
+
+/// At most this many lets in a rewritten stencil.
+pub const MAX_INLINED_LETS: usize = 256;
+
+/// Why an inline set cannot be applied.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum InlineError {
+    #[error("`{0}` is not a stencil of the program")]
+    Unknown(String),
+    #[error("`{0}` is an output: an output must be stored, it cannot be inlined")]
+    Output(String),
+    #[error("`{0}` is listed twice")]
+    Twice(String),
+    #[error(
+        "inlining makes stencil `{stencil}` too large ({reads} distinct reads, {lets} lets; at most {max_reads} and {max_lets})"
+    )]
+    TooLarge {
+        stencil: String,
+        reads: usize,
+        lets: usize,
+        max_reads: usize,
+        max_lets: usize,
+    },
+}
+
+/// The stencils that may be inlined: every stencil that is not an output.
+pub fn candidates(analysis: &Analysis) -> Vec<usize> {
+    (0..analysis.stencils.len())
+        .filter(|&s| !analysis.stencils[s].is_output)
+        .collect()
+}
+
+/// The indices of `names` in `program`, sorted, checked: stencils, not outputs, each once.
+pub fn indices_of(program: &Program, names: &[String]) -> Result<Vec<usize>, InlineError> {
+    let mut out = BTreeSet::new();
+    for name in names {
+        let s = program
+            .stencil_index(name)
+            .ok_or_else(|| InlineError::Unknown(name.clone()))?;
+        if program.outputs.contains(name) {
+            return Err(InlineError::Output(name.clone()));
+        }
+        if !out.insert(s) {
+            return Err(InlineError::Twice(name.clone()));
+        }
+    }
+    Ok(out.into_iter().collect())
+}
+
+/// The stencils of `program` kept by inlining `inline` (sorted indices): the old index of each
+/// stencil of the rewritten program.
+pub fn kept(program: &Program, inline: &[usize]) -> Vec<usize> {
+    (0..program.stencils.len())
+        .filter(|s| inline.binary_search(s).is_err())
+        .collect()
+}
+
+/// `program` with the stencils `inline` (sorted indices) computed where they are read. The
+/// program's name, domain, halo, type and outputs are kept; fixed groups in its constraints are
+/// dropped when anything is inlined (they index the original stencils).
+pub fn inline_program(program: &Program, inline: &[usize]) -> Result<Program, InlineError> {
+    let mut sorted = inline.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    if sorted.len() != inline.len() {
+        let twice = inline
+            .iter()
+            .find(|s| inline.iter().filter(|t| t == s).count() > 1)
+            .map(|&s| program.stencils[s].name.clone())
+            .unwrap_or_default();
+        return Err(InlineError::Twice(twice));
+    }
+    for &s in &sorted {
+        let Some(st) = program.stencils.get(s) else {
+            return Err(InlineError::Unknown(format!("stencils[{s}]")));
+        };
+        if program.outputs.contains(&st.name) {
+            return Err(InlineError::Output(st.name.clone()));
+        }
+    }
+    if sorted.is_empty() {
+        return Ok(program.clone());
+    }
+    // The definition of every inlined stencil, itself rewritten (earlier inlined stencils
+    // already substituted), by name.
+    let mut bodies: HashMap<String, (Vec<Let>, Expr)> = HashMap::new();
+    let mut stencils = Vec::new();
+    for (s, st) in program.stencils.iter().enumerate() {
+        let (lets, expr) = substitute(st, &bodies);
+        if sorted.binary_search(&s).is_ok() {
+            bodies.insert(st.name.clone(), (lets, expr));
+            continue;
+        }
+        let mut reads = BTreeSet::new();
+        for e in lets.iter().map(|l| &l.expr).chain([&expr]) {
+            e.visit_accesses(&mut |a, o| {
+                reads.insert((a.to_string(), o));
+            });
+        }
+        if reads.len() > MAX_INLINED_READS || lets.len() > MAX_INLINED_LETS {
+            return Err(InlineError::TooLarge {
+                stencil: st.name.clone(),
+                reads: reads.len(),
+                lets: lets.len(),
+                max_reads: MAX_INLINED_READS,
+                max_lets: MAX_INLINED_LETS,
+            });
+        }
+        stencils.push(with_sources(&st.name, lets, expr));
+    }
+    let mut constraints = program.constraints.clone();
+    constraints.groups = None;
+    Ok(Program {
+        stencils,
+        constraints,
+        ..program.clone()
+    })
+}
+
+/// A stencil whose source texts are its expressions printed (what error messages quote).
+fn with_sources(name: &str, lets: Vec<Let>, expr: Expr) -> Stencil {
+    let spans = |e: &Expr| -> (String, Vec<crate::expr::AccessSpan>) {
+        let text = e.to_string();
+        // The printer's output parses back to the same tree (the parser's round-trip
+        // property); only the access spans are taken from the parse.
+        let spans = parse_expr_spanned(&text)
+            .map(|(_, s)| s)
+            .unwrap_or_default();
+        (text, spans)
+    };
+    let (text, accesses) = spans(&expr);
+    let sources = StencilSources {
+        expr: text,
+        expr_accesses: accesses,
+        lets: lets.iter().map(|l| spans(&l.expr)).collect(),
+    };
+    Stencil {
+        name: name.to_string(),
+        lets,
+        expr,
+        sources,
+    }
+}
+
+/// `st`'s lets and expression with every read of a stencil in `bodies` replaced by a local
+/// holding its value at that offset; the hoisted lets come first, in order of first read.
+fn substitute(st: &Stencil, bodies: &HashMap<String, (Vec<Let>, Expr)>) -> (Vec<Let>, Expr) {
+    // Names in use: the stencil's own lets.
+    let mut taken: BTreeSet<String> = st.lets.iter().map(|l| l.name.clone()).collect();
+    let mut hoisted: Vec<Let> = Vec::new();
+    // (array, offset) -> the local holding its value.
+    let mut locals: BTreeMap<(String, [i32; 3]), String> = BTreeMap::new();
+    let mut order = Vec::new();
+    for e in st.lets.iter().map(|l| &l.expr).chain([&st.expr]) {
+        e.visit_accesses(&mut |a, o| {
+            if bodies.contains_key(a) && !locals.contains_key(&(a.to_string(), o)) {
+                locals.insert((a.to_string(), o), String::new());
+                order.push((a.to_string(), o));
+            }
+        });
+    }
+    for (array, o) in order {
+        let (lets, expr) = &bodies[&array];
+        let prefix = fresh(&mut taken, &format!("_{array}_{}", offset_tag(o)));
+        let mut renamed: HashMap<String, String> = HashMap::new();
+        for l in lets {
+            let name = fresh(&mut taken, &format!("{prefix}_{}", l.name.trim_start_matches('_')));
+            hoisted.push(Let {
+                name: name.clone(),
+                expr: shift(&l.expr, o, &renamed),
+            });
+            renamed.insert(l.name.clone(), name);
+        }
+        hoisted.push(Let {
+            name: prefix.clone(),
+            expr: shift(expr, o, &renamed),
+        });
+        locals.insert((array, o), prefix);
+    }
+    let replace = |e: &Expr| {
+        map_expr(e, &mut |node| match node {
+            Expr::Access { array, offset } => locals
+                .get(&(array.clone(), *offset))
+                .map(|name| Expr::Local(name.clone())),
+            _ => None,
+        })
+    };
+    let mut lets = hoisted;
+    lets.extend(st.lets.iter().map(|l| Let {
+        name: l.name.clone(),
+        expr: replace(&l.expr),
+    }));
+    (lets, replace(&st.expr))
+}
+
+/// `_P_m1_0_2` style: an offset as identifier characters (`m` for minus).
+fn offset_tag(o: [i32; 3]) -> String {
+    o.map(|v| {
+        if v < 0 {
+            format!("m{}", -v)
+        } else {
+            v.to_string()
+        }
+    })
+    .join("_")
+}
+
+/// `base`, or `base_2`, `base_3`, ... whichever is free; marks it taken.
+fn fresh(taken: &mut BTreeSet<String>, base: &str) -> String {
+    let mut name = base.to_string();
+    let mut k = 2;
+    while taken.contains(&name) {
+        name = format!("{base}_{k}");
+        k += 1;
+    }
+    taken.insert(name.clone());
+    name
+}
+
+/// `e` with every access shifted by `o` and locals renamed by `renamed`.
+fn shift(e: &Expr, o: [i32; 3], renamed: &HashMap<String, String>) -> Expr {
+    map_expr(e, &mut |node| match node {
+        Expr::Access { array, offset } => Some(Expr::Access {
+            array: array.clone(),
+            offset: [0, 1, 2].map(|d| offset[d] + o[d]),
+        }),
+        Expr::Local(name) => renamed.get(name).map(|n| Expr::Local(n.clone())),
+        _ => None,
+    })
+}
+
+/// A copy of `e` in which every node for which `f` answers `Some` is replaced by the answer.
+fn map_expr(e: &Expr, f: &mut impl FnMut(&Expr) -> Option<Expr>) -> Expr {
+    if let Some(r) = f(e) {
+        return r;
+    }
+    match e {
+        Expr::Number { .. } | Expr::Local(_) | Expr::Access { .. } => e.clone(),
+        Expr::Unary { op, operand } => Expr::Unary {
+            op: *op,
+            operand: Box::new(map_expr(operand, f)),
+        },
+        Expr::Binary { op, lhs, rhs } => Expr::Binary {
+            op: *op,
+            lhs: Box::new(map_expr(lhs, f)),
+            rhs: Box::new(map_expr(rhs, f)),
+        },
+        Expr::Ternary {
+            cond,
+            then,
+            otherwise,
+        } => Expr::Ternary {
+            cond: Box::new(map_expr(cond, f)),
+            then: Box::new(map_expr(then, f)),
+            otherwise: Box::new(map_expr(otherwise, f)),
+        },
+        Expr::Call { func, args } => Expr::Call {
+            func: *func,
+            args: args.iter().map(|a| map_expr(a, f)).collect(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::Analysis;
+
+    fn program(text: &str) -> Program {
+        Program::from_yaml(text).unwrap()
+    }
+
+    const CHAIN: &str = r#"
+name: t
+domain: [8, 8, 4]
+halo: [3, 3, 1]
+outputs: [out]
+stencils:
+  - name: lap
+    expr: "4 * u(i,j,k) - u(i+1,j,k) - u(i-1,j,k) - u(i,j+1,k) - u(i,j-1,k)"
+  - name: flx
+    let: { d: "lap(i+1,j,k) - lap(i,j,k)" }
+    expr: "d * (u(i+1,j,k) - u(i,j,k)) > 0 ? 0 : d"
+  - name: out
+    expr: "u(i,j,k) - 0.25 * (flx(i,j,k) - flx(i-1,j,k)) + lap(i,j,k)"
+"#;
+
+    #[test]
+    fn a_chain_inlines_into_lets_and_keeps_the_reads() {
+        let p = program(CHAIN);
+        let q = inline_program(&p, &[0, 1]).unwrap();
+        assert_eq!(q.stencils.len(), 1);
+        let out = &q.stencils[0];
+        let names: Vec<&str> = out.lets.iter().map(|l| l.name.as_str()).collect();
+        // flx at 0 and -1, each with lap at two offsets, then lap at 0 read directly.
+        assert_eq!(
+            names,
+            [
+                "_flx_0_0_0_lap_1_0_0",
+                "_flx_0_0_0_lap_0_0_0",
+                "_flx_0_0_0_d",
+                "_flx_0_0_0",
+                "_flx_m1_0_0_lap_1_0_0",
+                "_flx_m1_0_0_lap_0_0_0",
+                "_flx_m1_0_0_d",
+                "_flx_m1_0_0",
+                "_lap_0_0_0",
+            ]
+        );
+        // The inner lap of flx at -1 is shifted by -1: lap(i, j, k) reads u(i-1, j, k).
+        assert_eq!(
+            out.lets[5].expr.to_string(),
+            "4 * u(i-1, j, k) - u(i, j, k) - u(i-2, j, k) - u(i-1, j+1, k) - u(i-1, j-1, k)"
+        );
+        let a = Analysis::new(&q).unwrap();
+        // The distinct reads of u: x from -2 to 2 on row j, and (−1..1, ±1).
+        let reads: BTreeSet<[i32; 3]> = a.stencils[0].accesses.iter().map(|&(_, o)| o).collect();
+        assert_eq!(reads.len(), 5 + 6);
+        assert_eq!(a.stencils[0].fetch_weight, 12);
+    }
+
+    #[test]
+    fn bad_inline_sets_are_refused_with_names() {
+        let p = program(CHAIN);
+        assert_eq!(
+            inline_program(&p, &[2]).unwrap_err(),
+            InlineError::Output("out".into())
+        );
+        assert_eq!(
+            inline_program(&p, &[0, 0]).unwrap_err(),
+            InlineError::Twice("lap".into())
+        );
+        assert_eq!(
+            indices_of(&p, &["flux".into()]).unwrap_err(),
+            InlineError::Unknown("flux".into())
+        );
+        assert_eq!(indices_of(&p, &["flx".into(), "lap".into()]).unwrap(), [0, 1]);
+        assert_eq!(inline_program(&p, &[]).unwrap(), p);
+    }
+}

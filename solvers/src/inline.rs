@@ -1,0 +1,275 @@
+//! Which stencils to inline (issue 13): a search over inline sets, each rewritten
+//! (`model::inline`) and solved exactly.
+//!
+//! Inlining changes the program itself: the readers' access sets, the stencils a group holds,
+//! the arrays its tiles touch. So an inline set is chosen outside the MILP: every set tried is
+//! a program of its own, whose exact optimum over groupings, tilings and streaming is the range
+//! table's shortest path (`search::range_table`, the DP the range MILP equals). The set with the
+//! cheapest optimum wins, and the requested solver then solves that program once.
+//! - With at most [`EXHAUSTIVE_CANDIDATES`] candidates (stencils that are not outputs) every
+//!   subset is tried: the result is the exact optimum over inlining, grouping, tiling and
+//!   streaming together (`tests/inline.rs` holds it equal to brute force).
+//! - With more, up to [`GREEDY_CANDIDATES`], the search is greedy: from the empty set, add the
+//!   one stencil that lowers the optimum most, until none does (at most `c (c + 1) / 2` solves).
+//!   The result is never worse than not inlining, but it is not proven optimal over inline sets.
+//! - With more still, nothing is inlined unless the user names a set (`--inline`).
+//!
+//! The empty set is always tried, so under the model inlining can only improve the optimum.
+
+use std::time::Instant;
+
+use absinthe_model::analysis::Analysis;
+use absinthe_model::inline::{candidates, inline_program, kept, InlineError};
+use absinthe_model::machine::ModelMachine;
+use absinthe_model::milp::MilpOptions;
+use absinthe_model::program::Program;
+use absinthe_model::search::{range_table, shortest_grouping};
+
+use crate::optimize::OptimizeError;
+
+/// Every subset is tried up to this many candidates (64 solves).
+pub const EXHAUSTIVE_CANDIDATES: usize = 6;
+
+/// The greedy search runs up to this many candidates; beyond, nothing is inlined by default.
+pub const GREEDY_CANDIDATES: usize = 24;
+
+/// What to inline.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum InlinePolicy {
+    /// Search the inline sets (the default).
+    #[default]
+    Search,
+    /// Inline nothing: the schedule space of the original work plus streaming.
+    Off,
+    /// Exactly these stencils (sorted indices).
+    Fixed(Vec<usize>),
+}
+
+/// How the inline set was chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InlineSearch {
+    /// Every subset of the candidates.
+    Exhaustive,
+    /// Greedy additions.
+    Greedy,
+    /// Not searched: inlining off, fixed groups, a set given, or too many candidates.
+    None,
+}
+
+impl InlineSearch {
+    pub fn name(self) -> &'static str {
+        match self {
+            InlineSearch::Exhaustive => "exhaustive",
+            InlineSearch::Greedy => "greedy",
+            InlineSearch::None => "none",
+        }
+    }
+}
+
+/// The chosen inline set and the program it makes.
+#[derive(Clone, Debug)]
+pub struct InlineChoice {
+    /// Indices of the inlined stencils in the original program, sorted.
+    pub inline: Vec<usize>,
+    /// Their names.
+    pub names: Vec<String>,
+    /// The rewritten program and its analysis (the original when nothing is inlined).
+    pub program: Program,
+    pub analysis: Analysis,
+    /// The original index of each stencil of `program`.
+    pub kept: Vec<usize>,
+    pub search: InlineSearch,
+    /// Candidates (stencils that are not outputs).
+    pub candidates: usize,
+    /// Inline sets solved.
+    pub sets_solved: usize,
+    /// The model's optimum without inlining, in seconds (None: infeasible, or not solved).
+    pub without_seconds: Option<f64>,
+    /// The model's optimum with the chosen set, in seconds (None: not solved by the search).
+    pub with_seconds: Option<f64>,
+    /// Why nothing was searched, when [`InlineSearch::None`] and the policy asked for a search.
+    pub note: Option<String>,
+    pub seconds: f64,
+}
+
+/// The rewritten program and analysis of an inline set, and the original index of each kept
+/// stencil.
+pub fn apply(
+    program: &Program,
+    inline: &[usize],
+) -> Result<(Program, Analysis, Vec<usize>), OptimizeError> {
+    let rewritten =
+        inline_program(program, inline).map_err(|e| OptimizeError::Invalid(e.to_string()))?;
+    analysed(program, rewritten, inline)
+}
+
+/// The analysis of a rewritten program. Inlining removes only stencils that are read, and reads
+/// compose within the halo, so it always analyses; if not, that is a bug, said as one.
+fn analysed(
+    program: &Program,
+    rewritten: Program,
+    inline: &[usize],
+) -> Result<(Program, Analysis, Vec<usize>), OptimizeError> {
+    let analysis = Analysis::new(&rewritten).map_err(|d| {
+        OptimizeError::Mismatch(format!(
+            "the program with {inline:?} inlined fails analysis: {}",
+            d.iter().map(|d| format!("{}: {}", d.path, d.message)).collect::<Vec<_>>().join("; ")
+        ))
+    })?;
+    Ok((rewritten, analysis, kept(program, inline)))
+}
+
+/// The model's exact optimum of a program (seconds), None when infeasible.
+fn optimum_seconds(
+    analysis: &Analysis,
+    machine: &ModelMachine,
+    options: &MilpOptions,
+    threads: usize,
+) -> Option<f64> {
+    let table = range_table(analysis, machine, options, threads);
+    shortest_grouping(&table, analysis.stencils.len()).map(|(_, t)| t)
+}
+
+/// Chooses the inline set of `program` by `policy` (see the module documentation).
+pub fn choose_inline(
+    program: &Program,
+    analysis: &Analysis,
+    machine: &ModelMachine,
+    options: &MilpOptions,
+    policy: &InlinePolicy,
+    threads: usize,
+) -> Result<InlineChoice, OptimizeError> {
+    let started = Instant::now();
+    let cands = candidates(analysis);
+    let none = |search: InlineSearch, note: Option<String>| InlineChoice {
+        inline: Vec::new(),
+        names: Vec::new(),
+        program: program.clone(),
+        analysis: analysis.clone(),
+        kept: (0..analysis.stencils.len()).collect(),
+        search,
+        candidates: cands.len(),
+        sets_solved: 0,
+        without_seconds: None,
+        with_seconds: None,
+        note,
+        seconds: started.elapsed().as_secs_f64(),
+    };
+    let finish = |inline: Vec<usize>,
+                  search: InlineSearch,
+                  sets_solved: usize,
+                  without: Option<f64>,
+                  with: Option<f64>|
+     -> Result<InlineChoice, OptimizeError> {
+        let (rewritten, a, kept) = apply(program, &inline)?;
+        Ok(InlineChoice {
+            names: inline
+                .iter()
+                .map(|&s| program.stencils[s].name.clone())
+                .collect(),
+            inline,
+            program: rewritten,
+            analysis: a,
+            kept,
+            search,
+            candidates: cands.len(),
+            sets_solved,
+            without_seconds: without,
+            with_seconds: with,
+            note: None,
+            seconds: started.elapsed().as_secs_f64(),
+        })
+    };
+    match policy {
+        InlinePolicy::Off => return Ok(none(InlineSearch::None, None)),
+        InlinePolicy::Fixed(set) => {
+            if options.fixed_groups.is_some() && !set.is_empty() {
+                return Err(OptimizeError::Invalid(
+                    "--inline cannot be combined with fixed groups (they index the original stencils)"
+                        .into(),
+                ));
+            }
+            return finish(set.clone(), InlineSearch::None, 0, None, None);
+        }
+        InlinePolicy::Search => {}
+    }
+    if cands.is_empty() {
+        return Ok(none(InlineSearch::None, None));
+    }
+    if options.fixed_groups.is_some() {
+        return Ok(none(
+            InlineSearch::None,
+            Some("not searched: the groups are fixed (they index the original stencils)".into()),
+        ));
+    }
+    if cands.len() > GREEDY_CANDIDATES {
+        return Ok(none(
+            InlineSearch::None,
+            Some(format!(
+                "not searched: {} stencils could be inlined (the search runs up to {GREEDY_CANDIDATES}); name a set with --inline",
+                cands.len()
+            )),
+        ));
+    }
+    let mut solved = 0usize;
+    let mut time_of = |set: &[usize]| -> Result<Option<f64>, OptimizeError> {
+        let rewritten = match inline_program(program, set) {
+            Ok(p) => p,
+            Err(InlineError::TooLarge { .. }) => return Ok(None),
+            Err(e) => return Err(OptimizeError::Invalid(e.to_string())),
+        };
+        let (_, a, _) = analysed(program, rewritten, set)?;
+        solved += 1;
+        Ok(optimum_seconds(&a, machine, options, threads))
+    };
+    let better = |t: Option<f64>, best: Option<f64>| match (t, best) {
+        (Some(t), Some(b)) => t < b * (1.0 - 1e-9),
+        (Some(_), None) => true,
+        _ => false,
+    };
+    let without = time_of(&[])?;
+    let (mut best_set, mut best) = (Vec::new(), without);
+    let search = if cands.len() <= EXHAUSTIVE_CANDIDATES {
+        // Subsets by size, then in lexicographic order of their masks: ties keep the smaller
+        // (and then the earlier) set.
+        let mut masks: Vec<u32> = (1..(1u32 << cands.len())).collect();
+        masks.sort_by_key(|m| (m.count_ones(), *m));
+        for m in masks {
+            let set: Vec<usize> = (0..cands.len())
+                .filter(|b| m & (1 << b) != 0)
+                .map(|b| cands[b])
+                .collect();
+            let t = time_of(&set)?;
+            if better(t, best) {
+                best = t;
+                best_set = set;
+            }
+        }
+        InlineSearch::Exhaustive
+    } else {
+        loop {
+            let mut step: Option<(Vec<usize>, Option<f64>)> = None;
+            for &c in &cands {
+                if best_set.contains(&c) {
+                    continue;
+                }
+                let mut set = best_set.clone();
+                set.push(c);
+                set.sort_unstable();
+                let t = time_of(&set)?;
+                if better(t, step.as_ref().map_or(best, |s| s.1)) {
+                    step = Some((set, t));
+                }
+            }
+            match step {
+                Some((set, t)) => {
+                    best_set = set;
+                    best = t;
+                }
+                None => break,
+            }
+        }
+        InlineSearch::Greedy
+    };
+    finish(best_set, search, solved, without, best)
+}
