@@ -31,6 +31,7 @@ use absinthe_codegen::{lower, lower_cuda, Schedule};
 use absinthe_model::analysis::Analysis;
 use absinthe_model::cost::evaluate;
 use absinthe_model::generate::{random_language_program, random_program, RandomShape, Rng};
+use absinthe_model::inline::{candidates, inline_program};
 use absinthe_model::interp::{
     absinthe_value, agreement, harness_inputs, interpret, Agreement, Evaluation, LibmAccuracy,
 };
@@ -122,14 +123,32 @@ fn cases(subjects: &[Subject], per_subject: usize, cuda: bool, seed: u64) -> Vec
     for (n, s) in subjects.iter().enumerate() {
         let mut rng = Rng::new(seed ^ (n as u64).wrapping_mul(7919));
         for c in 0..per_subject {
-            let config =
-                random_configuration(&mut rng, s.program.stencils.len(), s.analysis.domain);
-            let cost = evaluate(&s.analysis, &m, &config);
-            let schedule = if cuda {
-                lower_cuda(&s.program, &s.analysis, &config, &cost).unwrap()
+            // Every third case inlines a random set of stencils: the kernel is of the
+            // rewritten program, its harness and the interpreter are of the original.
+            let inline: Vec<usize> = if rng.below(3) == 0 {
+                candidates(&s.analysis)
+                    .into_iter()
+                    .filter(|_| rng.chance(60))
+                    .collect()
             } else {
-                lower(&s.program, &s.analysis, &config, &cost).unwrap()
+                Vec::new()
             };
+            let (program, analysis) = match inline_program(&s.program, &inline) {
+                Ok(p) => {
+                    let a = Analysis::new(&p).unwrap_or_else(|e| panic!("{e:?}\n{}", s.text));
+                    (p, a)
+                }
+                Err(_) => (s.program.clone(), s.analysis.clone()),
+            };
+            let inlined = s.program.stencils.len() - program.stencils.len();
+            let config = random_configuration(&mut rng, program.stencils.len(), analysis.domain);
+            let cost = evaluate(&analysis, &m, &config);
+            let schedule = if cuda {
+                lower_cuda(&program, &analysis, &config, &cost).unwrap()
+            } else {
+                lower(&program, &analysis, &config, &cost).unwrap()
+            }
+            .with_reference(&s.program, &s.analysis);
             let (cuda, smem) = if cuda {
                 let limits = GpuLimits {
                     shared_bytes_per_block: *rng.pick(&[0, 600, 4096, 48 << 10]),
@@ -146,7 +165,7 @@ fn cases(subjects: &[Subject], per_subject: usize, cuda: bool, seed: u64) -> Vec
                 label: format!("ref{}_{n}_{c}", if cuda.is_some() { "cuda" } else { "omp" }),
                 subject: n,
                 description: format!(
-                    "{} groups {:?} tiles {:?}{}",
+                    "{} inlined {inlined} groups {:?} tiles {:?}{}",
                     s.program.name,
                     config.groups,
                     config.tiles,
@@ -335,6 +354,11 @@ fn report(what: &str, cases: usize, tally: &Tally) {
 fn openmp_kernels_match_the_interpreter() {
     let subjects: Vec<Subject> = (0..120).map(random_subject).collect();
     let cases = cases(&subjects, 2, false, 1);
+    let inlined = cases
+        .iter()
+        .filter(|c| !c.description.contains("inlined 0 "))
+        .count();
+    assert!(inlined >= 30, "{inlined} cases inline something");
     let tally = check(&subjects, &cases, 40);
     report("OpenMP", cases.len(), &tally);
     assert!(cases.len() >= 200);
@@ -515,4 +539,46 @@ fn absinthe_value_is_the_harness_function() {
             f64::from_bits(bits)
         );
     }
+}
+
+#[test]
+fn inlined_programs_interpret_to_the_same_outputs_bit_for_bit() {
+    // Every stencil that is not an output, and random subsets, inlined: the interpreter gives
+    // the same bits (and the same bounds) for every output, on the same inputs (by name).
+    let mut rng = Rng::new(77);
+    let mut checked = 0;
+    for seed in 0..150 {
+        let s = random_subject(seed);
+        let all = candidates(&s.analysis);
+        let some: Vec<usize> = all.iter().copied().filter(|_| rng.chance(50)).collect();
+        for set in [all, some] {
+            if set.is_empty() {
+                continue;
+            }
+            let Ok(p) = inline_program(&s.program, &set) else {
+                continue;
+            };
+            let a = Analysis::new(&p).unwrap_or_else(|e| panic!("{e:?}\n{}", s.text));
+            assert_eq!(p.stencils.len() + set.len(), s.program.stencils.len());
+            let by_name = |id: usize, at: [i64; 3]| {
+                harness_inputs(s.analysis.array_id(&a.arrays[id].name).unwrap(), at)
+            };
+            let e = interpret(&p, &a, &by_name, &LibmAccuracy::glibc()).unwrap();
+            assert_eq!(e.outputs.len(), s.evaluation.outputs.len());
+            for (got, want) in e.outputs.iter().zip(&s.evaluation.outputs) {
+                assert_eq!(got.name, want.name);
+                for (k, (x, y)) in got.values.iter().zip(&want.values).enumerate() {
+                    assert!(
+                        x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()),
+                        "seed {seed}, {set:?} inlined: {} element {k} is {x:e}, the original gives {y:e}\n{}",
+                        got.name,
+                        s.text
+                    );
+                }
+                assert_eq!(got.bounds, want.bounds, "seed {seed}: bounds of {}", got.name);
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 100, "only {checked} inline sets checked");
 }

@@ -633,9 +633,17 @@ impl Schedule {
     /// was lowered from: for a configuration of an inlined program (`model::inline`), whose
     /// outputs must equal the original program's bit for bit. Both programs have the same
     /// domain, halo, type, inputs and outputs; the reference keeps every original stencil.
+    /// The inputs keep the original program's array ids, which seed the harness's input
+    /// values (`absinthe_value`), so both programs run on the same inputs as the interpreter
+    /// gives the original.
     pub fn with_reference(mut self, original: &Program, analysis: &Analysis) -> Schedule {
         self.reference = reference_stencils(original, analysis);
         self.stencil_arrays = stencil_arrays_of(analysis);
+        for a in &mut self.arrays {
+            if let Some(id) = analysis.array_id(&a.name) {
+                a.array_id = id;
+            }
+        }
         self
     }
 }
