@@ -365,3 +365,82 @@ fn large_programs_report_what_evaluate_gives() {
         }
     }
 }
+
+/// The inline search (`solvers::inline`) against brute force: on random programs with at most
+/// `EXHAUSTIVE_CANDIDATES` stencils that may be inlined, its optimum equals the least cost
+/// over every inline set, grouping, tiling and streaming flag (fully naive enumeration per
+/// set), the empty set among them; the solved optimum of the chosen program equals it too.
+#[test]
+fn inline_search_equals_brute_force_over_inline_sets() {
+    use absinthe_model::inline::{candidates, inline_program};
+    use absinthe_model::program::Program;
+    use absinthe_solvers::inline::{choose_inline, InlinePolicy, InlineSearch};
+
+    let shape = RandomShape {
+        min_stencils: 2,
+        max_stencils: 5,
+        min_domain: 1,
+        max_domain: 5,
+        max_offset: 1,
+        rich_expressions: false,
+    };
+    let (mut checked, mut inlined) = (0, 0);
+    for seed in 0..60u64 {
+        let text = random_program(seed + 500, &shape);
+        let p = Program::from_yaml(&text).unwrap();
+        let a = analyse(&text);
+        let mut rng = Rng::new(seed.wrapping_mul(104_729));
+        let m = random_machine(&mut rng, a.domain.iter().product());
+        let mut options = random_options(&mut rng, &a);
+        options.fixed_groups = None;
+        let cands = candidates(&a);
+        if cands.is_empty() {
+            continue;
+        }
+        let mut brute: Option<f64> = None;
+        let mut complete = true;
+        for mask in 0..(1usize << cands.len()) {
+            let set: Vec<usize> = (0..cands.len())
+                .filter(|b| mask & (1 << b) != 0)
+                .map(|b| cands[b])
+                .collect();
+            let Ok(q) = inline_program(&p, &set) else {
+                continue;
+            };
+            let qa = Analysis::new(&q).unwrap();
+            match naive_best(&qa, &m, &options, 200_000) {
+                Some(best) => {
+                    if let Some(&t) = best.first() {
+                        brute = Some(brute.map_or(t, |b: f64| b.min(t)));
+                    }
+                }
+                None => complete = false,
+            }
+        }
+        let choice = choose_inline(&p, &a, &m, &options, &InlinePolicy::Search, 1).unwrap();
+        assert_eq!(choice.search, InlineSearch::Exhaustive, "seed {seed}");
+        if !complete {
+            continue;
+        }
+        checked += 1;
+        match (brute, choice.with_seconds) {
+            (None, None) => {}
+            (Some(b), Some(t)) => {
+                assert!(agree(b, t), "seed {seed}: search {t}, brute force {b}\n{text}");
+                let solved = optimize_with(
+                    &choice.analysis,
+                    &m,
+                    &options,
+                    "highs",
+                    &exact_options(),
+                )
+                .unwrap();
+                assert!(agree(solved.cost.total, b), "seed {seed}: HiGHS {}", solved.cost.total);
+                inlined += !choice.inline.is_empty() as usize;
+            }
+            other => panic!("seed {seed}: search and brute force disagree on feasibility: {other:?}"),
+        }
+    }
+    assert!(checked >= 30, "only {checked} cases fully enumerated");
+    assert!(inlined >= 5, "only {inlined} optima inline something");
+}
