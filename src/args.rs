@@ -4,11 +4,11 @@ use std::path::{Path, PathBuf};
 
 use absinthe_codegen::render::Renderer;
 use absinthe_model::analysis::Analysis;
+use absinthe_model::inline::indices_of;
 use absinthe_model::machine::{Machine, ModelMachine};
 use absinthe_model::milp::{Encoding, MilpOptions};
 use absinthe_model::program::{check_group_indices, Program, DIMS};
 use absinthe_model::FileError;
-use absinthe_model::inline::indices_of;
 use absinthe_solvers::inline::InlinePolicy;
 use absinthe_solvers::SolveOptions;
 use anyhow::{bail, Context};

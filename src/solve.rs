@@ -127,7 +127,11 @@ pub fn print_table(solved: &Solved) {
             inl.names.join(" "),
             match inl.search {
                 InlineSearch::None => "given".to_string(),
-                s => format!("{} search, {} inline sets solved", s.name(), inl.sets_solved),
+                s => format!(
+                    "{} search, {} inline sets solved",
+                    s.name(),
+                    inl.sets_solved
+                ),
             },
             inl.without_seconds
                 .map_or("not solved".into(), human_seconds)

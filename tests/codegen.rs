@@ -392,3 +392,115 @@ fn tune_times_the_models_best_and_writes_the_fastest() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// Inlining end to end: `solve --inline` writes the set into the solution, `codegen` from that
+/// solution builds a harness that verifies bit for bit against the original program's
+/// reference, `bench` runs `opt` (inlined) beside `noinline`, and bad sets are clear errors.
+#[test]
+fn inlined_solutions_build_verify_and_bad_sets_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let sol = dir.path().join("s.yaml");
+    let sol_s = sol.to_str().unwrap();
+    let o = absinthe(&[
+        "solve",
+        "configs/hdiff.yaml",
+        "--inline",
+        "fli,flj",
+        "--format",
+        "yaml",
+        "-o",
+        sol_s,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&sol).unwrap();
+    assert!(text.contains("inline:\n- fli\n- flj\n"), "{text}");
+    assert!(stdout(&o).contains("inline:"), "{}", stdout(&o));
+
+    // codegen from the solution: the harness's reference is the original program's.
+    let gen = dir.path().join("gen");
+    let o = absinthe(&[
+        "codegen",
+        "configs/hdiff.yaml",
+        "--solution",
+        sol_s,
+        "--harness",
+        "-o",
+        gen.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("inlined: fli flj"), "{}", stderr(&o));
+    let files: Vec<(String, String)> = ["hdiff.h", "hdiff.cpp", "hdiff_harness.cpp"]
+        .iter()
+        .map(|f| (f.to_string(), std::fs::read_to_string(gen.join(f)).unwrap()))
+        .collect();
+    let harness = &files[2].1;
+    assert!(harness.contains("r_fli") && harness.contains("r_flj"));
+    let exe = toolchain(&["-O1"]).build(&files, &[]).unwrap();
+    let r = absinthe_codegen::compile::run_harness(&exe, &["1".into(), "0".into()], &[])
+        .unwrap()
+        .swap_remove(0);
+    assert!(r.verified, "{:?}", r.mismatch);
+
+    // bench: opt with the set, noinline without.
+    let o = absinthe(&[
+        "bench",
+        "configs/hdiff.yaml",
+        "--variants",
+        "noinline,opt",
+        "--inline",
+        "lap,fli,flj",
+        "--runs",
+        "2",
+        "--flush-bytes",
+        "100000",
+        "--no-roofline",
+        "--exact",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows[0]["variant"], "noinline");
+    assert!(rows[0].get("inline").is_none(), "{}", rows[0]);
+    assert_eq!(rows[1]["inline"], serde_json::json!(["lap", "fli", "flj"]));
+    assert_eq!(rows[1]["groups"], serde_json::json!([0]));
+    for r in rows {
+        assert_eq!(r["verified"], true, "{r}");
+        assert_eq!(r["verification"], "bit-exact", "{r}");
+    }
+
+    // A solution naming a stencil the program lacks: the file, the key and the name.
+    std::fs::write(&sol, text.replace("- flj\n", "- flk\n")).unwrap();
+    let o = absinthe(&[
+        "codegen",
+        "configs/hdiff.yaml",
+        "--solution",
+        sol_s,
+        "-o",
+        gen.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("s.yaml") && e.contains("inline[1]") && e.contains("`flk`"),
+        "{e}"
+    );
+    // Outputs cannot be inlined; --inline and --no-inline exclude each other.
+    let o = absinthe(&["solve", "configs/hdiff.yaml", "--inline", "out"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("--inline: `out` is an output"),
+        "{}",
+        stderr(&o)
+    );
+    let o = absinthe(&[
+        "solve",
+        "configs/hdiff.yaml",
+        "--inline",
+        "lap",
+        "--no-inline",
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
+}

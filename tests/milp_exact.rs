@@ -426,19 +426,23 @@ fn inline_search_equals_brute_force_over_inline_sets() {
         match (brute, choice.with_seconds) {
             (None, None) => {}
             (Some(b), Some(t)) => {
-                assert!(agree(b, t), "seed {seed}: search {t}, brute force {b}\n{text}");
-                let solved = optimize_with(
-                    &choice.analysis,
-                    &m,
-                    &options,
-                    "highs",
-                    &exact_options(),
-                )
-                .unwrap();
-                assert!(agree(solved.cost.total, b), "seed {seed}: HiGHS {}", solved.cost.total);
+                assert!(
+                    agree(b, t),
+                    "seed {seed}: search {t}, brute force {b}\n{text}"
+                );
+                let solved =
+                    optimize_with(&choice.analysis, &m, &options, "highs", &exact_options())
+                        .unwrap();
+                assert!(
+                    agree(solved.cost.total, b),
+                    "seed {seed}: HiGHS {}",
+                    solved.cost.total
+                );
                 inlined += !choice.inline.is_empty() as usize;
             }
-            other => panic!("seed {seed}: search and brute force disagree on feasibility: {other:?}"),
+            other => {
+                panic!("seed {seed}: search and brute force disagree on feasibility: {other:?}")
+            }
         }
     }
     assert!(checked >= 30, "only {checked} cases fully enumerated");

@@ -575,7 +575,11 @@ fn inlined_programs_interpret_to_the_same_outputs_bit_for_bit() {
                         s.text
                     );
                 }
-                assert_eq!(got.bounds, want.bounds, "seed {seed}: bounds of {}", got.name);
+                assert_eq!(
+                    got.bounds, want.bounds,
+                    "seed {seed}: bounds of {}",
+                    got.name
+                );
             }
             checked += 1;
         }

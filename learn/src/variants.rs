@@ -7,9 +7,9 @@ use absinthe_model::cost::{evaluate, group_shape, ranges_of, Configuration};
 use absinthe_model::machine::ModelMachine;
 use absinthe_model::milp::MilpOptions;
 use absinthe_model::program::check_group_indices;
+use absinthe_model::program::Program;
 use absinthe_model::rng::Rng;
 use absinthe_model::search::{admissible_tilings, k_best};
-use absinthe_model::program::Program;
 use absinthe_solvers::inline::{choose_inline, InlineChoice, InlinePolicy};
 use absinthe_solvers::optimize::{optimize_with, OptimizeError};
 use absinthe_solvers::SolveOptions;
@@ -348,7 +348,7 @@ pub fn plan(
                 };
                 push(
                     "unstreamed".into(),
-                &[],
+                    &[],
                     solve_with_groups(analysis, view, &plain, None)?,
                     false,
                     unfused.clone(),
@@ -372,7 +372,7 @@ pub fn plan(
                 let predicted = evaluate(analysis, view, &config).total;
                 push(
                     "naive".into(),
-                &[],
+                    &[],
                     Some((config, predicted)),
                     true,
                     unfused.clone(),

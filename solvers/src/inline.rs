@@ -113,7 +113,10 @@ fn analysed(
     let analysis = Analysis::new(&rewritten).map_err(|d| {
         OptimizeError::Mismatch(format!(
             "the program with {inline:?} inlined fails analysis: {}",
-            d.iter().map(|d| format!("{}: {}", d.path, d.message)).collect::<Vec<_>>().join("; ")
+            d.iter()
+                .map(|d| format!("{}: {}", d.path, d.message))
+                .collect::<Vec<_>>()
+                .join("; ")
         ))
     })?;
     Ok((rewritten, analysis, kept(program, inline)))

@@ -178,7 +178,8 @@ impl Solution {
             };
             vec![Diagnostic::new(at(name), e.to_string())]
         })?;
-        inline_program(program, &indices).map_err(|e| vec![Diagnostic::new("inline", e.to_string())])
+        inline_program(program, &indices)
+            .map_err(|e| vec![Diagnostic::new("inline", e.to_string())])
     }
 
     pub fn load(path: &Path) -> Result<Solution, FileError> {

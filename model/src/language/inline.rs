@@ -193,7 +193,10 @@ fn substitute(st: &Stencil, bodies: &HashMap<String, (Vec<Let>, Expr)>) -> (Vec<
         let prefix = fresh(&mut taken, &format!("_{array}_{}", offset_tag(o)));
         let mut renamed: HashMap<String, String> = HashMap::new();
         for l in lets {
-            let name = fresh(&mut taken, &format!("{prefix}_{}", l.name.trim_start_matches('_')));
+            let name = fresh(
+                &mut taken,
+                &format!("{prefix}_{}", l.name.trim_start_matches('_')),
+            );
             hoisted.push(Let {
                 name: name.clone(),
                 expr: shift(&l.expr, o, &renamed),
@@ -363,7 +366,10 @@ stencils:
             indices_of(&p, &["flux".into()]).unwrap_err(),
             InlineError::Unknown("flux".into())
         );
-        assert_eq!(indices_of(&p, &["flx".into(), "lap".into()]).unwrap(), [0, 1]);
+        assert_eq!(
+            indices_of(&p, &["flx".into(), "lap".into()]).unwrap(),
+            [0, 1]
+        );
         assert_eq!(inline_program(&p, &[]).unwrap(), p);
     }
 }
