@@ -286,6 +286,7 @@ fn emit_smt2_writes_an_smt_lib_file() {
         "configs/example2.yaml",
         "--machine",
         MACHINE,
+        "--no-inline",
         "--emit",
         "smt2",
         &f,

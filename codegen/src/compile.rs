@@ -1,6 +1,7 @@
 //! Building and running generated code: the machine's compiler and flags plus
-//! `-ffp-contract=off` (and `-fno-fast-math`, `-fopenmp`), in a cache directory keyed by a hash
-//! of the sources, compiler and flags, so an unchanged variant is not rebuilt.
+//! `-ffp-contract=off` (and `-fno-fast-math`, `-fno-trapping-math`, `-fopenmp`), in a cache
+//! directory keyed by a hash of the sources, compiler and flags, so an unchanged variant is not
+//! rebuilt.
 //!
 //! [`Toolchain::fused_multiply_add`] gives the timed build instead: `-ffp-contract=fast` (the
 //! compiler may contract `a * b + c` into one FMA, skipping the rounding of the product) and
@@ -84,6 +85,11 @@ impl Toolchain {
             f.push("-fopenmp".into());
         }
         f.push("-fno-fast-math".into());
+        // Lets GCC turn a conditional whose arms cannot trap into a select, so row loops with
+        // many `?:` vectorise (with trapping math it keeps branches: the inlined cosmo_hdiff4
+        // row loop did not vectorise). IEEE results do not change; only floating-point
+        // exception flags, which nothing reads, may.
+        f.push("-fno-trapping-math".into());
         if self.exact {
             f.push("-ffp-contract=off".into());
         } else {
