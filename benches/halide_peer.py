@@ -3,7 +3,7 @@
 
 The same YAML program (configs/*.yaml) is run, on this machine and in one invocation, as
 
-  * absinthe's variants naive, unfused and opt (`absinthe bench ... --format json`), and
+  * absinthe's variants naive, unfused, noinline and opt (`absinthe bench ... --format json`), and
   * a Halide pipeline built from the program, scheduled by each of Halide's CPU
     autoschedulers (Mullapudi2016, Adams2019, Li2018) and by Halide's default schedule
     ("none": every stage inlined into serial, unvectorised outputs),
@@ -782,7 +782,7 @@ def run_halide(args, program, scheduler, hl, np, inputs, flush, log):
 
 def run_absinthe(args, program, dump_dir, log):
     cmd = [args.absinthe, "bench", args.program, "--machine", args.machine,
-           "--variants", "naive,unfused,opt", "--runs", str(args.runs), "--format", "json"]
+           "--variants", "naive,unfused,noinline,opt", "--runs", str(args.runs), "--format", "json"]
     cmd += shlex.split(args.absinthe_args)
     env = dict(os.environ)
     if dump_dir:
