@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use absinthe_model::milp::Encoded;
+use absinthe_solvers::inline::choose_inline;
 use absinthe_solvers::optimize::{method_names, optimize_with, DP};
 use absinthe_solvers::Status;
 use clap::Args;
@@ -95,10 +96,27 @@ impl Serialize for RowStatus {
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
-    let (program, analysis) = load(&args.program)?;
-    let (_, view) = args.machine.load(&program)?;
-    let options = args.search.milp_options(&program)?;
+    let (original, original_analysis) = load(&args.program)?;
+    let (_, view) = args.machine.load(&original)?;
+    let options = args.search.milp_options(&original)?;
     let solve_options = args.search.solve_options()?;
+    // The solvers compete on the program `solve` would solve: the inline set chosen once (by
+    // the exact search, `--inline` or `--no-inline`).
+    let inline = choose_inline(
+        &original,
+        &original_analysis,
+        &view,
+        &options,
+        &args.search.inline_policy(&original)?,
+        solve_options.threads.unwrap_or(0),
+    )?;
+    if !inline.names.is_empty() {
+        eprintln!(
+            "inlined: {} (the solvers solve the rewritten program; --no-inline for the original)",
+            inline.names.join(" ")
+        );
+    }
+    let analysis = inline.analysis;
     let names: Vec<String> = match &args.solvers {
         Some(list) => list.clone(),
         None => method_names().iter().map(|s| s.to_string()).collect(),
@@ -172,7 +190,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         .filter_map(|r| r.error.as_ref().map(|e| format!("{}: {e}", r.solver)))
         .collect();
     let report = Report {
-        program: program.name.clone(),
+        program: original.name.clone(),
         relative_gap: gap,
         agree: disagreement.is_none() && failed.is_empty(),
         rows,
