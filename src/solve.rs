@@ -10,9 +10,9 @@ use absinthe_model::solution::Solution;
 use anyhow::bail;
 use clap::{Args, ValueEnum};
 
-use absinthe_solvers::inline::InlineSearch;
+use absinthe_solvers::inline::{choose_inline, InlineSearch};
 
-use crate::args::{MachineArg, SearchArgs};
+use crate::args::{load, MachineArg, SearchArgs};
 use crate::output::{human_seconds, table, write_atomic, Format};
 use crate::solving::{solve_program, Solved};
 
@@ -242,13 +242,24 @@ pub fn solution_text(solution: &Solution, json: bool) -> anyhow::Result<String> 
 }
 
 pub fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {
-    let solved = solve_program(&args.program, &args.machine, &args.search, &args.solver)?;
     if let Some(emit) = args.emit.as_deref() {
-        // The problem of the program solved: with the chosen stencils inlined.
-        let (_, view) = args.machine.load(&solved.program)?;
-        let options = args.search.milp_options(&solved.program)?;
-        emit_milp(&solved.analysis, &view, &options, emit)?;
+        // The problem of the program `solve` solves (the chosen stencils inlined), written
+        // before solving, so that an infeasible or slow problem can still be inspected.
+        let (program, analysis) = load(&args.program)?;
+        let (_, view) = args.machine.load(&program)?;
+        let options = args.search.milp_options(&program)?;
+        let inline = choose_inline(
+            &program,
+            &analysis,
+            &view,
+            &options,
+            &args.search.inline_policy(&program)?,
+            args.search.threads.unwrap_or(0),
+        )?;
+        let options = args.search.milp_options(&inline.program)?;
+        emit_milp(&inline.analysis, &view, &options, emit)?;
     }
+    let solved = solve_program(&args.program, &args.machine, &args.search, &args.solver)?;
     match args.format {
         Format::Table => print_table(&solved),
         Format::Json => print!("{}", solution_text(&solved.solution, true)?),
