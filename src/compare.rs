@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use absinthe_model::milp::Encoded;
-use absinthe_solvers::inline::choose_inline;
 use absinthe_solvers::optimize::{method_names, optimize_with, DP};
 use absinthe_solvers::Status;
 use clap::Args;
@@ -15,6 +14,7 @@ use crate::args::load;
 use crate::args::{MachineArg, SearchArgs};
 use crate::output::human_seconds;
 use crate::output::{table, Format};
+use crate::solving::inline_choice;
 
 /// Solve one program with several backends and compare them.
 ///
@@ -102,14 +102,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let solve_options = args.search.solve_options()?;
     // The solvers compete on the program `solve` would solve: the inline set chosen once (by
     // the exact search, `--inline` or `--no-inline`).
-    let inline = choose_inline(
-        &original,
-        &original_analysis,
-        &view,
-        &options,
-        &args.search.inline_policy(&original)?,
-        solve_options.threads.unwrap_or(0),
-    )?;
+    let inline = inline_choice(&original, &original_analysis, &view, &args.search)?;
     if !inline.names.is_empty() {
         eprintln!(
             "inlined: {} (the solvers solve the rewritten program; --no-inline for the original)",

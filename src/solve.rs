@@ -10,11 +10,11 @@ use absinthe_model::solution::Solution;
 use anyhow::bail;
 use clap::{Args, ValueEnum};
 
-use absinthe_solvers::inline::{choose_inline, InlineSearch};
+use absinthe_solvers::inline::InlineSearch;
 
 use crate::args::{load, MachineArg, SearchArgs};
 use crate::output::{human_seconds, table, write_atomic, Format};
-use crate::solving::{solve_program, Solved};
+use crate::solving::{inline_choice, solve_program, Solved};
 
 /// Choose which stencils to fuse and how to tile them, by solving one MILP.
 ///
@@ -247,15 +247,7 @@ pub fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {
         // before solving, so that an infeasible or slow problem can still be inspected.
         let (program, analysis) = load(&args.program)?;
         let (_, view) = args.machine.load(&program)?;
-        let options = args.search.milp_options(&program)?;
-        let inline = choose_inline(
-            &program,
-            &analysis,
-            &view,
-            &options,
-            &args.search.inline_policy(&program)?,
-            args.search.threads.unwrap_or(0),
-        )?;
+        let inline = inline_choice(&program, &analysis, &view, &args.search)?;
         let options = args.search.milp_options(&inline.program)?;
         emit_milp(&inline.analysis, &view, &options, emit)?;
     }

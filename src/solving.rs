@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use absinthe_model::analysis::Analysis;
-use absinthe_model::machine::Machine;
+use absinthe_model::machine::{Machine, ModelMachine};
 use absinthe_model::program::Program;
 use absinthe_model::solution::{Solution, SolverReport};
 use absinthe_solvers::inline::{choose_inline, InlineChoice};
@@ -26,6 +26,24 @@ pub struct Solved {
     pub solution: Solution,
 }
 
+/// The inline set `search` asks for (`--inline`, `--no-inline`, or the search), and the program
+/// it makes: what `solve`, `solve --emit` and `compare` all solve.
+pub fn inline_choice(
+    program: &Program,
+    analysis: &Analysis,
+    view: &ModelMachine,
+    search: &SearchArgs,
+) -> anyhow::Result<InlineChoice> {
+    Ok(choose_inline(
+        program,
+        analysis,
+        view,
+        &search.milp_options(program)?,
+        &search.inline_policy(program)?,
+        search.threads.unwrap_or(0),
+    )?)
+}
+
 /// Loads, chooses the inline set, solves and describes; shared by `solve`, `codegen` and
 /// `bench`.
 pub fn solve_program(
@@ -38,16 +56,8 @@ pub fn solve_program(
     let (machine, view) = machine_arg.load(&original)?;
     let options = search.milp_options(&original)?;
     let solve_options = search.solve_options()?;
-    let policy = search.inline_policy(&original)?;
-    let inline = choose_inline(
-        &original,
-        &original_analysis,
-        &view,
-        &options,
-        &policy,
-        solve_options.threads.unwrap_or(0),
-    )
-    .with_context(|| format!("choosing what to inline in {}", program_path.display()))?;
+    let inline = inline_choice(&original, &original_analysis, &view, search)
+        .with_context(|| format!("choosing what to inline in {}", program_path.display()))?;
     let program = inline.program.clone();
     let analysis = inline.analysis.clone();
     let optimum = optimize_with(&analysis, &view, &options, solver_name, &solve_options)

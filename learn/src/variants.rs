@@ -263,17 +263,19 @@ pub fn plan(
     // The inline set of `opt`, chosen once.
     let mut chosen: Option<InlineChoice> = None;
     let mut choice = || -> Result<InlineChoice, PlanError> {
-        if chosen.is_none() {
-            chosen = Some(choose_inline(
-                program,
-                analysis,
-                view,
-                &settings.options,
-                &settings.inline,
-                settings.solve_options.threads.unwrap_or(0),
-            )?);
+        if let Some(c) = &chosen {
+            return Ok(c.clone());
         }
-        Ok(chosen.clone().expect("set above"))
+        let c = choose_inline(
+            program,
+            analysis,
+            view,
+            &settings.options,
+            &settings.inline,
+            settings.solve_options.threads.unwrap_or(0),
+        )?;
+        chosen = Some(c.clone());
+        Ok(c)
     };
     let mut push = |name: String,
                     inline: &[usize],
