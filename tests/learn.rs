@@ -116,10 +116,18 @@ fn interrupted_learn_leaves_the_file_untouched() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("m.yaml");
     std::fs::write(&path, MACHINE).unwrap();
-    let mut child = learn_command(&path, "50", &[])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut cmd = learn_command(&path, "50", &[]);
+    // A shell that runs the tests in the background (`nohup make test &`) leaves SIGINT
+    // ignored, and an ignored signal stays ignored across exec: give learn the default
+    // disposition, as a terminal's Ctrl-C finds it.
+    // SAFETY: `signal` is async-signal-safe, the only call between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = cmd.stderr(std::process::Stdio::piped()).spawn().unwrap();
     std::thread::sleep(std::time::Duration::from_millis(1500));
     // Still running: it is the interrupt that stops it, not a bad argument.
     assert!(child.try_wait().unwrap().is_none(), "learn ended early");
