@@ -43,6 +43,8 @@ struct StencilReport {
     name: String,
     reads: Vec<ReadReport>,
     fetch_weight: u64,
+    /// Arithmetic per evaluation, in adds (the model's compute weight).
+    operations: u64,
     readers: Vec<String>,
     output: bool,
     /// Cells beyond the domain the reference evaluates, [[i-, i+], [j-, j+], [k-, k+]].
@@ -90,6 +92,7 @@ fn report(program: &Program, a: &Analysis) -> Report {
                     })
                     .collect(),
                 fetch_weight: s.fetch_weight,
+                operations: s.operations,
                 readers: s
                     .readers
                     .iter()
@@ -157,6 +160,11 @@ fn print_table(r: &Report) {
                     } else {
                         String::new()
                     },
+                    if first {
+                        s.operations.to_string()
+                    } else {
+                        String::new()
+                    },
                     if first { extent.clone() } else { String::new() },
                 ]);
             }
@@ -168,6 +176,7 @@ fn print_table(r: &Report) {
                     "0".into(),
                     "-".into(),
                     s.fetch_weight.to_string(),
+                    s.operations.to_string(),
                     extent,
                 ]);
             }
@@ -184,6 +193,7 @@ fn print_table(r: &Report) {
                 "points",
                 "box [i, j, k]",
                 "fetch",
+                "ops",
                 "extent"
             ],
             &rows

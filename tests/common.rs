@@ -56,7 +56,7 @@ pub fn random_machine(rng: &mut Rng, cells: usize) -> ModelMachine {
     // Cache between a tenth of and a few times one array of the domain.
     let cache_values = (cells as f64 * rng.range(1, 40) as f64 / 10.0).max(1.0);
     let text = format!(
-        "name: random\ncores: {cores}\ncache_bytes: {}\ncache_fraction: 1.0\nvalue_bytes: 8\nslack: {{cores: {}, size: {}}}\nparams:\n  fast: {{peel: {:e}, body: {:e}}}\n  slow_base: {{peel: {:e}, body: {:e}}}\n  slow_stream: {{peel: {:e}, body: {:e}}}\n",
+        "name: random\ncores: {cores}\ncache_bytes: {}\ncache_fraction: 1.0\nvalue_bytes: 8\nslack: {{cores: {}, size: {}}}\nparams:\n  fast: {{peel: {:e}, body: {:e}}}\n  slow_base: {{peel: {:e}, body: {:e}}}\n  slow_stream: {{peel: {:e}, body: {:e}}}\n  compute: {{peel: {:e}, body: {:e}}}\n",
         (cache_values * 8.0).round() as u64,
         rng.pick(&[0.0, 0.05, 0.2, 0.5]),
         rng.pick(&[0.0, 0.02, 0.2, 0.4]),
@@ -66,6 +66,8 @@ pub fn random_machine(rng: &mut Rng, cells: usize) -> ModelMachine {
         param(rng, 1e-11),
         param(rng, 1e-9),
         param(rng, 1e-10),
+        param(rng, 1e-11),
+        param(rng, 1e-12),
     );
     let m = Machine::from_yaml(&text).unwrap_or_else(|e| panic!("{e:?}"));
     m.model_view(8).unwrap()

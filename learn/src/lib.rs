@@ -20,7 +20,7 @@ pub mod training;
 pub mod variants;
 
 use absinthe_codegen::compile::Toolchain;
-use absinthe_model::machine::{Params, PeelBody};
+use absinthe_model::machine::{Compute, Params, PeelBody};
 
 use crate::fit::Sample;
 use crate::measure::Measurement;
@@ -260,6 +260,10 @@ pub fn fit_measurements(
             slow_stream: PeelBody {
                 peel: ps[2],
                 body: ps[3],
+            },
+            compute: Compute {
+                peel: pf[2],
+                body: pf[3],
             },
         },
         r2_fast: fit::r_squared(&fast_medians),

@@ -3,7 +3,7 @@
 //! other line, comments included, stays as written. The result is validated as a machine file
 //! before it is returned.
 
-use absinthe_model::machine::{Learned, Machine, Params};
+use absinthe_model::machine::{Learned, Machine, Params, PeelBody};
 
 use crate::LearnError;
 
@@ -52,10 +52,14 @@ pub fn learned_blocks(params: &Params, learned: &Learned) -> String {
     };
     let quote = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
     let mut text = format!(
-        "params:\n  fast:        {}\n  slow_base:   {}\n  slow_stream: {}\nlearned:\n  at: {}\n  host: {}\n  samples: {}\n  r2: {{fast: {:.4}, slow: {:.4}}}\n",
+        "params:\n  fast:        {}\n  slow_base:   {}\n  slow_stream: {}\n  compute:     {}\nlearned:\n  at: {}\n  host: {}\n  samples: {}\n  r2: {{fast: {:.4}, slow: {:.4}}}\n",
         pb(&params.fast),
         pb(&params.slow_base),
         pb(&params.slow_stream),
+        pb(&PeelBody {
+            peel: params.compute.peel,
+            body: params.compute.body,
+        }),
         quote(&learned.at),
         quote(&learned.host),
         learned.samples,

@@ -27,7 +27,7 @@ pub struct Measurement {
 }
 
 /// The header of [`to_csv`].
-pub const CSV_HEADER: &str = "program,family,size_x,size_y,size_z,tiles_x,tiles_y,tiles_z,repeat,seconds,fast_peel,fast_body,slow_base_peel,slow_base_body,slow_stream_peel,slow_stream_body,overhead";
+pub const CSV_HEADER: &str = "program,family,size_x,size_y,size_z,tiles_x,tiles_y,tiles_z,repeat,seconds,fast_peel,fast_body,slow_base_peel,slow_base_body,slow_stream_peel,slow_stream_body,compute_peel,compute_body,overhead";
 
 /// The raw measurements as CSV (`--keep-data`).
 pub fn to_csv(measurements: &[Measurement]) -> String {
@@ -36,7 +36,7 @@ pub fn to_csv(measurements: &[Measurement]) -> String {
     for m in measurements {
         let c = &m.counts.counts;
         out.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{:.9e},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{:.9e},{},{},{},{},{},{},{},{},{}\n",
             m.program,
             m.family.name(),
             m.tile_size[0],
@@ -53,6 +53,8 @@ pub fn to_csv(measurements: &[Measurement]) -> String {
             c.slow_base.body,
             c.slow_stream.peel,
             c.slow_stream.body,
+            c.compute.peel,
+            c.compute.body,
             m.counts.overhead
         ));
     }

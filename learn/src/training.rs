@@ -2,10 +2,12 @@
 //! model's counts for one run — taken from `absinthe_model::cost::group_cost`, the function
 //! `solve` uses, never recomputed here.
 //!
-//! - **Fast memory**: a chain of nine stencils that read one input at 12, 16 or 20 distinct
+//! - **Fast memory**: a chain of nine stencils that read one input at 12 or 20 distinct
 //!   positions of its 3x3x3 neighbourhood in all, with their predecessor, only the last one
 //!   stored; the middle one reads its predecessor at width 0 or 1 (caches are not flushed
-//!   between runs). See [`fast_program`].
+//!   between runs). A third pair reads 12 positions and adds a polynomial of degree
+//!   [`HEAVY_DEGREE`], so that operations vary apart from accesses and the fit can tell the
+//!   compute parameter from the fast-memory ones. See [`fast_program`].
 //! - **Slow memory**: nine stencils, each reading 1, 2 or 3 inputs of its own at boundary width
 //!   0, 1 or 2 through the diagonal offsets `(-w,-w,-w), (0,0,0), (w,w,w)`; the even ones are
 //!   stored, each odd one feeds the next through the tile's buffer (caches are flushed before
@@ -17,7 +19,7 @@ use std::fmt::Write;
 
 use absinthe_model::analysis::Analysis;
 use absinthe_model::cost::{group_cost, group_shape, Configuration};
-use absinthe_model::machine::{ModelMachine, Params, PeelBody, Slack};
+use absinthe_model::machine::{Compute, ModelMachine, Params, PeelBody, Slack};
 use absinthe_model::program::{program_header, Program};
 
 use crate::LearnError;
@@ -28,7 +30,7 @@ pub const STENCILS: usize = 9;
 /// Which parameters a family's runs determine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Family {
-    /// `P^f, B^f`.
+    /// `P^f, B^f`, and the compute part's `K^p, K^b`.
     Fast,
     /// `P^b, B^b, P^v, B^v`.
     Slow,
@@ -44,7 +46,7 @@ impl Family {
     /// Names of the fitted coefficients, in the order of [`RunCounts::fit_counts`].
     pub fn coefficient_names(self) -> &'static [&'static str] {
         match self {
-            Family::Fast => &["fast.peel", "fast.body"],
+            Family::Fast => &["fast.peel", "fast.body", "compute.peel", "compute.body"],
             Family::Slow => &[
                 "slow_base.peel",
                 "slow_base.body",
@@ -95,7 +97,12 @@ const WIDENING_STENCIL: usize = STENCILS / 2;
 /// stencil reads its predecessor at `±width` along every dimension instead of at the centre,
 /// so the stencils before it have evaluation width `width` on each side and the fit sees the
 /// recomputation terms that decide fusion.
-pub fn fast_program(positions: usize, width: i32, domain: [usize; 3]) -> String {
+///
+/// With `heavy`, each stencil's value `v` becomes `v + 0.01 p(0.1 v)` for a polynomial `p` of
+/// degree [`HEAVY_DEGREE`] in Horner form (two operations per degree): the same accesses, many
+/// more operations. Values stay bounded (|0.1 v| < 1 and the coefficients are below 1), so no
+/// run meets infinities or subnormals.
+pub fn fast_program(positions: usize, width: i32, heavy: bool, domain: [usize; 3]) -> String {
     let offsets = neighbourhood();
     let reads = |n: usize| -> Vec<String> {
         offsets
@@ -106,8 +113,9 @@ pub fn fast_program(positions: usize, width: i32, domain: [usize; 3]) -> String 
     };
     let names: Vec<String> = (0..STENCILS).map(|s| format!("f{s}")).collect();
     let halo = 1 + width;
+    let tag = if heavy { "h" } else { "" };
     let mut text = program_header(
-        &format!("learn_fast{positions}w{width}"),
+        &format!("learn_fast{positions}{tag}w{width}"),
         &domain,
         &format!("[{halo}, {halo}, {halo}]"),
         &names[STENCILS - 1..],
@@ -130,10 +138,25 @@ pub fn fast_program(positions: usize, width: i32, domain: [usize; 3]) -> String 
                 names[s - 1]
             )
         };
-        let _ = writeln!(text, "  - name: {name}\n    expr: \"{expr}\"");
+        if heavy {
+            let mut poly = String::from("0.5");
+            for d in 0..HEAVY_DEGREE {
+                poly = format!("0.{} + u * ({poly})", 9 - d % 9);
+            }
+            let _ = writeln!(
+                text,
+                "  - name: {name}\n    let:\n      v: \"{expr}\"\n      u: \"0.1 * v\"\n    expr: \"v + 0.01 * ({poly})\""
+            );
+        } else {
+            let _ = writeln!(text, "  - name: {name}\n    expr: \"{expr}\"");
+        }
     }
     text
 }
+
+/// The degree of the heavy fast programs' polynomial: 48 more operations per cell and stencil
+/// than their plain twins (which do about 16).
+pub const HEAVY_DEGREE: usize = 24;
 
 /// The slow-memory program whose stencils read `inputs` (1-3) fresh arrays each at boundary
 /// width `width` (0-2) through the diagonal offsets `(-w,-w,-w), (0,0,0), (w,w,w)`. Stencils
@@ -193,12 +216,12 @@ fn index(o: [i32; 3]) -> String {
 /// Evaluation widths of the fast chains.
 pub const FAST_WIDTHS: [i32; 2] = [0, 1];
 
-/// The fifteen training programs: six fast, nine slow.
+/// The fifteen training programs: six fast (12 and 20 positions, and 12 heavy), nine slow.
 pub fn programs(domain: [usize; 3]) -> Result<Vec<TrainingProgram>, LearnError> {
     let mut texts = Vec::new();
-    for positions in [12, 16, 20] {
+    for (positions, heavy) in [(12, false), (20, false), (12, true)] {
         for width in FAST_WIDTHS {
-            texts.push((Family::Fast, fast_program(positions, width, domain)));
+            texts.push((Family::Fast, fast_program(positions, width, heavy, domain)));
         }
     }
     for inputs in 1..=3 {
@@ -285,7 +308,12 @@ impl RunCounts {
     pub fn fit_counts(&self, family: Family) -> Vec<f64> {
         let c = &self.counts;
         match family {
-            Family::Fast => vec![c.fast.peel as f64, c.fast.body as f64],
+            Family::Fast => vec![
+                c.fast.peel as f64,
+                c.fast.body as f64,
+                c.compute.peel as f64,
+                c.compute.body as f64,
+            ],
             Family::Slow => vec![
                 c.slow_base.peel as f64,
                 c.slow_base.body as f64 + self.overhead,
@@ -316,6 +344,7 @@ fn unit_machine(threads: usize, body_base: f64) -> ModelMachine {
                 peel: 0.0,
                 body: 0.0,
             },
+            compute: Compute::default(),
         },
     }
 }

@@ -262,12 +262,15 @@ pub struct PeelBodyCount {
     pub body: u128,
 }
 
-/// Access counts of one stencil: what the six parameters multiply.
+/// Access counts of one stencil: what the parameters multiply (the compute part counts
+/// operations).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Counts {
     pub fast: PeelBodyCount,
     pub slow_base: PeelBodyCount,
     pub slow_stream: PeelBodyCount,
+    #[serde(default)]
+    pub compute: PeelBodyCount,
 }
 
 impl Counts {
@@ -279,6 +282,8 @@ impl Counts {
         self.slow_base.body += o.slow_base.body;
         self.slow_stream.peel += o.slow_stream.peel;
         self.slow_stream.body += o.slow_stream.body;
+        self.compute.peel += o.compute.peel;
+        self.compute.body += o.compute.body;
     }
 }
 
@@ -302,12 +307,13 @@ pub struct StencilCost {
     pub loads: Vec<ArrayId>,
     /// `w_i`: whether the result is stored to slow memory.
     pub store: bool,
-    /// (c, c^x, c^y, c^z), (m, m^x, m^y, m^z), (s, s^x, s^y, s^z).
+    /// (c, c^x, c^y, c^z), (m, m^x, m^y, m^z), (s, s^x, s^y, s^z), (f, f^x, f^y, f^z).
     pub fast_weights: Weights,
     pub base_weights: Weights,
     pub stream_weights: Weights,
+    pub compute_weights: Weights,
     pub counts: Counts,
-    /// Seconds of each term.
+    /// Seconds of each term (the fast body includes compute).
     pub fast_peel: f64,
     pub fast_body: f64,
     /// Base plus stream.
@@ -507,8 +513,9 @@ pub struct StencilShape {
     pub fast_weights: Weights,
     pub base_weights: Weights,
     pub stream_weights: Weights,
-    /// `[fast, base, stream]` weights as the count formulas take them.
-    pub weights_u128: [[u128; 4]; 3],
+    pub compute_weights: Weights,
+    /// `[fast, base, stream, compute]` weights as the count formulas take them.
+    pub weights_u128: [[u128; 4]; 4],
 }
 
 /// Everything about the stencils `range` fused into one group that does not depend on its tile
@@ -595,6 +602,8 @@ pub fn group_shape(analysis: &Analysis, range: Range<usize>) -> GroupShape {
         let m = (s_weight > 0) as u64;
         let c = info.fetch_weight;
         let fast_weights = [c, c * ext(0), c * ext(1), c * ext(2)];
+        let f = info.operations;
+        let compute_weights = [f, f * ext(0), f * ext(1), f * ext(2)];
         let base_weights = [m, m * ext(0), m * ext(1), m * ext(2)];
         let stream_weights = [
             s_weight,
@@ -609,7 +618,9 @@ pub fn group_shape(analysis: &Analysis, range: Range<usize>) -> GroupShape {
             fast_weights,
             base_weights,
             stream_weights,
-            weights_u128: [fast_weights, base_weights, stream_weights].map(|w| w.map(u128::from)),
+            compute_weights,
+            weights_u128: [fast_weights, base_weights, stream_weights, compute_weights]
+                .map(|w| w.map(u128::from)),
         });
     }
     GroupShape {
@@ -622,7 +633,7 @@ pub fn group_shape(analysis: &Analysis, range: Range<usize>) -> GroupShape {
 impl StencilShape {
     /// The access counts for tile counts `n` on a domain `dom` (`formula::stencil_counts`).
     pub fn counts(&self, dom: [u128; 3], n: [u128; 3]) -> Counts {
-        let params = [[0.0f64; 2]; 3];
+        let params = [[0.0f64; 2]; 4];
         let mut numeric = Numeric { n, params: &params };
         let c = stencil_counts(&mut numeric, dom, &self.weights_u128);
         let part = |p: usize| PeelBodyCount {
@@ -633,6 +644,7 @@ impl StencilShape {
             fast: part(0),
             slow_base: part(1),
             slow_stream: part(2),
+            compute: part(3),
         }
     }
 }
@@ -645,6 +657,7 @@ impl Counts {
             pair(&self.fast),
             pair(&self.slow_base),
             pair(&self.slow_stream),
+            pair(&self.compute),
         ]
     }
 }
@@ -787,6 +800,7 @@ pub fn group_cost_of(
                 fast_weights: s.fast_weights,
                 base_weights: s.base_weights,
                 stream_weights: s.stream_weights,
+                compute_weights: s.compute_weights,
                 counts,
                 fast_peel: t.fast_peel,
                 fast_body: t.fast_body,

@@ -83,11 +83,11 @@ pub fn display(x: &Rational) -> String {
     }
 }
 
-/// The six parameters as exact decimals, in seconds per access.
+/// The parameters as exact decimals, in seconds per access (or per operation).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ExactParams {
     /// `[part][term]` as `formula::Part` and `formula::Term` order them.
-    pub table: [[Rational; 2]; 3],
+    pub table: [[Rational; 2]; 4],
 }
 
 impl ExactParams {

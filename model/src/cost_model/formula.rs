@@ -9,6 +9,11 @@
 //!   ([`body_count`]);
 //! - seconds: `peel = max(F^p c_peel, B^p m_peel + V^p s_peel)` and the same for the body
 //!   ([`stencil_terms`]);
+//! - a fourth part, compute, with weights `(f, f E^x, f E^y, f E^z)` where `f` is the
+//!   stencil's arithmetic per cell (`Expr::operations`): its seconds add to the fast side,
+//!   `max(F^p c_peel + K^p f_peel, ...)` and `max(F^b c_body + K^b f_body, ...)`. It is not in milp.md:
+//!   without it recomputation (overlapped halos, inlining) costs nothing beyond its loads
+//!   (docs/ARCHITECTURE.md, "A compute part");
 //!
 //! and each group adds the loop-bound overhead `6 n^x n^y n^z (B^b + B^v)` per stencil
 //! ([`overhead`]).
@@ -23,6 +28,7 @@ pub enum Part {
     Fast,
     Base,
     Stream,
+    Compute,
 }
 
 /// Peel (row starts) or body (cells).
@@ -33,12 +39,13 @@ pub enum Term {
 }
 
 impl Part {
-    pub const ALL: [Part; 3] = [Part::Fast, Part::Base, Part::Stream];
+    pub const ALL: [Part; 4] = [Part::Fast, Part::Base, Part::Stream, Part::Compute];
     pub fn name(self) -> &'static str {
         match self {
             Part::Fast => "fast",
             Part::Base => "base",
             Part::Stream => "stream",
+            Part::Compute => "compute",
         }
     }
 }
@@ -108,16 +115,16 @@ pub fn body_count<A: Algebra>(a: &mut A, dom: [u128; 3], w: &[A::Count; 4]) -> A
     ])
 }
 
-/// The six counts of one stencil, `[part][term]`, from its weights `[part]`; a count whose
+/// The eight counts of one stencil, `[part][term]`, from its weights `[part]`; a count whose
 /// parameter is zero is `None` (see [`Algebra::param_is_zero`]).
-pub type StencilCounts<C> = [[Option<C>; 2]; 3];
+pub type StencilCounts<C> = [[Option<C>; 2]; 4];
 
-/// The counts of a stencil with weights `[fast, base, stream]`.
+/// The counts of a stencil with weights `[fast, base, stream, compute]`.
 #[inline]
 pub fn stencil_counts<A: Algebra>(
     a: &mut A,
     dom: [u128; 3],
-    weights: &[[A::Count; 4]; 3],
+    weights: &[[A::Count; 4]; 4],
 ) -> StencilCounts<A::Count> {
     let mut out: StencilCounts<A::Count> = Default::default();
     for (p, part) in Part::ALL.into_iter().enumerate() {
@@ -137,6 +144,7 @@ pub fn stencil_counts<A: Algebra>(
 /// The seconds of one stencil.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StencilTerms<T> {
+    /// Fast memory plus compute.
     pub fast_peel: T,
     pub fast_body: T,
     /// Base plus stream.
@@ -148,8 +156,8 @@ pub struct StencilTerms<T> {
     pub body: T,
 }
 
-/// The seconds of a stencil from its counts: `peel = max(F^p c, B^p m + V^p s)`, likewise the
-/// body. `name` names what a solver encoding introduces (it is only read by [`Algebra::time_max`]).
+/// The seconds of a stencil from its counts: `peel = max(F^p c + K^p f, B^p m + V^p s)`,
+/// likewise the body. `name` names what a solver encoding introduces (it is only read by [`Algebra::time_max`]).
 #[inline]
 pub fn stencil_terms<A: Algebra>(
     a: &mut A,
@@ -163,7 +171,14 @@ pub fn stencil_terms<A: Algebra>(
         }
     };
     let term = |a: &mut A, t: usize| {
-        let fast = part_seconds(a, 0, t);
+        let memory = part_seconds(a, 0, t);
+        let fast = match &counts[3][t] {
+            Some(c) => {
+                let compute = a.seconds(Part::Compute, Term::ALL[t], c);
+                a.time_add(&memory, &compute)
+            }
+            None => memory,
+        };
         let base = part_seconds(a, 1, t);
         let stream = part_seconds(a, 2, t);
         let slow = a.time_add(&base, &stream);
@@ -195,7 +210,7 @@ pub fn overhead<A: Algebra>(a: &mut A, tiles_total: &A::Count, stencils: u128) -
 /// Integer counts for tile counts `n`, seconds as the parameters in `T` (f64 or exact) say.
 pub struct Numeric<'a, T> {
     pub n: [u128; 3],
-    pub params: &'a [[T; 2]; 3],
+    pub params: &'a [[T; 2]; 4],
 }
 
 /// What [`Numeric`] needs of a number type.

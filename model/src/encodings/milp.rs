@@ -322,7 +322,7 @@ type ProductKey = (usize, Vec<(usize, u64)>, u64);
 struct MilpTerms<'a> {
     b: &'a mut Builder,
     i: usize,
-    params: [[f64; 2]; 3],
+    params: [[f64; 2]; 4],
     memo: HashMap<ProductKey, (LinExpr, f64)>,
 }
 
@@ -909,6 +909,13 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
             (ext[1].scaled(c), c * ext_ub[1]),
             (ext[2].scaled(c), c * ext_ub[2]),
         ];
+        let f = info.operations as f64;
+        let compute_w: [(LinExpr, f64); 4] = [
+            (LinExpr::constant(f), f),
+            (ext[0].scaled(f), f * ext_ub[0]),
+            (ext[1].scaled(f), f * ext_ub[1]),
+            (ext[2].scaled(f), f * ext_ub[2]),
+        ];
         let base_w = [
             bounded(&b, &base),
             bounded(&b, &base_d[0]),
@@ -929,7 +936,8 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
             memo: HashMap::new(),
         };
         let dom_u = dom.map(|d| d as u128);
-        let counts = formula::stencil_counts(&mut terms, dom_u, &[fast_w, base_w, stream_w]);
+        let counts =
+            formula::stencil_counts(&mut terms, dom_u, &[fast_w, base_w, stream_w, compute_w]);
         let t = formula::stencil_terms(&mut terms, &counts, &i.to_string());
         objective.add_expr(&t.peel, 1.0).add_expr(&t.body, 1.0);
 

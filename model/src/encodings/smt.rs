@@ -489,8 +489,13 @@ pub fn nonlinear(analysis: &Analysis, machine: &ModelMachine, options: &MilpOpti
                     params: &params,
                     scale: &scale,
                 };
-                let weights = [st.fast_weights, st.base_weights, st.stream_weights]
-                    .map(|w| w.map(|x| format!("{x}.0")));
+                let weights = [
+                    st.fast_weights,
+                    st.base_weights,
+                    st.stream_weights,
+                    st.compute_weights,
+                ]
+                .map(|w| w.map(|x| format!("{x}.0")));
                 let counts = formula::stencil_counts(&mut terms, dom.map(|d| d as u128), &weights);
                 let t =
                     formula::stencil_terms(&mut terms, &counts, &format!("{}_{tag}", start + s));

@@ -18,27 +18,71 @@ pub struct PeelBody {
     pub body: f64,
 }
 
-/// The six parameters of the model: fast memory, slow-memory base and slow-memory stream.
+/// The parameters of the model: fast memory, slow-memory base, slow-memory stream (milp.md's
+/// six), and the compute part's per-operation cost (absent in older files: zero).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
     pub fast: PeelBody,
     pub slow_base: PeelBody,
     pub slow_stream: PeelBody,
+    #[serde(default, skip_serializing_if = "Compute::is_zero")]
+    pub compute: Compute,
+}
+
+/// Seconds per counted arithmetic operation (`Expr::operations`): `body` per cell, `peel`
+/// per row start (a row's scalar remainder and its pipeline start, which cost per operation
+/// too: a row one cell long is not vectorised at all). Both add to the fast part
+/// (`formula::Part::Compute`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Compute {
+    #[serde(default)]
+    pub peel: f64,
+    #[serde(default)]
+    pub body: f64,
+}
+
+impl Compute {
+    pub fn is_zero(&self) -> bool {
+        self.peel == 0.0 && self.body == 0.0
+    }
 }
 
 impl Params {
-    /// `[part][term]`: fast, base, stream × peel, body (see `formula::Part`, `formula::Term`).
-    pub fn table(&self) -> [[f64; 2]; 3] {
+    /// All parameters zero.
+    pub const ZERO: Params = Params {
+        fast: PeelBody {
+            peel: 0.0,
+            body: 0.0,
+        },
+        slow_base: PeelBody {
+            peel: 0.0,
+            body: 0.0,
+        },
+        slow_stream: PeelBody {
+            peel: 0.0,
+            body: 0.0,
+        },
+        compute: Compute {
+            peel: 0.0,
+            body: 0.0,
+        },
+    };
+
+    /// `[part][term]`: fast, base, stream, compute × peel, body (see `formula::Part`,
+    /// `formula::Term`).
+    pub fn table(&self) -> [[f64; 2]; 4] {
         [
             [self.fast.peel, self.fast.body],
             [self.slow_base.peel, self.slow_base.body],
             [self.slow_stream.peel, self.slow_stream.body],
+            [self.compute.peel, self.compute.body],
         ]
     }
 
     /// The parameters in a fixed order with their file keys, for validation and reports.
-    pub fn named(&self) -> [(&'static str, f64); 6] {
+    pub fn named(&self) -> [(&'static str, f64); 8] {
         [
             ("params.fast.peel", self.fast.peel),
             ("params.fast.body", self.fast.body),
@@ -46,6 +90,8 @@ impl Params {
             ("params.slow_base.body", self.slow_base.body),
             ("params.slow_stream.peel", self.slow_stream.peel),
             ("params.slow_stream.body", self.slow_stream.body),
+            ("params.compute.peel", self.compute.peel),
+            ("params.compute.body", self.compute.body),
         ]
     }
 }
@@ -336,20 +382,7 @@ impl Machine {
             cache_values: self.cache_bytes.unwrap_or(1) as f64 * self.cache_fraction
                 / value_bytes as f64,
             slack: self.slack,
-            params: self.params.unwrap_or(Params {
-                fast: PeelBody {
-                    peel: 0.0,
-                    body: 0.0,
-                },
-                slow_base: PeelBody {
-                    peel: 0.0,
-                    body: 0.0,
-                },
-                slow_stream: PeelBody {
-                    peel: 0.0,
-                    body: 0.0,
-                },
-            }),
+            params: self.params.unwrap_or(Params::ZERO),
             streams: true,
             gpu: false,
         })

@@ -46,6 +46,8 @@ pub struct StencilInfo {
     pub bounds: BTreeMap<ArrayId, Bounds>,
     /// `c_i = 1 + |A_i|`: one store and the distinct loads.
     pub fetch_weight: u64,
+    /// `f_i`: the arithmetic of one evaluation, its `let`s included ([`crate::Expr::operations`]).
+    pub operations: u64,
     /// Stencils that read this one, in program order.
     pub readers: Vec<usize>,
     pub is_output: bool,
@@ -157,6 +159,8 @@ impl Analysis {
                 name: s.name.clone(),
                 array: n,
                 fetch_weight: 1 + reads.len() as u64,
+                operations: s.lets.iter().map(|l| l.expr.operations()).sum::<u64>()
+                    + s.expr.operations(),
                 accesses: reads.into_iter().collect(),
                 bounds,
                 readers: Vec::new(),

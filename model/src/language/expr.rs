@@ -107,6 +107,11 @@ const KNOWN_FOREIGN_FUNCTIONS: &[&str] = &[
     "square", "sq", "ln",
 ];
 
+/// What a division or a square root counts in [`Expr::operations`], against 1 for an add.
+pub const SLOW_OPERATION: u64 = 4;
+/// What `exp`, `log` or `pow` counts in [`Expr::operations`].
+pub const CALL_OPERATION: u64 = 16;
+
 const TERNARY_PRECEDENCE: u8 = 0;
 const UNARY_PRECEDENCE: u8 = 7;
 const PRIMARY_PRECEDENCE: u8 = 8;
@@ -224,6 +229,32 @@ impl Expr {
                 f(array, *offset);
             }
         });
+    }
+
+    /// The arithmetic this expression does per evaluation, in units of one add: `+ - *`,
+    /// negation, comparisons, logic, a selection (`?:`), `min`, `max`, `fabs`, `abs`, `floor`
+    /// and `ceil` count 1 each; a division and `sqrt` [`SLOW_OPERATION`] (their vector
+    /// throughput is a few times an add's); `exp`, `log` and `pow` [`CALL_OPERATION`] (a
+    /// library call). Loads and literals count nothing: the fast part of the model counts
+    /// accesses. This is the weight of the model's compute part (`formula::Part::Compute`).
+    pub fn operations(&self) -> u64 {
+        let mut total = 0;
+        self.visit(&mut |e| {
+            total += match e {
+                Expr::Number { .. } | Expr::Local(_) | Expr::Access { .. } => 0,
+                Expr::Unary { .. } | Expr::Ternary { .. } => 1,
+                Expr::Binary { op, .. } => match op {
+                    BinaryOp::Div => SLOW_OPERATION,
+                    _ => 1,
+                },
+                Expr::Call { func, .. } => match func {
+                    Func::Sqrt => SLOW_OPERATION,
+                    Func::Exp | Func::Log | Func::Pow => CALL_OPERATION,
+                    _ => 1,
+                },
+            }
+        });
+        total
     }
 
     /// Calls `f` on every use of a `let` local, in source order (a local used twice is visited
