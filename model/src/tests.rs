@@ -412,3 +412,50 @@ fn gpu_shared_memory_by_hand() {
     // Streaming does not change the time.
     assert_eq!(cost.total, evaluate(&a, &m, &plain).total);
 }
+
+#[test]
+fn operations_count_arithmetic_by_its_weight_lets_included() {
+    use crate::expr::{parse_expr, CALL_OPERATION, SLOW_OPERATION};
+    let e = parse_expr(
+        "a(i,j,k) / 2.0 + sqrt(b(i,j,k)) * -c(i,j,k) > 0.0 ? exp(a(i,j,k)) : min(a(i,j,k), 1.0)",
+    )
+    .unwrap();
+    // / + sqrt * neg > ?: exp min
+    let expected = SLOW_OPERATION + 1 + SLOW_OPERATION + 1 + 1 + 1 + 1 + CALL_OPERATION + 1;
+    assert_eq!(e.operations(), expected);
+    assert_eq!(parse_expr("a(i,j,k)").unwrap().operations(), 0);
+    // hdiff: lap = -4.0 * in + 4 neighbours: 1 mul + 4 adds (a negative literal is a number).
+    let a = analyse(HDIFF);
+    assert_eq!(a.stencils[0].operations, 5);
+    let program = Program::from_yaml(
+        "name: lets\ndomain: [4, 4, 4]\nhalo: [0, 0, 0]\noutputs: [s]\nstencils:\n  - name: s\n    let:\n      d: \"a(i,j,k) * 2.0\"\n      e: \"d + d\"\n    expr: \"e / d\"\n",
+    )
+    .unwrap();
+    let a = Analysis::new(&program).unwrap();
+    assert_eq!(a.stencils[0].operations, 1 + 1 + SLOW_OPERATION);
+}
+
+#[test]
+fn compute_counts_are_operations_times_cells_with_their_halo() {
+    // One untiled group: lap's compute body is f x (cells + its halo of width 1 on each side
+    // along x and y), as its fast weights count accesses.
+    let a = analyse(HDIFF);
+    let m = test_machine();
+    let cells = a.domain.iter().map(|&d| d as u128).product::<u128>();
+    let one = evaluate(&a, &m, &Configuration::new(vec![0; 4], vec![[1, 1, 1]]));
+    let lap = &one.groups[0].stencils[0];
+    let f = a.stencils[0].operations;
+    assert_eq!(lap.compute_weights, [f, 2 * f, 2 * f, 0]);
+    let (dx, dy) = (a.domain[0] as u128, a.domain[1] as u128);
+    assert_eq!(
+        lap.counts.compute.body,
+        f as u128 * (cells + 2 * cells / dx + 2 * cells / dy)
+    );
+    for s in one.stencils() {
+        let f = s.compute_weights[0] as u128;
+        let ratio = s.fast_weights[0] as u128;
+        // compute counts are the fast counts scaled by f / c.
+        assert_eq!(s.counts.compute.body * ratio, s.counts.fast.body * f);
+        assert_eq!(s.counts.compute.peel * ratio, s.counts.fast.peel * f);
+    }
+}

@@ -235,13 +235,18 @@ impl Expr {
     /// negation, comparisons, logic, a selection (`?:`), `min`, `max`, `fabs`, `abs`, `floor`
     /// and `ceil` count 1 each; a division and `sqrt` [`SLOW_OPERATION`] (their vector
     /// throughput is a few times an add's); `exp`, `log` and `pow` [`CALL_OPERATION`] (a
-    /// library call). Loads and literals count nothing: the fast part of the model counts
+    /// library call). Loads and literals (negative ones too) count nothing: the fast part of the model counts
     /// accesses. This is the weight of the model's compute part (`formula::Part::Compute`).
     pub fn operations(&self) -> u64 {
         let mut total = 0;
         self.visit(&mut |e| {
             total += match e {
                 Expr::Number { .. } | Expr::Local(_) | Expr::Access { .. } => 0,
+                // A negative literal (`-4.0`) is a constant, not an operation.
+                Expr::Unary {
+                    op: UnaryOp::Neg,
+                    operand,
+                } if matches!(**operand, Expr::Number { .. }) => 0,
                 Expr::Unary { .. } | Expr::Ternary { .. } => 1,
                 Expr::Binary { op, .. } => match op {
                     BinaryOp::Div => SLOW_OPERATION,
