@@ -25,7 +25,8 @@ use crate::output::{table, write_atomic};
 /// memory: nine stencils reading 1-3 fresh inputs at boundary width 0-2, every other one
 /// stored), each once with tile counts taken at run time (--generated-kernels: the generated
 /// kernel of every tile shape, bundled per program), times them over tile shapes of 64 cells
-/// and up that fit the cache, in 4 rounds that interleave the programs, and fits the
+/// and up that fit the cache (an even spread of a grid, plus one full-row shape, one tile along
+/// x as the solver's optima take, per five of them, at most four), in 4 rounds that interleave the programs, and fits the
 /// parameters by least absolute deviations. The file may lack `params`, `cores`
 /// (default: this machine's CPUs) and `cache_bytes` (default: the L2 size sysfs reports).
 /// Only `params` and `learned` are rewritten (and missing `cores`/`cache_bytes` added);
@@ -49,7 +50,7 @@ pub struct LearnArgs {
     /// Write the raw measurements as CSV (measurements.csv) into this directory.
     #[arg(long, value_name = "DIR")]
     pub keep_data: Option<PathBuf>,
-    /// Tile shapes per family [default: 20, or 103 with --thorough].
+    /// Tile shapes per family, beside one full-row shape per five (at most four) [default: 20, or 103 with --thorough].
     #[arg(long, hide = true)]
     pub shapes: Option<usize>,
     /// Timed runs per shape [default: 16, or 64 with --thorough].
@@ -159,10 +160,11 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
     };
     if !args.quiet {
         eprintln!(
-            "learning {} with {threads} threads, tiles for {} KiB of cache: {} shapes x {} runs per program ...",
+            "learning {} with {threads} threads, tiles for {} KiB of cache: {} shapes (and up to {} full-row ones) x {} runs per program ...",
             machine.name,
             (options.tile_bytes / 1024.0).round(),
             options.shapes,
+            training::full_row_shapes(options.shapes),
             options.repeats
         );
     }

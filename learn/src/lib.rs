@@ -135,6 +135,7 @@ pub fn learn(
                 p.program.value_type.bytes(),
                 options.tile_bytes,
                 options.shapes,
+                options.domain[0],
             )
         })
         .collect();

@@ -17,7 +17,7 @@ fn synthetic(family: Family, coefficients: &[f64], seed: u64) -> Vec<Sample> {
     let mut configuration = 0;
     for p in programs.iter().filter(|p| p.family == family) {
         let arrays = training::arrays_touched(&p.analysis);
-        for size in training::tile_sizes(arrays, 8, 2097152.0 / 3.0, 12) {
+        for size in training::tile_sizes(arrays, 8, 2097152.0 / 3.0, 12, 64) {
             let n = training::tile_counts(size, p.analysis.domain);
             let counts = training::run_counts(&p.analysis, n).fit_counts(family);
             let exact = crate::fit::predict(coefficients, &counts);
@@ -256,4 +256,50 @@ fn top_k_variants_parse() {
         let e = parse_variants(bad).unwrap_err();
         assert!(e.contains("top:K"), "{bad}: {e}");
     }
+}
+
+/// The shapes of the slow family on the default domain: the even spread of the grid plus full
+/// rows (one tile along x, as the optima take), every one within the cache and at least
+/// `MIN_TILE_VOLUME` cells, the full-row ones the largest faces that fit.
+#[test]
+fn tile_sizes_include_full_rows_that_fit() {
+    let programs = training::programs(training::DOMAIN).unwrap();
+    let capacity = 1048576.0 / 3.0;
+    for p in &programs {
+        let arrays = training::arrays_touched(&p.analysis);
+        let sizes = training::tile_sizes(arrays, 8, capacity, 20, training::DOMAIN[0]);
+        let full: Vec<&[usize; 3]> = sizes
+            .iter()
+            .filter(|s| s[0] == training::DOMAIN[0])
+            .collect();
+        assert!(
+            !full.is_empty() && full.len() <= training::full_row_shapes(20),
+            "{}: {sizes:?}",
+            p.program.name
+        );
+        for s in &sizes {
+            let cells = s[0] * s[1] * s[2];
+            assert!(cells >= training::MIN_TILE_VOLUME, "{s:?}");
+            assert!((cells * arrays * 8) as f64 <= capacity, "{s:?}");
+        }
+        for s in &full {
+            assert_eq!(training::tile_counts(**s, training::DOMAIN)[0], 1);
+            // The next height of the grid does not fit at the same depth.
+            let grid = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 40, 48, 55];
+            if let Some(&y) = grid.iter().find(|&&y| y > s[1]) {
+                let cells = s[0] * y * s[2];
+                assert!(
+                    (cells * arrays * 8) as f64 > capacity,
+                    "{s:?} is not the largest face"
+                );
+            }
+        }
+    }
+    // Without a domain wider than the grid's longest row, or with a tiny budget, nothing is added.
+    assert_eq!(training::full_row_shapes(20), training::FULL_ROW_SHAPES);
+    assert_eq!(training::tile_sizes(3, 8, capacity, 2, 128).len(), 2);
+    assert_eq!(
+        training::tile_sizes(3, 8, capacity, 20, 80),
+        training::tile_sizes(3, 8, capacity, 20, 0)
+    );
 }

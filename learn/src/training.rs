@@ -259,34 +259,68 @@ pub fn arrays_touched(analysis: &Analysis) -> usize {
 /// programs 3-5x too slow (docs/PERFORMANCE.md, "Learning: cause checks").
 pub const MIN_TILE_VOLUME: usize = 64;
 
+/// The most full-row shapes trained on beside the even spread (see [`tile_sizes`]).
+pub const FULL_ROW_SHAPES: usize = 4;
+
+/// Full-row shapes for a spread of `count` shapes: one per five, at most [`FULL_ROW_SHAPES`]
+/// (4 for the default 20 and for `--thorough`, none for a tiny test budget).
+pub fn full_row_shapes(count: usize) -> usize {
+    (count / 5).min(FULL_ROW_SHAPES)
+}
+
 /// Tile sizes (x from 1 to 80, y and z from 1 to 55) of at least [`MIN_TILE_VOLUME`] cells
 /// whose working set of `arrays` arrays of `value_bytes` fits `capacity_bytes`, `count` of them
-/// spread evenly over the grid (all of them when fewer fit).
+/// spread evenly over the grid (all of them when fewer fit), and up to
+/// [`full_row_shapes`]`(count)` more whose rows span the whole domain along x (`full_row`),
+/// the largest first.
+///
+/// The solver's optima take whole rows (one tile along x) nearly always; without such shapes
+/// the longest trained row was 80 of 128 cells in tiles of at most about 1,400 cells, and the
+/// optima of real programs were predicted 1.9-2.7x too slow (docs/PERFORMANCE.md, "Full-row
+/// training shapes").
 pub fn tile_sizes(
     arrays: usize,
     value_bytes: usize,
     capacity_bytes: f64,
     count: usize,
+    full_row: usize,
 ) -> Vec<[usize; 3]> {
     let xs = [1, 2, 4, 10, 16, 20, 24, 32, 40, 48, 56, 64, 72, 80];
     let yz = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 40, 48, 55];
+    let fits = |x: usize, y: usize, z: usize| {
+        let bytes = (x * y * z * arrays * value_bytes) as f64;
+        bytes <= capacity_bytes && x * y * z >= MIN_TILE_VOLUME
+    };
     let mut all = Vec::new();
     for &x in &xs {
         for &y in &yz {
             for &z in &yz {
-                let bytes = (x * y * z * arrays * value_bytes) as f64;
-                if bytes <= capacity_bytes && x * y * z >= MIN_TILE_VOLUME {
+                if fits(x, y, z) {
                     all.push([x, y, z]);
                 }
             }
         }
     }
-    if count == 0 || all.len() <= count {
-        return all;
+    let mut chosen = if count == 0 || all.len() <= count {
+        all
+    } else {
+        (0..count)
+            .map(|k| all[k * (all.len() - 1) / (count - 1).max(1)])
+            .collect()
+    };
+    if full_row > *xs.last().unwrap_or(&0) {
+        // For each depth z, the tallest face of whole rows that fits; the largest faces first,
+        // so that the tiles are as large as the cache allows, as in the optima.
+        let mut rows: Vec<[usize; 3]> = Vec::new();
+        for &z in &yz {
+            if let Some(&y) = yz.iter().rev().find(|&&y| fits(full_row, y, z)) {
+                rows.push([full_row, y, z]);
+            }
+        }
+        rows.sort_by_key(|s| std::cmp::Reverse(s[1] * s[2]));
+        chosen.extend(rows.into_iter().take(full_row_shapes(count)));
     }
-    (0..count)
-        .map(|k| all[k * (all.len() - 1) / (count - 1).max(1)])
-        .collect()
+    chosen
 }
 
 /// Tile counts `ceil(D / size)` of a tile size.
