@@ -68,6 +68,12 @@ pub struct LearnArgs {
     /// better (docs/PERFORMANCE.md).
     #[arg(long)]
     pub generated_kernels: bool,
+    /// Also time each slow program streamed, as generated kernels, at up to four whole-row tilings
+    /// whose streamed window fits the cache (an experiment: the model's form misses what
+    /// narrow streamed tiles cost, and these runs made real programs' predictions worse;
+    /// docs/PERFORMANCE.md, "Streamed training shapes").
+    #[arg(long, hide = true)]
+    pub streamed_shapes: bool,
     /// Write the training programs (YAML, one file each) into this directory and stop: to see
     /// what `learn` measures, or to run them through `bench`.
     #[arg(long, value_name = "DIR")]
@@ -157,6 +163,7 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
         } else {
             Kernels::RuntimeTiled
         },
+        streamed_shapes: args.streamed_shapes,
     };
     if !args.quiet {
         eprintln!(

@@ -19,12 +19,22 @@ const MACHINE: &str = "# A hand-made header that learn must keep.\n# Second comm
 
 /// `learn` on `machine` with a tiny budget (2 shapes; `repeats` runs each).
 fn learn_command(machine: &std::path::Path, repeats: &str, extra: &[&str]) -> Command {
+    learn_command_with(machine, "2", repeats, extra)
+}
+
+/// `learn` on `machine` with `shapes` shapes of `repeats` runs each.
+fn learn_command_with(
+    machine: &std::path::Path,
+    shapes: &str,
+    repeats: &str,
+    extra: &[&str],
+) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_absinthe"));
     cmd.args(["learn", "--machine"])
         .arg(machine)
         .args([
             "--shapes",
-            "2",
+            shapes,
             "--repeats",
             repeats,
             "--flush-bytes",
@@ -105,10 +115,68 @@ fn learn_can_time_the_generated_kernels() {
     // 15 programs x 2 shapes x 2 rounds of one run (the harness drops none of one run).
     assert_eq!(m.learned.unwrap().samples, 60);
     let csv = std::fs::read_to_string(data.join("measurements.csv")).unwrap();
+    let seconds = column(&csv, "seconds");
     assert!(csv.lines().skip(1).all(|l| {
-        let seconds: f64 = l.split(',').nth(9).unwrap().parse().unwrap();
+        let seconds: f64 = l.split(',').nth(seconds).unwrap().parse().unwrap();
         seconds > 0.0
     }));
+}
+
+/// The index of a CSV column by its header.
+fn column(csv: &str, name: &str) -> usize {
+    let header = csv.lines().next().unwrap();
+    header
+        .split(',')
+        .position(|c| c == name)
+        .unwrap_or_else(|| panic!("no column {name} in {header}"))
+}
+
+/// `--streamed-shapes` (with five shapes, one streamed shape per slow program) also times the
+/// three slow programs that stream along y as generated kernels streamed over whole rows,
+/// verified by their harnesses, marked `streamed` in the CSV.
+#[test]
+fn learn_can_time_streamed_shapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.yaml");
+    std::fs::write(&path, MACHINE).unwrap();
+    let data = dir.path().join("data");
+    let o = learn_command_with(
+        &path,
+        "5",
+        "2",
+        &["--streamed-shapes", "--keep-data", data.to_str().unwrap()],
+    )
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let csv = std::fs::read_to_string(data.join("measurements.csv")).unwrap();
+    let (streamed, seconds, tiles_x) = (
+        column(&csv, "streamed"),
+        column(&csv, "seconds"),
+        column(&csv, "tiles_x"),
+    );
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|r| r[streamed] == "1")
+        .collect();
+    // 3 programs x 1 shape x 2 rounds of one run.
+    assert_eq!(rows.len(), 6, "{csv}");
+    for r in &rows {
+        assert!(
+            r[0].starts_with("learn_slow") && r[0].ends_with("w0"),
+            "{r:?}"
+        );
+        assert_eq!(r[tiles_x], "1");
+        assert!(r[seconds].parse::<f64>().unwrap() > 0.0);
+    }
+    let m = Machine::load(&path).unwrap();
+    assert_eq!(
+        m.learned.unwrap().samples,
+        csv.lines().count() as u64 - 1,
+        "every run enters the fit"
+    );
 }
 
 #[test]

@@ -24,7 +24,7 @@ use absinthe_model::machine::{Compute, Params, PeelBody};
 
 use crate::fit::Sample;
 use crate::measure::Measurement;
-use crate::training::Family;
+use crate::training::{Family, TrainingProgram};
 
 /// What can go wrong while learning.
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +64,10 @@ pub struct LearnOptions {
     pub jobs: usize,
     /// Which kernels are timed.
     pub kernels: Kernels,
+    /// Also time the slow programs streamed ([`training::streamed_sizes`]), as generated
+    /// kernels. Off by default: with the model's form, these runs made the predictions of
+    /// real programs worse (docs/PERFORMANCE.md, "Streamed training shapes").
+    pub streamed_shapes: bool,
 }
 
 /// The kernels `learn` times (`RuntimeTiled` by default).
@@ -139,6 +143,27 @@ pub fn learn(
             )
         })
         .collect();
+    // With `streamed_shapes`, the slow programs are also timed streamed over large tiles, as
+    // generated kernels (one bundle per program); the runtime-tiled kernels cannot stream.
+    let streamed: Vec<(usize, Vec<[usize; 3]>)> = programs
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| options.streamed_shapes && p.family == Family::Slow)
+        .map(|(k, p)| {
+            let sizes = training::streamed_sizes(
+                &p.analysis,
+                p.program.value_type.bytes(),
+                options.tile_bytes,
+                options.shapes,
+                options.threads,
+            );
+            (k, sizes)
+        })
+        .filter(|(_, s)| !s.is_empty())
+        .collect();
+    let streamed_programs: Vec<TrainingProgram> =
+        streamed.iter().map(|(k, _)| programs[*k].clone()).collect();
+    let streamed_sizes: Vec<Vec<[usize; 3]>> = streamed.iter().map(|(_, s)| s.clone()).collect();
     // The runs are split into rounds, each running every program over all its shapes, so that
     // a burst of load on a shared machine spreads over all programs instead of shifting one
     // program's times (which the model would have to explain by its counts); within a round,
@@ -156,7 +181,7 @@ pub fn learn(
         sizes.iter().map(|s| s.len().div_ceil(CHUNK)).sum()
     };
     progress(Progress::Start {
-        total: programs.len() + rounds * steps,
+        total: programs.len() + streamed.len() + rounds * (steps + streamed.len()),
     });
     let built = || {
         progress(Progress::Step {
@@ -167,6 +192,7 @@ pub fn learn(
         measure::build_generated(
             &programs,
             &sizes,
+            false,
             &options.toolchain,
             options.threads,
             options.jobs,
@@ -181,6 +207,15 @@ pub fn learn(
             &built,
         )?
     };
+    let streamed_exes = measure::build_generated(
+        &streamed_programs,
+        &streamed_sizes,
+        true,
+        &options.toolchain,
+        options.threads,
+        options.jobs,
+        &built,
+    )?;
     let mut measurements = Vec::new();
     let mut done = 0;
     for round in 0..rounds {
@@ -197,7 +232,15 @@ pub fn learn(
             };
             for chunk in chunks {
                 let mut runs = if generated {
-                    measure::run_generated(exe, program, chunk, per_round, flush, options.threads)?
+                    measure::run_generated(
+                        exe,
+                        program,
+                        chunk,
+                        false,
+                        per_round,
+                        flush,
+                        options.threads,
+                    )?
                 } else {
                     measure::run_shapes(exe, program, chunk, per_round, flush, options.threads)?
                 };
@@ -210,19 +253,41 @@ pub fn learn(
                 });
             }
         }
+        for ((program, exe), sizes) in streamed_programs
+            .iter()
+            .zip(&streamed_exes)
+            .zip(&streamed_sizes)
+        {
+            let mut runs = measure::run_generated(
+                exe,
+                program,
+                sizes,
+                true,
+                per_round,
+                options.flush_bytes,
+                options.threads,
+            )?;
+            for m in &mut runs {
+                m.repeat += done;
+            }
+            measurements.extend(runs);
+            progress(Progress::Step {
+                what: format!("{} streamed", program.program.name),
+            });
+        }
         done += per_round;
     }
     fit_measurements(measurements, &options.solver)
 }
 
-/// The samples of one family: configurations numbered by (program, tile counts).
+/// The samples of one family: configurations numbered by (program, tile counts, streamed).
 pub fn samples(measurements: &[Measurement], family: Family) -> Vec<Sample> {
-    let mut keys: Vec<(String, [usize; 3])> = Vec::new();
+    let mut keys: Vec<(String, [usize; 3], bool)> = Vec::new();
     measurements
         .iter()
         .filter(|m| m.family == family)
         .map(|m| {
-            let key = (m.program.clone(), m.tiles);
+            let key = (m.program.clone(), m.tiles, m.streamed);
             let configuration = keys.iter().position(|k| *k == key).unwrap_or_else(|| {
                 keys.push(key);
                 keys.len() - 1

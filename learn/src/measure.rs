@@ -21,13 +21,15 @@ pub struct Measurement {
     /// The tile size asked for and the tile counts it became.
     pub tile_size: [usize; 3],
     pub tiles: [usize; 3],
+    /// Timed as the generated kernel streaming along the program's stream dimension.
+    pub streamed: bool,
     pub repeat: usize,
     pub seconds: f64,
     pub counts: RunCounts,
 }
 
 /// The header of [`to_csv`].
-pub const CSV_HEADER: &str = "program,family,size_x,size_y,size_z,tiles_x,tiles_y,tiles_z,repeat,seconds,fast_peel,fast_body,slow_base_peel,slow_base_body,slow_stream_peel,slow_stream_body,compute_peel,compute_body,overhead";
+pub const CSV_HEADER: &str = "program,family,size_x,size_y,size_z,tiles_x,tiles_y,tiles_z,streamed,repeat,seconds,fast_peel,fast_body,slow_base_peel,slow_base_body,slow_stream_peel,slow_stream_body,compute_peel,compute_body,overhead";
 
 /// The raw measurements as CSV (`--keep-data`).
 pub fn to_csv(measurements: &[Measurement]) -> String {
@@ -36,7 +38,7 @@ pub fn to_csv(measurements: &[Measurement]) -> String {
     for m in measurements {
         let c = &m.counts.counts;
         out.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{:.9e},{},{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{},{:.9e},{},{},{},{},{},{},{},{},{}\n",
             m.program,
             m.family.name(),
             m.tile_size[0],
@@ -45,6 +47,7 @@ pub fn to_csv(measurements: &[Measurement]) -> String {
             m.tiles[0],
             m.tiles[1],
             m.tiles[2],
+            u8::from(m.streamed),
             m.repeat,
             m.seconds,
             c.fast.peel,
@@ -74,7 +77,7 @@ pub fn build_all(
     let sources: Vec<Vec<(String, String)>> = programs
         .iter()
         .map(|p| {
-            let config = training::configuration(&p.analysis, [1, 1, 1]);
+            let config = training::configuration(&p.analysis, [1, 1, 1], false);
             let cost = evaluate(&p.analysis, &machine, &config);
             let schedule = lower_plain(&p.program, &p.analysis, &config, &cost)?;
             Ok(runtime_tiles::render(&schedule)?)
@@ -127,6 +130,7 @@ pub fn run_shapes(
         measurements.extend(shape_measurements(
             program,
             size,
+            false,
             result.verified,
             &result.times,
         )?);
@@ -139,14 +143,16 @@ pub fn run_shapes(
 fn shape_measurements(
     program: &TrainingProgram,
     size: [usize; 3],
+    streamed: bool,
     verified: bool,
     times: &[f64],
 ) -> Result<Vec<Measurement>, LearnError> {
     let n = training::tile_counts(size, program.analysis.domain);
     if !verified {
         return Err(LearnError::Run(format!(
-            "{} at tile counts {n:?}: the kernel's output differs from the reference",
-            program.program.name
+            "{} at tile counts {n:?}{}: the kernel's output differs from the reference",
+            program.program.name,
+            if streamed { ", streamed" } else { "" }
         )));
     }
     let counts = training::run_counts(&program.analysis, n);
@@ -158,6 +164,7 @@ fn shape_measurements(
             family: program.family,
             tile_size: size,
             tiles: n,
+            streamed,
             repeat,
             seconds,
             counts,
@@ -168,10 +175,12 @@ fn shape_measurements(
 /// Builds one bundle per program holding the *generated* kernel (`codegen::lower`, the code
 /// `bench` and `codegen` ship: compile-time tiles, shared row loops, padded arenas) of every
 /// tile size in `sizes[p]`, with its harness, `jobs` compilers at a time; calls `built` after
-/// each. Each harness verifies its shape bit for bit before it times it.
+/// each. Each harness verifies its shape bit for bit before it times it. With `streamed`, every
+/// kernel streams along the program's stream dimension.
 pub fn build_generated(
     programs: &[TrainingProgram],
     sizes: &[Vec<[usize; 3]>],
+    streamed: bool,
     toolchain: &Toolchain,
     threads: usize,
     jobs: usize,
@@ -187,7 +196,7 @@ pub fn build_generated(
                 .iter()
                 .map(|&s| {
                     let tiles = training::tile_counts(s, p.analysis.domain);
-                    let config = training::configuration(&p.analysis, tiles);
+                    let config = training::configuration(&p.analysis, tiles, streamed);
                     let cost = evaluate(&p.analysis, &machine, &config);
                     lower(&p.program, &p.analysis, &config, &cost)
                 })
@@ -195,7 +204,7 @@ pub fn build_generated(
             let harnesses: Vec<HarnessOptions> = sizes
                 .iter()
                 .map(|s| HarnessOptions {
-                    label: shape_label(*s),
+                    label: shape_label(*s, streamed),
                     ..HarnessOptions::default()
                 })
                 .collect();
@@ -218,18 +227,20 @@ pub fn build_generated(
     .collect()
 }
 
-/// The harness label of a tile size.
-fn shape_label(size: [usize; 3]) -> String {
-    format!("{}x{}x{}", size[0], size[1], size[2])
+/// The harness label of a tile size (`s` appended when streamed).
+fn shape_label(size: [usize; 3], streamed: bool) -> String {
+    let s = if streamed { "s" } else { "" };
+    format!("{}x{}x{}{s}", size[0], size[1], size[2])
 }
 
-/// Runs the bundle `exe` of `program` (from [`build_generated`] over `sizes`): every shape
-/// `runs` times (the harness discards the first quarter), flushing `flush_bytes` before each
-/// run when positive.
+/// Runs the bundle `exe` of `program` (from [`build_generated`] over `sizes`, `streamed` as
+/// built): every shape `runs` times (the harness discards the first quarter), flushing
+/// `flush_bytes` before each run when positive.
 pub fn run_generated(
     exe: &std::path::Path,
     program: &TrainingProgram,
     sizes: &[[usize; 3]],
+    streamed: bool,
     runs: usize,
     flush_bytes: u64,
     threads: usize,
@@ -251,17 +262,18 @@ pub fn run_generated(
     }
     let mut measurements = Vec::new();
     for (result, &size) in results.iter().zip(sizes) {
-        if result.label != shape_label(size) {
+        if result.label != shape_label(size, streamed) {
             return Err(LearnError::Run(format!(
                 "{}: result `{}` where shape {} was expected",
                 program.program.name,
                 result.label,
-                shape_label(size)
+                shape_label(size, streamed)
             )));
         }
         measurements.extend(shape_measurements(
             program,
             size,
+            streamed,
             result.verified,
             &result.times,
         )?);

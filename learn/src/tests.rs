@@ -303,3 +303,51 @@ fn tile_sizes_include_full_rows_that_fit() {
         training::tile_sizes(3, 8, capacity, 20, 0)
     );
 }
+
+/// The streamed shapes of every slow program on the default domain: whole rows (whole planes
+/// when streaming along z), at least two tiles, and feasible under the model itself
+/// (`group_infeasibility` with the streamed cache test), the largest tiles first; none for a
+/// tiny budget, at most `STREAMED_SHAPES`. The programs that stream along y have some; along
+/// z, no whole plane's window fits a third of 1 MiB.
+#[test]
+fn streamed_sizes_are_feasible_contiguous_faces() {
+    use absinthe_model::cost::{group_infeasibility, stream_shape};
+    let programs = training::programs(training::DOMAIN).unwrap();
+    let capacity = 1048576.0 / 3.0;
+    let mut machine = training::lowering_machine(2);
+    machine.cache_values = capacity / 8.0;
+    let mut along_y = 0;
+    for p in programs.iter().filter(|p| p.family == Family::Slow) {
+        let sizes = training::streamed_sizes(&p.analysis, 8, capacity, 20, 2);
+        let dim = stream_shape(&p.analysis).dim;
+        if dim == 1 {
+            along_y += 1;
+            assert!(!sizes.is_empty(), "{}", p.program.name);
+        }
+        assert!(
+            sizes.len() <= training::STREAMED_SHAPES,
+            "{}: {sizes:?}",
+            p.program.name
+        );
+        let mut last = usize::MAX;
+        for s in &sizes {
+            let n = training::tile_counts(*s, training::DOMAIN);
+            assert_eq!(n[0], 1, "{}: {s:?}", p.program.name);
+            assert!(dim == 1 || n[1] == 1, "{}: {s:?}", p.program.name);
+            assert!(n[1] * n[2] >= 2);
+            let range = 0..p.analysis.stencils.len();
+            let why = group_infeasibility(&p.analysis, &machine, 0, range.clone(), n, true);
+            assert!(why.is_none(), "{} at {n:?}: {why:?}", p.program.name);
+            // Not streamed, the same tile overflows the cache: these are new to the fit.
+            assert!(group_infeasibility(&p.analysis, &machine, 0, range, n, false).is_some());
+            let cells = s[0] * s[1] * s[2];
+            assert!(cells <= last, "{sizes:?}: largest first");
+            last = cells;
+        }
+        assert!(training::streamed_sizes(&p.analysis, 8, capacity, 2, 2).is_empty());
+    }
+    assert_eq!(
+        along_y, 3,
+        "the three slow programs of width 0 stream along y"
+    );
+}

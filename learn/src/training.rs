@@ -18,7 +18,9 @@
 use std::fmt::Write;
 
 use absinthe_model::analysis::Analysis;
-use absinthe_model::cost::{group_cost, group_shape, Configuration};
+use absinthe_model::cost::{
+    group_cost, group_shape, prefers_stream, stream_shape, tile_cells, Configuration,
+};
 use absinthe_model::machine::{Compute, ModelMachine, Params, PeelBody, Slack};
 use absinthe_model::program::{program_header, Program};
 
@@ -323,6 +325,64 @@ pub fn tile_sizes(
     chosen
 }
 
+/// The most streamed shapes trained on per slow program (see [`streamed_sizes`]).
+pub const STREAMED_SHAPES: usize = 4;
+
+/// Tile sizes at which a slow program is also timed *streamed* (as generated kernels, with
+/// `learn --streamed-shapes`), for a spread of `count` shapes: one per five, at most
+/// [`STREAMED_SHAPES`] (none for a tiny test budget). Each step's face is contiguous in memory
+/// (whole rows when streaming along y, whole planes along z), as in the solver's optima
+/// (`1x1x2`, streamed along y, on cosmo_adv5, hdiff and chain8); tiles are 1, 2 or 4 along z
+/// and any power of two along y, at least `threads` in all, and the working set the model gives
+/// them when streamed (`cost::tile_cells`) fits `capacity_bytes`: the largest tiles first.
+///
+/// The runtime-tiled training kernels cannot stream, so every tile they time fits the cache
+/// whole (at most about 1,400 cells for the slow programs' 9-31 arrays), while the optima are
+/// tiles of 100,000 cells and more. Measured (docs/PERFORMANCE.md, "Streamed training
+/// shapes"): streamed tiles with narrow faces, whose rows each start a plane away from the
+/// last, ran 1.5-3x slower than the model predicts, which has no count for that; trained on,
+/// they made every real program's prediction worse. Hence the contiguous faces, and the
+/// option is off by default.
+pub fn streamed_sizes(
+    analysis: &Analysis,
+    value_bytes: usize,
+    capacity_bytes: f64,
+    count: usize,
+    threads: usize,
+) -> Vec<[usize; 3]> {
+    let domain = analysis.domain;
+    let shape = stream_shape(analysis);
+    let arrays = arrays_touched(analysis) as f64;
+    let mut candidates: Vec<[usize; 3]> = Vec::new();
+    let mut ny = 1;
+    while ny <= domain[1] {
+        for nz in [1, 2, 4] {
+            let tiles = [1, ny, nz.min(domain[2])];
+            let (cells, total) = tile_cells(domain, shape, tiles, true);
+            let fits = arrays * cells as f64 * value_bytes as f64 <= capacity_bytes * total as f64;
+            // Each step's face is contiguous in memory: whole rows along y, or whole planes
+            // along z.
+            let contiguous = shape.dim == 1 || tiles[1] == 1;
+            if tiles[1] * tiles[2] >= threads
+                && contiguous
+                && fits
+                && prefers_stream(domain, shape, tiles)
+                && !candidates.contains(&tiles)
+            {
+                candidates.push(tiles);
+            }
+        }
+        ny *= 2;
+    }
+    // The largest tiles first; of equal ones, the fewest tiles along z.
+    candidates.sort_by_key(|n| (n[0] * n[1] * n[2], n[2]));
+    candidates
+        .into_iter()
+        .take((count / 5).min(STREAMED_SHAPES))
+        .map(|n| [0, 1, 2].map(|d| domain[d].div_ceil(n[d])))
+        .collect()
+}
+
 /// Tile counts `ceil(D / size)` of a tile size.
 pub fn tile_counts(size: [usize; 3], domain: [usize; 3]) -> [usize; 3] {
     [0, 1, 2].map(|d| domain[d].div_ceil(size[d].clamp(1, domain[d])))
@@ -383,9 +443,14 @@ fn unit_machine(threads: usize, body_base: f64) -> ModelMachine {
     }
 }
 
-/// The one-group configuration of a training program at tile counts `tiles`.
-pub fn configuration(analysis: &Analysis, tiles: [usize; 3]) -> Configuration {
-    Configuration::new(vec![0; analysis.stencils.len()], vec![tiles])
+/// The one-group configuration of a training program at tile counts `tiles`, streamed along
+/// the program's stream dimension or not.
+pub fn configuration(analysis: &Analysis, tiles: [usize; 3], streamed: bool) -> Configuration {
+    let mut config = Configuration::new(vec![0; analysis.stencils.len()], vec![tiles]);
+    if streamed {
+        config.stream = vec![0];
+    }
+    config
 }
 
 /// The model's counts for `analysis` fused into one group tiled by `tiles`.
