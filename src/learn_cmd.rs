@@ -68,10 +68,10 @@ pub struct LearnArgs {
     /// better (docs/PERFORMANCE.md).
     #[arg(long)]
     pub generated_kernels: bool,
-    /// Also time each slow program streamed, as generated kernels, at up to four whole-row tilings
-    /// whose streamed window fits the cache (an experiment: the model's form misses what
-    /// narrow streamed tiles cost, and these runs made real programs' predictions worse;
-    /// docs/PERFORMANCE.md, "Streamed training shapes").
+    /// Also time the slow programs streamed, as generated kernels, at up to four whole-row
+    /// tilings with contiguous faces whose streamed window fits the cache (an experiment: the
+    /// predictions of real programs were not clearly better; docs/PERFORMANCE.md, "Streamed
+    /// training shapes").
     #[arg(long, hide = true)]
     pub streamed_shapes: bool,
     /// Write the training programs (YAML, one file each) into this directory and stop: to see

@@ -65,8 +65,8 @@ pub struct LearnOptions {
     /// Which kernels are timed.
     pub kernels: Kernels,
     /// Also time the slow programs streamed ([`training::streamed_sizes`]), as generated
-    /// kernels. Off by default: with the model's form, these runs made the predictions of
-    /// real programs worse (docs/PERFORMANCE.md, "Streamed training shapes").
+    /// kernels. Off by default: the predictions of real programs were not clearly better
+    /// (docs/PERFORMANCE.md, "Streamed training shapes").
     pub streamed_shapes: bool,
 }
 

@@ -341,8 +341,8 @@ pub const STREAMED_SHAPES: usize = 4;
 /// tiles of 100,000 cells and more. Measured (docs/PERFORMANCE.md, "Streamed training
 /// shapes"): streamed tiles with narrow faces, whose rows each start a plane away from the
 /// last, ran 1.5-3x slower than the model predicts, which has no count for that; trained on,
-/// they made every real program's prediction worse. Hence the contiguous faces, and the
-/// option is off by default.
+/// they made four real programs' predictions of six worse. Hence the contiguous faces; with
+/// them the predictions were not clearly better either, and the option is off by default.
 pub fn streamed_sizes(
     analysis: &Analysis,
     value_bytes: usize,
