@@ -145,25 +145,22 @@ pub fn learn(
         .collect();
     // With `streamed_shapes`, the slow programs are also timed streamed over large tiles, as
     // generated kernels (one bundle per program); the runtime-tiled kernels cannot stream.
-    let streamed: Vec<(usize, Vec<[usize; 3]>)> = programs
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| options.streamed_shapes && p.family == Family::Slow)
-        .map(|(k, p)| {
-            let sizes = training::streamed_sizes(
-                &p.analysis,
-                p.program.value_type.bytes(),
-                options.tile_bytes,
-                options.shapes,
-                options.threads,
-            );
-            (k, sizes)
-        })
-        .filter(|(_, s)| !s.is_empty())
-        .collect();
-    let streamed_programs: Vec<TrainingProgram> =
-        streamed.iter().map(|(k, _)| programs[*k].clone()).collect();
-    let streamed_sizes: Vec<Vec<[usize; 3]>> = streamed.iter().map(|(_, s)| s.clone()).collect();
+    let (streamed_programs, streamed_sizes): (Vec<TrainingProgram>, Vec<Vec<[usize; 3]>>) =
+        programs
+            .iter()
+            .filter(|p| options.streamed_shapes && p.family == Family::Slow)
+            .map(|p| {
+                let sizes = training::streamed_sizes(
+                    &p.analysis,
+                    p.program.value_type.bytes(),
+                    options.tile_bytes,
+                    options.shapes,
+                    options.threads,
+                );
+                (p.clone(), sizes)
+            })
+            .filter(|(_, s)| !s.is_empty())
+            .unzip();
     // The runs are split into rounds, each running every program over all its shapes, so that
     // a burst of load on a shared machine spreads over all programs instead of shifting one
     // program's times (which the model would have to explain by its counts); within a round,
@@ -181,7 +178,9 @@ pub fn learn(
         sizes.iter().map(|s| s.len().div_ceil(CHUNK)).sum()
     };
     progress(Progress::Start {
-        total: programs.len() + streamed.len() + rounds * (steps + streamed.len()),
+        total: programs.len()
+            + streamed_programs.len()
+            + rounds * (steps + streamed_programs.len()),
     });
     let built = || {
         progress(Progress::Step {
