@@ -20,8 +20,8 @@ use crate::output::{table, write_atomic};
 /// Measure this machine and write the model's eight parameters into its machine file.
 ///
 /// Builds fifteen synthetic training programs (fast memory: chains of nine stencils reading one
-/// input at 12 or 20 positions, or at 12 with a degree-24 polynomial on top so that arithmetic
-/// varies apart from accesses, only the last stored, at evaluation width 0 or 1; slow
+/// input at 12 or 20 positions, or at 12 with twelve products of differences on top so that
+/// arithmetic varies apart from accesses, only the last stored, at evaluation width 0 or 1; slow
 /// memory: nine stencils reading 1-3 fresh inputs at boundary width 0-2, every other one
 /// stored), each once with tile counts taken at run time (--generated-kernels: the generated
 /// kernel of every tile shape, bundled per program), times them over tile shapes of 64 cells

@@ -22,6 +22,15 @@ use absinthe_model::program::{Program, ValueType};
 use serde::Serialize;
 
 use crate::cexpr::c_expr;
+
+/// The most arithmetic (`Expr::operations`, lets included) that stencils sharing one row loop
+/// may do per element. Sharing saves a row loop's overhead and lets a reader take its
+/// producer's value from a register, but one body with several large stencils runs out of
+/// vector registers and spills, and walks every stream at once: cosmo_hdiff4_256 with its four
+/// fully inlined outputs (about 50 operations each) in one loop took 22.8 ms, in two loops of
+/// two 18.5 ms, in four loops 17.2 ms (same kernel otherwise, `g++ -O3 -march=native`, the FMA
+/// build, medians of five interleaved runs of 16).
+pub const ROW_LOOP_OPERATIONS: u64 = 64;
 use crate::CodegenError;
 
 pub use absinthe_model::boxes::Interval;
@@ -443,12 +452,16 @@ fn lower_with(
             // differ, or when it reads a producer of that loop where the shared loops have not
             // computed it yet: only an earlier plane, an earlier row of this plane, or this
             // very element are there (`#pragma omp simd` rules out the element before).
+            // Nor when the loop's arithmetic would pass `ROW_LOOP_OPERATIONS`.
             let split_store = |st: &StencilStep| st.buffer.is_some() && st.global.is_some();
+            let operations = |s: usize| analysis.stencils[s].operations;
             let joins = share_rows
                 && !(read_in_group && is_stored)
                 && loops.last().is_some_and(|lp| {
                     let first = &steps[lp[0]];
-                    first.loop_box == loop_box
+                    lp.iter().map(|&n| operations(steps[n].stencil)).sum::<u64>() + operations(s)
+                        <= ROW_LOOP_OPERATIONS
+                        && first.loop_box == loop_box
                         && first.lag == lag(s)
                         && lp.iter().all(|&n| !split_store(&steps[n]))
                         && info.accesses.iter().all(|(a, off)| {
