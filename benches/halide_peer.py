@@ -16,6 +16,13 @@ cache flush that reads (in parallel, one load per cache line) a buffer of 1.25 x
 last-level cache; the first quarter of the runs is discarded. Halide runs on --threads
 threads (HL_NUM_THREADS); absinthe's kernels use the cores of the --machine file.
 
+Floating point is the same on both sides (--float). By default it is relaxed: Halide's
+simplifier treats float arithmetic as real arithmetic unless a pipeline asks for StrictFloat
+(it turns (a/60)*u - (b/60)*w into one product by 1/60), so absinthe runs with
+`bench --relaxed-math` (the kernels compiled with -fassociative-math -freciprocal-math
+-fno-signed-zeros). --float strict compares Halide with StrictFloat against absinthe's FMA
+build.
+
 Correctness: the Halide inputs are filled exactly as absinthe's harness fills them (the hash
 absinthe_value of codegen/templates/harness_body.j2), and every Halide output is compared
 with the outputs absinthe's `opt` kernel dumps (ABSINTHE_DUMP_OUTPUTS), within a tolerance
@@ -724,6 +731,19 @@ def summarize(times):
             "runs": len(times), "discarded": len(times) - len(kept)}
 
 
+def halide_target(hl, target, float_mode):
+    """`target`, with Halide's StrictFloat feature under --float strict (no reassociation)."""
+    if float_mode == "strict":
+        return target.with_feature(hl.TargetFeature.StrictFloat)
+    return target
+
+
+FLOAT_MODES = {
+    "relaxed": "relaxed on both sides (Halide's default: its simplifier reassociates; absinthe --relaxed-math)",
+    "strict": "strict on both sides (Halide's StrictFloat target feature; absinthe's FMA build)",
+}
+
+
 def run_halide(args, program, scheduler, hl, np, inputs, flush, log):
     """One row: schedule, JIT-compile, warm up, time. Returns (row, outputs or None)."""
     row = {"implementation": "halide", "variant": scheduler, "median": None, "min": None,
@@ -731,7 +751,7 @@ def run_halide(args, program, scheduler, hl, np, inputs, flush, log):
     try:
         t0 = time.perf_counter()
         pipeline, params = build_pipeline(hl, np, program)
-        target = hl.get_host_target()
+        target = halide_target(hl, hl.get_host_target(), args.float)
         if SCHEDULERS[scheduler] is not None:
             name = SCHEDULERS[scheduler][0]
             extra = {"parallelism": str(args.threads)}
@@ -742,7 +762,8 @@ def run_halide(args, program, scheduler, hl, np, inputs, flush, log):
         t1 = time.perf_counter()
         log(f"halide {scheduler}: JIT-compiling ...")
         arguments = pipeline.infer_arguments()
-        compiled = pipeline.compile_to_callable(arguments, hl.get_jit_target_from_environment())
+        compiled = pipeline.compile_to_callable(
+            arguments, halide_target(hl, hl.get_jit_target_from_environment(), args.float))
         t2 = time.perf_counter()
         row["schedule_seconds"], row["compile_seconds"] = t1 - t0, t2 - t1
 
@@ -783,7 +804,10 @@ def run_halide(args, program, scheduler, hl, np, inputs, flush, log):
 def run_absinthe(args, program, dump_dir, log):
     cmd = [args.absinthe, "bench", args.program, "--machine", args.machine,
            "--variants", "naive,unfused,noinline,opt", "--runs", str(args.runs), "--format", "json"]
-    cmd += shlex.split(args.absinthe_args)
+    extra = shlex.split(args.absinthe_args)
+    if args.float == "relaxed" and "--exact" not in extra and "--relaxed-math" not in extra:
+        cmd.append("--relaxed-math")
+    cmd += extra
     env = dict(os.environ)
     if dump_dir:
         env["ABSINTHE_DUMP_OUTPUTS"] = dump_dir
@@ -882,6 +906,7 @@ def print_table(report):
           f"{report['threads']} thread(s)"
           + ("" if report["machine"] is None else
              f", absinthe on {report['absinthe_threads'] or '?'} (cores in {report['machine']})"))
+    print(f"floating point: {FLOAT_MODES[report['float']]}")
     print("speed-up = (time of absinthe opt or unfused) / (time of the row); > 1 is faster")
     header = ["implementation", "median", "min", "max", "vs opt", "vs unfused", "sched+jit", "check"]
     table = [header]
@@ -945,6 +970,12 @@ build/halide-venv/bin/pip install halide numpy pyyaml (or `make bench-halide`)."
                         help="the absinthe executable (default target/release/absinthe)")
     parser.add_argument("--absinthe-args", default="", metavar="ARGS",
                         help='extra arguments for `absinthe bench`, one string, e.g. "--exact --no-roofline"')
+    parser.add_argument("--float", choices=["relaxed", "strict"], default="relaxed",
+                        help="floating-point semantics, the same on both sides. relaxed (default): Halide's "
+                             "default, whose simplifier reassociates and distributes float arithmetic, against "
+                             "absinthe's `bench --relaxed-math` (the compiler may do the same in the kernels). "
+                             "strict: Halide with the StrictFloat target feature against absinthe's FMA build "
+                             "(`--absinthe-args --exact` for bit-exact kernels)")
     parser.add_argument("--no-absinthe", action="store_true", help="skip absinthe; time the Halide rows only")
     parser.add_argument("--no-verify", action="store_true", help="skip the comparison of the outputs")
     parser.add_argument("--halide-malloc", choices=["keep", "system"], default="keep",
@@ -1117,7 +1148,7 @@ build/halide-venv/bin/pip install halide numpy pyyaml (or `make bench-halide`)."
         report = {
             "program": {"file": args.program, "name": program.name, "domain": program.domain,
                         "halo": program.halo, "type": program.type},
-            "runs": args.runs, "threads": args.threads,
+            "runs": args.runs, "threads": args.threads, "float": args.float,
             "machine": None if args.no_absinthe else args.machine,
             "absinthe_threads": None if args.no_absinthe else machine_cores(args.machine),
             "flush_bytes": flush_bytes, "halide_version": halide_version(),

@@ -56,6 +56,9 @@ pub struct TuneArgs {
     /// Build and verify bit for bit (`-ffp-contract=off`) instead of the timed FMA build.
     #[arg(long)]
     pub exact: bool,
+    /// Build the candidates with relaxed floating-point math (`bench --relaxed-math`).
+    #[arg(long, conflicts_with = "exact")]
+    pub relaxed_math: bool,
     /// Read templates from this directory first.
     #[arg(long, value_name = "DIR")]
     pub templates: Option<PathBuf>,
@@ -115,6 +118,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         plot: None,
         format: args.format,
         exact: args.exact,
+        relaxed_math: args.relaxed_math,
         target: BenchTarget::Openmp,
     };
     let m = measure(&bench_args)?;

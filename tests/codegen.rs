@@ -512,3 +512,42 @@ fn inlined_solutions_build_verify_and_bad_sets_are_refused() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
 }
+
+/// `bench --relaxed-math`: the kernels of cosmo_adv5 (its divisions by 60 become products by
+/// the reciprocal, its fluxes reassociate) verify within the tolerance against the IEEE
+/// reference, and every row says which build it was. `--exact` and `--relaxed-math` exclude
+/// each other.
+#[test]
+fn bench_relaxed_math_verifies_against_the_ieee_reference() {
+    let o = absinthe(&[
+        "bench",
+        "configs/cosmo_adv5.yaml",
+        "--variants",
+        "noinline,opt",
+        "--runs",
+        "2",
+        "--flush-bytes",
+        "100000",
+        "--no-roofline",
+        "--relaxed-math",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for r in rows {
+        assert_eq!(r["verified"], true, "{r}");
+        assert_eq!(r["verification"], "tolerance", "{r}");
+        assert_eq!(r["build"], "relaxed-math", "{r}");
+    }
+    let o = absinthe(&[
+        "bench",
+        "configs/cosmo_adv5.yaml",
+        "--relaxed-math",
+        "--exact",
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
+}

@@ -25,6 +25,28 @@ pub struct Toolchain {
     pub cache_dir: PathBuf,
     /// `-ffp-contract=off` and bit-exact verification (the default), or the FMA build.
     pub exact: bool,
+    /// The relaxed-math build (only with `exact` false): the kernel files, not the harness with
+    /// its reference, are also compiled with [`RELAXED_MATH_FLAGS`].
+    pub relaxed: bool,
+}
+
+/// What the relaxed-math build adds for the kernels: the compiler may reassociate and
+/// distribute floating-point arithmetic (`(a/60) * u - (b/60) * w` becomes one product by the
+/// reciprocal of 60), as Halide's simplifier does unless a pipeline asks for `strict_float`.
+/// Unlike `-ffast-math` it keeps NaN and infinity semantics (`-ffinite-math-only` is not
+/// among them) and `errno`-free library calls are not assumed. The reference is always
+/// compiled without them, so the kernels are verified against IEEE evaluation, within the
+/// FMA build's tolerance.
+pub const RELAXED_MATH_FLAGS: [&str; 3] = [
+    "-fassociative-math",
+    "-freciprocal-math",
+    "-fno-signed-zeros",
+];
+
+/// A source file of the harness (main and the reference), compiled without the relaxed-math
+/// flags: `<stem>_harness.cpp` from `codegen --harness` and `bench`.
+fn is_harness(name: &str) -> bool {
+    name.ends_with("_harness.cpp")
 }
 
 /// `$ABSINTHE_CACHE_DIR`, else `$XDG_CACHE_HOME/absinthe/build`, else
@@ -64,6 +86,7 @@ impl Toolchain {
             flags: flags.to_vec(),
             cache_dir: default_cache_dir(),
             exact: true,
+            relaxed: false,
         }
     }
 
@@ -71,6 +94,24 @@ impl Toolchain {
     pub fn fused_multiply_add(mut self) -> Toolchain {
         self.exact = false;
         self
+    }
+
+    /// The relaxed-math timed build: the FMA build, and the kernel files also get
+    /// [`RELAXED_MATH_FLAGS`] (the harness and its reference do not).
+    pub fn relaxed_math(mut self) -> Toolchain {
+        self.exact = false;
+        self.relaxed = true;
+        self
+    }
+
+    /// The flags of a kernel file: [`Toolchain::all_flags`], plus [`RELAXED_MATH_FLAGS`] in the
+    /// relaxed-math build.
+    pub fn kernel_flags(&self) -> Vec<String> {
+        let mut f = self.all_flags();
+        if self.relaxed && !self.exact {
+            f.extend(RELAXED_MATH_FLAGS.iter().map(|s| s.to_string()));
+        }
+        f
     }
 
     pub fn with_cache_dir(mut self, dir: PathBuf) -> Toolchain {
@@ -111,8 +152,19 @@ impl Toolchain {
             .into_iter()
             .chain(extra_flags.iter().map(|s| s.to_string()))
             .collect();
+        let kernel_flags: Vec<String> = self
+            .kernel_flags()
+            .into_iter()
+            .chain(extra_flags.iter().map(|s| s.to_string()))
+            .collect();
+        // Per-file flags only when they differ: the harness keeps IEEE evaluation.
+        let split = kernel_flags != flags;
         let mut parts: Vec<&[u8]> = vec![self.cxx.as_bytes()];
         parts.extend(flags.iter().map(|f| f.as_bytes()));
+        if split {
+            parts.push(b"relaxed kernels");
+            parts.extend(kernel_flags.iter().map(|f| f.as_bytes()));
+        }
         for (n, t) in files {
             parts.push(n.as_bytes());
             parts.push(t.as_bytes());
@@ -134,12 +186,45 @@ impl Toolchain {
             std::process::id(),
             std::thread::current().id()
         ));
-        let mut cmd = Command::new(&self.cxx);
-        cmd.current_dir(&dir).args(&flags);
-        for (n, _) in files.iter().filter(|(n, _)| n.ends_with(".cpp")) {
-            cmd.arg(n);
+        let sources = files.iter().filter(|(n, _)| n.ends_with(".cpp"));
+        if split {
+            // Each file to an object with its own flags, then one link.
+            let mut objects = Vec::new();
+            for (n, _) in sources {
+                let object = format!("{n}.o");
+                let f = if is_harness(n) { &flags } else { &kernel_flags };
+                let mut cmd = Command::new(&self.cxx);
+                cmd.current_dir(&dir)
+                    .args(f)
+                    .arg("-c")
+                    .arg(n)
+                    .arg("-o")
+                    .arg(&object);
+                self.run_compiler(cmd, &dir)?;
+                objects.push(object);
+            }
+            let mut cmd = Command::new(&self.cxx);
+            cmd.current_dir(&dir)
+                .args(&flags)
+                .args(&objects)
+                .arg("-o")
+                .arg(&tmp);
+            self.run_compiler(cmd, &dir)?;
+        } else {
+            let mut cmd = Command::new(&self.cxx);
+            cmd.current_dir(&dir).args(&flags);
+            for (n, _) in sources {
+                cmd.arg(n);
+            }
+            cmd.arg("-o").arg(&tmp);
+            self.run_compiler(cmd, &dir)?;
         }
-        cmd.arg("-o").arg(&tmp);
+        std::fs::rename(&tmp, &exe).map_err(|e| io(e, &exe))?;
+        Ok(exe)
+    }
+
+    /// Runs one compiler command in `dir`; its stderr (the first 8000 characters) on failure.
+    fn run_compiler(&self, mut cmd: Command, dir: &Path) -> Result<(), CodegenError> {
         let shown = format!("{cmd:?}");
         let out = cmd.output().map_err(|e| CodegenError::Compile {
             command: shown.clone(),
@@ -153,8 +238,7 @@ impl Toolchain {
                 stderr: short,
             });
         }
-        std::fs::rename(&tmp, &exe).map_err(|e| io(e, &exe))?;
-        Ok(exe)
+        Ok(())
     }
 }
 
@@ -390,5 +474,36 @@ mod tests {
             dump_path(dir, &"a".repeat(300)),
             dir.join("a".repeat(255) + ".outputs")
         );
+    }
+
+    /// The relaxed-math build gives the kernel file, and only it, the relaxed flags (GCC
+    /// defines `__ASSOCIATIVE_MATH__` and `__RECIPROCAL_MATH__` under them); the FMA build
+    /// gives them to neither. Different flags are different cache entries.
+    #[test]
+    fn relaxed_math_reaches_the_kernel_file_not_the_harness() {
+        let probe = |name: &str| {
+            format!(
+                "int {name}() {{\n#if defined(__ASSOCIATIVE_MATH__) && defined(__RECIPROCAL_MATH__)\n  return 1;\n#else\n  return 0;\n#endif\n}}\n"
+            )
+        };
+        let files = vec![
+            ("k.cpp".to_string(), probe("kernel_relaxed")),
+            (
+                "k_harness.cpp".to_string(),
+                probe("harness_relaxed")
+                    + "#include <cstdio>\nint kernel_relaxed();\nint main() { std::printf(\"%d %d\\n\", kernel_relaxed(), harness_relaxed()); }\n",
+            ),
+        ];
+        let cache = std::env::temp_dir().join(format!("absinthe-relaxed-{}", std::process::id()));
+        let run = |tc: Toolchain| {
+            let exe = tc.with_cache_dir(cache.clone()).build(&files, &[]).unwrap();
+            let out = Command::new(&exe).output().unwrap();
+            String::from_utf8(out.stdout).unwrap()
+        };
+        let base = Toolchain::new("g++", &["-O1".to_string()]);
+        assert_eq!(run(base.clone().relaxed_math()), "1 0\n");
+        assert_eq!(run(base.clone().fused_multiply_add()), "0 0\n");
+        assert_eq!(run(base), "0 0\n");
+        let _ = std::fs::remove_dir_all(&cache);
     }
 }

@@ -459,7 +459,10 @@ fn lower_with(
                 && !(read_in_group && is_stored)
                 && loops.last().is_some_and(|lp| {
                     let first = &steps[lp[0]];
-                    lp.iter().map(|&n| operations(steps[n].stencil)).sum::<u64>() + operations(s)
+                    lp.iter()
+                        .map(|&n| operations(steps[n].stencil))
+                        .sum::<u64>()
+                        + operations(s)
                         <= ROW_LOOP_OPERATIONS
                         && first.loop_box == loop_box
                         && first.lag == lag(s)
