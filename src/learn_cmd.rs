@@ -27,7 +27,9 @@ use crate::output::{table, write_atomic};
 /// kernel of every tile shape, bundled per program), times them over tile shapes of 64 cells
 /// and up that fit the cache (an even spread of a grid, plus one full-row shape, one tile along
 /// x as the solver's optima take, per five of them, at most four), in 4 rounds that interleave the programs, and fits the
-/// parameters by least absolute deviations. The file may lack `params`, `cores`
+/// parameters by least absolute deviations (the slow base body held at zero: every slow
+/// training stencil touches slow memory, so it cannot be told from the stream body; see
+/// docs/ARCHITECTURE.md). The file may lack `params`, `cores`
 /// (default: this machine's CPUs) and `cache_bytes` (default: the L2 size sysfs reports).
 /// Only `params` and `learned` are rewritten (and missing `cores`/`cache_bytes` added);
 /// comments and every other key stay as written.

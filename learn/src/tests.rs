@@ -351,3 +351,46 @@ fn streamed_sizes_are_feasible_contiguous_faces() {
         "the three slow programs of width 0 stream along y"
     );
 }
+
+/// learn's slow fit holds the base body at zero (`SLOW_FIT_HELD_AT_ZERO`): measurements
+/// generated with a base body of 4e-11 s per cell are fitted with none, the stream terms take
+/// its time, and the fast family's columns are untouched.
+#[test]
+fn the_slow_fit_holds_the_base_body_at_zero() {
+    let programs = training::programs([64, 32, 32]).unwrap();
+    let truth_slow = [0.0, 4.0e-11, 5.0e-9, 3.0e-10];
+    let truth_fast = [3.1e-9, 1.7e-10, 1.1e-10, 2.3e-11];
+    let mut measurements = Vec::new();
+    for p in &programs {
+        let arrays = training::arrays_touched(&p.analysis);
+        for size in training::tile_sizes(arrays, 8, 2097152.0 / 3.0, 12, 64) {
+            let tiles = training::tile_counts(size, p.analysis.domain);
+            let counts = training::run_counts(&p.analysis, tiles);
+            let truth: &[f64] = if p.family == Family::Slow {
+                &truth_slow
+            } else {
+                &truth_fast
+            };
+            measurements.push(crate::measure::Measurement {
+                program: p.program.name.clone(),
+                family: p.family,
+                tile_size: size,
+                tiles,
+                streamed: false,
+                repeat: 0,
+                seconds: crate::fit::predict(truth, &counts.fit_counts(p.family)),
+                counts,
+            });
+        }
+    }
+    let slow = crate::samples(&measurements, Family::Slow);
+    assert!(slow
+        .iter()
+        .all(|s| s.counts[crate::SLOW_FIT_HELD_AT_ZERO] == 0.0));
+    assert!(slow.iter().all(|s| s.counts[3] > 0.0));
+    let fast = crate::samples(&measurements, Family::Fast);
+    assert!(fast.iter().all(|s| s.counts.iter().all(|&c| c > 0.0)));
+    let r = crate::fit_measurements(measurements, "highs").unwrap();
+    assert_eq!(r.params.slow_base.body, 0.0);
+    assert!(r.params.slow_stream.body > truth_slow[3], "{:?}", r.params);
+}
