@@ -551,3 +551,44 @@ fn bench_relaxed_math_verifies_against_the_ieee_reference() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
 }
+
+/// Row loops share at most `ROW_LOOP_OPERATIONS` of arithmetic: cosmo_hdiff4 with every
+/// intermediate inlined is one group of four outputs of about 50 operations each, and gets
+/// four row loops (one shared loop spilled registers); chain8's small stencils still share
+/// (six loops for eight stencils in one group).
+#[test]
+fn large_stencils_get_their_own_row_loops_small_ones_share() {
+    let dir = tempfile::tempdir().unwrap();
+    let loops = |program: &str, extra: &[&str]| -> (usize, String) {
+        let out = dir.path().join(program);
+        let mut args = vec![
+            "codegen",
+            program,
+            "--machine",
+            "machines/default.yaml",
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let o = absinthe(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let stem = std::path::Path::new(program)
+            .file_stem()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        let code = std::fs::read_to_string(out.join(format!("{stem}.cpp"))).unwrap();
+        (
+            code.matches("#pragma omp simd").count(),
+            stderr(&o) + &stdout(&o),
+        )
+    };
+    let all = "lap_u,flx_u,fly_u,lap_v,flx_v,fly_v,lap_w,flx_w,fly_w,lap_pp,flx_pp,fly_pp";
+    let (n, said) = loops("configs/cosmo_hdiff4.yaml", &["--inline", all]);
+    assert!(said.contains("groups [0, 0, 0, 0]"), "{said}");
+    assert_eq!(n, 4, "{said}");
+    let (n, said) = loops("configs/chain8.yaml", &["--no-inline"]);
+    assert!(said.contains("groups [0, 0, 0, 0, 0, 0, 0, 0]"), "{said}");
+    assert!(n < 8, "{n} row loops for 8 stencils: {said}");
+}
