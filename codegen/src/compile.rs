@@ -181,17 +181,16 @@ impl Toolchain {
             let p = dir.join(n);
             std::fs::write(&p, t).map_err(|e| io(e, &p))?;
         }
-        let tmp = dir.join(format!(
-            "a.out.tmp{}.{:?}",
-            std::process::id(),
-            std::thread::current().id()
-        ));
+        // Two builds of the same sources may run at once (identical variants of one bench):
+        // each writes its own temporaries and the last rename wins.
+        let unique = format!("{}.{:?}", std::process::id(), std::thread::current().id());
+        let tmp = dir.join(format!("a.out.tmp{unique}"));
         let sources = files.iter().filter(|(n, _)| n.ends_with(".cpp"));
         if split {
             // Each file to an object with its own flags, then one link.
             let mut objects = Vec::new();
             for (n, _) in sources {
-                let object = format!("{n}.o");
+                let object = format!("{n}.{unique}.o");
                 let f = if is_harness(n) { &flags } else { &kernel_flags };
                 let mut cmd = Command::new(&self.cxx);
                 cmd.current_dir(&dir)
@@ -209,7 +208,11 @@ impl Toolchain {
                 .args(&objects)
                 .arg("-o")
                 .arg(&tmp);
-            self.run_compiler(cmd, &dir)?;
+            let linked = self.run_compiler(cmd, &dir);
+            for o in &objects {
+                let _ = std::fs::remove_file(dir.join(o));
+            }
+            linked?;
         } else {
             let mut cmd = Command::new(&self.cxx);
             cmd.current_dir(&dir).args(&flags);
