@@ -22,6 +22,10 @@ use absinthe_model::program::{Program, ValueType};
 use serde::Serialize;
 
 use crate::cexpr::c_expr;
+use crate::CodegenError;
+
+pub use absinthe_model::boxes::Interval;
+use absinthe_model::boxes::{block_buffers, stream_window, tile_intervals};
 
 /// The most arithmetic (`Expr::operations`, lets included) that stencils sharing one row loop
 /// may do per element. Sharing saves a row loop's overhead and lets a reader take its
@@ -31,10 +35,6 @@ use crate::cexpr::c_expr;
 /// two 18.5 ms, in four loops 17.2 ms (same kernel otherwise, `g++ -O3 -march=native`, the FMA
 /// build, medians of five interleaved runs of 16).
 pub const ROW_LOOP_OPERATIONS: u64 = 64;
-use crate::CodegenError;
-
-pub use absinthe_model::boxes::Interval;
-use absinthe_model::boxes::{block_buffers, stream_window, tile_intervals};
 
 /// Where a global array comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

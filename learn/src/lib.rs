@@ -285,8 +285,10 @@ pub fn learn(
 /// from the stream body's: without it the slow R² moved from 0.762 to 0.760 on the same
 /// measurements, while with it the fit put 6.3e-10 s per cell on every such stencil, charged
 /// cosmo_adv5 2.4 ms per extra stored intermediate at 256x256x60 (whose traffic is the same),
-/// and the search inlined flux producers that ran faster stored. Held at zero, the model
-/// predicted the real programs better on five of six (docs/PERFORMANCE.md, seventh session).
+/// and the search inlined flux producers that ran faster stored. Held at zero, more
+/// predictions fell within 20% of the measured time on five of nine real programs (fewer on
+/// two), and the chosen configuration ran faster on six of nine (docs/PERFORMANCE.md,
+/// seventh session).
 pub const SLOW_FIT_HELD_AT_ZERO: usize = 1;
 
 /// The samples of one family: configurations numbered by (program, tile counts, streamed).
