@@ -592,3 +592,39 @@ fn large_stencils_get_their_own_row_loops_small_ones_share() {
     assert!(said.contains("groups [0, 0, 0, 0, 0, 0, 0, 0]"), "{said}");
     assert!(n < 8, "{n} row loops for 8 stencils: {said}");
 }
+
+/// Each thread's tile buffers start whole 4 KiB pages after the previous thread's
+/// (`schedule::THREAD_STRIDE_BYTES`): cosmo_hdiff4 with its fluxes inlined keeps four
+/// laplacian buffers of 216 doubles per thread, which packed at 1728 bytes shared a 128-byte
+/// line pair between the two threads.
+#[test]
+fn threads_tile_buffers_are_whole_pages_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("h");
+    let fluxes = "flx_u,fly_u,flx_v,fly_v,flx_w,fly_w,flx_pp,fly_pp";
+    let o = absinthe(&[
+        "codegen",
+        "configs/cosmo_hdiff4.yaml",
+        "--machine",
+        "machines/default.yaml",
+        "--inline",
+        fluxes,
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let code = std::fs::read_to_string(out.join("cosmo_hdiff4.cpp")).unwrap();
+    let strides: Vec<usize> = code
+        .lines()
+        .filter_map(|l| l.split("omp_get_thread_num() * ").nth(1))
+        .map(|rest| rest.trim_end_matches(';').trim_end_matches('L').parse().unwrap())
+        .collect();
+    assert!(!strides.is_empty(), "no tile buffers:\n{code}");
+    for s in &strides {
+        assert_eq!(s * 8 % 4096, 0, "a thread stride of {s} doubles");
+        assert!(
+            code.contains(&format!("(std::size_t)nthreads * {s})")),
+            "the arena is not sized for {s} per thread"
+        );
+    }
+}

@@ -90,6 +90,10 @@ pub struct HostLayout {
     pub stride_z: usize,
     /// Elements per thread, a multiple of 64 bytes.
     pub size: usize,
+    /// Elements from one thread's buffer to the next: `size` rounded up to whole 4 KiB pages
+    /// ([`THREAD_STRIDE_BYTES`]), so no two threads' buffers share a cache line, a 128-byte
+    /// line pair or a page.
+    pub thread_stride: usize,
     /// Slots of the rolling buffer along the stream dimension (plane `q` lives in slot
     /// `q mod window`); `None` when the group does not stream.
     pub window: Option<usize>,
@@ -694,6 +698,13 @@ pub fn lower_cuda(
 /// The OpenMP layout of a tile buffer of `shape` (see [`HostLayout`]): rows padded to 64 bytes,
 /// planes padded off multiples of 4 KiB (which alias in the L1), the thread's slice a multiple
 /// of 64 bytes.
+/// Threads' tile buffers start this many bytes apart at least (a page). Packed at `size`, the
+/// two threads' rolling buffers of cosmo_hdiff4 (1728 bytes each) shared a 128-byte line pair,
+/// which the L2's adjacent-line prefetcher fetches together: the kernel ran 1.17-1.26 ms with
+/// packed buffers against 1.01-1.03 ms with page-separated ones, in one run (docs/PERFORMANCE.md,
+/// eighth session).
+pub const THREAD_STRIDE_BYTES: usize = 4096;
+
 fn host_layout(
     shape: [usize; 3],
     window: Option<usize>,
@@ -714,10 +725,13 @@ fn host_layout(
     if (stride_z * value_bytes).is_multiple_of(4096) {
         stride_z += line;
     }
+    let size = (stride_z * ext[2]).div_ceil(line) * line;
+    let page = THREAD_STRIDE_BYTES / value_bytes;
     HostLayout {
         stride_y,
         stride_z,
-        size: (stride_z * ext[2]).div_ceil(line) * line,
+        size,
+        thread_stride: size.div_ceil(page) * page,
         window,
     }
 }
