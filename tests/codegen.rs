@@ -617,7 +617,12 @@ fn threads_tile_buffers_are_whole_pages_apart() {
     let strides: Vec<usize> = code
         .lines()
         .filter_map(|l| l.split("omp_get_thread_num() * ").nth(1))
-        .map(|rest| rest.trim_end_matches(';').trim_end_matches('L').parse().unwrap())
+        .map(|rest| {
+            rest.trim_end_matches(';')
+                .trim_end_matches('L')
+                .parse()
+                .unwrap()
+        })
         .collect();
     assert!(!strides.is_empty(), "no tile buffers:\n{code}");
     for s in &strides {

@@ -448,3 +448,43 @@ fn inline_search_equals_brute_force_over_inline_sets() {
     assert!(checked >= 30, "only {checked} cases fully enumerated");
     assert!(inlined >= 5, "only {inlined} optima inline something");
 }
+
+/// A streamed group spans whole rows on a CPU (`cost::STREAM_TILES_X`), in every encoding:
+/// with the default machine, cosmo_pgrad_256 without inlining streamed tiles 2 wide along x
+/// before the rule; now the DP, the range MILP and the digits MILP all stream whole-row tiles
+/// at the same cost. The digits MILP needs its own row: without it the solve fails its
+/// agreement check (its configuration is infeasible under `evaluate`).
+#[test]
+fn streamed_groups_span_whole_rows_in_every_encoding() {
+    use crate::common::{absinthe, stderr, stdout};
+    let mut estimates = Vec::new();
+    for args in [
+        &["--solver", "dp"][..],
+        &["--solver", "highs"][..],
+        &["--solver", "highs", "--encoding", "digits"][..],
+    ] {
+        let mut all = vec![
+            "solve",
+            "configs/cosmo_pgrad_256.yaml",
+            "--no-inline",
+            "--format",
+            "json",
+        ];
+        all.extend_from_slice(args);
+        let o = absinthe(&all);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let mut streamed = 0;
+        for g in v["groups"].as_array().unwrap() {
+            if g["stream"] == serde_json::Value::Bool(true) {
+                streamed += 1;
+                assert_eq!(g["tiles"][0], 1, "{args:?}: {g}");
+            }
+        }
+        assert!(streamed > 0, "{args:?}: nothing streams: {v}");
+        estimates.push(v["estimate_seconds"].as_f64().unwrap());
+    }
+    for e in &estimates {
+        assert!((e / estimates[0] - 1.0).abs() < 1e-3, "{estimates:?}");
+    }
+}

@@ -206,14 +206,28 @@ fn stream_shape_along(analysis: &Analysis, dim: usize, always: bool) -> StreamSh
     }
 }
 
+/// On a CPU a group streams only with whole rows: one tile along x. A streamed step's face is
+/// then one contiguous run of memory per array (whole rows of one plane along y, whole rows of
+/// a tile's y extent along z); split along x, it is one short run per row, and each starts a
+/// new stream for the prefetchers. The model has no count for that: cosmo_pgrad_256 streamed
+/// along z in tiles 2-4 wide along x ran 39-44 ms against 26.8 ms in whole-row tiles, both
+/// predicted at 10-14 ms (docs/PERFORMANCE.md, eighth session), and the training programs'
+/// streamed shapes have whole rows (`learn::training::streamed_sizes`). Not on a GPU, where
+/// thread blocks own x-y tiles.
+pub const STREAM_TILES_X: usize = 1;
+
 /// Whether streaming shrinks the working set of a tiling ([`tile_cells`]): `W Π_{d≥s} n^d <
 /// Π_{d≥s} D^d` (along z: the window is shorter than the tile; along y: shorter than the tile's
-/// rows times its planes). On a GPU (`shape.always`) always: streaming never grows a block's
+/// rows times its planes), and on a CPU the tiles span whole rows ([`STREAM_TILES_X`]). On a
+/// GPU (`shape.always`) always: streaming never grows a block's
 /// shared memory (a buffer's window is at most `1 + e- + e+` planes, its z loop box at least
 /// that, see `boxes::stream_window`).
 pub fn prefers_stream(domain: [usize; 3], shape: StreamShape, tiles: [usize; 3]) -> bool {
     if shape.always {
         return true;
+    }
+    if tiles[0] > STREAM_TILES_X {
+        return false;
     }
     let (plain, plain_tiles) = tile_cells(domain, shape, tiles, false);
     let (streamed, streamed_tiles) = tile_cells(domain, shape, tiles, true);
@@ -378,6 +392,9 @@ pub enum Infeasibility {
         threads: usize,
         slack: f64,
     },
+    /// On a CPU: a streamed group split along x. Each step's face would be rows of part of the
+    /// domain's width, a new short stream per row ([`STREAM_TILES_X`]).
+    StreamSplitRows { group: usize, tiles_x: usize },
     /// Tiles of one dimension are too uneven.
     UnevenTiles {
         group: usize,
@@ -425,6 +442,10 @@ impl fmt::Display for Infeasibility {
             } => write!(
                 f,
                 "group {group}: {tiles} tiles do not keep {threads} threads busy within the slack {slack} (the last round of tiles is too short)"
+            ),
+            Infeasibility::StreamSplitRows { group, tiles_x } => write!(
+                f,
+                "group {group}: streams with {tiles_x} tiles along x; a streamed tile spans whole rows (1 tile along x)"
             ),
             Infeasibility::UnevenTiles {
                 group,
@@ -918,6 +939,12 @@ pub fn group_infeasibility_with(
             });
         }
         return None;
+    }
+    if stream && tiles[0] > STREAM_TILES_X {
+        return Some(Infeasibility::StreamSplitRows {
+            group,
+            tiles_x: tiles[0],
+        });
     }
     let (cells, per) = tile_cells(dom, stream_shape(analysis), tiles, stream);
     let mut touched = std::collections::BTreeSet::new();

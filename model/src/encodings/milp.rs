@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use crate::analysis::{Analysis, ArrayId, ArrayKind};
 use crate::cost::{
     cache_capacity, stream_shape, stream_shape_on, Configuration, StreamShape, STORE_WEIGHT,
+    STREAM_TILES_X,
 };
 use crate::formula;
 use crate::linearize::{
@@ -864,6 +865,17 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
     if options.stream_shape(analysis, machine).is_none() {
         for &v in &streams {
             b.milp.vars[v.0].upper = 0.0;
+        }
+    }
+    // A streamed group spans whole rows (`cost::STREAM_TILES_X`): `n^x + (hi - X) stream <= hi`.
+    let x_hi = b.tile_range[0].1;
+    let whole = STREAM_TILES_X as f64;
+    if (x_hi as f64) > whole {
+        for (i, &st) in streams.iter().enumerate() {
+            let mut row = b.tiles_expr(i, 0);
+            row.add(st, x_hi as f64 - whole);
+            b.milp
+                .add_constraint(format!("stream_rows_{i}"), &row, Sense::Le, x_hi as f64);
         }
     }
     let shape = stream_shape(analysis);

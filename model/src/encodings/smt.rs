@@ -27,7 +27,7 @@ use std::fmt::Write as _;
 use num_traits::{One, Signed, Zero};
 
 use crate::analysis::Analysis;
-use crate::cost::{cache_capacity, group_cost, stream_shape, Configuration};
+use crate::cost::{cache_capacity, group_cost, stream_shape, Configuration, STREAM_TILES_X};
 use crate::exact::{decimal, ExactParams, Rational};
 use crate::formula;
 use crate::linearize::Linearization;
@@ -460,6 +460,8 @@ pub fn nonlinear(analysis: &Analysis, machine: &ModelMachine, options: &MilpOpti
             // The cache: the whole tile, or with streaming `window` planes of the tile's
             // cross-section along z, `window` rows of one plane along y (`cost::tile_cells`).
             let st = &smt.streams[start];
+            // A streamed group spans whole rows (`cost::STREAM_TILES_X`).
+            feasible.push(format!("(or (= {st} 0) (<= {} {STREAM_TILES_X}))", n[0]));
             let total_cross = if stream.dim == 2 {
                 format!("(* {} {})", n[0], n[1])
             } else {
