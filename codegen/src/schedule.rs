@@ -695,9 +695,6 @@ pub fn lower_cuda(
     lower_with(program, analysis, config, cost, Target::Cuda)
 }
 
-/// The OpenMP layout of a tile buffer of `shape` (see [`HostLayout`]): rows padded to 64 bytes,
-/// planes padded off multiples of 4 KiB (which alias in the L1), the thread's slice a multiple
-/// of 64 bytes.
 /// Threads' tile buffers start this many bytes apart at least (a page). Packed at `size`, the
 /// two threads' rolling buffers of cosmo_hdiff4 (1728 bytes each) shared a 128-byte line pair,
 /// which the L2's adjacent-line prefetcher fetches together: the kernel ran 1.17-1.26 ms with
@@ -705,6 +702,9 @@ pub fn lower_cuda(
 /// eighth session).
 pub const THREAD_STRIDE_BYTES: usize = 4096;
 
+/// The OpenMP layout of a tile buffer of `shape` (see [`HostLayout`]): rows padded to 64 bytes,
+/// planes padded off multiples of 4 KiB (which alias in the L1), the thread's slice a multiple
+/// of 64 bytes, and threads' slices whole pages apart ([`THREAD_STRIDE_BYTES`]).
 fn host_layout(
     shape: [usize; 3],
     window: Option<usize>,

@@ -219,9 +219,9 @@ pub const STREAM_TILES_X: usize = 1;
 /// Whether streaming shrinks the working set of a tiling ([`tile_cells`]): `W Π_{d≥s} n^d <
 /// Π_{d≥s} D^d` (along z: the window is shorter than the tile; along y: shorter than the tile's
 /// rows times its planes), and on a CPU the tiles span whole rows ([`STREAM_TILES_X`]). On a
-/// GPU (`shape.always`) always: streaming never grows a block's
-/// shared memory (a buffer's window is at most `1 + e- + e+` planes, its z loop box at least
-/// that, see `boxes::stream_window`).
+/// GPU (`shape.always`) always: streaming never grows a block's shared memory (a buffer's
+/// window is at most `1 + e- + e+` planes, its z loop box at least that, see
+/// `boxes::stream_window`).
 pub fn prefers_stream(domain: [usize; 3], shape: StreamShape, tiles: [usize; 3]) -> bool {
     if shape.always {
         return true;
