@@ -10,12 +10,12 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use absinthe_codegen::compile::Toolchain;
 use absinthe_codegen::render::default_flush_bytes;
 use absinthe_learn::machine_file::{self, host_description, sysfs_cache_bytes, utc_timestamp};
-use absinthe_learn::{learn, measure, training, Kernels, LearnOptions, Progress};
+use absinthe_learn::{calibrate, learn, measure, training, Kernels, LearnOptions, Progress};
 use absinthe_model::machine::{FitQuality, Learned, Machine};
 use anyhow::Context;
 use clap::Args;
 
-use crate::output::{table, write_atomic};
+use crate::output::{human_seconds, table, write_atomic};
 
 /// Measure this machine and write the model's eight parameters into its machine file.
 ///
@@ -29,10 +29,14 @@ use crate::output::{table, write_atomic};
 /// x as the solver's optima take, per five of them, at most four), in 4 rounds that interleave the programs, and fits the
 /// parameters by least absolute deviations (the slow base body held at zero: every slow
 /// training stencil touches slow memory, so it cannot be told from the stream body; see
-/// docs/ARCHITECTURE.md). The file may lack `params`, `cores`
-/// (default: this machine's CPUs) and `cache_bytes` (default: the L2 size sysfs reports).
-/// Only `params` and `learned` are rewritten (and missing `cores`/`cache_bytes` added);
-/// comments and every other key stay as written.
+/// docs/ARCHITECTURE.md). Then it chooses `cache_fraction`, the share of `cache_bytes` a tile
+/// may fill: it solves two calibration programs (chains of six gradients touching 19 arrays,
+/// on 256x128x60 and 64x64x60) with the new parameters at fractions 0.25, 1/3, 0.5, 0.75, 1
+/// and the file's own, times every distinct optimum, and keeps the fraction whose optima ran
+/// fastest (the file's own when within 2%; --keep-cache-fraction skips this). The file may
+/// lack `params`, `cores` (default: this machine's CPUs) and `cache_bytes` (default: the L2
+/// size sysfs reports). Only `params`, `learned` and `cache_fraction` are rewritten (and
+/// missing `cores`/`cache_bytes` added); comments and every other key stay as written.
 ///
 /// Examples:
 ///   absinthe learn --machine machines/mybox.yaml
@@ -76,8 +80,19 @@ pub struct LearnArgs {
     /// training shapes").
     #[arg(long, hide = true)]
     pub streamed_shapes: bool,
-    /// Write the training programs (YAML, one file each) into this directory and stop: to see
-    /// what `learn` measures, or to run them through `bench`.
+    /// Keep the machine file's `cache_fraction` instead of choosing it by measurement. By
+    /// default, after the fit, `learn` solves two calibration programs (chains of gradients
+    /// touching 19 arrays) with the new parameters at cache fractions 0.25, 1/3, 0.5, 0.75, 1
+    /// and the file's own, times each distinct optimum, and writes the fraction whose optima
+    /// ran fastest (the file's own when within 2% of it) into `cache_fraction`.
+    #[arg(long)]
+    pub keep_cache_fraction: bool,
+    /// Domains of the calibration programs, e.g. 64,64,60 (repeat for several)
+    /// [default: 256,128,60 and 64,64,60].
+    #[arg(long, value_delimiter = ',', value_name = "X,Y,Z", hide = true)]
+    pub calibration_domain: Vec<usize>,
+    /// Write the training and calibration programs (YAML, one file each) into this directory
+    /// and stop: to see what `learn` measures, or to run them through `bench`.
     #[arg(long, value_name = "DIR")]
     pub write_programs: Option<PathBuf>,
     /// No progress bar.
@@ -131,7 +146,11 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     if let Some(dir) = &args.write_programs {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        for p in training::programs(training::DOMAIN)? {
+        let calibration = calibrate::programs(&calibrate::CALIBRATION_DOMAINS)?;
+        for p in training::programs(training::DOMAIN)?
+            .into_iter()
+            .chain(calibration)
+        {
             let path = dir.join(format!("{}.yaml", p.program.name));
             write_atomic(&path, p.text.as_bytes())?;
             println!("{}", path.display());
@@ -183,7 +202,57 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
         started,
         quiet: args.quiet,
     };
+    // The calibration's domains, checked before the long part.
+    let domains: Vec<[usize; 3]> = if args.calibration_domain.is_empty() {
+        calibrate::CALIBRATION_DOMAINS.to_vec()
+    } else {
+        if !args.calibration_domain.len().is_multiple_of(3)
+            || args.calibration_domain.iter().any(|&n| n < 4)
+        {
+            anyhow::bail!(
+                "--calibration-domain takes three extents of at least 4 (x,y,z), found {:?}",
+                args.calibration_domain
+            );
+        }
+        args.calibration_domain
+            .chunks(3)
+            .map(|d| [d[0], d[1], d[2]])
+            .collect()
+    };
     let result = learn(&options, &|p| bar.update(p))?;
+
+    // A GPU machine's capacity is shared memory per block, which the CPU kernels timed here
+    // do not use.
+    let calibration = if args.keep_cache_fraction || machine.gpu.is_some() {
+        None
+    } else {
+        if !args.quiet {
+            eprintln!(
+                "choosing cache_fraction: the model's optima of {} calibration program(s) at fractions {} ...",
+                domains.len(),
+                calibrate::fractions_to_try(machine.cache_fraction)
+                    .iter()
+                    .map(|f| format!("{f:.3}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        let solved = Machine {
+            cores: Some(threads),
+            cache_bytes: Some(cache_bytes),
+            params: Some(result.params),
+            ..machine.clone()
+        };
+        let bar = Bar {
+            total: 0.into(),
+            done: 0.into(),
+            started: Instant::now(),
+            quiet: args.quiet,
+        };
+        Some(calibrate::calibrate(&solved, &options, &domains, &|p| {
+            bar.update(p)
+        })?)
+    };
     let wall = started.elapsed().as_secs_f64();
 
     let now = SystemTime::now()
@@ -198,12 +267,25 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
             slow: result.r2_slow,
         },
         wall_seconds: Some(wall),
+        cache_calibration: calibration.as_ref().map(|c| c.record()),
     };
     let extra = [
         ("cores", threads.to_string()),
         ("cache_bytes", cache_bytes.to_string()),
     ];
-    let new_text = machine_file::rewrite(&text, &result.params, &learned, &extra)?;
+    let mut new_text = machine_file::rewrite(&text, &result.params, &learned, &extra)?;
+    if let Some(c) = &calibration {
+        if c.chosen != machine.cache_fraction {
+            new_text = machine_file::set_top_level(
+                &new_text,
+                "cache_fraction",
+                &format!("{:.4}", c.chosen),
+            );
+            Machine::from_yaml(&new_text).map_err(|d| {
+                anyhow::anyhow!("the rewritten machine file does not read back: {d:?}")
+            })?;
+        }
+    }
     if let Some(dir) = &args.keep_data {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         write_atomic(
@@ -228,6 +310,41 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
         result.measurements.len(),
         wall
     );
+    if let Some(c) = &calibration {
+        print_calibration(c, machine.cache_fraction);
+    }
     println!("wrote {}", out.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// The calibration's table: per fraction, each program's optimum and median, and the mean.
+fn print_calibration(c: &calibrate::Calibration, current: f64) {
+    let mut header = vec!["cache fraction".to_string()];
+    header.extend(c.programs.iter().cloned());
+    header.push("geometric mean".into());
+    let rows: Vec<Vec<String>> = c
+        .results
+        .iter()
+        .map(|r| {
+            let mut row = vec![format!("{:.4}", r.fraction)];
+            row.extend(r.per_program.iter().map(|p| match p {
+                Some((case, s)) => format!("{} (optimum {case})", human_seconds(*s)),
+                None => "infeasible".into(),
+            }));
+            row.push(r.seconds.map_or("-".into(), human_seconds));
+            row
+        })
+        .collect();
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    print!("{}", table(&header, &rows));
+    for (program, cases) in c.programs.iter().zip(&c.cases) {
+        for (k, d) in cases.iter().enumerate() {
+            println!("  {program} optimum {k}: {d}");
+        }
+    }
+    if c.chosen == current {
+        println!("cache_fraction: kept {current:.4}");
+    } else {
+        println!("cache_fraction: {:.4} (was {current:.4})", c.chosen);
+    }
 }

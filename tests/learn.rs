@@ -22,7 +22,8 @@ fn learn_command(machine: &std::path::Path, repeats: &str, extra: &[&str]) -> Co
     learn_command_with(machine, "2", repeats, extra)
 }
 
-/// `learn` on `machine` with `shapes` shapes of `repeats` runs each.
+/// `learn` on `machine` with `shapes` shapes of `repeats` runs each; the cache fraction is kept
+/// unless `extra` asks for a calibration (`--calibration-domain`).
 fn learn_command_with(
     machine: &std::path::Path,
     shapes: &str,
@@ -42,6 +43,11 @@ fn learn_command_with(
             "-q",
         ])
         .args(extra)
+        .args(
+            (!extra.contains(&"--calibration-domain"))
+                .then_some("--keep-cache-fraction")
+                .into_iter(),
+        )
         .env(
             "ABSINTHE_CACHE_DIR",
             root().join("target/absinthe-test-cache"),
@@ -92,6 +98,56 @@ fn tiny_learn_writes_params_and_provenance_and_keeps_the_rest() {
     let csv = std::fs::read_to_string(data.join("measurements.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 60);
     assert!(csv.starts_with("program,family,"));
+}
+
+/// Without `--keep-cache-fraction`, learn times the model's optima of the calibration programs
+/// (here one, on a tiny domain) at every fraction tried, records the times, and writes the
+/// fraction that the rule of `calibrate::choose` picks from them.
+#[test]
+fn learn_chooses_the_cache_fraction_by_measurement() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.yaml");
+    std::fs::write(&path, MACHINE).unwrap();
+    let o = learn_command(&path, "2", &["--calibration-domain", "32,16,12"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let m = Machine::load(&path).unwrap();
+    let c = m
+        .learned
+        .unwrap()
+        .cache_calibration
+        .expect("calibration recorded");
+    let tried = absinthe_learn::calibrate::fractions_to_try(0.3333);
+    assert_eq!(c.fractions.len(), tried.len());
+    for (written, tried) in c.fractions.iter().zip(&tried) {
+        assert!((written - tried).abs() < 1e-4, "{c:?}");
+    }
+    assert!(
+        c.seconds.iter().all(|s| s.is_some_and(|s| s > 0.0)),
+        "{c:?}"
+    );
+    let rows: Vec<absinthe_learn::calibrate::FractionResult> = c
+        .fractions
+        .iter()
+        .zip(&c.seconds)
+        .map(
+            |(&fraction, &seconds)| absinthe_learn::calibrate::FractionResult {
+                fraction,
+                per_program: vec![seconds.map(|s| (0, s))],
+                seconds,
+            },
+        )
+        .collect();
+    let expected = absinthe_learn::calibrate::choose(&rows, 0.3333);
+    assert!(
+        (m.cache_fraction - expected).abs() < 1e-4,
+        "wrote {}, the rule picks {expected}: {c:?}",
+        m.cache_fraction
+    );
+    let out = stdout(&o);
+    assert!(out.contains("learn_wide6_32x16x12"), "{out}");
+    assert!(out.contains("cache_fraction: "), "{out}");
 }
 
 /// `--generated-kernels` times the generated kernel of every shape (bundled per program),

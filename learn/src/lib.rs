@@ -7,12 +7,15 @@
 //!   verified and timed over every shape.
 //! - [`fit`]: least absolute deviations with non-negative parameters as an LP through
 //!   `absinthe_solvers`, and R² on per-configuration medians.
+//! - [`calibrate`]: chooses `cache_fraction` by timing the model's optima of many-array
+//!   programs at several fractions.
 //! - [`machine_file`]: writes `params` and `learned` into a machine file, keeping the rest of
 //!   its text (comments included) as it was.
 //! - [`accuracy`]: predicted-versus-measured summaries (R², share within 20%, Spearman) and
 //!   the plot `absinthe bench --plot` draws.
 
 pub mod accuracy;
+pub mod calibrate;
 pub mod fit;
 pub mod machine_file;
 pub mod measure;
@@ -41,6 +44,8 @@ pub enum LearnError {
     MachineFile(String),
     #[error("plot: {0}")]
     Plot(String),
+    #[error("cache calibration: {0}")]
+    Calibrate(String),
 }
 
 /// How much to measure and on what.

@@ -69,7 +69,54 @@ pub fn learned_blocks(params: &Params, learned: &Learned) -> String {
     if let Some(w) = learned.wall_seconds {
         text.push_str(&format!("  wall_seconds: {w:.1}\n"));
     }
+    if let Some(c) = &learned.cache_calibration {
+        let fractions: Vec<String> = c.fractions.iter().map(|f| format!("{f:.4}")).collect();
+        let seconds: Vec<String> = c
+            .seconds
+            .iter()
+            // Nine digits: `calibrate::choose` picks the same fraction from what is written.
+            .map(|s| s.map_or_else(|| "null".to_string(), |s| format!("{s:.9e}")))
+            .collect();
+        text.push_str(&format!(
+            "  cache_calibration:\n    fractions: [{}]\n    seconds: [{}]\n",
+            fractions.join(", "),
+            seconds.join(", ")
+        ));
+    }
     text
+}
+
+/// `text` with the top-level key `key` set to `value`: its block (the key's line and the
+/// indented lines after it) becomes one `key: value` line, keeping a comment that ended the
+/// key's line; a file without the key gets the line at the end. Every other line stays.
+pub fn set_top_level(text: &str, key: &str, value: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out: Vec<String> = Vec::new();
+    let mut found = false;
+    let mut i = 0;
+    while i < lines.len() {
+        if !found && top_level_key(lines[i]) == Some(key) {
+            found = true;
+            let comment = lines[i]
+                .find(" #")
+                .map(|at| format!("  {}", lines[i][at..].trim_start()))
+                .unwrap_or_default();
+            out.push(format!("{key}: {value}{comment}"));
+            i += 1;
+            while i < lines.len() && lines[i].starts_with([' ', '\t']) {
+                i += 1;
+            }
+            continue;
+        }
+        out.push(lines[i].to_string());
+        i += 1;
+    }
+    if !found {
+        out.push(format!("{key}: {value}"));
+    }
+    let mut result = out.join("\n");
+    result.push('\n');
+    result
 }
 
 /// `text` with its `params` and `learned` blocks replaced (in place of the old `params`

@@ -1,9 +1,12 @@
 //! The fit against synthetic data from the model itself, the machine-file rewrite, the
 //! accuracy statistics.
 
-use absinthe_model::machine::{Compute, FitQuality, Learned, Machine, Params, PeelBody};
+use absinthe_model::machine::{
+    CacheCalibration, Compute, FitQuality, Learned, Machine, Params, PeelBody,
+};
 use absinthe_model::rng::Rng;
 
+use crate::calibrate::{choose, fractions_to_try, FractionResult, KEEP_TOLERANCE};
 use crate::fit::{lad_fit, medians, r_squared, Sample};
 use crate::training::{self, Family};
 use crate::{accuracy, machine_file};
@@ -135,6 +138,10 @@ fn learned() -> (Params, Learned) {
             slow: 0.91,
         },
         wall_seconds: Some(281.5),
+        cache_calibration: Some(CacheCalibration {
+            fractions: vec![0.25, 0.5, 1.0],
+            seconds: vec![Some(5.25e-3), None, Some(4.5e-3)],
+        }),
     };
     (params, learned)
 }
@@ -393,4 +400,96 @@ fn the_slow_fit_holds_the_base_body_at_zero() {
     let r = crate::fit_measurements(measurements, "highs").unwrap();
     assert_eq!(r.params.slow_base.body, 0.0);
     assert!(r.params.slow_stream.body > truth_slow[3], "{:?}", r.params);
+}
+
+/// A calibration row: `fraction` measured `seconds` (geometric mean) or nothing.
+fn row(fraction: f64, seconds: Option<f64>) -> FractionResult {
+    FractionResult {
+        fraction,
+        per_program: vec![seconds.map(|s| (0, s))],
+        seconds,
+    }
+}
+
+#[test]
+fn the_fastest_cache_fraction_is_chosen_unless_the_files_own_is_as_fast() {
+    let third = 1.0 / 3.0;
+    // The fastest wins when the file's own is clearly slower.
+    let rows = [
+        row(0.25, Some(5.2e-3)),
+        row(third, Some(5.1e-3)),
+        row(0.75, Some(4.44e-3)),
+        row(1.0, Some(4.46e-3)),
+    ];
+    assert_eq!(choose(&rows, third), 0.75);
+    // Within the tolerance the file's own is kept; just beyond it, not.
+    let near = [
+        row(third, Some(1.0 + KEEP_TOLERANCE * 0.99)),
+        row(1.0, Some(1.0)),
+    ];
+    assert_eq!(choose(&near, third), third);
+    let beyond = [
+        row(third, Some(1.0 + KEEP_TOLERANCE * 1.01)),
+        row(1.0, Some(1.0)),
+    ];
+    assert_eq!(choose(&beyond, third), 1.0);
+    // Fractions whose optima are the same configuration tie exactly: the smallest is kept.
+    let tied = [
+        row(third, Some(2.0)),
+        row(0.5, Some(1.0)),
+        row(1.0, Some(1.0)),
+    ];
+    assert_eq!(choose(&tied, third), 0.5);
+    // Infeasible fractions are skipped; with nothing measured the file's own stays.
+    let some = [row(0.25, None), row(third, Some(2.0)), row(1.0, Some(1.5))];
+    assert_eq!(choose(&some, third), 1.0);
+    assert_eq!(choose(&[row(0.25, None)], 0.4), 0.4);
+}
+
+#[test]
+fn the_files_own_fraction_is_tried_beside_the_fixed_ones() {
+    assert_eq!(
+        fractions_to_try(0.3333),
+        vec![0.25, 1.0 / 3.0, 0.5, 0.75, 1.0]
+    );
+    assert_eq!(
+        fractions_to_try(0.4),
+        vec![0.25, 1.0 / 3.0, 0.4, 0.5, 0.75, 1.0]
+    );
+}
+
+#[test]
+fn set_top_level_replaces_one_key_and_keeps_the_rest() {
+    let text = "# head\nname: a\ncache_fraction: 0.3333   # the share of L2\nslack:\n  cores: 0.05\ncompiler: {cxx: g++}\n";
+    let set = machine_file::set_top_level(text, "cache_fraction", "0.7500");
+    assert_eq!(
+        set,
+        "# head\nname: a\ncache_fraction: 0.7500  # the share of L2\nslack:\n  cores: 0.05\ncompiler: {cxx: g++}\n"
+    );
+    // A block key is replaced whole; a missing key is added at the end.
+    let set = machine_file::set_top_level(text, "slack", "{cores: 0.1, size: 0.0}");
+    assert!(
+        set.contains("slack: {cores: 0.1, size: 0.0}\ncompiler:"),
+        "{set}"
+    );
+    assert!(!set.contains("  cores: 0.05"), "{set}");
+    let added = machine_file::set_top_level("name: a\n", "cache_fraction", "1.0000");
+    assert_eq!(added, "name: a\ncache_fraction: 1.0000\n");
+}
+
+/// The calibration programs parse, need no more halo than they declare, and touch many arrays
+/// (their inputs, every stencil's two own arrays and the stencils themselves).
+#[test]
+fn calibration_programs_are_wide_chains() {
+    for stencils in [1, 3, 6, 9] {
+        let text = training::wide_program(stencils, [40, 24, 16]);
+        let p = absinthe_model::program::Program::from_yaml(&text)
+            .unwrap_or_else(|d| panic!("{d:?}\n{text}"));
+        let a = absinthe_model::Analysis::new(&p).unwrap_or_else(|d| panic!("{d:?}\n{text}"));
+        assert_eq!(a.stencils.len(), stencils);
+        assert_eq!(training::arrays_touched(&a), 1 + 3 * stencils, "{text}");
+    }
+    let programs = training::wide_programs(&crate::calibrate::CALIBRATION_DOMAINS).unwrap();
+    assert_eq!(programs.len(), 2);
+    assert!(programs.iter().all(|p| p.family == Family::Slow));
 }

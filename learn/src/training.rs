@@ -263,18 +263,30 @@ pub fn programs(domain: [usize; 3]) -> Result<Vec<TrainingProgram>, LearnError> 
     }
     texts
         .into_iter()
-        .map(|(family, text)| {
-            let program = Program::from_yaml(&text)
-                .map_err(|d| LearnError::Program(format!("{d:?}\n{text}")))?;
-            let analysis = Analysis::new(&program)
-                .map_err(|d| LearnError::Program(format!("{d:?}\n{text}")))?;
-            Ok(TrainingProgram {
-                family,
-                text,
-                program,
-                analysis,
-            })
-        })
+        .map(|(family, text)| parsed(family, text))
+        .collect()
+}
+
+/// A generated program, parsed and analysed.
+fn parsed(family: Family, text: String) -> Result<TrainingProgram, LearnError> {
+    let program =
+        Program::from_yaml(&text).map_err(|d| LearnError::Program(format!("{d:?}\n{text}")))?;
+    let analysis =
+        Analysis::new(&program).map_err(|d| LearnError::Program(format!("{d:?}\n{text}")))?;
+    Ok(TrainingProgram {
+        family,
+        text,
+        program,
+        analysis,
+    })
+}
+
+/// The cache-calibration programs ([`wide_program`] of [`WIDE_STENCILS`] stencils) on each of
+/// `domains`; slow-memory programs (caches are flushed before every run).
+pub fn wide_programs(domains: &[[usize; 3]]) -> Result<Vec<TrainingProgram>, LearnError> {
+    domains
+        .iter()
+        .map(|&d| parsed(Family::Slow, wide_program(WIDE_STENCILS, d)))
         .collect()
 }
 
@@ -502,4 +514,50 @@ pub fn run_counts(analysis: &Analysis, tiles: [usize; 3]) -> RunCounts {
 /// A machine view for lowering (the schedule does not depend on the parameters).
 pub fn lowering_machine(threads: usize) -> ModelMachine {
     unit_machine(threads, 0.0)
+}
+
+/// Stencils of the cache-calibration programs ([`wide_program`]).
+pub const WIDE_STENCILS: usize = 6;
+
+/// A cache-calibration program: a chain of `stencils` stencils, the way a dynamical core's
+/// fast-wave step chains gradients and divergences. Stencil `s` differentiates its predecessor
+/// (the first: one input) along dimension `s mod 3` by a centred difference, scales it by a
+/// fresh input and divides by the sum of another fresh input at two neighbouring cells: every
+/// stencil reads two arrays of its own, so a fused tile's working set holds many arrays (19
+/// for six stencils: the input, twelve of their own, six stencils) and the halos grow along all three dimensions. Only the last stencil is
+/// an output. Its optimum tiles and streams differently as the cache the model assumes grows,
+/// which is what `learn` times to choose `cache_fraction` ([`crate::calibrate`]).
+pub fn wide_program(stencils: usize, domain: [usize; 3]) -> String {
+    let name = format!(
+        "learn_wide{stencils}_{}x{}x{}",
+        domain[0], domain[1], domain[2]
+    );
+    let width = stencils.div_ceil(3).max(1);
+    let halo = format!("[{width}, {width}, {width}]");
+    let last = vec![format!("t{}", stencils.saturating_sub(1))];
+    let mut text = program_header(&name, &domain, &halo, &last);
+    let along = |d: usize, o: i32| {
+        let mut v = [0; 3];
+        v[d] = o;
+        index(v)
+    };
+    for s in 0..stencils {
+        let d = s % 3;
+        let (prev, diff) = if s == 0 {
+            let p = "b_in".to_string();
+            let diff = format!("{p}({}) - {p}(i,j,k)", along(d, 1));
+            (p, diff)
+        } else {
+            let p = format!("t{}", s - 1);
+            let diff = format!("{p}({}) - {p}({})", along(d, 1), along(d, -1));
+            (p, diff)
+        };
+        let (scale, denominator) = (format!("b{}", 2 * s), format!("b{}", 2 * s + 1));
+        let _ = writeln!(
+            text,
+            "  - name: t{s}\n    expr: \"{prev}(i,j,k) - 0.5 * ({diff}) * {scale}(i,j,k) / ({denominator}(i,j,k) + {denominator}({}))\"",
+            along(d, 1)
+        );
+    }
+    text
 }

@@ -158,6 +158,19 @@ pub struct Learned {
     pub r2: FitQuality,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wall_seconds: Option<f64>,
+    /// How `learn` chose `cache_fraction`, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_calibration: Option<CacheCalibration>,
+}
+
+/// The measurements behind a learned `cache_fraction`: for each fraction tried, the time of the
+/// model's optima of the calibration programs at that fraction (the geometric mean of their
+/// medians, in seconds; absent where the model found no feasible configuration).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheCalibration {
+    pub fractions: Vec<f64>,
+    pub seconds: Vec<Option<f64>>,
 }
 
 /// The `gpu:` section of a machine file: the device limits the CUDA generator and the model use.

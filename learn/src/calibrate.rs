@@ -1,0 +1,318 @@
+//! Choosing `cache_fraction` by measurement (`absinthe learn`, after the fit).
+//!
+//! The model admits a tile when its working set fits `cache_bytes * cache_fraction`
+//! (milp.md's capacity constraint). The original work fixes the fraction at 1/3 of L2, which
+//! leaves room for the hardware's own use of the cache. How much room a machine needs is a
+//! property of its prefetchers and of the caches behind L2, not of the model: on the AMD EPYC
+//! the project develops on (512 KiB L2 per core, 32 MiB L3), the optimum of cosmo_pgrad_256
+//! that streams whole rows is ruled out at 1/3 and ran 1.5x faster than the one chosen there
+//! (docs/PERFORMANCE.md, ninth session). So `learn` measures it: for each fraction of
+//! [`CACHE_FRACTIONS`] it solves the calibration programs ([`training::wide_program`]: chains
+//! of gradients that touch 19 arrays, on a wide and a small domain) with the parameters just
+//! fitted, builds each distinct optimum once, times them all in interleaved rounds (caches
+//! flushed, every run verified), and keeps the fraction whose optima ran fastest (the
+//! geometric mean of their medians) — the file's own fraction when it is within
+//! [`KEEP_TOLERANCE`] of the fastest.
+
+use absinthe_codegen::compile::run_harness;
+use absinthe_codegen::lower;
+use absinthe_codegen::render::{BundleCase, HarnessOptions, Renderer};
+use absinthe_model::cost::{evaluate, Configuration};
+use absinthe_model::machine::{CacheCalibration, Machine};
+use absinthe_model::parallel::parallel_map;
+use absinthe_solvers::inline::{apply as inline_apply, InlinePolicy};
+use absinthe_solvers::SolveOptions;
+
+use crate::training::{self, TrainingProgram};
+use crate::variants::{plan, PlanSettings, Variant};
+use crate::{LearnError, LearnOptions, Progress, ROUNDS};
+
+/// The fractions of `cache_bytes` tried (the file's own is tried too).
+pub const CACHE_FRACTIONS: [f64; 5] = [0.25, 1.0 / 3.0, 0.5, 0.75, 1.0];
+
+/// The file's own fraction is kept when its optima ran within this share of the fastest: a
+/// change of fraction changes every program's tiles, and the machine's noise is a few percent.
+pub const KEEP_TOLERANCE: f64 = 0.02;
+
+/// The domains of the calibration programs: long rows (whether whole rows fit is what the
+/// fraction decides for many-array programs) and a small domain.
+pub const CALIBRATION_DOMAINS: [[usize; 3]; 2] = [[256, 128, 60], [64, 64, 60]];
+
+/// What one fraction's optima measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FractionResult {
+    pub fraction: f64,
+    /// Per calibration program: the optimum's case (index into that program's distinct
+    /// optima) and its median seconds; None where the model found no feasible configuration.
+    pub per_program: Vec<Option<(usize, f64)>>,
+    /// The geometric mean of the medians; None when some program had no optimum.
+    pub seconds: Option<f64>,
+}
+
+/// The calibration's measurements and the fraction chosen.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Calibration {
+    pub programs: Vec<String>,
+    /// One row per fraction tried, smallest first.
+    pub results: Vec<FractionResult>,
+    /// Per program, a one-line description of each distinct optimum (case index order).
+    pub cases: Vec<Vec<String>>,
+    pub chosen: f64,
+}
+
+impl Calibration {
+    /// The record written into the machine file's `learned` block.
+    pub fn record(&self) -> CacheCalibration {
+        CacheCalibration {
+            fractions: self.results.iter().map(|r| r.fraction).collect(),
+            seconds: self.results.iter().map(|r| r.seconds).collect(),
+        }
+    }
+}
+
+/// The fractions tried: [`CACHE_FRACTIONS`] and `current` (unless within 0.001 of one of
+/// them), smallest first.
+pub fn fractions_to_try(current: f64) -> Vec<f64> {
+    let mut out = CACHE_FRACTIONS.to_vec();
+    if !out.iter().any(|f| (f - current).abs() < 1e-3) {
+        out.push(current);
+    }
+    out.sort_by(f64::total_cmp);
+    out
+}
+
+/// The fraction to keep: the fastest one, unless `current`'s time is within
+/// [`KEEP_TOLERANCE`] of it; of fractions that tie exactly (their optima are the same
+/// configurations), the smallest. `current` when nothing was measured.
+pub fn choose(results: &[FractionResult], current: f64) -> f64 {
+    let best = results
+        .iter()
+        .filter_map(|r| r.seconds)
+        .min_by(f64::total_cmp);
+    let Some(best) = best else {
+        return current;
+    };
+    let own = results
+        .iter()
+        .find(|r| (r.fraction - current).abs() < 1e-3)
+        .and_then(|r| r.seconds);
+    if own.is_some_and(|s| s <= best * (1.0 + KEEP_TOLERANCE)) {
+        return current;
+    }
+    results
+        .iter()
+        .filter(|r| r.seconds == Some(best))
+        .map(|r| r.fraction)
+        .min_by(f64::total_cmp)
+        .unwrap_or(current)
+}
+
+/// A one-line description of a configuration: groups, tiles, streamed groups, inlined count.
+fn describe(config: &Configuration, inlined: usize) -> String {
+    let tiles: Vec<String> = config
+        .tiles
+        .iter()
+        .enumerate()
+        .map(|(g, t)| {
+            let s = if config.stream.contains(&g) { "s" } else { "" };
+            format!("{}x{}x{}{s}", t[0], t[1], t[2])
+        })
+        .collect();
+    format!(
+        "groups {:?}, tiles {}, {inlined} inlined",
+        config.groups,
+        tiles.join(" ")
+    )
+}
+
+/// Measures the model's optima of the calibration programs on `domains` at each fraction of
+/// [`fractions_to_try`] and chooses one (see the module's documentation). `machine` must hold
+/// the parameters to solve with; its `cache_fraction` is the current one.
+pub fn calibrate(
+    machine: &Machine,
+    options: &LearnOptions,
+    domains: &[[usize; 3]],
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<Calibration, LearnError> {
+    let programs = training::wide_programs(domains)?;
+    let fractions = fractions_to_try(machine.cache_fraction);
+    let settings = PlanSettings {
+        options: Default::default(),
+        inline: InlinePolicy::Search,
+        solver: &options.solver,
+        solve_options: SolveOptions::default(),
+        seed: 1,
+    };
+    let renderer = Renderer::embedded();
+    // Per program: the distinct optima (inline set, configuration, lowered kernel), and each
+    // fraction's case.
+    let mut sources = Vec::new();
+    let mut cases_of: Vec<Vec<Option<usize>>> = Vec::new();
+    let mut descriptions = Vec::new();
+    for p in &programs {
+        let mut distinct: Vec<(Vec<usize>, Configuration)> = Vec::new();
+        let mut schedules = Vec::new();
+        let mut case_of = Vec::new();
+        for &fraction in &fractions {
+            let mut m = machine.clone();
+            m.cache_fraction = fraction;
+            let view = m
+                .model_view(p.program.value_type.bytes())
+                .map_err(|d| LearnError::MachineFile(format!("{d:?}")))?;
+            let planned = plan(&[Variant::Opt], &p.program, &p.analysis, &view, &settings)
+                .map_err(|e| LearnError::Calibrate(format!("{}: {e}", p.program.name)))?;
+            let Some(opt) = planned.into_iter().find(|o| o.skipped.is_none()) else {
+                case_of.push(None);
+                continue;
+            };
+            let key = (opt.inline.clone(), opt.config.clone());
+            if let Some(k) = distinct.iter().position(|d| *d == key) {
+                case_of.push(Some(k));
+                continue;
+            }
+            let (prog, an, _) = inline_apply(&p.program, &opt.inline)
+                .map_err(|e| LearnError::Calibrate(format!("{}: {e}", p.program.name)))?;
+            let cost = evaluate(&an, &view, &opt.config);
+            schedules.push(
+                lower(&prog, &an, &opt.config, &cost)?.with_reference(&p.program, &p.analysis),
+            );
+            case_of.push(Some(distinct.len()));
+            distinct.push(key);
+        }
+        let harnesses: Vec<HarnessOptions> = (0..schedules.len())
+            .map(|k| HarnessOptions {
+                label: format!("case{k}"),
+                ..HarnessOptions::default()
+            })
+            .collect();
+        let cases: Vec<BundleCase> = schedules
+            .iter()
+            .zip(&harnesses)
+            .map(|(s, h)| BundleCase { s, h })
+            .collect();
+        sources.push(if cases.is_empty() {
+            None
+        } else {
+            Some(renderer.bundle(&cases)?)
+        });
+        descriptions.push(
+            distinct
+                .iter()
+                .map(|(inline, c)| describe(c, inline.len()))
+                .collect::<Vec<_>>(),
+        );
+        cases_of.push(case_of);
+    }
+    let rounds = ROUNDS.min(options.repeats).max(1);
+    progress(Progress::Start {
+        total: programs.len() * (1 + rounds),
+    });
+    let exes: Vec<Option<std::path::PathBuf>> =
+        parallel_map(sources.len(), options.jobs.max(1), |k| {
+            let exe = sources[k]
+                .as_ref()
+                .map(|src| {
+                    options
+                        .toolchain
+                        .build(&[("bundle.cpp".to_string(), src.clone())], &[])
+                })
+                .transpose();
+            progress(Progress::Step {
+                what: "build".into(),
+            });
+            exe
+        })
+        .into_iter()
+        .collect::<Result<_, _>>()?;
+    // Rounds interleave the programs, as in the fit's measurements; the harness discards the
+    // first quarter of each round's runs.
+    let per_round = options.repeats.div_ceil(rounds).max(4);
+    let threads = options.threads.to_string();
+    let mut times: Vec<Vec<Vec<f64>>> = descriptions
+        .iter()
+        .map(|d| vec![Vec::new(); d.len()])
+        .collect();
+    for _ in 0..rounds {
+        for (k, p) in programs.iter().enumerate() {
+            if let Some(exe) = &exes[k] {
+                let results = run_harness(
+                    exe,
+                    &[
+                        per_round.to_string(),
+                        options.flush_bytes.to_string(),
+                        "kernel".into(),
+                    ],
+                    &[("OMP_NUM_THREADS", threads.as_str())],
+                )?;
+                if results.len() != times[k].len() {
+                    return Err(LearnError::Run(format!(
+                        "{}: {} result lines for {} optima",
+                        p.program.name,
+                        results.len(),
+                        times[k].len()
+                    )));
+                }
+                for (case, r) in results.into_iter().enumerate() {
+                    if !r.verified {
+                        return Err(LearnError::Run(format!(
+                            "{}: the optimum {} differs from the reference",
+                            p.program.name, descriptions[k][case]
+                        )));
+                    }
+                    times[k][case].extend(r.times);
+                }
+            }
+            progress(Progress::Step {
+                what: p.program.name.clone(),
+            });
+        }
+    }
+    let medians: Vec<Vec<f64>> = times
+        .iter()
+        .map(|cases| cases.iter().map(|t| median(t)).collect())
+        .collect();
+    let results: Vec<FractionResult> = fractions
+        .iter()
+        .enumerate()
+        .map(|(f, &fraction)| {
+            let per_program: Vec<Option<(usize, f64)>> = cases_of
+                .iter()
+                .zip(&medians)
+                .map(|(case_of, m)| case_of[f].map(|c| (c, m[c])))
+                .collect();
+            let seconds = per_program
+                .iter()
+                .map(|p| p.map(|(_, s)| s.ln()))
+                .sum::<Option<f64>>()
+                .map(|sum| (sum / per_program.len().max(1) as f64).exp());
+            FractionResult {
+                fraction,
+                per_program,
+                seconds,
+            }
+        })
+        .collect();
+    let chosen = choose(&results, machine.cache_fraction);
+    Ok(Calibration {
+        programs: programs.iter().map(|p| p.program.name.clone()).collect(),
+        results,
+        cases: descriptions,
+        chosen,
+    })
+}
+
+/// The median of `times` (NaN when empty).
+fn median(times: &[f64]) -> f64 {
+    let mut t = times.to_vec();
+    t.sort_by(f64::total_cmp);
+    match t.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => t[n / 2],
+        n => 0.5 * (t[n / 2 - 1] + t[n / 2]),
+    }
+}
+
+/// The calibration programs, for `learn --write-programs`.
+pub fn programs(domains: &[[usize; 3]]) -> Result<Vec<TrainingProgram>, LearnError> {
+    training::wide_programs(domains)
+}
