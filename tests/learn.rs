@@ -43,11 +43,7 @@ fn learn_command_with(
             "-q",
         ])
         .args(extra)
-        .args(
-            (!extra.contains(&"--calibration-domain"))
-                .then_some("--keep-cache-fraction")
-                .into_iter(),
-        )
+        .args((!extra.contains(&"--calibration-domain")).then_some("--keep-cache-fraction"))
         .env(
             "ABSINTHE_CACHE_DIR",
             root().join("target/absinthe-test-cache"),
