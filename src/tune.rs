@@ -1,6 +1,7 @@
 //! `absinthe tune PROGRAM --top K`: model-guided auto-tuning. The K best configurations by the
-//! model (the exact search, `search::k_best`) are built, verified and timed like `bench`
-//! variants; the fastest verified one is written as a solution file.
+//! model that are not ties of each other (the exact search, `search::k_best`, then
+//! `variants::distinct_best`) are built, verified and timed like `bench` variants; the fastest
+//! verified one is written as a solution file.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -22,9 +23,12 @@ use crate::solve::solution_text;
 ///
 /// The K best configurations (groupings and tilings) by the model come from the exact search
 /// (the DP over group boundaries, keeping the K best tilings of every range and the K best
-/// covers of every prefix), so they are exactly the model's K best. Each is generated, built
-/// and verified like a `bench` variant and timed with the caches flushed (the variants run
-/// round-robin, so load on the machine spreads over all of them). The fastest verified one is
+/// covers of every prefix), so they are exactly the model's best. Of those, a configuration
+/// with the same groups and streamed groups as a better one and a prediction within 0.1% of
+/// it is a tie and is skipped (the 8K best are scanned for K that are not ties): the model
+/// cannot tell ties apart, so timing one of them teaches as much as timing all. Each is
+/// generated, built and verified like a `bench` variant and timed with the caches flushed (the
+/// variants run round-robin, so load on the machine spreads over all of them). The fastest verified one is
 /// written as a solution file for `codegen` and `verify`, with a `tuned` section that records
 /// its measured time and its rank by the model. The table shows each candidate's prediction
 /// error; a winner far down the model's ranking says the machine file predicts this program

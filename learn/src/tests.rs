@@ -493,3 +493,35 @@ fn calibration_programs_are_wide_chains() {
     assert_eq!(programs.len(), 2);
     assert!(programs.iter().all(|p| p.family == Family::Slow));
 }
+
+/// `top:K` takes one of each tie: same groups, same streamed groups, predictions within
+/// `TIE`; a different grouping, stream set or a prediction beyond the tie is kept.
+#[test]
+fn top_k_skips_ties_of_configurations_already_taken() {
+    use crate::variants::{distinct_best, TIE};
+    use absinthe_model::cost::Configuration;
+    let config = |groups: Vec<usize>, tiles: Vec<[usize; 3]>, stream: Vec<usize>| {
+        let mut c = Configuration::new(groups, tiles);
+        c.stream = stream;
+        c
+    };
+    let one = |nz: usize, stream: Vec<usize>| config(vec![0, 0], vec![[1, 1, nz]], stream);
+    let ranked = vec![
+        (one(2, vec![0]), 1.0),
+        (one(4, vec![0]), 1.0 + 0.5 * TIE),
+        (one(6, vec![0]), 1.0 + TIE),
+        (one(60, vec![]), 1.0 + TIE),
+        (
+            config(vec![0, 1], vec![[1, 1, 2]; 2], vec![0, 1]),
+            1.0 + TIE,
+        ),
+        (one(8, vec![0]), 1.0 + 3.0 * TIE),
+        (one(10, vec![0]), 1.0 + 3.5 * TIE),
+    ];
+    let taken = distinct_best(ranked.clone(), 8);
+    let tiles: Vec<usize> = taken.iter().map(|(c, _)| c.tiles[0][2]).collect();
+    assert_eq!(tiles, vec![2, 60, 2, 8], "{taken:?}");
+    assert_eq!(taken[2].0.groups, vec![0, 1]);
+    // At most k, cheapest first.
+    assert_eq!(distinct_best(ranked, 2).len(), 2);
+}
