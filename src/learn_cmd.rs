@@ -146,7 +146,7 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     if let Some(dir) = &args.write_programs {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let calibration = calibrate::programs(&calibrate::CALIBRATION_DOMAINS)?;
+        let calibration = training::wide_programs(&calibrate::CALIBRATION_DOMAINS)?;
         for p in training::programs(training::DOMAIN)?
             .into_iter()
             .chain(calibration)
@@ -202,23 +202,8 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
         started,
         quiet: args.quiet,
     };
-    // The calibration's domains, checked before the long part.
-    let domains: Vec<[usize; 3]> = if args.calibration_domain.is_empty() {
-        calibrate::CALIBRATION_DOMAINS.to_vec()
-    } else {
-        if !args.calibration_domain.len().is_multiple_of(3)
-            || args.calibration_domain.iter().any(|&n| n < 4)
-        {
-            anyhow::bail!(
-                "--calibration-domain takes three extents of at least 4 (x,y,z), found {:?}",
-                args.calibration_domain
-            );
-        }
-        args.calibration_domain
-            .chunks(3)
-            .map(|d| [d[0], d[1], d[2]])
-            .collect()
-    };
+    // Checked before the long part.
+    let domains = calibration_domains(&args.calibration_domain)?;
     let result = learn(&options, &|p| bar.update(p))?;
 
     // A GPU machine's capacity is shared memory per block, which the CPU kernels timed here
@@ -347,4 +332,18 @@ fn print_calibration(c: &calibrate::Calibration, current: f64) {
     } else {
         println!("cache_fraction: {:.4} (was {current:.4})", c.chosen);
     }
+}
+
+/// The calibration programs' domains: `--calibration-domain` (three extents per domain), or
+/// the defaults.
+fn calibration_domains(flag: &[usize]) -> anyhow::Result<Vec<[usize; 3]>> {
+    if flag.is_empty() {
+        return Ok(calibrate::CALIBRATION_DOMAINS.to_vec());
+    }
+    if !flag.len().is_multiple_of(3) || flag.iter().any(|&n| n < 4) {
+        anyhow::bail!(
+            "--calibration-domain takes three extents of at least 4 (x,y,z), found {flag:?}"
+        );
+    }
+    Ok(flag.chunks(3).map(|d| [d[0], d[1], d[2]]).collect())
 }

@@ -23,7 +23,7 @@ use absinthe_model::parallel::parallel_map;
 use absinthe_solvers::inline::{apply as inline_apply, InlinePolicy};
 use absinthe_solvers::SolveOptions;
 
-use crate::training::{self, TrainingProgram};
+use crate::training;
 use crate::variants::{plan, PlanSettings, Variant};
 use crate::{LearnError, LearnOptions, Progress, ROUNDS};
 
@@ -310,9 +310,4 @@ fn median(times: &[f64]) -> f64 {
         n if n % 2 == 1 => t[n / 2],
         n => 0.5 * (t[n / 2 - 1] + t[n / 2]),
     }
-}
-
-/// The calibration programs, for `learn --write-programs`.
-pub fn programs(domains: &[[usize; 3]]) -> Result<Vec<TrainingProgram>, LearnError> {
-    training::wide_programs(domains)
 }
