@@ -186,6 +186,8 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
         },
         streamed_shapes: args.streamed_shapes,
     };
+    // Checked before the long part.
+    let domains = calibration_domains(&args.calibration_domain)?;
     if !args.quiet {
         eprintln!(
             "learning {} with {threads} threads, tiles for {} KiB of cache: {} shapes (and up to {} full-row ones) x {} runs per program ...",
@@ -202,8 +204,6 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
         started,
         quiet: args.quiet,
     };
-    // Checked before the long part.
-    let domains = calibration_domains(&args.calibration_domain)?;
     let result = learn(&options, &|p| bar.update(p))?;
 
     // A GPU machine's capacity is shared memory per block, which the CPU kernels timed here
