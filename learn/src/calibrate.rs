@@ -16,16 +16,15 @@
 
 use absinthe_codegen::compile::run_harness;
 use absinthe_codegen::lower;
-use absinthe_codegen::render::{BundleCase, HarnessOptions, Renderer};
+use absinthe_codegen::render::Renderer;
 use absinthe_model::cost::{evaluate, Configuration};
 use absinthe_model::machine::{CacheCalibration, Machine};
 use absinthe_model::parallel::parallel_map;
 use absinthe_solvers::inline::{apply as inline_apply, InlinePolicy};
 use absinthe_solvers::SolveOptions;
 
-use crate::training;
 use crate::variants::{plan, PlanSettings, Variant};
-use crate::{LearnError, LearnOptions, Progress, ROUNDS};
+use crate::{measure, training, LearnError, LearnOptions, Progress, ROUNDS};
 
 /// The fractions of `cache_bytes` tried (the file's own is tried too).
 pub const CACHE_FRACTIONS: [f64; 5] = [0.25, 1.0 / 3.0, 0.5, 0.75, 1.0];
@@ -179,21 +178,11 @@ pub fn calibrate(
             case_of.push(Some(distinct.len()));
             distinct.push(key);
         }
-        let harnesses: Vec<HarnessOptions> = (0..schedules.len())
-            .map(|k| HarnessOptions {
-                label: format!("case{k}"),
-                ..HarnessOptions::default()
-            })
-            .collect();
-        let cases: Vec<BundleCase> = schedules
-            .iter()
-            .zip(&harnesses)
-            .map(|(s, h)| BundleCase { s, h })
-            .collect();
-        sources.push(if cases.is_empty() {
+        let labels = (0..schedules.len()).map(|k| format!("case{k}")).collect();
+        sources.push(if schedules.is_empty() {
             None
         } else {
-            Some(renderer.bundle(&cases)?)
+            Some(measure::bundle_source(&renderer, &schedules, labels)?)
         });
         descriptions.push(
             distinct

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use absinthe_codegen::compile::{run_harness, Toolchain};
-use absinthe_codegen::render::{BundleCase, HarnessOptions};
-use absinthe_codegen::{lower, lower_plain, runtime_tiles};
+use absinthe_codegen::render::{BundleCase, HarnessOptions, Renderer};
+use absinthe_codegen::{lower, lower_plain, runtime_tiles, Schedule};
 use absinthe_model::cost::evaluate;
 use absinthe_model::parallel::parallel_map;
 
@@ -187,7 +187,7 @@ pub fn build_generated(
     built: &(dyn Fn() + Sync),
 ) -> Result<Vec<PathBuf>, LearnError> {
     let machine = training::lowering_machine(threads);
-    let renderer = absinthe_codegen::render::Renderer::embedded();
+    let renderer = Renderer::embedded();
     let sources: Vec<String> = programs
         .iter()
         .zip(sizes)
@@ -201,19 +201,8 @@ pub fn build_generated(
                     lower(&p.program, &p.analysis, &config, &cost)
                 })
                 .collect::<Result<_, _>>()?;
-            let harnesses: Vec<HarnessOptions> = sizes
-                .iter()
-                .map(|s| HarnessOptions {
-                    label: shape_label(*s, streamed),
-                    ..HarnessOptions::default()
-                })
-                .collect();
-            let cases: Vec<BundleCase> = schedules
-                .iter()
-                .zip(&harnesses)
-                .map(|(s, h)| BundleCase { s, h })
-                .collect();
-            Ok(renderer.bundle(&cases)?)
+            let labels = sizes.iter().map(|s| shape_label(*s, streamed)).collect();
+            bundle_source(&renderer, &schedules, labels)
         })
         .collect::<Result<_, LearnError>>()?;
     parallel_map(sources.len(), jobs.max(1), |k| {
@@ -225,6 +214,28 @@ pub fn build_generated(
     })
     .into_iter()
     .collect()
+}
+
+/// One translation unit holding every schedule's kernel and harness, each harness's result
+/// line named by its label (same order).
+pub fn bundle_source(
+    renderer: &Renderer,
+    schedules: &[Schedule],
+    labels: Vec<String>,
+) -> Result<String, LearnError> {
+    let harnesses: Vec<HarnessOptions> = labels
+        .into_iter()
+        .map(|label| HarnessOptions {
+            label,
+            ..HarnessOptions::default()
+        })
+        .collect();
+    let cases: Vec<BundleCase> = schedules
+        .iter()
+        .zip(&harnesses)
+        .map(|(s, h)| BundleCase { s, h })
+        .collect();
+    Ok(renderer.bundle(&cases)?)
 }
 
 /// The harness label of a tile size (`s` appended when streamed).
