@@ -506,6 +506,29 @@ def absinthe_inputs(np, program, array):
     return np.ascontiguousarray(values.astype(np.float32 if program.type == "float" else np.float64))
 
 
+def staggered(np, values_or_shape, dtype, slot, slots):
+    """An array placed as absinthe's harness places its arrays (`absinthe_array` in
+    codegen/templates/harness_body.j2): 64-byte aligned, `slot * step` bytes past a 4 KiB
+    boundary, step = 64 * max(1, 64 // slots) or ABSINTHE_ARRAY_STAGGER. Inputs take slots
+    0.., outputs the slots after them; `slots` counts the inputs and the stencils, as there.
+    Separately allocated arrays of one size alias modulo 4 KiB, and both sides are measured
+    on the same layout."""
+    step = 64 * max(1, 64 // max(1, slots))
+    env = os.environ.get("ABSINTHE_ARRAY_STAGGER", "")
+    if env:
+        step = int(env) // 64 * 64
+    shape = values_or_shape.shape if hasattr(values_or_shape, "shape") else tuple(values_or_shape)
+    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    raw = np.empty(nbytes + 8192, dtype=np.uint8)
+    base = raw.ctypes.data
+    want = (slot * step) % 4096
+    start = (4096 - base % 4096) % 4096 + want
+    out = raw[start:start + nbytes].view(dtype).reshape(shape)
+    if hasattr(values_or_shape, "shape"):
+        out[...] = values_or_shape
+    return out
+
+
 def float32_literal(np, text):
     """The decimal `text` rounded once to float (via double it could round twice)."""
     exact = Fraction(text)
@@ -769,7 +792,11 @@ def run_halide(args, program, scheduler, hl, np, inputs, flush, log):
 
         dtype = np.float32 if program.type == "float" else np.float64
         D = program.domain
-        outs = [np.full((D[2], D[1], D[0]), np.nan, dtype=dtype) for _ in program.outputs]
+        slots = len(program.inputs) + len(program.stencils)
+        outs = [staggered(np, (D[2], D[1], D[0]), dtype, len(program.inputs) + o, slots)
+                for o in range(len(program.outputs))]
+        for o in outs:
+            o.fill(np.nan)
         out_bufs = [hl.Buffer(o) for o in outs]
         in_bufs = {n: hl.Buffer(a) for n, a in inputs.items()}
         by_name = {f"{n}_input": in_bufs[n] for n in program.inputs}
@@ -1075,7 +1102,9 @@ build/halide-venv/bin/pip install halide numpy pyyaml (or `make bench-halide`)."
                     except Exception as e:
                         raise UserError(f"{lib}: cannot load the autoscheduler plugin: {e}")
 
-            inputs = {name: absinthe_inputs(np, program, name) for name in program.inputs}
+            slots = len(program.inputs) + len(program.stencils)
+            inputs = {name: staggered(np, absinthe_inputs(np, program, name), np.float32 if program.type == "float" else np.float64, slot, slots)
+                      for slot, name in enumerate(program.inputs)}
             flush_bytes = args.flush_bytes if args.flush_bytes is not None else min(llc_bytes() * 5 // 4, 1 << 30)
             try:
                 flush = Flusher(hl, np, flush_bytes, args.threads)

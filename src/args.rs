@@ -27,6 +27,27 @@ pub struct MachineArg {
     /// working set may fill, in (0, 1]. Larger values admit larger tiles and stream less.
     #[arg(long, value_name = "F")]
     pub cache_fraction: Option<f64>,
+    /// Override the machine file's `group_arrays`: the most arrays (inputs, outputs and tile
+    /// buffers) one group may touch in a program streamed along y (no z offsets), at least 2;
+    /// `none` lifts the limit.
+    #[arg(long, value_name = "N|none", value_parser = parse_group_arrays)]
+    pub group_arrays: Option<GroupArrays>,
+}
+
+/// A `--group-arrays` value: a limit, or none.
+#[derive(Clone, Copy, Debug)]
+pub struct GroupArrays(pub Option<usize>);
+
+fn parse_group_arrays(text: &str) -> Result<GroupArrays, String> {
+    if text == "none" {
+        return Ok(GroupArrays(None));
+    }
+    match text.parse::<usize>() {
+        Ok(n) if n >= 2 => Ok(GroupArrays(Some(n))),
+        _ => Err(format!(
+            "expected a number of arrays (at least 2) or `none`, found `{text}`"
+        )),
+    }
 }
 
 impl MachineArg {
@@ -49,6 +70,9 @@ impl MachineArg {
                 bail!("--cache-fraction must be in (0, 1], found {f}");
             }
             machine.cache_fraction = f;
+        }
+        if let Some(GroupArrays(n)) = self.group_arrays {
+            machine.group_arrays = n;
         }
         let view = machine
             .model_view(program.value_type.bytes())

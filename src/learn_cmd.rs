@@ -87,6 +87,14 @@ pub struct LearnArgs {
     /// ran fastest (the file's own when within 2% of it) into `cache_fraction`.
     #[arg(long)]
     pub keep_cache_fraction: bool,
+    /// Keep the machine file's `group_arrays` (the most arrays one group may touch in a
+    /// program streamed along y) instead of choosing it by measurement. By default, after the
+    /// cache fraction, `learn` solves the calibration programs and four fields sharing one
+    /// coefficient (a group of all four walks 13 arrays) with no limit and
+    /// limits of 16, 12, 10, 8 and 6 arrays per group, times each distinct optimum, and writes
+    /// the limit whose optima ran fastest (the file's own when within 2%) into `group_arrays`.
+    #[arg(long)]
+    pub keep_group_arrays: bool,
     /// Domains of the calibration programs, e.g. 64,64,60 (repeat for several)
     /// [default: 256,128,60 and 64,64,60].
     #[arg(long, value_delimiter = ',', value_name = "X,Y,Z", hide = true)]
@@ -146,7 +154,8 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     if let Some(dir) = &args.write_programs {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let calibration = training::wide_programs(&calibrate::CALIBRATION_DOMAINS)?;
+        let mut calibration = training::wide_programs(&calibrate::CALIBRATION_DOMAINS)?;
+        calibration.extend(training::fields_programs(&calibrate::CALIBRATION_DOMAINS)?);
         for p in training::programs(training::DOMAIN)?
             .into_iter()
             .chain(calibration)
@@ -238,6 +247,42 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
             bar.update(p)
         })?)
     };
+    let limit_calibration = if args.keep_group_arrays || machine.gpu.is_some() {
+        None
+    } else {
+        if !args.quiet {
+            eprintln!(
+                "choosing group_arrays: the model's optima of {} calibration program(s) under limits {} ...",
+                2 * domains.len(),
+                calibrate::limits_to_try(machine.group_arrays)
+                    .iter()
+                    .map(|l| limit_label(*l))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        let solved = Machine {
+            cores: Some(threads),
+            cache_bytes: Some(cache_bytes),
+            cache_fraction: calibration
+                .as_ref()
+                .map_or(machine.cache_fraction, |c| c.chosen),
+            params: Some(result.params),
+            ..machine.clone()
+        };
+        let bar = Bar {
+            total: 0.into(),
+            done: 0.into(),
+            started: Instant::now(),
+            quiet: args.quiet,
+        };
+        Some(calibrate::calibrate_group_arrays(
+            &solved,
+            &options,
+            &domains,
+            &|p| bar.update(p),
+        )?)
+    };
     let wall = started.elapsed().as_secs_f64();
 
     let now = SystemTime::now()
@@ -253,6 +298,7 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
         },
         wall_seconds: Some(wall),
         cache_calibration: calibration.as_ref().map(|c| c.record()),
+        group_arrays_calibration: limit_calibration.as_ref().map(|c| c.record()),
     };
     let extra = [
         ("cores", threads.to_string()),
@@ -266,11 +312,18 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
                 "cache_fraction",
                 &format!("{:.4}", c.chosen),
             );
-            Machine::from_yaml(&new_text).map_err(|d| {
-                anyhow::anyhow!("the rewritten machine file does not read back: {d:?}")
-            })?;
         }
     }
+    if let Some(c) = &limit_calibration {
+        if c.chosen != machine.group_arrays {
+            new_text = match c.chosen {
+                Some(n) => machine_file::set_top_level(&new_text, "group_arrays", &n.to_string()),
+                None => machine_file::remove_top_level(&new_text, "group_arrays"),
+            };
+        }
+    }
+    Machine::from_yaml(&new_text)
+        .map_err(|d| anyhow::anyhow!("the rewritten machine file does not read back: {d:?}"))?;
     if let Some(dir) = &args.keep_data {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         write_atomic(
@@ -297,6 +350,9 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
     );
     if let Some(c) = &calibration {
         print_calibration(c, machine.cache_fraction);
+    }
+    if let Some(c) = &limit_calibration {
+        print_limit_calibration(c, machine.group_arrays);
     }
     println!("wrote {}", out.display());
     Ok(ExitCode::SUCCESS)
@@ -331,6 +387,47 @@ fn print_calibration(c: &calibrate::Calibration, current: f64) {
         println!("cache_fraction: kept {current:.4}");
     } else {
         println!("cache_fraction: {:.4} (was {current:.4})", c.chosen);
+    }
+}
+
+/// A `group_arrays` limit as printed: the number, or `none`.
+fn limit_label(limit: Option<usize>) -> String {
+    limit.map_or("none".into(), |n| n.to_string())
+}
+
+/// The group-arrays calibration's table: per limit, each program's optimum and median.
+fn print_limit_calibration(c: &calibrate::LimitCalibration, current: Option<usize>) {
+    let mut header = vec!["group arrays".to_string()];
+    header.extend(c.programs.iter().cloned());
+    header.push("geometric mean".into());
+    let rows: Vec<Vec<String>> = c
+        .results
+        .iter()
+        .map(|r| {
+            let mut row = vec![limit_label(r.limit)];
+            row.extend(r.per_program.iter().map(|p| match p {
+                Some((case, s)) => format!("{} (optimum {case})", human_seconds(*s)),
+                None => "infeasible".into(),
+            }));
+            row.push(r.seconds.map_or("-".into(), human_seconds));
+            row
+        })
+        .collect();
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    print!("{}", table(&header, &rows));
+    for (program, cases) in c.programs.iter().zip(&c.cases) {
+        for (k, d) in cases.iter().enumerate() {
+            println!("  {program} optimum {k}: {d}");
+        }
+    }
+    if c.chosen == current {
+        println!("group_arrays: kept {}", limit_label(current));
+    } else {
+        println!(
+            "group_arrays: {} (was {})",
+            limit_label(c.chosen),
+            limit_label(current)
+        );
     }
 }
 

@@ -69,7 +69,11 @@ pub fn random_machine(rng: &mut Rng, cells: usize) -> ModelMachine {
         param(rng, 1e-11),
         param(rng, 1e-12),
     );
-    let m = Machine::from_yaml(&text).unwrap_or_else(|e| panic!("{e:?}"));
+    let mut m = Machine::from_yaml(&text).unwrap_or_else(|e| panic!("{e:?}"));
+    // A limit on the arrays per group in a third of the machines.
+    if rng.chance(33) {
+        m.group_arrays = Some(rng.range(2, 8) as usize);
+    }
     m.model_view(8).unwrap()
 }
 

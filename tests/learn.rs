@@ -44,6 +44,7 @@ fn learn_command_with(
         ])
         .args(extra)
         .args((!extra.contains(&"--calibration-domain")).then_some("--keep-cache-fraction"))
+        .args((!extra.contains(&"--calibration-domain")).then_some("--keep-group-arrays"))
         .env(
             "ABSINTHE_CACHE_DIR",
             root().join("target/absinthe-test-cache"),
@@ -111,6 +112,7 @@ fn learn_chooses_the_cache_fraction_by_measurement() {
     let m = Machine::load(&path).unwrap();
     let c = m
         .learned
+        .clone()
         .unwrap()
         .cache_calibration
         .expect("calibration recorded");
@@ -144,6 +146,42 @@ fn learn_chooses_the_cache_fraction_by_measurement() {
     let out = stdout(&o);
     assert!(out.contains("learn_wide6_32x16x12"), "{out}");
     assert!(out.contains("cache_fraction: "), "{out}");
+    // Then `group_arrays`, by the same measurement under each limit tried.
+    let g = m
+        .learned
+        .as_ref()
+        .unwrap()
+        .group_arrays_calibration
+        .clone()
+        .expect("group-arrays calibration recorded");
+    assert_eq!(
+        g.limits,
+        absinthe_learn::calibrate::limits_to_try(None),
+        "{g:?}"
+    );
+    assert!(
+        g.seconds.iter().all(|s| s.is_some_and(|s| s > 0.0)),
+        "{g:?}"
+    );
+    let rows: Vec<absinthe_learn::calibrate::LimitResult> = g
+        .limits
+        .iter()
+        .zip(&g.seconds)
+        .map(
+            |(&limit, &seconds)| absinthe_learn::calibrate::LimitResult {
+                limit,
+                per_program: vec![seconds.map(|s| (0, s))],
+                seconds,
+            },
+        )
+        .collect();
+    assert_eq!(
+        m.group_arrays,
+        absinthe_learn::calibrate::choose_limit(&rows, None),
+        "{g:?}"
+    );
+    assert!(out.contains("learn_fields4_32x16x12"), "{out}");
+    assert!(out.contains("group_arrays: "), "{out}");
 }
 
 /// `--generated-kernels` times the generated kernel of every shape (bundled per program),

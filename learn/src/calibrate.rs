@@ -18,7 +18,7 @@ use absinthe_codegen::compile::run_harness;
 use absinthe_codegen::lower;
 use absinthe_codegen::render::Renderer;
 use absinthe_model::cost::{evaluate, Configuration};
-use absinthe_model::machine::{CacheCalibration, Machine};
+use absinthe_model::machine::{CacheCalibration, GroupArraysCalibration, Machine};
 use absinthe_model::parallel::parallel_map;
 use absinthe_solvers::inline::{apply as inline_apply, InlinePolicy};
 use absinthe_solvers::SolveOptions;
@@ -135,6 +135,164 @@ pub fn calibrate(
 ) -> Result<Calibration, LearnError> {
     let programs = training::wide_programs(domains)?;
     let fractions = fractions_to_try(machine.cache_fraction);
+    let machines: Vec<Machine> = fractions
+        .iter()
+        .map(|&fraction| Machine {
+            cache_fraction: fraction,
+            ..machine.clone()
+        })
+        .collect();
+    let measured = measure_optima(&machines, &programs, options, progress)?;
+    let results: Vec<FractionResult> = fractions
+        .iter()
+        .zip(measured.per_setting)
+        .map(|(&fraction, (per_program, seconds))| FractionResult {
+            fraction,
+            per_program,
+            seconds,
+        })
+        .collect();
+    let chosen = choose(&results, machine.cache_fraction);
+    Ok(Calibration {
+        programs: programs.iter().map(|p| p.program.name.clone()).collect(),
+        results,
+        cases: measured.cases,
+        chosen,
+    })
+}
+
+/// The limits on the arrays per group tried (None: no limit; the file's own is tried too).
+pub const GROUP_ARRAYS: [Option<usize>; 6] = [None, Some(16), Some(12), Some(10), Some(8), Some(6)];
+
+/// What the optima under one `group_arrays` limit measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LimitResult {
+    pub limit: Option<usize>,
+    /// Per calibration program: the optimum's case and its median seconds (see
+    /// [`FractionResult::per_program`]).
+    pub per_program: Vec<Option<(usize, f64)>>,
+    /// The geometric mean of the medians; None when some program had no optimum.
+    pub seconds: Option<f64>,
+}
+
+/// The group-arrays calibration's measurements and the limit chosen.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LimitCalibration {
+    pub programs: Vec<String>,
+    /// One row per limit tried, no limit first, then the largest.
+    pub results: Vec<LimitResult>,
+    pub cases: Vec<Vec<String>>,
+    pub chosen: Option<usize>,
+}
+
+impl LimitCalibration {
+    /// The record written into the machine file's `learned` block.
+    pub fn record(&self) -> GroupArraysCalibration {
+        GroupArraysCalibration {
+            limits: self.results.iter().map(|r| r.limit).collect(),
+            seconds: self.results.iter().map(|r| r.seconds).collect(),
+        }
+    }
+}
+
+/// The limits tried: [`GROUP_ARRAYS`] and `current`, no limit first, then the largest.
+pub fn limits_to_try(current: Option<usize>) -> Vec<Option<usize>> {
+    let mut out = GROUP_ARRAYS.to_vec();
+    if !out.contains(&current) {
+        out.push(current);
+    }
+    out.sort_by_key(|l| std::cmp::Reverse(l.unwrap_or(usize::MAX)));
+    out
+}
+
+/// The limit to keep: the fastest one, unless `current`'s time is within [`KEEP_TOLERANCE`]
+/// of it; of limits that tie exactly (their optima are the same configurations), the least
+/// restrictive (no limit, else the largest). `current` when nothing was measured.
+pub fn choose_limit(results: &[LimitResult], current: Option<usize>) -> Option<usize> {
+    let Some(best) = results
+        .iter()
+        .filter_map(|r| r.seconds)
+        .min_by(f64::total_cmp)
+    else {
+        return current;
+    };
+    let own = results
+        .iter()
+        .find(|r| r.limit == current)
+        .and_then(|r| r.seconds);
+    if own.is_some_and(|s| s <= best * (1.0 + KEEP_TOLERANCE)) {
+        return current;
+    }
+    let loosest = |r: &&LimitResult| r.limit.unwrap_or(usize::MAX);
+    results
+        .iter()
+        .filter(|r| r.seconds == Some(best))
+        .max_by_key(loosest)
+        .map_or(current, |r| r.limit)
+}
+
+/// Measures the model's optima of the group-arrays calibration programs
+/// ([`training::fields_programs`] and [`training::wide_programs`] on `domains`) under each limit
+/// of [`limits_to_try`] and chooses one. The fields programs stream along y, where the limit
+/// applies (`cost::limits_arrays`; one group of four fields walks 13 arrays); the chains
+/// stream along z and keep their optima under every limit today, and stay in the score so that
+/// a rule that reaches them is measured on them. `machine` holds the parameters and the
+/// fraction to solve with.
+pub fn calibrate_group_arrays(
+    machine: &Machine,
+    options: &LearnOptions,
+    domains: &[[usize; 3]],
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<LimitCalibration, LearnError> {
+    let mut programs = training::fields_programs(domains)?;
+    programs.extend(training::wide_programs(domains)?);
+    let limits = limits_to_try(machine.group_arrays);
+    let machines: Vec<Machine> = limits
+        .iter()
+        .map(|&limit| Machine {
+            group_arrays: limit,
+            ..machine.clone()
+        })
+        .collect();
+    let measured = measure_optima(&machines, &programs, options, progress)?;
+    let results: Vec<LimitResult> = limits
+        .iter()
+        .zip(measured.per_setting)
+        .map(|(&limit, (per_program, seconds))| LimitResult {
+            limit,
+            per_program,
+            seconds,
+        })
+        .collect();
+    let chosen = choose_limit(&results, machine.group_arrays);
+    Ok(LimitCalibration {
+        programs: programs.iter().map(|p| p.program.name.clone()).collect(),
+        results,
+        cases: measured.cases,
+        chosen,
+    })
+}
+
+/// Per calibration program: its optimum's case and median seconds (None where infeasible).
+type PerProgram = Vec<Option<(usize, f64)>>;
+
+/// The optima of the calibration programs under each machine setting, timed.
+struct Optima {
+    /// Per setting: per program its optimum's case and median (None where infeasible), and
+    /// the geometric mean of the medians (None when some program had no optimum).
+    per_setting: Vec<(PerProgram, Option<f64>)>,
+    /// Per program, a one-line description of each distinct optimum (case index order).
+    cases: Vec<Vec<String>>,
+}
+
+/// Solves every program on each of `machines`, builds each distinct optimum once, and times
+/// them all in interleaved rounds (caches flushed, every run verified).
+fn measure_optima(
+    machines: &[Machine],
+    programs: &[training::TrainingProgram],
+    options: &LearnOptions,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<Optima, LearnError> {
     let settings = PlanSettings {
         options: Default::default(),
         inline: InlinePolicy::Search,
@@ -144,17 +302,15 @@ pub fn calibrate(
     };
     let renderer = Renderer::embedded();
     // Per program: the distinct optima (inline set, configuration, lowered kernel), and each
-    // fraction's case.
+    // setting's case.
     let mut sources = Vec::new();
     let mut cases_of: Vec<Vec<Option<usize>>> = Vec::new();
     let mut descriptions = Vec::new();
-    for p in &programs {
+    for p in programs {
         let mut distinct: Vec<(Vec<usize>, Configuration)> = Vec::new();
         let mut schedules = Vec::new();
         let mut case_of = Vec::new();
-        for &fraction in &fractions {
-            let mut m = machine.clone();
-            m.cache_fraction = fraction;
+        for m in machines {
             let view = m
                 .model_view(p.program.value_type.bytes())
                 .map_err(|d| LearnError::MachineFile(format!("{d:?}")))?;
@@ -260,11 +416,9 @@ pub fn calibrate(
         .iter()
         .map(|cases| cases.iter().map(|t| median(t)).collect())
         .collect();
-    let results: Vec<FractionResult> = fractions
-        .iter()
-        .enumerate()
-        .map(|(f, &fraction)| {
-            let per_program: Vec<Option<(usize, f64)>> = cases_of
+    let per_setting = (0..machines.len())
+        .map(|f| {
+            let per_program: PerProgram = cases_of
                 .iter()
                 .zip(&medians)
                 .map(|(case_of, m)| case_of[f].map(|c| (c, m[c])))
@@ -274,19 +428,12 @@ pub fn calibrate(
                 .map(|p| p.map(|(_, s)| s.ln()))
                 .sum::<Option<f64>>()
                 .map(|sum| (sum / per_program.len().max(1) as f64).exp());
-            FractionResult {
-                fraction,
-                per_program,
-                seconds,
-            }
+            (per_program, seconds)
         })
         .collect();
-    let chosen = choose(&results, machine.cache_fraction);
-    Ok(Calibration {
-        programs: programs.iter().map(|p| p.program.name.clone()).collect(),
-        results,
+    Ok(Optima {
+        per_setting,
         cases: descriptions,
-        chosen,
     })
 }
 

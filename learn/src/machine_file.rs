@@ -83,6 +83,24 @@ pub fn learned_blocks(params: &Params, learned: &Learned) -> String {
             seconds.join(", ")
         ));
     }
+    if let Some(c) = &learned.group_arrays_calibration {
+        let limits: Vec<String> = c
+            .limits
+            .iter()
+            .map(|l| l.map_or_else(|| "null".to_string(), |n| n.to_string()))
+            .collect();
+        let seconds: Vec<String> = c
+            .seconds
+            .iter()
+            // Nine digits, as above: `calibrate::choose_limit` picks the same limit.
+            .map(|s| s.map_or_else(|| "null".to_string(), |s| format!("{s:.9e}")))
+            .collect();
+        text.push_str(&format!(
+            "  group_arrays_calibration:\n    limits: [{}]\n    seconds: [{}]\n",
+            limits.join(", "),
+            seconds.join(", ")
+        ));
+    }
     text
 }
 
@@ -113,6 +131,28 @@ pub fn set_top_level(text: &str, key: &str, value: &str) -> String {
     }
     if !found {
         out.push(format!("{key}: {value}"));
+    }
+    let mut result = out.join("\n");
+    result.push('\n');
+    result
+}
+
+/// `text` without the top-level `key` (its line and any indented lines under it); `text`
+/// itself when the key is absent.
+pub fn remove_top_level(text: &str, key: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out: Vec<&str> = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        if top_level_key(lines[i]) == Some(key) {
+            i += 1;
+            while i < lines.len() && lines[i].starts_with([' ', '\t']) {
+                i += 1;
+            }
+            continue;
+        }
+        out.push(lines[i]);
+        i += 1;
     }
     let mut result = out.join("\n");
     result.push('\n');

@@ -2,7 +2,8 @@
 //! accuracy statistics.
 
 use absinthe_model::machine::{
-    CacheCalibration, Compute, FitQuality, Learned, Machine, Params, PeelBody,
+    CacheCalibration, Compute, FitQuality, GroupArraysCalibration, Learned, Machine, Params,
+    PeelBody,
 };
 use absinthe_model::rng::Rng;
 
@@ -141,6 +142,10 @@ fn learned() -> (Params, Learned) {
         cache_calibration: Some(CacheCalibration {
             fractions: vec![0.25, 0.5, 1.0],
             seconds: vec![Some(5.25e-3), None, Some(4.5e-3)],
+        }),
+        group_arrays_calibration: Some(GroupArraysCalibration {
+            limits: vec![None, Some(12), Some(8)],
+            seconds: vec![Some(3.0e-3), None, Some(2.5e-3)],
         }),
     };
     (params, learned)
@@ -492,6 +497,104 @@ fn calibration_programs_are_wide_chains() {
     let programs = training::wide_programs(&crate::calibrate::CALIBRATION_DOMAINS).unwrap();
     assert_eq!(programs.len(), 2);
     assert!(programs.iter().all(|p| p.family == Family::Slow));
+}
+
+/// A group-arrays calibration row: `limit` measured `seconds` or nothing.
+fn limit_row(limit: Option<usize>, seconds: Option<f64>) -> crate::calibrate::LimitResult {
+    crate::calibrate::LimitResult {
+        limit,
+        per_program: vec![seconds.map(|s| (0, s))],
+        seconds,
+    }
+}
+
+#[test]
+fn the_fastest_group_arrays_limit_is_chosen_unless_the_files_own_is_as_fast() {
+    use crate::calibrate::choose_limit;
+    // The development machine's run: no limit 1.0 ms, 8 arrays fastest.
+    let rows = [
+        limit_row(None, Some(1.0e-3)),
+        limit_row(Some(12), Some(0.9e-3)),
+        limit_row(Some(8), Some(0.8e-3)),
+        limit_row(Some(6), Some(0.82e-3)),
+    ];
+    assert_eq!(choose_limit(&rows, None), Some(8));
+    // The file's own within the tolerance stays (no limit too).
+    let near = [
+        limit_row(None, Some(1.0 + KEEP_TOLERANCE * 0.99)),
+        limit_row(Some(8), Some(1.0)),
+    ];
+    assert_eq!(choose_limit(&near, None), None);
+    assert_eq!(choose_limit(&near, Some(12)), Some(8));
+    // Exact ties (the same optima): the least restrictive.
+    let tied = [
+        limit_row(None, Some(1.0)),
+        limit_row(Some(16), Some(1.0)),
+        limit_row(Some(8), Some(2.0)),
+    ];
+    assert_eq!(choose_limit(&tied, Some(8)), None);
+    let tied = [
+        limit_row(None, Some(2.0)),
+        limit_row(Some(16), Some(1.0)),
+        limit_row(Some(12), Some(1.0)),
+    ];
+    assert_eq!(choose_limit(&tied, None), Some(16));
+    // Nothing measured: the file's own.
+    assert_eq!(
+        choose_limit(&[limit_row(Some(6), None)], Some(10)),
+        Some(10)
+    );
+}
+
+#[test]
+fn group_arrays_limits_tried_start_with_none_then_the_largest() {
+    use crate::calibrate::limits_to_try;
+    let fixed = vec![None, Some(16), Some(12), Some(10), Some(8), Some(6)];
+    assert_eq!(limits_to_try(None), fixed);
+    assert_eq!(limits_to_try(Some(8)), fixed);
+    assert_eq!(
+        limits_to_try(Some(9)),
+        vec![
+            None,
+            Some(16),
+            Some(12),
+            Some(10),
+            Some(9),
+            Some(8),
+            Some(6)
+        ]
+    );
+}
+
+#[test]
+fn remove_top_level_drops_one_key_and_keeps_the_rest() {
+    let text = "# head\nname: a\ngroup_arrays: 8  # learned\nslack:\n  cores: 0.05\n";
+    assert_eq!(
+        machine_file::remove_top_level(text, "group_arrays"),
+        "# head\nname: a\nslack:\n  cores: 0.05\n"
+    );
+    assert_eq!(
+        machine_file::remove_top_level(text, "slack"),
+        "# head\nname: a\ngroup_arrays: 8  # learned\n"
+    );
+    assert_eq!(machine_file::remove_top_level(text, "cores"), text);
+}
+
+/// The fields programs parse, fit their halo, and a group of all fields touches 3 arrays per
+/// field and the shared coefficient.
+#[test]
+fn fields_programs_share_one_coefficient() {
+    for fields in [1, 2, 4] {
+        let text = training::fields_program(fields, [40, 24, 16]);
+        let p = absinthe_model::program::Program::from_yaml(&text)
+            .unwrap_or_else(|d| panic!("{d:?}\n{text}"));
+        let a = absinthe_model::Analysis::new(&p).unwrap_or_else(|d| panic!("{d:?}\n{text}"));
+        assert_eq!(a.stencils.len(), 2 * fields);
+        assert_eq!(a.inputs.len(), fields + 1, "{text}");
+        assert_eq!(training::arrays_touched(&a), 1 + 3 * fields, "{text}");
+    }
+    let programs = training::fields_programs(&crate::calibrate::CALIBRATION_DOMAINS).unwrap();
+    assert_eq!(programs.len(), 2);
 }
 
 /// `top:K` takes one of each tie: same groups, same streamed groups, predictions within

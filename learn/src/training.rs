@@ -290,6 +290,15 @@ pub fn wide_programs(domains: &[[usize; 3]]) -> Result<Vec<TrainingProgram>, Lea
         .collect()
 }
 
+/// The group-arrays calibration programs ([`fields_program`] of [`FIELDS`] fields) on each
+/// of `domains`.
+pub fn fields_programs(domains: &[[usize; 3]]) -> Result<Vec<TrainingProgram>, LearnError> {
+    domains
+        .iter()
+        .map(|&d| parsed(Family::Slow, fields_program(FIELDS, d)))
+        .collect()
+}
+
 /// Arrays a fused run of the whole program touches (inputs, intermediates and outputs of all
 /// its stencils): what one tile's working set holds.
 pub fn arrays_touched(analysis: &Analysis) -> usize {
@@ -466,6 +475,7 @@ fn unit_machine(threads: usize, body_base: f64) -> ModelMachine {
         cache_values: f64::INFINITY,
         slack: Slack::default(),
         streams: false,
+        group_arrays: usize::MAX,
         gpu: false,
         params: Params {
             fast: PeelBody {
@@ -557,6 +567,32 @@ pub fn wide_program(stencils: usize, domain: [usize; 3]) -> String {
             text,
             "  - name: t{s}\n    expr: \"{prev}(i,j,k) - 0.5 * ({diff}) * {scale}(i,j,k) / ({denominator}(i,j,k) + {denominator}({}))\"",
             along(d, 1)
+        );
+    }
+    text
+}
+
+/// Fields of the group-arrays calibration programs ([`fields_program`]).
+pub const FIELDS: usize = 4;
+
+/// A group-arrays calibration program: one operator applied to `fields` prognostic fields, the
+/// way a dynamical core diffuses or advects u, v, w and pp with one coefficient. Per field `f`:
+/// a 5-point laplacian `d{f}` of the input `f{f}`, then the output `o{f} = f{f} - c * (the
+/// laplacian's centred differences)`. The fields share only `c`: fusing them all saves re-reading
+/// it, and a group holds 3 arrays per field and `c` (13 for four fields). The model predicts
+/// one group of every field cheapest; what that costs in streams is what `learn` times to
+/// choose `group_arrays` ([`crate::calibrate`]).
+pub fn fields_program(fields: usize, domain: [usize; 3]) -> String {
+    let name = format!(
+        "learn_fields{fields}_{}x{}x{}",
+        domain[0], domain[1], domain[2]
+    );
+    let outputs: Vec<String> = (0..fields).map(|f| format!("o{f}")).collect();
+    let mut text = program_header(&name, &domain, "[2, 2, 0]", &outputs);
+    for f in 0..fields {
+        let _ = writeln!(
+            text,
+            "  - name: d{f}\n    expr: \"-4.0 * f{f}(i,j,k) + f{f}(i-1,j,k) + f{f}(i+1,j,k) + f{f}(i,j-1,k) + f{f}(i,j+1,k)\"\n  - name: o{f}\n    expr: \"f{f}(i,j,k) - c(i,j,k) * (d{f}(i+1,j,k) - d{f}(i-1,j,k) + d{f}(i,j+1,k) - d{f}(i,j-1,k))\""
         );
     }
     text

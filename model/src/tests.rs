@@ -298,6 +298,67 @@ fn infeasibility_reasons() {
     assert_eq!(one([1, 4, 4]), None);
 }
 
+#[test]
+fn group_arrays_limit_rules_out_groups_that_touch_more_arrays_in_programs_streamed_along_y() {
+    use crate::cost::{group_shape, stream_shape};
+    // hdiff has no z offsets: its groups stream along y.
+    let a = analyse(HDIFF);
+    assert_eq!(stream_shape(&a).dim, 1);
+    let n = a.stencils.len();
+    let mut m = test_machine();
+    let fused = |tiles: [usize; 3], stream: bool| {
+        let mut c = Configuration::new(vec![0; n], vec![tiles]);
+        c.stream = if stream { vec![0] } else { vec![] };
+        c
+    };
+    let tiles = [1, 2, 2];
+    assert_eq!(evaluate(&a, &m, &fused(tiles, true)).infeasible, None);
+    let arrays = group_shape(&a, 0..n).arrays_touched;
+    m.group_arrays = arrays - 1;
+    let why = evaluate(&a, &m, &fused(tiles, true)).infeasible;
+    assert!(
+        matches!(why, Some(Infeasibility::Arrays { arrays: x, limit, .. }) if x == arrays && limit == arrays - 1),
+        "{why:?}"
+    );
+    let text = why.unwrap().to_string();
+    assert!(text.contains(&format!("touches {arrays} arrays")), "{text}");
+    let shape = group_shape(&a, 0..n);
+    assert!(!shape.fits_cache(&a, &m, Some(stream_shape(&a)), tiles));
+    // Unstreamed tiles of the same program are limited too (or the optimum would escape the
+    // limit by not streaming).
+    let unstreamed = [[1, 8, 16], [2, 8, 8], [1, 16, 8], [4, 8, 4]]
+        .into_iter()
+        .find(|&t| {
+            let mut free = m;
+            free.group_arrays = usize::MAX;
+            evaluate(&a, &free, &fused(t, false)).infeasible.is_none()
+        })
+        .expect("an unstreamed tiling that fits");
+    assert!(matches!(
+        evaluate(&a, &m, &fused(unstreamed, false)).infeasible,
+        Some(Infeasibility::Arrays { .. })
+    ));
+    // At the limit, feasible again.
+    m.group_arrays = arrays;
+    assert_eq!(evaluate(&a, &m, &fused(tiles, true)).infeasible, None);
+    assert_eq!(evaluate(&a, &m, &fused(unstreamed, false)).infeasible, None);
+    // A program with z offsets streams along z: the limit does not apply.
+    let z = analyse(
+        "name: z\ndomain: [32, 32, 32]\nhalo: [0, 0, 1]\noutputs: [b]\nstencils:\n  - name: a\n    expr: \"x(i,j,k-1) + x(i,j,k+1)\"\n  - name: b\n    expr: \"a(i,j,k) * y(i,j,k)\"\n",
+    );
+    assert_eq!(stream_shape(&z).dim, 2);
+    let mut tight = test_machine();
+    let both = Configuration::new(vec![0, 0], vec![[1, 2, 2]]);
+    assert_eq!(evaluate(&z, &tight, &both).infeasible, None);
+    tight.group_arrays = 2;
+    assert_eq!(evaluate(&z, &tight, &both).infeasible, None);
+    // The file's key is read and checked.
+    let file = Machine::from_yaml("name: x\ngroup_arrays: 3\n").unwrap();
+    assert_eq!(file.group_arrays, Some(3));
+    let bad = Machine::from_yaml("name: x\ngroup_arrays: 1\n").unwrap_err();
+    assert_eq!(bad[0].path, "group_arrays");
+}
+
 /// Streaming changes the working set of a tile and nothing else: example2 has no z offsets, so
 /// it streams along y with a window of 1 + 1 (s0 is evaluated one row ahead) + 1 (s1 reads it
 /// one row back) = 3 rows.

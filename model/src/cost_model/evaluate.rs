@@ -256,6 +256,19 @@ pub fn tile_cells(
     (cells, total)
 }
 
+/// Whether the machine's `group_arrays` limit applies to the groups of a program on a CPU:
+/// when its groups stream along y (no access has a z offset), streamed or not. Each step of a
+/// group streamed along y is one row of every array it touches, all of them short streams in
+/// flight at once: four independent chains in one such group (13 arrays) ran 1.25x slower
+/// than the same stencils in two groups, predicted 0.5% faster. Along z a step is a tile's
+/// whole cross-section, one long run per array: cosmo_pgrad ran 1.15x slower when a limit of
+/// 10 split its one group. Unstreamed groups of such programs are limited too, or the optimum
+/// escapes the limit by not streaming: the four-field calibration program at 256x128x60 did
+/// so and ran 1.34x slower (docs/PERFORMANCE.md, tenth session).
+pub fn limits_arrays(shape: StreamShape) -> bool {
+    shape.dim == 1
+}
+
 /// Splits a group-index vector into ranges of equal indices.
 pub fn ranges_of(groups: &[usize]) -> Vec<Range<usize>> {
     let mut out = Vec::new();
@@ -371,6 +384,14 @@ pub enum Infeasibility {
         tile_values: f64,
         capacity: u64,
     },
+    /// On a CPU, in a program whose groups stream along y: the group touches more arrays than
+    /// the machine's `group_arrays` limit ([`limits_arrays`]).
+    Arrays {
+        group: usize,
+        stencil: usize,
+        arrays: usize,
+        limit: usize,
+    },
     /// On a GPU: the tile buffers of one thread block exceed the shared memory the model may
     /// fill ([`GroupShape::shared_values`]).
     SharedMemory {
@@ -419,6 +440,15 @@ impl fmt::Display for Infeasibility {
                 f,
                 "group {group}: cache: {arrays} arrays x {tile_values} cells per tile = {} values exceed the capacity of {capacity} values",
                 arrays as f64 * tile_values
+            ),
+            Infeasibility::Arrays {
+                group,
+                arrays,
+                limit,
+                ..
+            } => write!(
+                f,
+                "group {group}: touches {arrays} arrays, more than the machine's group_arrays limit of {limit} (programs streamed along y)"
             ),
             Infeasibility::SharedMemory {
                 group,
@@ -740,7 +770,7 @@ impl GroupShape {
 
     /// Whether the group's working set fits the cache with `tiles`, streaming where that
     /// shrinks it ([`prefers_stream`]; `stream` None: never): `arrays * cells <= C * N`
-    /// ([`tile_cells`]), in integers.
+    /// ([`tile_cells`]), in integers, and `arrays <= group_arrays` where [`limits_arrays`].
     pub fn fits_cache(
         &self,
         analysis: &Analysis,
@@ -758,7 +788,8 @@ impl GroupShape {
             return self.shared_values(analysis, tiles, streams) <= cache_capacity(machine);
         }
         let (cells, total) = tile_cells(analysis.domain, shape, tiles, streams);
-        self.arrays_touched as u128 * cells <= cache_capacity(machine) as u128 * total
+        (!limits_arrays(stream_shape(analysis)) || self.arrays_touched <= machine.group_arrays)
+            && self.arrays_touched as u128 * cells <= cache_capacity(machine) as u128 * total
     }
 }
 
@@ -950,6 +981,14 @@ pub fn group_infeasibility_with(
     let mut touched = std::collections::BTreeSet::new();
     for i in range {
         touched.extend(analysis.touched(i));
+        if limits_arrays(stream_shape(analysis)) && touched.len() > machine.group_arrays {
+            return Some(Infeasibility::Arrays {
+                group,
+                stencil: i,
+                arrays: touched.len(),
+                limit: machine.group_arrays,
+            });
+        }
         // count * cells <= C * N, in integers (`tile_cells`).
         if touched.len() as u128 * cells > capacity as u128 * per {
             return Some(Infeasibility::Cache {

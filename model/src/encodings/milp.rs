@@ -16,8 +16,8 @@ use std::collections::HashMap;
 
 use crate::analysis::{Analysis, ArrayId, ArrayKind};
 use crate::cost::{
-    cache_capacity, stream_shape, stream_shape_on, Configuration, StreamShape, STORE_WEIGHT,
-    STREAM_TILES_X,
+    cache_capacity, limits_arrays, stream_shape, stream_shape_on, Configuration, StreamShape,
+    STORE_WEIGHT, STREAM_TILES_X,
 };
 use crate::formula;
 use crate::linearize::{
@@ -747,7 +747,8 @@ impl Builder {
         streams
     }
 
-    /// Cache: the arrays touched from the group's start to `i` times the cells per tile fit the
+    /// Cache: the arrays touched from the group's start to `i` are at most the machine's
+    /// `group_arrays` in a program streamed along y, and times the cells per tile they fit the
     /// capacity: `count D^x D^y D^z <= C N` unless the group streams, `count W Π_{d<s} D^d <=
     /// C Π_{d<s} n^d` if it does (`cost::tile_cells`), each row switched off by a big-M of the
     /// stream flag. Returns the count, which the next stencil carries.
@@ -780,9 +781,19 @@ impl Builder {
             let carried = b.gated_lower(&prev, &same_prev, prev_ub, &format!("carried_{i}"));
             count.add_expr(&carried, 1.0);
         }
-        // count * cells <= C * N + M stream
         let shape = stream_shape(analysis);
         let count_ub = b.upper(&count);
+        // The machine's limit on the arrays a group walks, in programs streamed along y
+        // (`cost::limits_arrays`): count <= group_arrays.
+        if machine.group_arrays < usize::MAX && limits_arrays(shape) {
+            b.milp.add_relation(
+                format!("arrays_{i}"),
+                &count,
+                Sense::Le,
+                &LinExpr::constant(machine.group_arrays as f64),
+            );
+        }
+        // count * cells <= C * N + M stream
         let row = count.scaled(cells).plus(total, -capacity);
         b.milp.add_relation(
             format!("cache_{i}"),

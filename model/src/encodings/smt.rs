@@ -27,7 +27,9 @@ use std::fmt::Write as _;
 use num_traits::{One, Signed, Zero};
 
 use crate::analysis::Analysis;
-use crate::cost::{cache_capacity, group_cost, stream_shape, Configuration, STREAM_TILES_X};
+use crate::cost::{
+    cache_capacity, group_cost, limits_arrays, stream_shape, Configuration, STREAM_TILES_X,
+};
 use crate::exact::{decimal, ExactParams, Rational};
 use crate::formula;
 use crate::linearize::Linearization;
@@ -471,6 +473,11 @@ pub fn nonlinear(analysis: &Analysis, machine: &ModelMachine, options: &MilpOpti
             for i in start..end {
                 touched.extend(analysis.touched(i));
                 let count = touched.len() as u128;
+                if limits_arrays(stream) && touched.len() > machine.group_arrays {
+                    // More arrays than the machine's `group_arrays` limit, which applies in
+                    // programs streamed along y (`cost::limits_arrays`).
+                    feasible.push("false".to_string());
+                }
                 feasible.push(format!(
                     "(or (and (= {st} 0) (<= {} (* {capacity} {total}))) (and (= {st} 1) (<= {} (* {capacity} {total_cross}))))",
                     count * cells,

@@ -161,6 +161,19 @@ pub struct Learned {
     /// How `learn` chose `cache_fraction`, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_calibration: Option<CacheCalibration>,
+    /// How `learn` chose `group_arrays`, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_arrays_calibration: Option<GroupArraysCalibration>,
+}
+
+/// The measurements behind a learned `group_arrays`: for each limit tried (None: no limit), the
+/// time of the model's optima of the calibration programs under it (the geometric mean of their
+/// medians, in seconds; absent where the model found no feasible configuration).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupArraysCalibration {
+    pub limits: Vec<Option<usize>>,
+    pub seconds: Vec<Option<f64>>,
 }
 
 /// The measurements behind a learned `cache_fraction`: for each fraction tried, the time of the
@@ -214,6 +227,13 @@ pub struct Machine {
     pub cache_bytes: Option<u64>,
     #[serde(default = "default_cache_fraction")]
     pub cache_fraction: f64,
+    /// The most arrays (inputs, outputs and tile buffers) one group may touch in a program
+    /// whose groups stream along y (`cost::limits_arrays`); absent: no limit. `learn` measures
+    /// it ([`GroupArraysCalibration`]): on the development machine a group walking 13 arrays
+    /// ran 1.25x slower than the same stencils split into two groups of 7, which the six
+    /// parameters predict 0.5% cheaper (docs/PERFORMANCE.md, tenth session).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_arrays: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value_bytes: Option<usize>,
     #[serde(default)]
@@ -244,6 +264,8 @@ pub struct ModelMachine {
     pub params: Params,
     /// Whether groups may stream on this machine.
     pub streams: bool,
+    /// The most arrays one group may touch (`usize::MAX`: no limit; on a CPU only).
+    pub group_arrays: usize,
     /// A GPU (a `gpu:` section): one tile is one thread block, C counts the values of shared
     /// memory per block, and the cache test counts exactly what the CUDA kernels place there
     /// (`cost::GroupShape::shared_values`); groups stream along z.
@@ -271,6 +293,12 @@ impl Machine {
         let mut errors = Vec::new();
         if self.cores == Some(0) {
             errors.push(Diagnostic::new("cores", "cores must be at least 1"));
+        }
+        if self.group_arrays.is_some_and(|a| a < 2) {
+            errors.push(Diagnostic::new(
+                "group_arrays",
+                "group_arrays must be at least 2 (one input and one output), or absent for no limit",
+            ));
         }
         if self.cache_bytes == Some(0) {
             errors.push(Diagnostic::new(
@@ -365,6 +393,7 @@ impl Machine {
                 slack: self.slack,
                 params,
                 streams: true,
+                group_arrays: usize::MAX,
                 gpu: true,
             });
         }
@@ -397,6 +426,7 @@ impl Machine {
             slack: self.slack,
             params: self.params.unwrap_or(Params::ZERO),
             streams: true,
+            group_arrays: self.group_arrays.unwrap_or(usize::MAX),
             gpu: false,
         })
     }
