@@ -360,29 +360,12 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
 
 /// The calibration's table: per fraction, each program's optimum and median, and the mean.
 fn print_calibration(c: &calibrate::Calibration, current: f64) {
-    let mut header = vec!["cache fraction".to_string()];
-    header.extend(c.programs.iter().cloned());
-    header.push("geometric mean".into());
-    let rows: Vec<Vec<String>> = c
+    let rows: Vec<SettingRow<'_>> = c
         .results
         .iter()
-        .map(|r| {
-            let mut row = vec![format!("{:.4}", r.fraction)];
-            row.extend(r.per_program.iter().map(|p| match p {
-                Some((case, s)) => format!("{} (optimum {case})", human_seconds(*s)),
-                None => "infeasible".into(),
-            }));
-            row.push(r.seconds.map_or("-".into(), human_seconds));
-            row
-        })
+        .map(|r| (format!("{:.4}", r.fraction), &r.per_program[..], r.seconds))
         .collect();
-    let header: Vec<&str> = header.iter().map(String::as_str).collect();
-    print!("{}", table(&header, &rows));
-    for (program, cases) in c.programs.iter().zip(&c.cases) {
-        for (k, d) in cases.iter().enumerate() {
-            println!("  {program} optimum {k}: {d}");
-        }
-    }
+    print_settings("cache fraction", &c.programs, &rows, &c.cases);
     if c.chosen == current {
         println!("cache_fraction: kept {current:.4}");
     } else {
@@ -397,29 +380,12 @@ fn limit_label(limit: Option<usize>) -> String {
 
 /// The group-arrays calibration's table: per limit, each program's optimum and median.
 fn print_limit_calibration(c: &calibrate::LimitCalibration, current: Option<usize>) {
-    let mut header = vec!["group arrays".to_string()];
-    header.extend(c.programs.iter().cloned());
-    header.push("geometric mean".into());
-    let rows: Vec<Vec<String>> = c
+    let rows: Vec<SettingRow<'_>> = c
         .results
         .iter()
-        .map(|r| {
-            let mut row = vec![limit_label(r.limit)];
-            row.extend(r.per_program.iter().map(|p| match p {
-                Some((case, s)) => format!("{} (optimum {case})", human_seconds(*s)),
-                None => "infeasible".into(),
-            }));
-            row.push(r.seconds.map_or("-".into(), human_seconds));
-            row
-        })
+        .map(|r| (limit_label(r.limit), &r.per_program[..], r.seconds))
         .collect();
-    let header: Vec<&str> = header.iter().map(String::as_str).collect();
-    print!("{}", table(&header, &rows));
-    for (program, cases) in c.programs.iter().zip(&c.cases) {
-        for (k, d) in cases.iter().enumerate() {
-            println!("  {program} optimum {k}: {d}");
-        }
-    }
+    print_settings("group arrays", &c.programs, &rows, &c.cases);
     if c.chosen == current {
         println!("group_arrays: kept {}", limit_label(current));
     } else {
@@ -428,6 +394,42 @@ fn print_limit_calibration(c: &calibrate::LimitCalibration, current: Option<usiz
             limit_label(c.chosen),
             limit_label(current)
         );
+    }
+}
+
+/// One setting's row of a calibration table: its label, each program's optimum case and
+/// median (None: infeasible), and their geometric mean.
+type SettingRow<'a> = (String, &'a [Option<(usize, f64)>], Option<f64>);
+
+/// A calibration's table (one row per setting: each program's optimum and median, and their
+/// geometric mean), then each program's distinct optima.
+fn print_settings(
+    setting: &str,
+    programs: &[String],
+    rows: &[SettingRow<'_>],
+    cases: &[Vec<String>],
+) {
+    let mut header = vec![setting.to_string()];
+    header.extend(programs.iter().cloned());
+    header.push("geometric mean".into());
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|(label, per_program, seconds)| {
+            let mut row = vec![label.clone()];
+            row.extend(per_program.iter().map(|p| match p {
+                Some((case, s)) => format!("{} (optimum {case})", human_seconds(*s)),
+                None => "infeasible".into(),
+            }));
+            row.push(seconds.map_or("-".into(), human_seconds));
+            row
+        })
+        .collect();
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    print!("{}", table(&header, &rows));
+    for (program, cases) in programs.iter().zip(cases) {
+        for (k, d) in cases.iter().enumerate() {
+            println!("  {program} optimum {k}: {d}");
+        }
     }
 }
 

@@ -84,25 +84,35 @@ pub fn fractions_to_try(current: f64) -> Vec<f64> {
 /// [`KEEP_TOLERANCE`] of it; of fractions that tie exactly (their optima are the same
 /// configurations), the smallest. `current` when nothing was measured.
 pub fn choose(results: &[FractionResult], current: f64) -> f64 {
-    let best = results
-        .iter()
-        .filter_map(|r| r.seconds)
-        .min_by(f64::total_cmp);
-    let Some(best) = best else {
+    let rows: Vec<(f64, Option<f64>)> = results.iter().map(|r| (r.fraction, r.seconds)).collect();
+    choose_setting(
+        &rows,
+        current,
+        |f| (f - current).abs() < 1e-3,
+        |a, b| a.total_cmp(b),
+    )
+}
+
+/// The setting to keep among `rows` (setting, seconds): the fastest, unless the current one
+/// (`is_current`) is within [`KEEP_TOLERANCE`] of it; of settings that tie exactly, the first
+/// by `order`. `current` when nothing was measured.
+fn choose_setting<T: Copy>(
+    rows: &[(T, Option<f64>)],
+    current: T,
+    is_current: impl Fn(T) -> bool,
+    order: impl Fn(&T, &T) -> std::cmp::Ordering,
+) -> T {
+    let Some(best) = rows.iter().filter_map(|r| r.1).min_by(f64::total_cmp) else {
         return current;
     };
-    let own = results
-        .iter()
-        .find(|r| (r.fraction - current).abs() < 1e-3)
-        .and_then(|r| r.seconds);
+    let own = rows.iter().find(|r| is_current(r.0)).and_then(|r| r.1);
     if own.is_some_and(|s| s <= best * (1.0 + KEEP_TOLERANCE)) {
         return current;
     }
-    results
-        .iter()
-        .filter(|r| r.seconds == Some(best))
-        .map(|r| r.fraction)
-        .min_by(f64::total_cmp)
+    rows.iter()
+        .filter(|r| r.1 == Some(best))
+        .map(|r| r.0)
+        .min_by(|a, b| order(a, b))
         .unwrap_or(current)
 }
 
@@ -209,26 +219,12 @@ pub fn limits_to_try(current: Option<usize>) -> Vec<Option<usize>> {
 /// of it; of limits that tie exactly (their optima are the same configurations), the least
 /// restrictive (no limit, else the largest). `current` when nothing was measured.
 pub fn choose_limit(results: &[LimitResult], current: Option<usize>) -> Option<usize> {
-    let Some(best) = results
-        .iter()
-        .filter_map(|r| r.seconds)
-        .min_by(f64::total_cmp)
-    else {
-        return current;
+    let rows: Vec<(Option<usize>, Option<f64>)> =
+        results.iter().map(|r| (r.limit, r.seconds)).collect();
+    let loosest_first = |a: &Option<usize>, b: &Option<usize>| {
+        b.unwrap_or(usize::MAX).cmp(&a.unwrap_or(usize::MAX))
     };
-    let own = results
-        .iter()
-        .find(|r| r.limit == current)
-        .and_then(|r| r.seconds);
-    if own.is_some_and(|s| s <= best * (1.0 + KEEP_TOLERANCE)) {
-        return current;
-    }
-    let loosest = |r: &&LimitResult| r.limit.unwrap_or(usize::MAX);
-    results
-        .iter()
-        .filter(|r| r.seconds == Some(best))
-        .max_by_key(loosest)
-        .map_or(current, |r| r.limit)
+    choose_setting(&rows, current, |l| l == current, loosest_first)
 }
 
 /// Measures the model's optima of the group-arrays calibration programs

@@ -71,16 +71,11 @@ pub fn learned_blocks(params: &Params, learned: &Learned) -> String {
     }
     if let Some(c) = &learned.cache_calibration {
         let fractions: Vec<String> = c.fractions.iter().map(|f| format!("{f:.4}")).collect();
-        let seconds: Vec<String> = c
-            .seconds
-            .iter()
-            // Nine digits: `calibrate::choose` picks the same fraction from what is written.
-            .map(|s| s.map_or_else(|| "null".to_string(), |s| format!("{s:.9e}")))
-            .collect();
-        text.push_str(&format!(
-            "  cache_calibration:\n    fractions: [{}]\n    seconds: [{}]\n",
-            fractions.join(", "),
-            seconds.join(", ")
+        text.push_str(&calibration_block(
+            "cache_calibration",
+            "fractions",
+            &fractions,
+            &c.seconds,
         ));
     }
     if let Some(c) = &learned.group_arrays_calibration {
@@ -89,19 +84,34 @@ pub fn learned_blocks(params: &Params, learned: &Learned) -> String {
             .iter()
             .map(|l| l.map_or_else(|| "null".to_string(), |n| n.to_string()))
             .collect();
-        let seconds: Vec<String> = c
-            .seconds
-            .iter()
-            // Nine digits, as above: `calibrate::choose_limit` picks the same limit.
-            .map(|s| s.map_or_else(|| "null".to_string(), |s| format!("{s:.9e}")))
-            .collect();
-        text.push_str(&format!(
-            "  group_arrays_calibration:\n    limits: [{}]\n    seconds: [{}]\n",
-            limits.join(", "),
-            seconds.join(", ")
+        text.push_str(&calibration_block(
+            "group_arrays_calibration",
+            "limits",
+            &limits,
+            &c.seconds,
         ));
     }
     text
+}
+
+/// One calibration record of the `learned` block: the settings tried under `key` and their
+/// seconds, with nine digits so that `calibrate::choose` and `choose_limit` pick the same
+/// setting from what is written.
+fn calibration_block(
+    name: &str,
+    key: &str,
+    settings: &[String],
+    seconds: &[Option<f64>],
+) -> String {
+    let seconds: Vec<String> = seconds
+        .iter()
+        .map(|s| s.map_or_else(|| "null".to_string(), |s| format!("{s:.9e}")))
+        .collect();
+    format!(
+        "  {name}:\n    {key}: [{}]\n    seconds: [{}]\n",
+        settings.join(", "),
+        seconds.join(", ")
+    )
 }
 
 /// `text` with the top-level key `key` set to `value`: its block (the key's line and the
