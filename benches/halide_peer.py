@@ -963,6 +963,27 @@ def print_table(report):
     print(report["verdict"])
 
 
+class redirect_stdout_to_stderr:
+    """Points file descriptor 1 (and `sys.stdout`) at stderr, so that what native libraries
+    print there cannot mix with the report; `with` the returned object restores the real stdout
+    for the report itself."""
+
+    def __init__(self):
+        sys.stdout.flush()
+        self.saved = os.dup(1)
+        os.dup2(2, 1)
+
+    def __enter__(self):
+        sys.stdout.flush()
+        os.dup2(self.saved, 1)
+        return self
+
+    def __exit__(self, *exc):
+        sys.stdout.flush()
+        os.dup2(2, 1)
+        return False
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="halide_peer.py",
@@ -1027,6 +1048,10 @@ build/halide-venv/bin/pip install halide numpy pyyaml (or `make bench-halide`)."
     def log(message):
         print(message, file=sys.stderr, flush=True)
 
+    # Halide's C++ library prints warnings (storage folding, for one) on file descriptor 1; in
+    # the middle of the JSON they made `--format json` unparseable. Everything written to
+    # descriptor 1 while the work runs goes to stderr; the report goes to the real stdout.
+    report_out = redirect_stdout_to_stderr()
     try:
         if args.runs < 1:
             raise UserError(f"--runs: {args.runs}: need at least 1")
@@ -1187,11 +1212,12 @@ build/halide-venv/bin/pip install halide numpy pyyaml (or `make bench-halide`)."
             "best_halide_over_opt": None if best is None or opt is None else best["median"] / opt,
             "verdict": verdict,
         }
-        if args.format == "json":
-            json.dump(report, sys.stdout, indent=2)
-            print()
-        else:
-            print_table(report)
+        with report_out:
+            if args.format == "json":
+                json.dump(report, sys.stdout, indent=2)
+                print()
+            else:
+                print_table(report)
         failed_check = any(r.get("verified") is False or str(r.get("check", "")).startswith("MISMATCH")
                            for r in rows)
         return 1 if failed_check else 0

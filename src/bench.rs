@@ -209,7 +209,9 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Measured> {
             Ok(Some(
                 match args.target {
                     BenchTarget::Openmp => lower(&prog, &an, &p.config, &cost)?,
-                    BenchTarget::CudaEmulated => lower_cuda(&prog, &an, &p.config, &cost)?,
+                    BenchTarget::CudaEmulated => {
+                        lower_cuda(&prog, &an, &p.config, &cost, view.block_threads)?
+                    }
                 }
                 .with_reference(&program, &analysis),
             ))

@@ -78,10 +78,17 @@ pub struct CodegenArgs {
 }
 
 fn schedule(args: &CodegenArgs) -> anyhow::Result<(Schedule, String)> {
-    // A streamed group walks z in the CUDA kernels (thread blocks own x-y tiles).
+    // A streamed group walks z in the CUDA kernels (thread blocks own x-y tiles), in blocks of
+    // at most the device's threads (the number the model's shared-memory test used).
+    let block_threads = match args.target {
+        Target::Cuda => {
+            GpuLimits::of_machine(&Machine::load(&args.machine.path()?)?).block_threads()
+        }
+        Target::Openmp => 0,
+    };
     let lower = |p: &_, a: &_, c: &Configuration, cost: &_| {
         if args.target == Target::Cuda {
-            lower_cuda(p, a, c, cost)
+            lower_cuda(p, a, c, cost, block_threads)
         } else {
             lower(p, a, c, cost)
         }

@@ -53,7 +53,8 @@ fn cases(seeds: std::ops::Range<u64>, per_program: usize) -> Vec<(String, Schedu
         for c in 0..per_program {
             let config = random_configuration(&mut rng, program.stencils.len(), analysis.domain);
             let cost = evaluate(&analysis, &m, &config);
-            let schedule = lower_cuda(&program, &analysis, &config, &cost).unwrap();
+            let schedule =
+                lower_cuda(&program, &analysis, &config, &cost, m.block_threads).unwrap();
             let limits = GpuLimits {
                 shared_bytes_per_block: *rng.pick(&[0, 600, 4096, 48 << 10]),
                 ..GpuLimits::h100()
@@ -68,6 +69,46 @@ fn cases(seeds: std::ops::Range<u64>, per_program: usize) -> Vec<(String, Schedu
                 p,
             ));
         }
+    }
+    out
+}
+
+/// A vertical chain (a column physics step's shape): `b` reads `a` at z neighbours only, `d`
+/// reads `c` and `b` at its own x-y cell, `c` reads the input along x: streamed, `a`, `b` and `c`
+/// are register windows of several planes where their readers' boxes match, and of one plane
+/// for `b`'s pointwise read.
+const COLUMN: &str = "name: column\ndomain: [12, 10, 16]\nhalo: [1, 1, 3]\noutputs: [d]\nstencils:\n  - name: a\n    expr: \"q(i,j,k-1) + 0.5 * q(i,j,k+1)\"\n  - name: b\n    expr: \"0.5 * a(i,j,k-1) - a(i,j,k+1) + 0.25 * a(i,j,k)\"\n  - name: c\n    expr: \"b(i,j,k) * q(i+1,j,k) + q(i,j,k+2)\"\n  - name: d\n    expr: \"c(i,j,k+1) - c(i,j,k-1) + b(i,j,k)\"\n";
+
+/// Cases of programs with pure z neighbours (the column chain above and cosmo_pgrad), random
+/// configurations, every group streamed every other case, random shared-memory limits.
+fn column_cases(count: usize) -> Vec<(String, Schedule, CudaPlan)> {
+    let m = cpu_machine();
+    let pgrad = std::fs::read_to_string(root().join("configs/cosmo_pgrad.yaml")).unwrap();
+    let mut out = Vec::new();
+    let mut rng = Rng::new(7_341);
+    for c in 0..count {
+        let text = if c % 8 == 7 { pgrad.as_str() } else { COLUMN };
+        let program = Program::from_yaml(text).unwrap();
+        let analysis = Analysis::new(&program).unwrap();
+        let mut config = random_configuration(&mut rng, program.stencils.len(), analysis.domain);
+        if c % 2 == 0 {
+            config.stream = (0..config.tiles.len()).collect();
+        }
+        let cost = evaluate(&analysis, &m, &config);
+        let schedule = lower_cuda(&program, &analysis, &config, &cost, m.block_threads).unwrap();
+        let limits = GpuLimits {
+            shared_bytes_per_block: *rng.pick(&[0, 600, 48 << 10]),
+            ..GpuLimits::h100()
+        };
+        let p = plan(&schedule, &limits).unwrap();
+        out.push((
+            format!(
+                "column {} {c} {:?} {:?} smem{}",
+                program.name, config.groups, config.tiles, limits.shared_bytes_per_block
+            ),
+            schedule,
+            p,
+        ));
     }
     out
 }
@@ -115,7 +156,8 @@ fn run_emulated(
 
 #[test]
 fn emulated_cuda_matches_the_reference_bit_for_bit() {
-    let cases = cases(0..100, 4);
+    let mut cases = cases(0..100, 4);
+    cases.extend(column_cases(48));
     // Shared buffers and scratch both occur.
     let placements: Vec<bool> = cases
         .iter()
@@ -132,6 +174,17 @@ fn emulated_cuda_matches_the_reference_bit_for_bit() {
         .flat_map(|(_, s, _)| s.groups.iter().map(|g| g.stream.is_some()))
         .collect();
     assert!(streamed.contains(&true) && streamed.contains(&false));
+    // Register windows occur, of one plane (a pointwise reader) and of several (z neighbours).
+    let windows: Vec<usize> = cases
+        .iter()
+        .flat_map(|(_, s, _)| s.groups.iter().flat_map(|g| &g.steps))
+        .filter_map(|st| st.buffer.as_ref().and_then(|b| b.registers))
+        .map(|r| r.window)
+        .collect();
+    assert!(
+        windows.contains(&1) && windows.iter().any(|&w| w > 1),
+        "register windows: {windows:?}"
+    );
     let results = run_emulated(&cases, 50, "", &["-O1"], &[("OMP_NUM_THREADS", "2")]);
     for r in &results {
         assert!(
@@ -141,7 +194,7 @@ fn emulated_cuda_matches_the_reference_bit_for_bit() {
         );
     }
     assert_eq!(results.len(), cases.len());
-    assert!(results.len() >= 400);
+    assert!(results.len() >= 448);
 }
 
 /// The emulated kernels (streamed and whole-tile groups, buffers in shared memory and in global
@@ -149,7 +202,8 @@ fn emulated_cuda_matches_the_reference_bit_for_bit() {
 /// of exactly the planned size, so a buffer index past either end is reported.
 #[test]
 fn emulated_cuda_is_clean_under_address_sanitizer() {
-    let cases = cases(4000..4020, 2);
+    let mut cases = cases(4000..4020, 2);
+    cases.extend(column_cases(8));
     let results = run_emulated(
         &cases,
         20,
@@ -187,6 +241,9 @@ fn nvcc() -> Result<PathBuf, String> {
 #[derive(Debug, Default)]
 struct PtxasKernel {
     name: String,
+    /// Local memory per thread: register windows that ptxas could not keep in registers
+    /// (indices it could not resolve to constants) would show here.
+    stack_frame: u64,
     registers: usize,
     smem_bytes: u64,
     spill_stores: u64,
@@ -210,6 +267,7 @@ fn parse_ptxas(text: &str) -> Vec<PtxasKernel> {
             });
         } else if let Some(k) = kernels.last_mut() {
             if line.contains("spill stores") {
+                k.stack_frame = number_before(line, " bytes stack frame").unwrap_or(u64::MAX);
                 k.spill_stores = number_before(line, " bytes spill stores").unwrap_or(u64::MAX);
                 k.spill_loads = number_before(line, " bytes spill loads").unwrap_or(u64::MAX);
             }
@@ -262,13 +320,21 @@ fn nvcc_compiles_generated_cuda_without_spills_within_shared_memory() {
     }
     let renderer = Renderer::embedded();
     let mut extra = cases(3000..3003, 1);
+    extra.extend(column_cases(6));
+    let windows = extra
+        .iter()
+        .flat_map(|(_, s, _)| s.groups.iter().flat_map(|g| &g.steps))
+        .filter(|st| st.buffer.as_ref().is_some_and(|b| b.registers.is_some()))
+        .count();
+    assert!(windows > 0, "no register windows among the compiled cases");
     {
         let text = std::fs::read_to_string(root().join("configs/heat4.yaml")).unwrap();
         let program = Program::from_yaml(&text).unwrap();
         let analysis = Analysis::new(&program).unwrap();
         let config = Configuration::new(vec![0, 0, 1, 1], vec![[4, 8, 32], [4, 8, 32]]);
-        let cost = evaluate(&analysis, &h100().model_view(8).unwrap(), &config);
-        let schedule = lower_cuda(&program, &analysis, &config, &cost).unwrap();
+        let view = h100().model_view(8).unwrap();
+        let cost = evaluate(&analysis, &view, &config);
+        let schedule = lower_cuda(&program, &analysis, &config, &cost, view.block_threads).unwrap();
         let p = plan(&schedule, &limits).unwrap();
         extra.push(("heat4 [0,0,1,1] [4,8,32]".into(), schedule, p));
     }
@@ -342,13 +408,19 @@ fn nvcc_compiles_generated_cuda_without_spills_within_shared_memory() {
         assert!(!kernels.is_empty(), "no ptxas report for {label}:\n{text}");
         for k in &kernels {
             println!(
-                "ptxas {label}: {} registers {} smem {} bytes spills {}/{}",
-                k.name, k.registers, k.smem_bytes, k.spill_stores, k.spill_loads
+                "ptxas {label}: {} registers {} smem {} bytes stack {} spills {}/{}",
+                k.name, k.registers, k.smem_bytes, k.stack_frame, k.spill_stores, k.spill_loads
             );
             assert_eq!(
                 (k.spill_stores, k.spill_loads),
                 (0, 0),
                 "{label}: {} spills registers:\n{text}",
+                k.name
+            );
+            // Register windows stay in registers (no local memory).
+            assert_eq!(
+                k.stack_frame, 0,
+                "{label}: {} has a stack frame:\n{text}",
                 k.name
             );
             // All shared memory is dynamic, sized by the plan (checked below).
@@ -403,7 +475,8 @@ fn a_gpu_machine_asks_for_more_smaller_tiles_than_the_cpu() {
     for (t, range) in on_gpu.config.tiles.iter().zip(on_gpu.config.group_ranges()) {
         let total: usize = t.iter().product();
         assert!(total >= gpu.threads, "{t:?}: fewer tiles than 4 x SM count");
-        let values = group_shape(&analysis, range).shared_values(&analysis, *t, true);
+        let values =
+            group_shape(&analysis, range).shared_values(&analysis, *t, true, gpu.block_threads);
         assert!(values as f64 <= gpu.cache_values, "{t:?}: {values} values");
     }
     assert!(
@@ -512,7 +585,8 @@ fn gpu_model_counts_exactly_the_shared_memory_the_kernels_use() {
             m.slack.size = 0.99;
             m.cache_values = rng.range(0, 400) as f64;
             let cost = evaluate(&analysis, &m, &config);
-            let schedule = lower_cuda(&program, &analysis, &config, &cost).unwrap();
+            let schedule =
+                lower_cuda(&program, &analysis, &config, &cost, m.block_threads).unwrap();
             let p = plan(&schedule, &unlimited).unwrap();
             let mut over = false;
             for (g, range) in config.group_ranges().into_iter().enumerate() {
@@ -520,6 +594,7 @@ fn gpu_model_counts_exactly_the_shared_memory_the_kernels_use() {
                     &analysis,
                     config.tiles[g],
                     config.streams(g),
+                    m.block_threads,
                 );
                 assert_eq!(
                     model * vb,

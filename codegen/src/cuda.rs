@@ -11,11 +11,14 @@
 //! each stencil's whole 3-D loop box in turn. The loop and store boxes are those of the
 //! schedule, exactly as in the OpenMP kernel.
 //!
-//! [`plan`] decides what the schedule leaves to the target: per group the block shape and
-//! which tile buffers live in (dynamic) shared memory, in order while the group's total stays
-//! within the machine's per-block limit, and which in per-block global scratch. The buffers'
-//! extents are `boxes::block_buffers`, the same numbers the GPU model's shared-memory test
-//! counts, so a configuration the model accepts has all its buffers in shared memory.
+//! The block shape and the register windows come from the schedule (`boxes::block_plan`, the
+//! function the GPU model's shared-memory test calls): in a streamed group, a buffer whose
+//! readers read it only at x-y offset (0, 0) over the same loop box is a per-thread window of
+//! z planes in registers (`ABS_REGISTERS`), shifted one plane after each step. [`plan`]
+//! decides the rest: which of the other tile buffers live in (dynamic) shared memory, in order
+//! while the group's total stays within the machine's per-block limit, and which in per-block
+//! global scratch. Their extents are the numbers the model counts, so a configuration the model
+//! accepts has all of them in shared memory.
 
 use absinthe_model::machine::{Gpu, Machine};
 use minijinja::context;
@@ -28,12 +31,7 @@ use crate::CodegenError;
 /// The name of the portability header every CUDA file includes.
 pub const EMULATION_HEADER: &str = "absinthe_cuda_emu.h";
 
-/// The warp width: a block's x extent is a multiple of it.
-pub const WARP: usize = 32;
-
-/// Threads per block the plan chooses at most: 8 blocks of 256 fill an SM's 2048 threads, and
-/// `__launch_bounds__(256)` leaves ptxas 255 registers per thread.
-pub const MAX_BLOCK_THREADS: usize = 256;
+pub use absinthe_model::boxes::{block_shape, MAX_BLOCK_THREADS, WARP};
 
 /// Registers per SM on every device since sm_50.
 pub const REGISTERS_PER_SM: usize = 65536;
@@ -71,6 +69,12 @@ impl GpuLimits {
         }
     }
 
+    /// The most threads per block the kernels use: [`MAX_BLOCK_THREADS`], or fewer when the
+    /// device allows fewer (`ModelMachine::block_threads`, the same number).
+    pub fn block_threads(&self) -> usize {
+        MAX_BLOCK_THREADS.min(self.max_threads_per_block)
+    }
+
     /// The machine's `gpu:` section, or the H100 limits when it has none.
     pub fn of_machine(machine: &Machine) -> GpuLimits {
         machine
@@ -81,7 +85,8 @@ impl GpuLimits {
     }
 }
 
-/// Where one tile buffer lives.
+/// Where one tile buffer in memory lives (register windows are declared by the kernel itself,
+/// `GroupSchedule::register_buffers`).
 #[derive(Clone, Debug, Serialize)]
 pub struct CudaBuffer {
     pub ident: String,
@@ -120,36 +125,9 @@ pub struct CudaPlan {
     pub groups: Vec<CudaGroup>,
 }
 
-/// The block shape for loop boxes of `extents` (`[x, y]` per stencil, the longest over the
-/// tiles): `bx` a multiple of the warp, `bx * by <= min(MAX_BLOCK_THREADS, limit)`, the fewest
-/// rounds `Σ ceil(X / bx) ceil(Y / by)` a plane takes (the block's critical path), ties to the
-/// fewest threads (fewer idle lanes), then to the wider block (coalescing).
-pub fn block_shape(extents: &[[usize; 2]], max_threads: usize) -> [usize; 2] {
-    let cap = MAX_BLOCK_THREADS.min(max_threads).max(WARP);
-    let mut best = ([WARP, 1], u64::MAX, usize::MAX);
-    for bx in [WARP, 2 * WARP, 4 * WARP, 8 * WARP] {
-        for by in [1, 2, 4, 8, 16, 32] {
-            if bx * by > cap {
-                continue;
-            }
-            let rounds: u64 = extents
-                .iter()
-                .map(|e| (e[0].div_ceil(bx) * e[1].div_ceil(by)) as u64)
-                .sum();
-            let threads = bx * by;
-            let better = rounds < best.1
-                || (rounds == best.1 && threads < best.2)
-                || (rounds == best.1 && threads == best.2 && bx > best.0[0]);
-            if better {
-                best = ([bx, by], rounds, threads);
-            }
-        }
-    }
-    best.0
-}
-
-/// Places every group's buffers: shared memory while the group's total fits the limit, in
-/// the schedule's order, the rest in global scratch; and chooses each group's block shape.
+/// Places every group's buffers that are not register windows: shared memory while the
+/// group's total fits the limit, in the schedule's order, the rest in global scratch. The
+/// block shape is the schedule's (`boxes::block_plan`, which also chose the register windows).
 /// Fails when the schedule was not lowered for CUDA ([`crate::lower_cuda`]): a group streams
 /// along y or shares row loops.
 pub fn plan(schedule: &Schedule, limits: &GpuLimits) -> Result<CudaPlan, CodegenError> {
@@ -171,6 +149,7 @@ pub fn plan(schedule: &Schedule, limits: &GpuLimits) -> Result<CudaPlan, Codegen
                 .steps
                 .iter()
                 .filter_map(|st| st.buffer.as_ref())
+                .filter(|b| b.registers.is_none())
                 .map(|b| {
                     let [ex, ey, ez] = b.device;
                     let size = ex * ey * ez;
@@ -193,20 +172,7 @@ pub fn plan(schedule: &Schedule, limits: &GpuLimits) -> Result<CudaPlan, Codegen
                     }
                 })
                 .collect();
-            let extents: Vec<[usize; 2]> = g
-                .steps
-                .iter()
-                .map(|st| {
-                    [0, 1].map(|d| {
-                        st.loop_box[d]
-                            .iter()
-                            .map(|b| (b[1] - b[0]).max(0) as usize)
-                            .max()
-                            .unwrap_or(0)
-                    })
-                })
-                .collect();
-            let block = block_shape(&extents, limits.max_threads_per_block);
+            let block = g.block;
             let budget = REGISTER_BUDGET.min(limits.registers_per_thread).max(1);
             CudaGroup {
                 index: g.index,

@@ -25,7 +25,9 @@ use crate::cexpr::c_expr;
 use crate::CodegenError;
 
 pub use absinthe_model::boxes::Interval;
-use absinthe_model::boxes::{block_buffers, stream_window, tile_intervals};
+use absinthe_model::boxes::{
+    block_plan, stream_window, tile_intervals, RegisterWindow, MAX_BLOCK_THREADS,
+};
 
 /// The most arithmetic (`Expr::operations`, lets included) that stencils sharing one row loop
 /// may do per element. Sharing saves a row loop's overhead and lets a reader take its
@@ -77,9 +79,13 @@ pub struct LocalBuffer {
     /// The OpenMP layout: rows padded to 64 bytes, and when the group streams, `window`
     /// slots along the stream dimension instead of the tile's extent.
     pub host: HostLayout,
-    /// The CUDA layout's extents (`boxes::block_buffers`, what the GPU model counts): `shape`,
+    /// The CUDA layout's extents (`boxes::block_plan`, what the GPU model counts): `shape`,
     /// with the rolling window along z when the group streams along z. Dense, x fastest.
     pub device: [usize; 3],
+    /// On the CUDA target, set when the buffer is a register window (`boxes::block_plan`):
+    /// each thread keeps the values of the cells it computes for the planes its readers still
+    /// read, `ABS_REG(ident, abs_r, slot)` with the newest plane in slot `window - 1`.
+    pub registers: Option<RegisterWindow>,
 }
 
 /// A tile buffer as the OpenMP kernel lays it out (the CUDA kernels use [`LocalBuffer`]'s own
@@ -138,9 +144,17 @@ pub struct StencilStep {
     pub global: Option<String>,
     /// The tile-local buffer when in-group readers read this stencil.
     pub buffer: Option<LocalBuffer>,
-    /// Whether this stencil reads the buffer of an in-group producer (so, in a CUDA kernel, a
-    /// barrier must separate its phase from the next write of that buffer).
+    /// Whether this stencil reads the buffer of an in-group producer.
     pub reads_buffers: bool,
+    /// On the CUDA target: whether a barrier must follow this stencil's phase, because it
+    /// writes a tile buffer in shared memory (its readers run after the barrier) or reads one
+    /// (the next write of that buffer runs after it). Register windows need none: a thread
+    /// reads only values it computed itself.
+    pub barrier: bool,
+    /// On the CUDA target, set when this stencil writes or reads a register window: it walks
+    /// its loop box in `[x, y]` rounds of the block (unrolled, so that the window's indices are
+    /// constants), round `abs_r = ry * rounds[0] + rx`.
+    pub rounds: Option<[usize; 2]>,
     /// The buffer element at `(i, j, k)` as C, in the OpenMP layout.
     pub buffer_write: Option<String>,
     /// The C variable holding the value computed at `(i, j, k)`: `v_s<index>`.
@@ -168,6 +182,12 @@ pub struct GroupSchedule {
     pub steps: Vec<StencilStep>,
     /// Set when the group streams.
     pub stream: Option<StreamPlan>,
+    /// The CUDA thread block `[x, y]` (`boxes::block_plan`; the register windows' rounds
+    /// follow from it).
+    pub block: [usize; 2],
+    /// The CUDA register windows of the group (steps with a buffer in registers), for their
+    /// declaration and the shift after each plane step.
+    pub register_buffers: Vec<String>,
     /// The row loops of the OpenMP kernel: consecutive steps (indices into `steps`) that share
     /// one loop over `i` ([`lower`] says when they may). A reader in the same loop reads a
     /// producer at offset zero from the producer's value variable.
@@ -262,7 +282,14 @@ pub fn lower(
     config: &Configuration,
     cost: &Cost,
 ) -> Result<Schedule, CodegenError> {
-    lower_with(program, analysis, config, cost, Target::OpenMp)
+    lower_with(
+        program,
+        analysis,
+        config,
+        cost,
+        Target::OpenMp,
+        MAX_BLOCK_THREADS,
+    )
 }
 
 /// What a lowering is for.
@@ -284,6 +311,7 @@ fn lower_with(
     config: &Configuration,
     cost: &Cost,
     target: Target,
+    block_threads: usize,
 ) -> Result<Schedule, CodegenError> {
     let share_rows = target == Target::OpenMp;
     let domain = analysis.domain;
@@ -391,13 +419,24 @@ fn lower_with(
                 .then(|| stream_window(analysis, range, &group_widths, p, stream_dim))
                 .flatten()
         };
-        let device = block_buffers(
+        let device = block_plan(
             analysis,
             range,
             &group_widths,
             config.tiles[g],
             streams && stream_dim == 2,
+            block_threads,
         );
+        let registers_of = |p: usize| -> Option<RegisterWindow> {
+            if target != Target::Cuda {
+                return None;
+            }
+            device
+                .buffers
+                .iter()
+                .find(|b| b.stencil == p)
+                .and_then(|b| b.registers)
+        };
         let counts = config.tiles[g];
         let tile_size = config.tile_size(g, domain);
         let grid = [0, 1, 2].map(|d| domain[d].div_ceil(tile_size[d]));
@@ -433,10 +472,12 @@ fn lower_with(
                     stride_z: shape[0] * shape[1],
                     host: host_layout(shape, window(s), stream_dim, value_bytes),
                     device: device
+                        .buffers
                         .iter()
-                        .find(|(p, _)| *p == s)
-                        .map(|(_, e)| *e)
+                        .find(|b| b.stencil == s)
+                        .map(|b| b.extents)
                         .expect("a buffered stencil has a block buffer"),
+                    registers: registers_of(s),
                 }
             });
             if buffer.is_none() && !is_stored {
@@ -499,7 +540,16 @@ fn lower_with(
                             .find(|st| st.stencil == p)
                             .and_then(|st| st.buffer.as_ref())
                             .expect("in-group producer has a buffer");
-                        buffer_access(b, off, stream_dim)
+                        match b.registers {
+                            // Plane k + dz of p, read at step t by this stencil (k = t + lag(s)),
+                            // was computed at step t + lag(s) + dz - lag(p) and shifted down once
+                            // per step since: its slot counts back from the newest, window - 1.
+                            Some(r) => register_access(
+                                b,
+                                r.window as i64 - 1 - (lag(p) - lag(s) - off[2] as i64),
+                            ),
+                            None => buffer_access(b, off, stream_dim),
+                        }
                     }
                     _ => access_global(off, &format!("g_{array}")),
                 }
@@ -516,9 +566,35 @@ fn lower_with(
                 })
                 .collect();
             let code = c_expr(&st.expr, vt, &access, &step_local);
-            let buffer_write = buffer
+            let buffer_write = buffer.as_ref().map(|b| match b.registers {
+                Some(r) => register_access(b, r.window as i64 - 1),
+                None => buffer_access(b, [0; 3], stream_dim),
+            });
+            // In-group producers this stencil reads: (in registers?) per producer.
+            let producers: Vec<bool> = info
+                .accesses
+                .iter()
+                .filter_map(|(a, _)| match analysis.arrays[*a].kind {
+                    ArrayKind::Stencil(p) if group_of(p) == g => Some(registers_of(p).is_some()),
+                    _ => None,
+                })
+                .collect();
+            let register_rounds = buffer
                 .as_ref()
-                .map(|b| buffer_access(b, [0; 3], stream_dim));
+                .and_then(|b| b.registers)
+                .map(|r| r.rounds)
+                .or_else(|| {
+                    info.accesses
+                        .iter()
+                        .find_map(|(a, _)| match analysis.arrays[*a].kind {
+                            ArrayKind::Stencil(p) if group_of(p) == g => {
+                                registers_of(p).map(|r| r.rounds)
+                            }
+                            _ => None,
+                        })
+                });
+            let barrier = buffer.as_ref().is_some_and(|b| b.registers.is_none())
+                || producers.iter().any(|in_registers| !in_registers);
             steps.push(StencilStep {
                 stencil: s,
                 name: info.name.clone(),
@@ -528,9 +604,9 @@ fn lower_with(
                 buffer_write,
                 value: format!("v_s{s}"),
                 extent: info.extent,
-                reads_buffers: info.accesses.iter().any(|(a, _)| {
-                    matches!(analysis.arrays[*a].kind, ArrayKind::Stencil(p) if group_of(p) == g)
-                }),
+                reads_buffers: !producers.is_empty(),
+                barrier,
+                rounds: register_rounds,
                 loop_box,
                 store_box: is_stored.then_some(store_box),
                 global: is_stored.then(|| format!("g_{}", info.name)),
@@ -556,6 +632,12 @@ fn lower_with(
                 "group {g} streams along y, but its stencils' z loop boxes differ"
             )));
         }
+        let register_buffers = steps
+            .iter()
+            .filter_map(|st| st.buffer.as_ref())
+            .filter(|b| b.registers.is_some())
+            .map(|b| b.ident.clone())
+            .collect();
         groups.push(GroupSchedule {
             index: g,
             stencils: range
@@ -572,6 +654,8 @@ fn lower_with(
                 dim: stream_dim,
                 other: 3 - stream_dim,
             }),
+            block: device.block,
+            register_buffers,
             loops,
         });
     }
@@ -680,19 +764,29 @@ pub fn lower_plain(
         stream: Vec::new(),
         ..config.clone()
     };
-    lower_with(program, analysis, &config, cost, Target::Plain)
+    lower_with(
+        program,
+        analysis,
+        &config,
+        cost,
+        Target::Plain,
+        MAX_BLOCK_THREADS,
+    )
 }
 
 /// [`lower`] for the CUDA kernels: a streamed group walks z (thread blocks own x-y tiles, its
 /// buffers keep rolling windows of z planes), every stencil has its own loop nest, rows are
-/// padded to 128 bytes, and indices are 32-bit where the arrays allow.
+/// padded to 128 bytes, and indices are 32-bit where the arrays allow. Blocks have at most
+/// `block_threads` threads (`ModelMachine::block_threads`, the number the model's
+/// shared-memory test used): the block shape decides which buffers fit register windows.
 pub fn lower_cuda(
     program: &Program,
     analysis: &Analysis,
     config: &Configuration,
     cost: &Cost,
+    block_threads: usize,
 ) -> Result<Schedule, CodegenError> {
-    lower_with(program, analysis, config, cost, Target::Cuda)
+    lower_with(program, analysis, config, cost, Target::Cuda, block_threads)
 }
 
 /// Threads' tile buffers start this many bytes apart at least (a page). Packed at `size`, the
@@ -757,6 +851,12 @@ fn buffer_access(b: &LocalBuffer, off: [i32; 3], stream_dim: usize) -> String {
             }
         }
     }
+}
+
+/// A register window's value at `slot` for the thread's current round, as C (the macro of
+/// `absinthe_cuda_emu.h`: a register array on the device, per-thread storage in the emulation).
+fn register_access(b: &LocalBuffer, slot: i64) -> String {
+    format!("ABS_REG({}, abs_r, {slot})", b.ident)
 }
 
 /// The index variable `v` shifted by `o`, as C: `v`, `(v + o)` or `(v - |o|)`.

@@ -9,6 +9,11 @@
 // (ABS_DYNAMIC_SHARED) becomes one host buffer, filled with 0xFF bytes (NaNs) at each launch and
 // shared by the blocks run one after another (so a read of a value no phase wrote shows up), so
 // the same index arithmetic is executed and verified on machines without a GPU.
+//
+// A register window (ABS_REGISTERS, read and written with ABS_REG) is an array in each thread's
+// registers on the device: its indices are constants once ABS_UNROLL has unrolled the loops
+// around them. The emulation keeps one such array per thread of the block, filled with NaNs at
+// each block, so a read of a value the thread did not compute shows up.
 #pragma once
 
 #if defined(__CUDACC__)
@@ -40,6 +45,9 @@
         } \
     } while (0)
 #endif
+#define ABS_REGISTERS(T, name, cells, window) T name[cells][window]
+#define ABS_REG(name, r, w) name[r][w]
+#define ABS_UNROLL _Pragma("unroll")
 #define ABS_DYNAMIC_SHARED(T, name) \
     extern __shared__ __align__(16) unsigned char absinthe_smem_bytes[]; \
     T* __restrict__ const name = reinterpret_cast<T*>(absinthe_smem_bytes)
@@ -61,6 +69,7 @@
 #define ABS_LAUNCH_BOUNDS(threads, min_blocks)
 #define ABS_CONSTANT static const
 #define ABS_SHARED static
+#include <limits>
 #include <vector>
 namespace absinthe_emu {
 // The block the emulated launch is running.
@@ -76,6 +85,12 @@ inline std::vector<unsigned char> shared_memory;
 #define ABS_PHASE_END_NO_BARRIER }
 #define ABS_DYNAMIC_SHARED(T, name) \
     T* __restrict const name = reinterpret_cast<T*>(absinthe_emu::shared_memory.data())
+#define ABS_REGISTERS(T, name, cells, window) \
+    constexpr int name##_cells = (cells); \
+    constexpr int name##_window = (window); \
+    std::vector<T> name((size_t)abs_bx * abs_by * name##_cells * name##_window, std::numeric_limits<T>::quiet_NaN())
+#define ABS_REG(name, r, w) name[((size_t)(abs_ty * abs_bx + abs_tx) * name##_cells + (size_t)(r)) * name##_window + (size_t)(w)]
+#define ABS_UNROLL
 #define ABS_LAUNCH(kernel, blocks, bx, by, smem, ...) \
     do { \
         absinthe_emu::shared_memory.assign((size_t)(smem), (unsigned char)0xFF); \

@@ -452,8 +452,8 @@ fn gpu_shared_memory_by_hand() {
     m.threads = 4;
     m.cache_values = 2000.0;
     let shape = group_shape(&a, 0..4);
-    assert_eq!(shape.shared_values(&a, [4, 8, 16], true), 1684);
-    assert_eq!(shape.shared_values(&a, [4, 8, 16], false), 6736);
+    assert_eq!(shape.shared_values(&a, [4, 8, 16], true, 256), 1684);
+    assert_eq!(shape.shared_values(&a, [4, 8, 16], false, 256), 6736);
     let s = stream_shape_on(&a, &m);
     assert_eq!((s.dim, s.always), (2, true));
     let plain = Configuration::new(vec![0; 4], vec![[4, 8, 16]]);

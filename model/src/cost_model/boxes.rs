@@ -1,7 +1,9 @@
 //! Tile geometry, defined once for the code generator and the model: the loop and store box of
 //! a stencil in one tile, the largest loop box over a tile grid, the rolling window of a streamed
-//! buffer, and the tile buffers a group's CUDA kernel keeps per thread block (what the GPU
-//! model's shared-memory test counts, [`crate::cost::GroupShape::shared_values`]).
+//! buffer, and what a group's CUDA kernel keeps per thread block: its block shape and its tile
+//! buffers, in shared memory or in per-thread register windows ([`block_plan`]; the shared ones
+//! are what the GPU model's shared-memory test counts,
+//! [`crate::cost::GroupShape::shared_values`]).
 //!
 //! Boxes are half-open intervals `[lo, hi)` in domain coordinates: index 0 is the first domain
 //! cell, negative indices and indices `>= D` are halo cells.
@@ -98,20 +100,130 @@ pub fn stream_window(
     Some((lag(p) - oldest + 1) as usize)
 }
 
+/// The warp width: a CUDA block's x extent is a multiple of it.
+pub const WARP: usize = 32;
+
+/// Threads per block the CUDA kernels use at most: 8 blocks of 256 fill an SM's 2048 threads,
+/// and `__launch_bounds__(256)` leaves ptxas 255 registers per thread.
+pub const MAX_BLOCK_THREADS: usize = 256;
+
+/// Values per thread that one group's register windows may hold in all (16 doubles are 32
+/// of the 128 registers per thread the kernels budget for; `cuda::REGISTER_BUDGET`).
+pub const REGISTER_WINDOW_VALUES: usize = 16;
+
+/// The block shape for loop boxes of `extents` (`[x, y]` per stencil, the longest over the
+/// tiles): `bx` a multiple of the warp, `bx * by <= min(MAX_BLOCK_THREADS, max_threads)`, the
+/// fewest rounds `Σ ceil(X / bx) ceil(Y / by)` a plane takes (the block's critical path), ties
+/// to the fewest threads (fewer idle lanes), then to the wider block (coalescing).
+pub fn block_shape(extents: &[[usize; 2]], max_threads: usize) -> [usize; 2] {
+    let cap = MAX_BLOCK_THREADS.min(max_threads).max(WARP);
+    let mut best = ([WARP, 1], u64::MAX, usize::MAX);
+    for bx in [WARP, 2 * WARP, 4 * WARP, 8 * WARP] {
+        for by in [1, 2, 4, 8, 16, 32] {
+            if bx * by > cap {
+                continue;
+            }
+            let rounds: u64 = extents
+                .iter()
+                .map(|e| (e[0].div_ceil(bx) * e[1].div_ceil(by)) as u64)
+                .sum();
+            let threads = bx * by;
+            let better = rounds < best.1
+                || (rounds == best.1 && threads < best.2)
+                || (rounds == best.1 && threads == best.2 && bx > best.0[0]);
+            if better {
+                best = ([bx, by], rounds, threads);
+            }
+        }
+    }
+    best.0
+}
+
+/// A tile buffer kept in registers: each thread holds the values of the cells it computes
+/// (`rounds[0] x rounds[1]` of them: the block walks the loop box in rounds of `bx x by`
+/// cells) for the `window` z planes its readers still read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct RegisterWindow {
+    pub rounds: [usize; 2],
+    pub window: usize,
+}
+
+impl RegisterWindow {
+    /// Values one thread holds.
+    pub fn values(&self) -> usize {
+        self.rounds[0] * self.rounds[1] * self.window
+    }
+}
+
+/// One tile buffer of a thread block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockBuffer {
+    pub stencil: usize,
+    /// `[x, y, z]`: the longest loop box per dimension and, along z when the group streams,
+    /// the rolling window.
+    pub extents: [usize; 3],
+    /// Set when the buffer lives in registers instead of shared memory.
+    pub registers: Option<RegisterWindow>,
+}
+
+/// What a group's CUDA kernel keeps per thread block: its block shape and its tile buffers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockPlan {
+    /// Threads along x (a multiple of [`WARP`]) and y.
+    pub block: [usize; 2],
+    pub buffers: Vec<BlockBuffer>,
+}
+
+impl BlockPlan {
+    /// Values of shared memory the block needs: its buffers that are not in registers.
+    pub fn shared_values(&self) -> u64 {
+        self.buffers
+            .iter()
+            .filter(|b| b.registers.is_none())
+            .map(|b| b.extents.iter().map(|&v| v as u64).product::<u64>())
+            .sum()
+    }
+}
+
 /// The tile buffers of the group `range` tiled by `tiles` as the CUDA kernels lay them out, one
-/// per stencil that an in-group stencil reads: `(stencil, [x, y, z] extents)`, the longest loop
-/// box per dimension, and along z the rolling window when the group streams (along z: a GPU
-/// group streams along z, [`crate::cost::stream_shape_on`]).
-pub fn block_buffers(
+/// per stencil that an in-group stencil reads, in stencil order, and the block shape
+/// ([`block_shape`] over every stencil's longest x-y loop box, at most `max_threads` threads).
+///
+/// Extents: the longest loop box per dimension and, along z when the group streams (a GPU
+/// group streams along z, [`crate::cost::stream_shape_on`]), the rolling window.
+///
+/// A buffer lives in **registers** (a register sliding window, StencilGen's and ARTEMIS's
+/// technique for z neighbours) when the group streams, every in-group reader reads it only at
+/// x-y offset (0, 0) (any z offset) and has the same x-y widths and extents as the producer (so
+/// their loop boxes coincide in every tile and each thread computes, and later reads, the same
+/// cells), and the group's register windows stay within [`REGISTER_WINDOW_VALUES`] per thread
+/// (taken in stencil order). Such a buffer takes no shared memory and needs no barrier: every
+/// value a thread reads it computed itself.
+pub fn block_plan(
     analysis: &Analysis,
     range: &Range<usize>,
     widths: &[Extent],
     tiles: [usize; 3],
     stream: bool,
-) -> Vec<(usize, [usize; 3])> {
+    max_threads: usize,
+) -> BlockPlan {
     let domain = analysis.domain;
     let tile = [0, 1, 2].map(|d| domain[d].div_ceil(tiles[d].max(1)));
-    range
+    let longest = |s: usize, d: usize| {
+        longest_loop(
+            domain[d],
+            tile[d],
+            widths[s - range.start][d],
+            analysis.stencils[s].extent[d],
+        )
+    };
+    let extents: Vec<[usize; 2]> = range
+        .clone()
+        .map(|s| [longest(s, 0), longest(s, 1)])
+        .collect();
+    let block = block_shape(&extents, max_threads);
+    let mut register_values = 0;
+    let buffers = range
         .clone()
         .filter(|&p| {
             analysis.stencils[p]
@@ -120,13 +232,38 @@ pub fn block_buffers(
                 .any(|c| range.contains(c))
         })
         .map(|p| {
-            let w = widths[p - range.start];
-            let e = analysis.stencils[p].extent;
-            let mut ext = [0, 1, 2].map(|d| longest_loop(domain[d], tile[d], w[d], e[d]));
+            let mut ext = [0, 1, 2].map(|d| longest(p, d));
+            let window = stream_window(analysis, range, widths, p, 2).unwrap_or(1);
             if stream {
-                ext[2] = stream_window(analysis, range, widths, p, 2).unwrap_or(1);
+                ext[2] = window;
             }
-            (p, ext)
+            let registers = (stream && pure_z_readers(analysis, range, widths, p))
+                .then(|| RegisterWindow {
+                    rounds: [ext[0].div_ceil(block[0]), ext[1].div_ceil(block[1])],
+                    window,
+                })
+                .filter(|r| register_values + r.values() <= REGISTER_WINDOW_VALUES);
+            register_values += registers.map_or(0, |r| r.values());
+            BlockBuffer {
+                stencil: p,
+                extents: ext,
+                registers,
+            }
         })
-        .collect()
+        .collect();
+    BlockPlan { block, buffers }
+}
+
+/// Whether every in-group reader of `p` reads it only at x-y offset (0, 0) and has `p`'s x-y
+/// widths and extents (then its loop box is `p`'s in every tile).
+fn pure_z_readers(analysis: &Analysis, range: &Range<usize>, widths: &[Extent], p: usize) -> bool {
+    let info = &analysis.stencils[p];
+    let w = |s: usize| widths[s - range.start];
+    info.readers.iter().filter(|c| range.contains(c)).all(|&c| {
+        let reader = &analysis.stencils[c];
+        let bounds = reader.bounds[&info.array];
+        (0..2).all(|d| {
+            bounds[d] == (0, 0) && w(c)[d] == w(p)[d] && reader.extent[d] == info.extent[d]
+        })
+    })
 }

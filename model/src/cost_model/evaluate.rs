@@ -785,7 +785,8 @@ impl GroupShape {
         });
         let streams = stream.is_some_and(|s| prefers_stream(analysis.domain, s, tiles));
         if machine.gpu {
-            return self.shared_values(analysis, tiles, streams) <= cache_capacity(machine);
+            return self.shared_values(analysis, tiles, streams, machine.block_threads)
+                <= cache_capacity(machine);
         }
         let (cells, total) = tile_cells(analysis.domain, shape, tiles, streams);
         (!limits_arrays(stream_shape(analysis)) || self.arrays_touched <= machine.group_arrays)
@@ -795,15 +796,31 @@ impl GroupShape {
 
 impl GroupShape {
     /// On a GPU: the values of shared memory one thread block of this group needs with
-    /// `tiles`, streamed along z or not: the sum of its tile buffers' sizes as the CUDA kernels
-    /// lay them out (`boxes::block_buffers`, halos and rolling windows included). Inputs and
-    /// stored arrays are read and written in global memory and not counted.
-    pub fn shared_values(&self, analysis: &Analysis, tiles: [usize; 3], stream: bool) -> u64 {
+    /// `tiles`, streamed along z or not, in blocks of at most `max_threads` threads: the sum of
+    /// its tile buffers' sizes as the CUDA kernels lay them out (`boxes::block_plan`, halos and
+    /// rolling windows included), less the buffers kept in register windows. Inputs and stored
+    /// arrays are read and written in global memory and not counted.
+    pub fn shared_values(
+        &self,
+        analysis: &Analysis,
+        tiles: [usize; 3],
+        stream: bool,
+        max_threads: usize,
+    ) -> u64 {
+        self.block_plan(analysis, tiles, stream, max_threads)
+            .shared_values()
+    }
+
+    /// The block shape and tile buffers of this group's CUDA kernel (`boxes::block_plan`).
+    pub fn block_plan(
+        &self,
+        analysis: &Analysis,
+        tiles: [usize; 3],
+        stream: bool,
+        max_threads: usize,
+    ) -> crate::boxes::BlockPlan {
         let widths: Vec<Extent> = self.stencils.iter().map(|s| s.widths).collect();
-        crate::boxes::block_buffers(analysis, &self.range, &widths, tiles, stream)
-            .iter()
-            .map(|(_, e)| e.iter().map(|&v| v as u64).product::<u64>())
-            .sum()
+        crate::boxes::block_plan(analysis, &self.range, &widths, tiles, stream, max_threads)
     }
 }
 
@@ -957,14 +974,21 @@ pub fn group_infeasibility_with(
     }
     let capacity = cache_capacity(machine);
     if machine.gpu {
-        let shape = group_shape(analysis, range.clone());
-        let values = shape.shared_values(analysis, tiles, stream);
+        let plan = group_shape(analysis, range.clone()).block_plan(
+            analysis,
+            tiles,
+            stream,
+            machine.block_threads,
+        );
+        let values = plan.shared_values();
         if values > capacity {
-            let widths: Vec<Extent> = shape.stencils.iter().map(|s| s.widths).collect();
             return Some(Infeasibility::SharedMemory {
                 group,
-                buffers: crate::boxes::block_buffers(analysis, &range, &widths, tiles, stream)
-                    .len(),
+                buffers: plan
+                    .buffers
+                    .iter()
+                    .filter(|b| b.registers.is_none())
+                    .count(),
                 values,
                 capacity,
             });

@@ -270,6 +270,10 @@ pub struct ModelMachine {
     /// memory per block, and the cache test counts exactly what the CUDA kernels place there
     /// (`cost::GroupShape::shared_values`); groups stream along z.
     pub gpu: bool,
+    /// On a GPU, the most threads per block the CUDA kernels may use
+    /// (`min(boxes::MAX_BLOCK_THREADS, gpu.max_threads_per_block)`): it sets the block shape,
+    /// and so which tile buffers fit the registers (`boxes::block_plan`). Unused on a CPU.
+    pub block_threads: usize,
 }
 
 impl Machine {
@@ -395,6 +399,7 @@ impl Machine {
                 streams: true,
                 group_arrays: usize::MAX,
                 gpu: true,
+                block_threads: crate::boxes::MAX_BLOCK_THREADS.min(gpu.max_threads_per_block),
             });
         }
         if self.cores.is_none() {
@@ -428,6 +433,7 @@ impl Machine {
             streams: true,
             group_arrays: self.group_arrays.unwrap_or(usize::MAX),
             gpu: false,
+            block_threads: crate::boxes::MAX_BLOCK_THREADS,
         })
     }
 }
