@@ -16,6 +16,12 @@ cache flush that reads (in parallel, one load per cache line) a buffer of 1.25 x
 last-level cache; the first quarter of the runs is discarded. Halide runs on --threads
 threads (HL_NUM_THREADS); absinthe's kernels use the cores of the --machine file.
 
+Memory is laid out the same on both sides: arrays staggered modulo 4 KiB as absinthe's
+harness staggers them, and arrays of 2 MiB and more on transparent huge pages (--huge-pages,
+default on: absinthe's harness madvises its arrays, this script its NumPy buffers, and it
+runs itself with GLIBC_TUNABLES=glibc.malloc.hugetlb=1 so that Halide's allocations get them
+too).
+
 Floating point is the same on both sides (--float). By default it is relaxed: Halide's
 simplifier treats float arithmetic as real arithmetic unless a pipeline asks for StrictFloat
 (it turns (a/60)*u - (b/60)*w into one product by 1/60), so absinthe runs with
@@ -506,23 +512,51 @@ def absinthe_inputs(np, program, array):
     return np.ascontiguousarray(values.astype(np.float32 if program.type == "float" else np.float64))
 
 
+HUGE_PAGE = 2 << 20
+
+
+def huge_pages_wanted():
+    """Whether arrays go on transparent huge pages: absinthe's harness's rule
+    (ABSINTHE_HUGE_PAGES=0 turns them off), which `--huge-pages` sets for both sides."""
+    return os.environ.get("ABSINTHE_HUGE_PAGES", "1") != "0"
+
+
+def madvise_huge(address, length):
+    """madvise(MADV_HUGEPAGE) on [address, address + length) (whole huge pages inside it)."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        first = (address + HUGE_PAGE - 1) // HUGE_PAGE * HUGE_PAGE
+        last = (address + length) // HUGE_PAGE * HUGE_PAGE
+        if last > first:
+            libc.madvise(first, last - first, 14)  # MADV_HUGEPAGE
+    except (OSError, AttributeError):
+        pass
+
+
 def staggered(np, values_or_shape, dtype, slot, slots):
     """An array placed as absinthe's harness places its arrays (`absinthe_array` in
     codegen/templates/harness_body.j2): 64-byte aligned, `slot * step` bytes past a 4 KiB
     boundary, step = 64 * max(1, 64 // slots) or ABSINTHE_ARRAY_STAGGER. Inputs take slots
     0.., outputs the slots after them; `slots` counts the inputs and the stencils, as there.
     Separately allocated arrays of one size alias modulo 4 KiB, and both sides are measured
-    on the same layout."""
+    on the same layout. Arrays of 2 MiB and more start on a 2 MiB boundary (plus the stagger)
+    on transparent huge pages, as there, unless huge pages are off."""
     step = 64 * max(1, 64 // max(1, slots))
     env = os.environ.get("ABSINTHE_ARRAY_STAGGER", "")
     if env:
         step = int(env) // 64 * 64
     shape = values_or_shape.shape if hasattr(values_or_shape, "shape") else tuple(values_or_shape)
     nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
-    raw = np.empty(nbytes + 8192, dtype=np.uint8)
+    huge = huge_pages_wanted() and nbytes + 8192 >= HUGE_PAGE
+    align = HUGE_PAGE if huge else 4096
+    raw = np.empty(nbytes + 8192 + align, dtype=np.uint8)
     base = raw.ctypes.data
+    if huge:
+        madvise_huge(base, raw.nbytes)
     want = (slot * step) % 4096
-    start = (4096 - base % 4096) % 4096 + want
+    start = (align - base % align) % align + want
     out = raw[start:start + nbytes].view(dtype).reshape(shape)
     if hasattr(values_or_shape, "shape"):
         out[...] = values_or_shape
@@ -985,6 +1019,7 @@ class redirect_stdout_to_stderr:
 
 
 def main(argv=None):
+    own_command_line = argv is None
     parser = argparse.ArgumentParser(
         prog="halide_peer.py",
         description=__doc__.split("\n\n")[0] + "\n\n" + "\n\n".join(__doc__.split("\n\n")[1:]),
@@ -1031,6 +1066,12 @@ build/halide-venv/bin/pip install halide numpy pyyaml (or `make bench-halide`)."
                              "M_MMAP_THRESHOLD 32 MiB), so the buffers Halide allocates in each run reuse "
                              "pages instead of faulting in fresh ones, as absinthe's kernels reuse their "
                              "preallocated temporaries and kept tile buffers; system: glibc's defaults")
+    parser.add_argument("--huge-pages", choices=["on", "off"], default=None,
+                        help="transparent huge pages for the arrays of both sides (default on, or off when "
+                             "ABSINTHE_HUGE_PAGES=0): absinthe's harness madvises its arrays of 2 MiB and more, "
+                             "this script its NumPy buffers and, through glibc.malloc.hugetlb=1, Halide's own "
+                             "allocations; off keeps 4 KiB pages on both sides (NumPy's own hugepage advice "
+                             "switched off)")
     parser.add_argument("--flush-bytes", type=int, default=None,
                         help="bytes read before each run (default 1.25 x the largest cache in sysfs)")
     parser.add_argument("--schedules-dir", default=None, metavar="DIR",
@@ -1044,6 +1085,15 @@ build/halide-venv/bin/pip install halide numpy pyyaml (or `make bench-halide`)."
             argv[n:n + 2] = [f"--absinthe-args={argv[n + 1]}"]
             break
     args = parser.parse_args(argv)
+    if args.huge_pages is not None:
+        os.environ["ABSINTHE_HUGE_PAGES"] = "1" if args.huge_pages == "on" else "0"
+    # glibc reads its tunables when the process starts: Halide's allocations (malloc) get huge
+    # pages only if this process runs with glibc.malloc.hugetlb=1, so set it and start again.
+    tunables = os.environ.get("GLIBC_TUNABLES", "")
+    if huge_pages_wanted() and "glibc.malloc.hugetlb" not in tunables and own_command_line:
+        os.environ["GLIBC_TUNABLES"] = ":".join(t for t in [tunables, "glibc.malloc.hugetlb=1"] if t)
+        sys.stdout.flush()
+        os.execv(sys.executable, [sys.executable, os.path.abspath(__file__)] + list(sys.argv[1:]))
 
     def log(message):
         print(message, file=sys.stderr, flush=True)
@@ -1095,6 +1145,13 @@ build/halide-venv/bin/pip install halide numpy pyyaml (or `make bench-halide`)."
 
         if args.halide_malloc == "keep":
             keep_freed_memory(log)
+        if not huge_pages_wanted():
+            # NumPy advises huge pages for its large arrays by itself; off means off.
+            try:
+                from numpy._core import multiarray as numpy_multiarray
+            except ImportError:
+                from numpy.core import multiarray as numpy_multiarray
+            numpy_multiarray._set_madvise_hugepage(False)
 
         with tempfile.TemporaryDirectory(prefix="halide_peer.") as dump_dir:
             verify = not args.no_verify
