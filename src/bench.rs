@@ -38,7 +38,8 @@ use crate::output::{groups_cell, table, tiles_cell, Format};
 /// groups, MILP-chosen tiles), `random:N` (N random feasible configurations, seeded),
 /// `noinline` (the optimum with nothing inlined; `opt` inlines what the search chose),
 /// `top:K` (the K best configurations by the model, from the exact search, named top1..topK,
-/// with `opt`'s inline set),
+/// with `opt`'s inline set), `sets:M` (the optima of M other inline sets than `opt`'s: every
+/// stencil inlined, then the cheapest the search found, named set2..),
 /// `autotune` (the original work's exhaustive tile auto-tuning for the optimum's groups: tile
 /// sizes 1, 2, 4, ... along x and y and 1, 2, 4, 12, 30, 60 along z, the same for every group;
 /// 294 variants at 64x64x60).

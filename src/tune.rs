@@ -1,6 +1,7 @@
 //! `absinthe tune PROGRAM --top K`: model-guided auto-tuning. The K best configurations by the
 //! model that are not ties of each other (the exact search, `search::k_best`, then
-//! `variants::distinct_best`) are built, verified and timed like `bench` variants; the fastest
+//! `variants::distinct_best`), and the optima of the next-best inline sets
+//! (`--inline-sets`), are built, verified and timed like `bench` variants; the fastest
 //! verified one is written as a solution file.
 
 use std::path::PathBuf;
@@ -26,7 +27,11 @@ use crate::solve::solution_text;
 /// covers of every prefix), so they are exactly the model's best. Of those, a configuration
 /// with the same groups and streamed groups as a better one and a prediction within 0.1% of
 /// it is a tie and is skipped (the 8K best are scanned for K that are not ties): the model
-/// cannot tell ties apart, so timing one of them teaches as much as timing all. Each is
+/// cannot tell ties apart, so timing one of them teaches as much as timing all. The K best
+/// share the optimum's inline set; `--inline-sets M` adds the optima of M other inline sets
+/// the inline search solved (every stencil inlined first, then the cheapest), because whether recomputing a producer beats storing it is where the model
+/// errs most (cosmo_hdiff4 at 256x256x60: the optimum stores three laplacians, the program with
+/// everything inlined ran 17% faster). Each is
 /// generated, built and verified like a `bench` variant and timed with the caches flushed (the
 /// variants run round-robin, so load on the machine spreads over all of them). The fastest verified one is
 /// written as a solution file for `codegen` and `verify`, with a `tuned` section that records
@@ -50,6 +55,10 @@ pub struct TuneArgs {
     /// How many of the model's best configurations to build and time (1-64).
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=64))]
     pub top: u64,
+    /// Also time the optima of this many other inline sets than the optimum's: every stencil
+    /// inlined, then the cheapest the inline search found (0-16; 0: only the optimum's set).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(0..=16))]
+    pub inline_sets: u64,
     /// Timed runs per candidate; the first quarter of each round is discarded.
     #[arg(long, default_value_t = 32)]
     pub runs: usize,
@@ -81,8 +90,14 @@ pub struct TuneArgs {
 /// One timed candidate.
 #[derive(Serialize)]
 struct Candidate {
-    /// The model's rank, 1 = its optimum.
+    /// The model's rank among the candidates (by predicted time), 1 = its optimum.
     rank: usize,
+    /// Its index among the planned variants.
+    #[serde(skip)]
+    index: usize,
+    /// The stencils computed where they are read (names; the groups and tiles are of the
+    /// program with them inlined).
+    inline: Vec<String>,
     groups: Vec<usize>,
     tiles: Vec<[usize; 3]>,
     stream: Vec<usize>,
@@ -113,7 +128,11 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         machine: args.machine.clone(),
         search: args.search.clone(),
         solver: "dp".into(),
-        variants: format!("top:{}", args.top),
+        variants: if args.inline_sets > 0 {
+            format!("top:{},sets:{}", args.top, args.inline_sets)
+        } else {
+            format!("top:{}", args.top)
+        },
         runs: args.runs,
         flush_bytes: args.flush_bytes,
         seed: 1,
@@ -136,14 +155,20 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         absinthe_learn::accuracy::plot(path, &title, &points)?;
         eprintln!("wrote {}", path.display());
     }
-    let candidates: Vec<Candidate> = m
+    let mut candidates: Vec<Candidate> = m
         .planned
         .iter()
         .zip(&m.rows)
         .enumerate()
         .filter(|(_, (p, _))| p.skipped.is_none())
         .map(|(k, (p, r))| Candidate {
-            rank: k + 1,
+            rank: 0,
+            index: k,
+            inline: p
+                .inline
+                .iter()
+                .map(|&s| m.program.stencils[s].name.clone())
+                .collect(),
             groups: p.config.groups.clone(),
             tiles: p.config.tiles.clone(),
             stream: p.config.stream.clone(),
@@ -156,6 +181,12 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
             verified: r.verified,
         })
         .collect();
+    // The model's order: the K best of the optimum's inline set, then the other sets' optima,
+    // merged by prediction (stable: planned order breaks ties).
+    candidates.sort_by(|a, b| a.predicted_seconds.total_cmp(&b.predicted_seconds));
+    for (k, c) in candidates.iter_mut().enumerate() {
+        c.rank = k + 1;
+    }
     if candidates.is_empty() {
         bail!(
             "{}: no configuration is feasible under the model (see `absinthe solve`)",
@@ -176,9 +207,9 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
     let optimum_seconds = candidates[0]
         .measured_seconds
         .filter(|_| candidates[0].verified == Some(true));
-    let k = winner.rank - 1;
+    let k = winner.index;
     let config = &m.planned[k].config;
-    // The candidates share `opt`'s inline set: their configurations are of that program.
+    // The winner's configuration is of the program with its inline set inlined.
     let inline = &m.planned[k].inline;
     let (_, analysis, _) = inline_apply(&m.program, inline)?;
     let cost = evaluate(&analysis, &m.view, config);
@@ -244,6 +275,7 @@ fn print_table(m: &Measured, report: &Report, runs: usize) {
                 } else {
                     groups_cell(&c.stream)
                 },
+                c.inline.len().to_string(),
                 human_seconds(c.predicted_seconds),
                 opt(c.measured_seconds),
                 c.prediction_error
@@ -263,8 +295,14 @@ fn print_table(m: &Measured, report: &Report, runs: usize) {
             ]
         })
         .collect();
+    let sets = {
+        let mut s: Vec<&Vec<String>> = report.candidates.iter().map(|c| &c.inline).collect();
+        s.sort();
+        s.dedup();
+        s.len()
+    };
     println!(
-        "{} on {}: the model's {} best configurations, built, verified and timed (median of {} runs, caches flushed)",
+        "{} on {}: the model's {} best configurations over {sets} inline set(s), built, verified and timed (median of {} runs, caches flushed)",
         m.program.name,
         m.machine.name,
         report.candidates.len(),
@@ -279,6 +317,7 @@ fn print_table(m: &Measured, report: &Report, runs: usize) {
                 "groups",
                 "tiles",
                 "streams",
+                "inlined",
                 "predicted",
                 "measured",
                 "error",

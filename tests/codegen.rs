@@ -354,6 +354,8 @@ fn tune_times_the_models_best_and_writes_the_fastest() {
         "configs/example2.yaml",
         "--top",
         "3",
+        "--inline-sets",
+        "0",
         "--runs",
         "3",
         "--flush-bytes",
@@ -395,6 +397,67 @@ fn tune_times_the_models_best_and_writes_the_fastest() {
         "configs/example2.yaml",
         "--solution",
         out.to_str().unwrap(),
+        "-o",
+        code.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+/// `tune --inline-sets` also times the optima of other inline sets than the optimum's: every
+/// candidate is verified, the candidates are ranked by prediction, and the winner's inline set
+/// and tiles are what the solution file says.
+#[test]
+fn tune_times_other_inline_sets_and_writes_the_winners_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("tuned.yaml");
+    let o = absinthe(&[
+        "tune",
+        "configs/hdiff.yaml",
+        "--top",
+        "2",
+        "--inline-sets",
+        "3",
+        "--runs",
+        "3",
+        "--flush-bytes",
+        "1000000",
+        "--exact",
+        "--format",
+        "json",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let candidates = v["candidates"].as_array().unwrap();
+    // hdiff has three candidates for inlining (lap, fli, flj): the exhaustive search solves
+    // all eight sets, so three others than the optimum's exist.
+    assert_eq!(candidates.len(), 5, "{v}");
+    let mut sets: Vec<String> = candidates.iter().map(|c| c["inline"].to_string()).collect();
+    sets.sort();
+    sets.dedup();
+    assert_eq!(sets.len(), 4, "{v}");
+    let mut last = 0.0;
+    for (k, c) in candidates.iter().enumerate() {
+        assert_eq!(c["rank"], k + 1);
+        assert_eq!(c["verified"], true, "{c}");
+        let p = c["predicted_seconds"].as_f64().unwrap();
+        assert!(p >= last, "candidates not in the model's order: {v}");
+        last = p;
+    }
+    let rank = v["winner_rank"].as_u64().unwrap() as usize;
+    let winner = &candidates[rank - 1];
+    let solution = absinthe_model::solution::Solution::load(&out).unwrap();
+    assert_eq!(serde_json::json!(solution.inline), winner["inline"], "{v}");
+    let tiles: Vec<[usize; 3]> = solution.groups.iter().map(|g| g.tiles).collect();
+    assert_eq!(serde_json::json!(tiles), winner["tiles"]);
+    let code = dir.path().join("code");
+    let o = absinthe(&[
+        "codegen",
+        "configs/hdiff.yaml",
+        "--solution",
+        out.to_str().unwrap(),
+        "--harness",
         "-o",
         code.to_str().unwrap(),
     ]);

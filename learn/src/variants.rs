@@ -1,6 +1,6 @@
 //! The variants `absinthe bench` builds and times: which configurations (`opt`, `naive`,
-//! `unfused`, `fused`, `groups:...`, `random:N`, `top:K`, `autotune`), solved, enumerated or
-//! drawn, with their predictions.
+//! `unfused`, `fused`, `groups:...`, `random:N`, `top:K`, `sets:M`, `autotune`), solved,
+//! enumerated or drawn, with their predictions.
 
 use absinthe_model::analysis::Analysis;
 use absinthe_model::cost::{evaluate, group_shape, ranges_of, Configuration};
@@ -10,7 +10,7 @@ use absinthe_model::program::check_group_indices;
 use absinthe_model::program::Program;
 use absinthe_model::rng::Rng;
 use absinthe_model::search::{admissible_tilings, k_best};
-use absinthe_solvers::inline::{choose_inline, InlineChoice, InlinePolicy};
+use absinthe_solvers::inline::{apply as inline_apply, choose_inline, InlineChoice, InlinePolicy};
 use absinthe_solvers::optimize::{optimize_with, OptimizeError};
 use absinthe_solvers::SolveOptions;
 
@@ -32,6 +32,9 @@ pub enum Variant {
     Autotune,
     /// The `K` best configurations by the model (exact search), cheapest first.
     Top(usize),
+    /// The optima of `M` other inline sets than `opt`'s among those the inline search solved
+    /// (`InlineChoice::tried`): every stencil inlined first, then the cheapest.
+    InlineSets(usize),
 }
 
 /// Splits the variant list; the numbers after `groups:` belong to it.
@@ -75,9 +78,13 @@ pub fn parse_variants(list: &str) -> Result<Vec<Variant>, String> {
                 Ok(k) if k > 0 => Variant::Top(k),
                 _ => return Err(format!("`{t}`: expected top:K with K at least 1")),
             },
+            t if t.starts_with("sets:") => match t["sets:".len()..].parse() {
+                Ok(m) if m > 0 => Variant::InlineSets(m),
+                _ => return Err(format!("`{t}`: expected sets:M with M at least 1")),
+            },
             t => {
                 return Err(format!(
-                "unknown variant `{t}`; use opt, naive, unfused, fused, unstreamed, noinline, groups:G,G,..., random:N, top:K, autotune"
+                "unknown variant `{t}`; use opt, naive, unfused, fused, unstreamed, noinline, groups:G,G,..., random:N, top:K, sets:M, autotune"
             ))
             }
         });
@@ -464,6 +471,32 @@ pub fn plan(
                         Some((config, predicted)),
                         false,
                         unfused.clone(),
+                    );
+                }
+            }
+            Variant::InlineSets(m) => {
+                // Other inline sets the search solved, each at its optimum: everything inlined
+                // first (the far end of the store-or-recompute trade-off, Halide's default,
+                // which the model's ranking may put far down), then the cheapest.
+                let c = choice()?;
+                let all = absinthe_model::inline::candidates(analysis);
+                let mut others: Vec<&(Vec<usize>, f64)> =
+                    c.tried.iter().filter(|(set, _)| *set != c.inline).collect();
+                others.sort_by_key(|(set, _)| *set != all);
+                if others.len() < m {
+                    eprintln!(
+                        "sets:{m}: the inline search solved only {} other inline set(s)",
+                        others.len()
+                    );
+                }
+                for (k, (set, _)) in others.into_iter().take(m).enumerate() {
+                    let (_, a, _) = inline_apply(program, set)?;
+                    push(
+                        format!("set{}", k + 2),
+                        set,
+                        solve_with_groups(&a, view, settings, None)?,
+                        false,
+                        (0..a.stencils.len()).collect(),
                     );
                 }
             }

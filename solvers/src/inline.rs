@@ -10,8 +10,10 @@
 //!   subset is tried: the result is the exact optimum over inlining, grouping, tiling and
 //!   streaming together (`tests/inline.rs` holds it equal to brute force).
 //! - With more, up to [`GREEDY_CANDIDATES`], the search is greedy: from the empty set, add the
-//!   one stencil that lowers the optimum most, until none does (at most `c (c + 1) / 2` solves).
-//!   The result is never worse than not inlining, but it is not proven optimal over inline sets.
+//!   one stencil that lowers the optimum most, until none does (at most `c (c + 1) / 2` solves);
+//!   the set of every candidate (recompute everything, Halide's default) is solved too and
+//!   wins when it is cheaper. The result is never worse than not inlining or inlining
+//!   everything, but it is not proven optimal over inline sets.
 //! - With more still, nothing is inlined unless the user names a set (`--inline`).
 //!
 //! The empty set is always tried, so under the model inlining can only improve the optimum.
@@ -89,6 +91,10 @@ pub struct InlineChoice {
     pub with_seconds: Option<f64>,
     /// Why nothing was searched, when [`InlineSearch::None`] and the policy asked for a search.
     pub note: Option<String>,
+    /// Every inline set the search solved that has a feasible optimum, with the optimum's
+    /// seconds, cheapest first (ties in the order solved). `tune --inline-sets` times the
+    /// optima of the best few.
+    pub tried: Vec<(Vec<usize>, f64)>,
     pub seconds: f64,
 }
 
@@ -156,14 +162,17 @@ pub fn choose_inline(
         without_seconds: None,
         with_seconds: None,
         note,
+        tried: Vec::new(),
         seconds: started.elapsed().as_secs_f64(),
     };
     let finish = |inline: Vec<usize>,
                   search: InlineSearch,
                   sets_solved: usize,
                   without: Option<f64>,
-                  with: Option<f64>|
+                  with: Option<f64>,
+                  mut tried: Vec<(Vec<usize>, f64)>|
      -> Result<InlineChoice, OptimizeError> {
+        tried.sort_by(|a, b| a.1.total_cmp(&b.1));
         let (rewritten, a, kept) = apply(program, &inline)?;
         Ok(InlineChoice {
             names: inline
@@ -180,6 +189,7 @@ pub fn choose_inline(
             without_seconds: without,
             with_seconds: with,
             note: None,
+            tried,
             seconds: started.elapsed().as_secs_f64(),
         })
     };
@@ -192,7 +202,7 @@ pub fn choose_inline(
                         .into(),
                 ));
             }
-            return finish(set.clone(), InlineSearch::None, 0, None, None);
+            return finish(set.clone(), InlineSearch::None, 0, None, None, Vec::new());
         }
         InlinePolicy::Search => {}
     }
@@ -215,7 +225,11 @@ pub fn choose_inline(
         ));
     }
     let mut solved = 0usize;
+    let mut tried: Vec<(Vec<usize>, f64)> = Vec::new();
     let mut time_of = |set: &[usize]| -> Result<Option<f64>, OptimizeError> {
+        if let Some((_, t)) = tried.iter().find(|(s, _)| s == set) {
+            return Ok(Some(*t));
+        }
         let rewritten = match inline_program(program, set) {
             Ok(p) => p,
             Err(InlineError::TooLarge { .. }) => return Ok(None),
@@ -223,7 +237,11 @@ pub fn choose_inline(
         };
         let (_, a, _) = analysed(program, rewritten, set)?;
         solved += 1;
-        Ok(optimum_seconds(&a, machine, options, threads))
+        let t = optimum_seconds(&a, machine, options, threads);
+        if let Some(t) = t {
+            tried.push((set.to_vec(), t));
+        }
+        Ok(t)
     };
     let better = |t: Option<f64>, best: Option<f64>| match (t, best) {
         (Some(t), Some(b)) => t < b * (1.0 - 1e-9),
@@ -272,7 +290,14 @@ pub fn choose_inline(
                 None => break,
             }
         }
+        // Everything inlined: greedy additions can stop short of it (each single addition may
+        // cost more while all of them together cost less).
+        let all = time_of(&cands)?;
+        if better(all, best) {
+            best_set = cands.clone();
+            best = all;
+        }
         InlineSearch::Greedy
     };
-    finish(best_set, search, solved, without, best)
+    finish(best_set, search, solved, without, best, tried)
 }
