@@ -343,19 +343,20 @@ fn generated_row_loops_vectorise() {
     }
 }
 
-/// `tune` times the model's best few configurations, cheapest first, and writes the fastest
-/// verified one as a solution file that `codegen` accepts.
-#[test]
-fn tune_times_the_models_best_and_writes_the_fastest() {
+/// Runs `tune PROGRAM --top TOP --inline-sets SETS` (exact build, a few runs) and checks what
+/// every run must hold: every candidate verified, ranked 1.. in the model's order, the winner
+/// the fastest, and the solution file that of the winner (inline set, tiles, `tuned` section),
+/// which `codegen --harness` accepts. Returns the report.
+fn tune_and_check(program: &str, top: &str, sets: &str) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("tuned.yaml");
     let o = absinthe(&[
         "tune",
-        "configs/example2.yaml",
+        program,
         "--top",
-        "3",
+        top,
         "--inline-sets",
-        "0",
+        sets,
         "--runs",
         "3",
         "--flush-bytes",
@@ -369,7 +370,6 @@ fn tune_times_the_models_best_and_writes_the_fastest() {
     assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let candidates = v["candidates"].as_array().unwrap();
-    assert_eq!(candidates.len(), 3, "{v}");
     let mut last = 0.0;
     let mut fastest = (0, f64::INFINITY);
     for (k, c) in candidates.iter().enumerate() {
@@ -387,48 +387,38 @@ fn tune_times_the_models_best_and_writes_the_fastest() {
     let solution = absinthe_model::solution::Solution::load(&out).unwrap();
     let tuned = solution.tuned.as_ref().expect("a tuned section");
     assert_eq!(tuned.model_rank, fastest.0);
-    assert_eq!(tuned.candidates, 3);
+    assert_eq!(tuned.candidates, candidates.len());
     let winner = &candidates[fastest.0 - 1];
+    assert_eq!(serde_json::json!(solution.inline), winner["inline"], "{v}");
     let tiles: Vec<[usize; 3]> = solution.groups.iter().map(|g| g.tiles).collect();
     assert_eq!(serde_json::json!(tiles), winner["tiles"]);
     let code = dir.path().join("code");
     let o = absinthe(&[
         "codegen",
-        "configs/example2.yaml",
+        program,
         "--solution",
         out.to_str().unwrap(),
+        "--harness",
         "-o",
         code.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
+    v
 }
 
-/// `tune --inline-sets` also times the optima of other inline sets than the optimum's: every
-/// candidate is verified, the candidates are ranked by prediction, and the winner's inline set
-/// and tiles are what the solution file says.
+/// `tune` times the model's best few configurations, cheapest first, and writes the fastest
+/// verified one as a solution file that `codegen` accepts.
+#[test]
+fn tune_times_the_models_best_and_writes_the_fastest() {
+    let v = tune_and_check("configs/example2.yaml", "3", "0");
+    assert_eq!(v["candidates"].as_array().unwrap().len(), 3, "{v}");
+}
+
+/// `tune --inline-sets` also times the optima of other inline sets than the optimum's, and the
+/// solution carries the winner's set.
 #[test]
 fn tune_times_other_inline_sets_and_writes_the_winners_set() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("tuned.yaml");
-    let o = absinthe(&[
-        "tune",
-        "configs/hdiff.yaml",
-        "--top",
-        "2",
-        "--inline-sets",
-        "3",
-        "--runs",
-        "3",
-        "--flush-bytes",
-        "1000000",
-        "--exact",
-        "--format",
-        "json",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
-    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let v = tune_and_check("configs/hdiff.yaml", "2", "3");
     let candidates = v["candidates"].as_array().unwrap();
     // hdiff has three candidates for inlining (lap, fli, flj): the exhaustive search solves
     // all eight sets, so three others than the optimum's exist.
@@ -437,31 +427,6 @@ fn tune_times_other_inline_sets_and_writes_the_winners_set() {
     sets.sort();
     sets.dedup();
     assert_eq!(sets.len(), 4, "{v}");
-    let mut last = 0.0;
-    for (k, c) in candidates.iter().enumerate() {
-        assert_eq!(c["rank"], k + 1);
-        assert_eq!(c["verified"], true, "{c}");
-        let p = c["predicted_seconds"].as_f64().unwrap();
-        assert!(p >= last, "candidates not in the model's order: {v}");
-        last = p;
-    }
-    let rank = v["winner_rank"].as_u64().unwrap() as usize;
-    let winner = &candidates[rank - 1];
-    let solution = absinthe_model::solution::Solution::load(&out).unwrap();
-    assert_eq!(serde_json::json!(solution.inline), winner["inline"], "{v}");
-    let tiles: Vec<[usize; 3]> = solution.groups.iter().map(|g| g.tiles).collect();
-    assert_eq!(serde_json::json!(tiles), winner["tiles"]);
-    let code = dir.path().join("code");
-    let o = absinthe(&[
-        "codegen",
-        "configs/hdiff.yaml",
-        "--solution",
-        out.to_str().unwrap(),
-        "--harness",
-        "-o",
-        code.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
 }
 
 /// Inlining end to end: `solve --inline` writes the set into the solution, `codegen` from that
