@@ -85,8 +85,8 @@ impl GpuLimits {
     }
 }
 
-/// Where one tile buffer in memory lives (register windows are declared by the kernel itself,
-/// `GroupSchedule::register_buffers`).
+/// Where one tile buffer in memory lives (register windows, `LocalBuffer::registers`, are
+/// declared by the kernel itself).
 #[derive(Clone, Debug, Serialize)]
 pub struct CudaBuffer {
     pub ident: String,

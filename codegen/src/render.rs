@@ -33,6 +33,7 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ),
     ("bundle.cpp.j2", include_str!("../templates/bundle.cpp.j2")),
     ("stream.cpp.j2", include_str!("../templates/stream.cpp.j2")),
+    ("huge_pages.j2", include_str!("../templates/huge_pages.j2")),
     (
         "absinthe_cuda_emu.h",
         include_str!("../templates/absinthe_cuda_emu.h"),

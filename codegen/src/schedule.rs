@@ -185,9 +185,6 @@ pub struct GroupSchedule {
     /// The CUDA thread block `[x, y]` (`boxes::block_plan`; the register windows' rounds
     /// follow from it).
     pub block: [usize; 2],
-    /// The CUDA register windows of the group (steps with a buffer in registers), for their
-    /// declaration and the shift after each plane step.
-    pub register_buffers: Vec<String>,
     /// The row loops of the OpenMP kernel: consecutive steps (indices into `steps`) that share
     /// one loop over `i` ([`lower`] says when they may). A reader in the same loop reads a
     /// producer at offset zero from the producer's value variable.
@@ -570,31 +567,21 @@ fn lower_with(
                 Some(r) => register_access(b, r.window as i64 - 1),
                 None => buffer_access(b, [0; 3], stream_dim),
             });
-            // In-group producers this stencil reads: (in registers?) per producer.
-            let producers: Vec<bool> = info
+            // The in-group producers this stencil reads: each one's register window, if any.
+            let read_windows: Vec<Option<RegisterWindow>> = info
                 .accesses
                 .iter()
                 .filter_map(|(a, _)| match analysis.arrays[*a].kind {
-                    ArrayKind::Stencil(p) if group_of(p) == g => Some(registers_of(p).is_some()),
+                    ArrayKind::Stencil(p) if group_of(p) == g => Some(registers_of(p)),
                     _ => None,
                 })
                 .collect();
-            let register_rounds = buffer
-                .as_ref()
-                .and_then(|b| b.registers)
-                .map(|r| r.rounds)
-                .or_else(|| {
-                    info.accesses
-                        .iter()
-                        .find_map(|(a, _)| match analysis.arrays[*a].kind {
-                            ArrayKind::Stencil(p) if group_of(p) == g => {
-                                registers_of(p).map(|r| r.rounds)
-                            }
-                            _ => None,
-                        })
-                });
-            let barrier = buffer.as_ref().is_some_and(|b| b.registers.is_none())
-                || producers.iter().any(|in_registers| !in_registers);
+            let own_window = buffer.as_ref().and_then(|b| b.registers);
+            let register_rounds = own_window
+                .or_else(|| read_windows.iter().flatten().next().copied())
+                .map(|r| r.rounds);
+            let barrier = (buffer.is_some() && own_window.is_none())
+                || read_windows.iter().any(Option::is_none);
             steps.push(StencilStep {
                 stencil: s,
                 name: info.name.clone(),
@@ -604,7 +591,7 @@ fn lower_with(
                 buffer_write,
                 value: format!("v_s{s}"),
                 extent: info.extent,
-                reads_buffers: !producers.is_empty(),
+                reads_buffers: !read_windows.is_empty(),
                 barrier,
                 rounds: register_rounds,
                 loop_box,
@@ -632,12 +619,6 @@ fn lower_with(
                 "group {g} streams along y, but its stencils' z loop boxes differ"
             )));
         }
-        let register_buffers = steps
-            .iter()
-            .filter_map(|st| st.buffer.as_ref())
-            .filter(|b| b.registers.is_some())
-            .map(|b| b.ident.clone())
-            .collect();
         groups.push(GroupSchedule {
             index: g,
             stencils: range
@@ -655,7 +636,6 @@ fn lower_with(
                 other: 3 - stream_dim,
             }),
             block: device.block,
-            register_buffers,
             loops,
         });
     }
