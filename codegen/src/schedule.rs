@@ -96,10 +96,14 @@ pub struct HostLayout {
     pub stride_z: usize,
     /// Elements per thread, a multiple of 64 bytes.
     pub size: usize,
-    /// Elements from one thread's buffer to the next: `size` rounded up to whole 4 KiB pages
-    /// ([`THREAD_STRIDE_BYTES`]), so no two threads' buffers share a cache line, a 128-byte
-    /// line pair or a page.
+    /// Elements from one thread's slice to the next: `offset + size` rounded up to whole 4 KiB
+    /// pages ([`THREAD_STRIDE_BYTES`]). The arena is page-aligned, so no two threads' buffers
+    /// share a cache line, a 128-byte line pair or a page.
     pub thread_stride: usize,
+    /// Elements from the start of the thread's (page-aligned) slice to the buffer: buffers
+    /// start at different offsets within their pages ([`buffer_page_offset`]), so that the
+    /// rows of two buffers of one group do not alias modulo 4 KiB.
+    pub offset: usize,
     /// Slots of the rolling buffer along the stream dimension (plane `q` lives in slot
     /// `q mod window`); `None` when the group does not stream.
     pub window: Option<usize>,
@@ -467,7 +471,13 @@ fn lower_with(
                     size: shape[0] * shape[1] * shape[2],
                     stride_y: shape[0],
                     stride_z: shape[0] * shape[1],
-                    host: host_layout(shape, window(s), stream_dim, value_bytes),
+                    host: host_layout(
+                        shape,
+                        window(s),
+                        stream_dim,
+                        value_bytes,
+                        buffer_page_offset(s),
+                    ),
                     device: device
                         .buffers
                         .iter()
@@ -769,21 +779,35 @@ pub fn lower_cuda(
     lower_with(program, analysis, config, cost, Target::Cuda, block_threads)
 }
 
+/// Where buffer `b{stencil}` starts in its thread's page-aligned slice, in bytes: a multiple of
+/// 64 that differs from buffer to buffer (steps of 9 lines, modulo a page). Threads' slices are
+/// page-aligned; without a stagger every buffer would start at offset 0 of a page and the
+/// rows of two buffers of one group would alias in the L1 modulo 4 KiB (the harness staggers
+/// its arrays the same way).
+pub fn buffer_page_offset(stencil: usize) -> usize {
+    (stencil * 9 % 64) * 64
+}
+
 /// Threads' tile buffers start this many bytes apart at least (a page). Packed at `size`, the
 /// two threads' rolling buffers of cosmo_hdiff4 (1728 bytes each) shared a 128-byte line pair,
 /// which the L2's adjacent-line prefetcher fetches together: the kernel ran 1.17-1.26 ms with
 /// packed buffers against 1.01-1.03 ms with page-separated ones, in one run (docs/PERFORMANCE.md,
-/// eighth session).
+/// eighth session). A page-multiple stride alone is not enough: from a 64-byte aligned base
+/// the two threads' buffers of cosmo_hdiff4 at 256x256x60 still shared a page, and the L2
+/// streamer, which prefetches within a page, ran the kernel at 13.2 ms against 12.0 ms with a
+/// page-aligned arena (docs/PERFORMANCE.md, twelfth session).
 pub const THREAD_STRIDE_BYTES: usize = 4096;
 
 /// The OpenMP layout of a tile buffer of `shape` (see [`HostLayout`]): rows padded to 64 bytes,
 /// planes padded off multiples of 4 KiB (which alias in the L1), the thread's slice a multiple
-/// of 64 bytes, and threads' slices whole pages apart ([`THREAD_STRIDE_BYTES`]).
+/// of 64 bytes, threads' slices whole pages apart ([`THREAD_STRIDE_BYTES`]), the buffer
+/// `offset_bytes` into its slice.
 fn host_layout(
     shape: [usize; 3],
     window: Option<usize>,
     stream_dim: usize,
     value_bytes: usize,
+    offset_bytes: usize,
 ) -> HostLayout {
     let line = 64 / value_bytes;
     let mut ext = shape;
@@ -801,11 +825,13 @@ fn host_layout(
     }
     let size = (stride_z * ext[2]).div_ceil(line) * line;
     let page = THREAD_STRIDE_BYTES / value_bytes;
+    let offset = offset_bytes / value_bytes;
     HostLayout {
         stride_y,
         stride_z,
         size,
-        thread_stride: size.div_ceil(page) * page,
+        thread_stride: (offset + size).div_ceil(page) * page,
+        offset,
         window,
     }
 }
