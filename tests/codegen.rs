@@ -621,10 +621,12 @@ fn large_stencils_get_their_own_row_loops_small_ones_share() {
     assert!(n < 8, "{n} row loops for 8 stencils: {said}");
 }
 
-/// Each thread's tile buffers start whole 4 KiB pages after the previous thread's
+/// Each thread's tile buffers are whole 4 KiB pages of a page-aligned arena, of their own
 /// (`schedule::THREAD_STRIDE_BYTES`): cosmo_hdiff4 with its fluxes inlined keeps four
 /// laplacian buffers of 216 doubles per thread, which packed at 1728 bytes shared a 128-byte
-/// line pair between the two threads.
+/// line pair between the two threads; at a page-multiple stride from a 64-byte aligned base
+/// they still shared a page (the L2 streamer prefetches within one). Within its slice each
+/// buffer starts at its own line offset (`schedule::buffer_page_offset`).
 #[test]
 fn threads_tile_buffers_are_whole_pages_apart() {
     let dir = tempfile::tempdir().unwrap();
@@ -642,22 +644,34 @@ fn threads_tile_buffers_are_whole_pages_apart() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let code = std::fs::read_to_string(out.join("cosmo_hdiff4.cpp")).unwrap();
-    let strides: Vec<usize> = code
+    // `b = b_all + omp_get_thread_num() * STRIDEL + OFFSET;` (no offset when it is 0).
+    let slices: Vec<(usize, usize)> = code
         .lines()
         .filter_map(|l| l.split("omp_get_thread_num() * ").nth(1))
         .map(|rest| {
-            rest.trim_end_matches(';')
-                .trim_end_matches('L')
-                .parse()
-                .unwrap()
+            let rest = rest.trim_end_matches(';');
+            let (stride, offset) = rest.split_once("L + ").unwrap_or((rest, "0"));
+            let stride = stride.trim_end_matches('L');
+            (stride.parse().unwrap(), offset.parse().unwrap())
         })
         .collect();
-    assert!(!strides.is_empty(), "no tile buffers:\n{code}");
-    for s in &strides {
-        assert_eq!(s * 8 % 4096, 0, "a thread stride of {s} doubles");
+    assert!(slices.len() >= 2, "fewer than two tile buffers:\n{code}");
+    for (stride, offset) in &slices {
+        assert_eq!(stride * 8 % 4096, 0, "a thread stride of {stride} doubles");
+        assert_eq!(offset * 8 % 64, 0, "an offset of {offset} doubles is not whole lines");
+        assert!(offset < stride, "offset {offset} past the stride {stride}");
         assert!(
-            code.contains(&format!("(std::size_t)nthreads * {s})")),
-            "the arena is not sized for {s} per thread"
+            code.contains(&format!("(std::size_t)nthreads * {stride})")),
+            "the arena is not sized for {stride} per thread"
         );
     }
+    let mut offsets: Vec<usize> = slices.iter().map(|s| s.1).collect();
+    offsets.sort_unstable();
+    offsets.dedup();
+    assert_eq!(offsets.len(), slices.len(), "two buffers at one offset: {slices:?}");
+    let header = std::fs::read_to_string(out.join("cosmo_hdiff4.h")).unwrap();
+    assert!(
+        header.contains("std::aligned_alloc(4096,"),
+        "the tile-buffer arena is not page-aligned:\n{header}"
+    );
 }
