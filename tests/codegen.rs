@@ -658,7 +658,11 @@ fn threads_tile_buffers_are_whole_pages_apart() {
     assert!(slices.len() >= 2, "fewer than two tile buffers:\n{code}");
     for (stride, offset) in &slices {
         assert_eq!(stride * 8 % 4096, 0, "a thread stride of {stride} doubles");
-        assert_eq!(offset * 8 % 64, 0, "an offset of {offset} doubles is not whole lines");
+        assert_eq!(
+            offset * 8 % 64,
+            0,
+            "an offset of {offset} doubles is not whole lines"
+        );
         assert!(offset < stride, "offset {offset} past the stride {stride}");
         assert!(
             code.contains(&format!("(std::size_t)nthreads * {stride})")),
@@ -668,7 +672,11 @@ fn threads_tile_buffers_are_whole_pages_apart() {
     let mut offsets: Vec<usize> = slices.iter().map(|s| s.1).collect();
     offsets.sort_unstable();
     offsets.dedup();
-    assert_eq!(offsets.len(), slices.len(), "two buffers at one offset: {slices:?}");
+    assert_eq!(
+        offsets.len(),
+        slices.len(),
+        "two buffers at one offset: {slices:?}"
+    );
     let header = std::fs::read_to_string(out.join("cosmo_hdiff4.h")).unwrap();
     assert!(
         header.contains("std::aligned_alloc(4096,"),
