@@ -29,14 +29,14 @@ use crate::solve::solution_text;
 /// it is a tie and is skipped (the 8K best are scanned for K that are not ties): the model
 /// cannot tell ties apart, so timing one of them teaches as much as timing all. The K best
 /// share the optimum's inline set; `--inline-sets M` adds the optima of M other inline sets
-/// the inline search solved (every stencil inlined first, then the cheapest), because whether recomputing a producer beats storing it is where the model
-/// errs most (cosmo_hdiff4 at 256x256x60: the optimum stores three laplacians, the program with
-/// everything inlined ran 17% faster). Each is
-/// generated, built and verified like a `bench` variant and timed with the caches flushed (the
-/// variants run round-robin, so load on the machine spreads over all of them). The fastest verified one is
-/// written as a solution file for `codegen` and `verify`, with a `tuned` section that records
-/// its measured time and its rank by the model. The table shows each candidate's prediction
-/// error; a winner far down the model's ranking says the machine file predicts this program
+/// the inline search solved (every stencil inlined first, then the cheapest), because whether
+/// recomputing a producer beats storing it is where the model errs most (cosmo_hdiff4 at
+/// 256x256x60: the model has storing two or three laplacians within 3% of inlining them all;
+/// measured, storing three ran 10% slower). Each is generated, built and verified like a
+/// `bench` variant and timed with the caches flushed (the variants run round-robin, so load on
+/// the machine spreads over all of them). The fastest verified one is written as a solution
+/// file for `codegen` and `verify`, with a `tuned` section that records its measured time and
+/// its rank by the model. The table shows each candidate's prediction error; a winner far down the model's ranking says the machine file predicts this program
 /// poorly (re-run `absinthe learn`).
 ///
 /// Examples:
