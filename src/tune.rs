@@ -36,8 +36,9 @@ use crate::solve::solution_text;
 /// `bench` variant and timed with the caches flushed (the variants run round-robin, so load on
 /// the machine spreads over all of them). The fastest verified one is written as a solution
 /// file for `codegen` and `verify`, with a `tuned` section that records its measured time and
-/// its rank by the model. The table shows each candidate's prediction error; a winner far down the model's ranking says the machine file predicts this program
-/// poorly (re-run `absinthe learn`).
+/// its rank by the model. The table shows each candidate's prediction error; a winner far
+/// down the model's ranking says the machine file predicts this program poorly (re-run
+/// `absinthe learn`).
 ///
 /// Examples:
 ///   absinthe tune configs/cosmo_hdiff4.yaml --machine build/demo/machine.yaml
