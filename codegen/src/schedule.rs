@@ -781,9 +781,10 @@ pub fn lower_cuda(
 
 /// Where buffer `b{stencil}` starts in its thread's page-aligned slice, in bytes: a multiple of
 /// 64 that differs from buffer to buffer (steps of 9 lines, modulo a page). Threads' slices are
-/// page-aligned; without a stagger every buffer would start at offset 0 of a page and the
-/// rows of two buffers of one group would alias in the L1 modulo 4 KiB (the harness staggers
-/// its arrays the same way).
+/// page-aligned; without a stagger every buffer would start at offset 0 of a page, and the same
+/// row of two buffers of one group would alias in the L1 modulo 4 KiB (the harness staggers its
+/// arrays for the same reason). On cosmo_hdiff4_256 (two buffers in separate groups) offsets of
+/// 0-2240 bytes measured within 2% of each other (docs/PERFORMANCE.md, twelfth session).
 pub fn buffer_page_offset(stencil: usize) -> usize {
     (stencil * 9 % 64) * 64
 }
