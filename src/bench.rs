@@ -12,7 +12,7 @@ use absinthe_codegen::cuda::{plan as cuda_plan, GpuLimits};
 use absinthe_codegen::render::{default_flush_bytes, HarnessOptions};
 use absinthe_codegen::{lower, lower_cuda, Schedule};
 use absinthe_learn::variants::{parse_variants, plan, PlanSettings, Planned};
-use absinthe_model::cost::{evaluate, stream_shape};
+use absinthe_model::cost::{evaluate, overhead_count, stream_shape, Cost, Counts};
 use absinthe_model::machine::{Machine, ModelMachine};
 use absinthe_model::parallel::parallel_map;
 use absinthe_model::program::Program;
@@ -147,6 +147,55 @@ pub struct Row {
     pub roofline_seconds: Option<f64>,
     /// `roofline_seconds / measured_seconds`.
     pub roofline_fraction: Option<f64>,
+    /// What `predicted_seconds` is made of: the model's access counts of every stencil the
+    /// variant computes and the loop-bound overhead of every group, so that a script can
+    /// refit the model's form to measured times (absent for skipped variants).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelCounts>,
+}
+
+/// The model's counts of one variant (`cost::evaluate` on the program it runs, inlined
+/// stencils removed). With the machine's parameters `p`, `predicted_seconds` is the sum over
+/// stencils of `max(F^p fast.peel + K^p compute.peel, B^p slow_base.peel + V^p
+/// slow_stream.peel)` and the same for the body, plus `(B^b + B^v) overhead` over groups
+/// (`cost::stencil_seconds`, `cost::overhead_seconds`).
+#[derive(Serialize, Clone, Debug)]
+pub struct ModelCounts {
+    pub stencils: Vec<StencilModelCounts>,
+    /// Per group: the accesses `(B^b + B^v)` multiplies.
+    pub overhead: Vec<u128>,
+}
+
+/// One stencil's counts in [`ModelCounts`].
+#[derive(Serialize, Clone, Debug)]
+pub struct StencilModelCounts {
+    pub stencil: String,
+    pub group: usize,
+    pub counts: Counts,
+}
+
+impl ModelCounts {
+    fn of(program: &Program, cost: &Cost) -> ModelCounts {
+        let mut stencils = Vec::new();
+        for (g, group) in cost.groups.iter().enumerate() {
+            for (i, s) in group.range.clone().zip(&group.stencils) {
+                stencils.push(StencilModelCounts {
+                    stencil: program.stencils[i].name.clone(),
+                    group: g,
+                    counts: s.counts,
+                });
+            }
+        }
+        let overhead = cost
+            .groups
+            .iter()
+            .map(|g| {
+                let tiles = g.stencils.first().map_or(0, |s| s.tiles_total);
+                overhead_count(tiles, g.stencils.len())
+            })
+            .collect();
+        ModelCounts { stencils, overhead }
+    }
 }
 
 /// What [`measure`] planned, built and timed.
@@ -197,9 +246,11 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Measured> {
         seed: args.seed,
     };
     let planned = plan(&variants, &program, &analysis, &view, &settings)?;
+    let mut models: Vec<Option<ModelCounts>> = vec![None; planned.len()];
     let schedules: Vec<Option<Schedule>> = planned
         .iter()
-        .map(|p| {
+        .zip(&mut models)
+        .map(|(p, model)| {
             if p.skipped.is_some() {
                 return Ok(None);
             }
@@ -207,6 +258,7 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Measured> {
             // verifies against the original program's reference.
             let (prog, an, _) = inline_apply(&program, &p.inline)?;
             let cost = evaluate(&an, &view, &p.config);
+            *model = Some(ModelCounts::of(&prog, &cost));
             Ok(Some(
                 match args.target {
                     BenchTarget::Openmp => lower(&prog, &an, &p.config, &cost)?,
@@ -359,6 +411,7 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Measured> {
             compulsory_bytes,
             roofline_seconds: bw.map(|b| compulsory_bytes as f64 / b),
             roofline_fraction: None,
+            model: models[k].take(),
         };
         if let Some(r) = &mut results[k] {
             r.times.sort_by(f64::total_cmp);

@@ -8,7 +8,7 @@ use absinthe_codegen::compile::{HarnessResult, Toolchain};
 use absinthe_codegen::render::{BundleCase, HarnessOptions, Renderer};
 use absinthe_codegen::{lower, Schedule};
 use absinthe_model::analysis::Analysis;
-use absinthe_model::cost::{evaluate, Configuration};
+use absinthe_model::cost::{evaluate, stencil_seconds, Configuration, Counts};
 use absinthe_model::generate::Rng;
 use absinthe_model::machine::{Machine, ModelMachine};
 use absinthe_model::program::Program;
@@ -565,10 +565,37 @@ fn bench_relaxed_math_verifies_against_the_ieee_reference() {
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let rows = v.as_array().unwrap();
     assert_eq!(rows.len(), 2);
+    let params = machine().params;
     for r in rows {
         assert_eq!(r["verified"], true, "{r}");
         assert_eq!(r["verification"], "tolerance", "{r}");
         assert_eq!(r["build"], "relaxed-math", "{r}");
+        // The model counts make up the prediction: opt's inlined stencils are not among
+        // them, noinline has every stencil.
+        let model = &r["model"];
+        let stencils = model["stencils"].as_array().unwrap();
+        let counts: Vec<Counts> = stencils
+            .iter()
+            .map(|s| serde_json::from_value(s["counts"].clone()).unwrap())
+            .collect();
+        let mut total: f64 = counts
+            .iter()
+            .map(|c| {
+                let t = stencil_seconds(&params, c);
+                t.peel + t.body
+            })
+            .sum();
+        let overhead: Vec<u128> = serde_json::from_value(model["overhead"].clone()).unwrap();
+        total += overhead.iter().sum::<u128>() as f64
+            * (params.slow_base.body + params.slow_stream.body);
+        let predicted = r["predicted_seconds"].as_f64().unwrap();
+        assert!((total - predicted).abs() <= 1e-9 * predicted, "{total} {r}");
+        let expected = if r["variant"] == "opt" {
+            8 - r["inline"].as_array().unwrap().len()
+        } else {
+            8
+        };
+        assert_eq!(stencils.len(), expected, "{r}");
     }
     let o = absinthe(&[
         "bench",
