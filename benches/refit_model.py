@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""How far the model's form can go on real programs: refit its parameters to measured times.
+
+Reads `absinthe bench --format json` outputs (each row carries the model's counts per stencil,
+`model`) and the machine file whose `params` predicted them, and prints per program the Spearman
+rank correlation and the share of variants predicted within 20% of measured:
+
+- `learned`: the machine file's parameters (what `bench` reports);
+- `in-sample`: the eight parameters refitted to these measurements themselves (least squares
+  of log(predicted / measured), non-negative), with per stencil `max(fast, slow)`, or
+  `max + THETA min` (partial overlap) for each `--theta`, and `sum` (no overlap). This is the
+  best any training design could give this form on these programs;
+- `leave one out`: fitted on the other programs, scored on the one left out.
+
+Example (numpy and scipy: `build/halide-venv/bin/python` has them):
+
+    for P in hdiff heat4 chain8 cosmo_hdiff4 cosmo_adv5 cosmo_pgrad; do
+      absinthe bench configs/$P.yaml --machine m.yaml --variants opt,random:32 \
+          --runs 32 --no-roofline --format json > $P.json
+    done
+    build/halide-venv/bin/python benches/refit_model.py --machine m.yaml *.json
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+import yaml
+from scipy.optimize import least_squares
+from scipy.stats import spearmanr
+
+PARTS = ("fast", "slow_base", "slow_stream", "compute")
+TERMS = ("peel", "body")
+
+
+def load_rows(path):
+    """(program, variant, counts [stencils x 8], overhead count, measured) of a bench JSON."""
+    try:
+        with open(path) as f:
+            rows = json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+        sys.exit(f"error: {path}: {e}")
+    if not isinstance(rows, list):
+        sys.exit(f"error: {path}: not the output of `absinthe bench --format json`")
+    out = []
+    for k, r in enumerate(rows):
+        if not r.get("measured_seconds"):
+            continue
+        if "model" not in r:
+            sys.exit(f"error: {path}: row {k} ({r.get('variant')}) has no `model` counts "
+                     "(an absinthe older than the field?)")
+        counts = np.array([[s["counts"][p][t] for p in PARTS for t in TERMS]
+                           for s in r["model"]["stencils"]], float)
+        name = os.path.basename(path).removesuffix(".json")
+        out.append((name, r["variant"], counts, float(sum(r["model"]["overhead"])),
+                    r["measured_seconds"]))
+    return out
+
+
+def machine_params(path):
+    try:
+        with open(path) as f:
+            p = yaml.safe_load(f)["params"]
+    except (OSError, KeyError, TypeError, yaml.YAMLError) as e:
+        sys.exit(f"error: {path}: no `params` ({e})")
+    return np.array([float(p.get(part, {}).get(t, 0.0)) for part in PARTS for t in TERMS])
+
+
+def predict(p, row, form):
+    """The model's seconds: `form` is ('max', theta) or ('sum',)."""
+    _, _, c, overhead, _ = row
+    total = 0.0
+    for t in (0, 1):
+        fast = c[:, 0 + t] * p[0 + t] + c[:, 6 + t] * p[6 + t]
+        slow = c[:, 2 + t] * p[2 + t] + c[:, 4 + t] * p[4 + t]
+        if form[0] == "sum":
+            total += (fast + slow).sum()
+        else:
+            total += np.maximum(fast, slow).sum() + form[1] * np.minimum(fast, slow).sum()
+    return total + overhead * (p[3] + p[5])
+
+
+def fit(rows, form, start):
+    scale = np.maximum(start, 1e-13)
+
+    def residuals(q):
+        return np.array([np.log(max(predict(q * scale, r, form), 1e-300) / r[4]) for r in rows])
+
+    return least_squares(residuals, np.ones(len(start)), bounds=(0, np.inf)).x * scale
+
+
+def score(p, rows, form):
+    """Per program (Spearman, share within 20%), and the share within 20% over all rows."""
+    per, within = {}, []
+    for prog in dict.fromkeys(r[0] for r in rows):
+        rr = [r for r in rows if r[0] == prog]
+        pred = np.array([predict(p, r, form) for r in rr])
+        meas = np.array([r[4] for r in rr])
+        w = np.abs(pred / meas - 1) < 0.2
+        within += list(w)
+        rho = spearmanr(pred, meas).correlation if len(rr) > 2 else float("nan")
+        per[prog] = (rho, float(w.mean()))
+    return per, float(np.mean(within))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 epilog="See the module docstring for an example.")
+    ap.add_argument("json", nargs="+", help="outputs of `absinthe bench --format json`")
+    ap.add_argument("--machine", required=True, help="the machine file the bench runs used")
+    ap.add_argument("--theta", type=float, action="append", default=None,
+                    help="partial-overlap weights to try (default: 0, 0.3, 0.6)")
+    ap.add_argument("--format", choices=("table", "json"), default="table")
+    a = ap.parse_args()
+    rows = [r for path in a.json for r in load_rows(path)]
+    if not rows:
+        sys.exit("error: no measured rows")
+    learned = machine_params(a.machine)
+    results = [("learned", score(learned, rows, ("max", 0.0)), learned)]
+    for theta in a.theta or [0.0, 0.3, 0.6]:
+        p = fit(rows, ("max", theta), learned)
+        results.append((f"in-sample max+{theta:g}min", score(p, rows, ("max", theta)), p))
+    p = fit(rows, ("sum",), learned)
+    results.append(("in-sample sum", score(p, rows, ("sum",)), p))
+    programs = list(dict.fromkeys(r[0] for r in rows))
+    if len(programs) > 1:
+        per, within = {}, []
+        for prog in programs:
+            train = [r for r in rows if r[0] != prog]
+            test = [r for r in rows if r[0] == prog]
+            p = fit(train, ("max", 0.0), learned)
+            s, _ = score(p, test, ("max", 0.0))
+            per[prog] = s[prog]
+            within += [abs(predict(p, r, ("max", 0.0)) / r[4] - 1) < 0.2 for r in test]
+        results.append(("leave one out, max", (per, float(np.mean(within))), None))
+    if a.format == "json":
+        print(json.dumps([{"fit": name, "within_20": w,
+                           "programs": {k: {"spearman": v[0], "within_20": v[1]}
+                                        for k, v in per.items()},
+                           "params": None if p is None else dict(
+                               zip([f"{x}.{t}" for x in PARTS for t in TERMS], p.tolist()))}
+                          for name, (per, w), p in results], indent=1))
+        return
+    print(f"{len(rows)} variants; per program: Spearman / share within 20%")
+    for name, (per, w), _ in results:
+        cells = "  ".join(f"{k}: {v[0]:.2f} / {100 * v[1]:.0f}%" for k, v in per.items())
+        print(f"{name:24} all: {100 * w:.0f}% within 20%   {cells}")
+
+
+if __name__ == "__main__":
+    main()
