@@ -51,12 +51,40 @@ def load_rows(path):
         if "model" not in r:
             sys.exit(f"error: {path}: row {k} ({r.get('variant')}) has no `model` counts "
                      "(an absinthe older than the field?)")
+        model = r["model"]
         counts = np.array([[s["counts"][p][t] for p in PARTS for t in TERMS]
-                           for s in r["model"]["stencils"]], float)
+                           for s in model["stencils"]], float)
         name = os.path.basename(path).removesuffix(".json")
-        out.append((name, r["variant"], counts, float(sum(r["model"]["overhead"])),
-                    r["measured_seconds"]))
+        out.append((name, r["variant"], counts, float(sum(model["overhead"])),
+                    r["measured_seconds"], row_streams(r)))
     return out
+
+
+def row_streams(r):
+    """Per stencil, the row streams its group's sweep keeps in flight: the group's stream
+    weight `s` (arrays streamed, a store twice) times the rows of one tile step that do not
+    continue each other in memory: the tile's planes when its rows span the domain's x (a
+    plane's rows are then contiguous), else its rows times its planes; a streamed group keeps
+    three lines of each array. None where the JSON lacks the fields (an older absinthe)."""
+    model = r["model"]
+    if "domain" not in model:
+        return None
+    dom = model["domain"]
+    stencils = model["stencils"]
+    weight = {}
+    for s in stencils:
+        weight[s["group"]] = weight.get(s["group"], 0) + s["stream_weights"][0]
+    per_group = {}
+    for g, tiles in enumerate(r["tiles"]):
+        size = [dom[d] / tiles[d] for d in range(3)]
+        if g in r["stream"]:
+            rows = 3
+        elif tiles[0] == 1:
+            rows = size[2]
+        else:
+            rows = size[1] * size[2]
+        per_group[g] = weight.get(g, 0) * rows
+    return np.array([per_group[s["group"]] for s in stencils], float)
 
 
 def machine_params(path):
@@ -69,14 +97,20 @@ def machine_params(path):
 
 
 def predict(p, row, form):
-    """The model's seconds: `form` is ('max', theta) or ('sum',)."""
-    _, _, c, overhead, _ = row
+    """The model's seconds: `form` is ('max', theta), ('sum',) or ('streams', S): `max` with a
+    ninth parameter `p[8]` per stream-body access of every stencil whose group keeps more than
+    `S` row streams in flight ([`row_streams`])."""
+    _, _, c, overhead, _, streams = row
     total = 0.0
     for t in (0, 1):
         fast = c[:, 0 + t] * p[0 + t] + c[:, 6 + t] * p[6 + t]
         slow = c[:, 2 + t] * p[2 + t] + c[:, 4 + t] * p[4 + t]
+        if form[0] == "streams" and t == 1:
+            slow = slow + (streams > form[1]) * c[:, 5] * p[8]
         if form[0] == "sum":
             total += (fast + slow).sum()
+        elif form[0] == "streams":
+            total += np.maximum(fast, slow).sum()
         else:
             total += np.maximum(fast, slow).sum() + form[1] * np.minimum(fast, slow).sum()
     return total + overhead * (p[3] + p[5])
@@ -88,7 +122,8 @@ def fit(rows, form, start):
     def residuals(q):
         return np.array([np.log(max(predict(q * scale, r, form), 1e-300) / r[4]) for r in rows])
 
-    return least_squares(residuals, np.ones(len(start)), bounds=(0, np.inf)).x * scale
+    q = least_squares(residuals, np.ones(len(start)), bounds=(0, np.inf)).x
+    return q * scale
 
 
 def score(p, rows, form):
@@ -112,6 +147,9 @@ def main():
     ap.add_argument("--machine", required=True, help="the machine file the bench runs used")
     ap.add_argument("--theta", type=float, action="append", default=None,
                     help="partial-overlap weights to try (default: 0, 0.3, 0.6)")
+    ap.add_argument("--streams-above", type=int, action="append", default=[], metavar="S",
+                    help="also fit a ninth parameter: the stream body of groups whose sweep keeps "
+                         "more than S row streams in flight costs it on top (repeatable)")
     ap.add_argument("--format", choices=("table", "json"), default="table")
     a = ap.parse_args()
     rows = [r for path in a.json for r in load_rows(path)]
@@ -124,29 +162,41 @@ def main():
         results.append((f"in-sample max+{theta:g}min", score(p, rows, ("max", theta)), p))
     p = fit(rows, ("sum",), learned)
     results.append(("in-sample sum", score(p, rows, ("sum",)), p))
+    if a.streams_above and any(r[5] is None for r in rows):
+        sys.exit("error: --streams-above needs `model.domain` and `stream_weights` in the JSON "
+                 "(re-run the bench with this absinthe)")
+    forms = [("max", ("max", 0.0), learned)]
+    for limit in a.streams_above:
+        form = ("streams", limit)
+        start = np.append(learned, max(learned[5], 1e-13))
+        p = fit(rows, form, start)
+        results.append((f"in-sample streams>{limit}", score(p, rows, form), p))
+        forms.append((f"streams>{limit}", form, start))
     programs = list(dict.fromkeys(r[0] for r in rows))
     if len(programs) > 1:
-        per, within = {}, []
-        for prog in programs:
-            train = [r for r in rows if r[0] != prog]
-            test = [r for r in rows if r[0] == prog]
-            p = fit(train, ("max", 0.0), learned)
-            s, _ = score(p, test, ("max", 0.0))
-            per[prog] = s[prog]
-            within += [abs(predict(p, r, ("max", 0.0)) / r[4] - 1) < 0.2 for r in test]
-        results.append(("leave one out, max", (per, float(np.mean(within))), None))
+        for label, form, start in forms:
+            per, within = {}, []
+            for prog in programs:
+                train = [r for r in rows if r[0] != prog]
+                test = [r for r in rows if r[0] == prog]
+                p = fit(train, form, start)
+                s, _ = score(p, test, form)
+                per[prog] = s[prog]
+                within += [abs(predict(p, r, form) / r[4] - 1) < 0.2 for r in test]
+            results.append((f"leave one out, {label}", (per, float(np.mean(within))), None))
     if a.format == "json":
         print(json.dumps([{"fit": name, "within_20": w,
                            "programs": {k: {"spearman": v[0], "within_20": v[1]}
                                         for k, v in per.items()},
                            "params": None if p is None else dict(
-                               zip([f"{x}.{t}" for x in PARTS for t in TERMS], p.tolist()))}
+                               zip([f"{x}.{t}" for x in PARTS for t in TERMS] + ["streams.body"],
+                                   p.tolist()))}
                           for name, (per, w), p in results], indent=1))
         return
     print(f"{len(rows)} variants; per program: Spearman / share within 20%")
     for name, (per, w), _ in results:
         cells = "  ".join(f"{k}: {v[0]:.2f} / {100 * v[1]:.0f}%" for k, v in per.items())
-        print(f"{name:24} all: {100 * w:.0f}% within 20%   {cells}")
+        print(f"{name:27} all: {100 * w:.0f}% within 20%   {cells}")
 
 
 if __name__ == "__main__":

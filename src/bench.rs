@@ -161,6 +161,8 @@ pub struct Row {
 /// (`cost::stencil_seconds`, `cost::overhead_seconds`).
 #[derive(Serialize, Clone, Debug)]
 pub struct ModelCounts {
+    /// The program's domain (with the row's `tiles`, the tile sizes).
+    pub domain: [usize; 3],
     pub stencils: Vec<StencilModelCounts>,
     /// Per group: the accesses `(B^b + B^v)` multiplies.
     pub overhead: Vec<u128>,
@@ -172,10 +174,13 @@ pub struct StencilModelCounts {
     pub stencil: String,
     pub group: usize,
     pub counts: Counts,
+    /// `(s, s^x, s^y, s^z)`: the arrays it streams from slow memory (a store twice) and
+    /// their lines along each dimension, as the counts take them.
+    pub stream_weights: [u64; 4],
 }
 
 impl ModelCounts {
-    fn of(program: &Program, cost: &Cost) -> ModelCounts {
+    fn of(program: &Program, domain: [usize; 3], cost: &Cost) -> ModelCounts {
         let mut stencils = Vec::new();
         for (g, group) in cost.groups.iter().enumerate() {
             for (i, s) in group.range.clone().zip(&group.stencils) {
@@ -183,6 +188,7 @@ impl ModelCounts {
                     stencil: program.stencils[i].name.clone(),
                     group: g,
                     counts: s.counts,
+                    stream_weights: s.stream_weights,
                 });
             }
         }
@@ -194,7 +200,11 @@ impl ModelCounts {
                 overhead_count(tiles, g.stencils.len())
             })
             .collect();
-        ModelCounts { stencils, overhead }
+        ModelCounts {
+            domain,
+            stencils,
+            overhead,
+        }
     }
 }
 
@@ -258,7 +268,7 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Measured> {
             // verifies against the original program's reference.
             let (prog, an, _) = inline_apply(&program, &p.inline)?;
             let cost = evaluate(&an, &view, &p.config);
-            *model = Some(ModelCounts::of(&prog, &cost));
+            *model = Some(ModelCounts::of(&prog, an.domain, &cost));
             Ok(Some(
                 match args.target {
                     BenchTarget::Openmp => lower(&prog, &an, &p.config, &cost)?,

@@ -573,7 +573,17 @@ fn bench_relaxed_math_verifies_against_the_ieee_reference() {
         // The model counts make up the prediction: opt's inlined stencils are not among
         // them, noinline has every stencil.
         let model = &r["model"];
+        assert_eq!(model["domain"], serde_json::json!([64, 64, 60]), "{r}");
         let stencils = model["stencils"].as_array().unwrap();
+        // The stream weights are what the stream counts count: none, no stream counts.
+        let mut streamed = 0;
+        for s in stencils {
+            let w: [u64; 4] = serde_json::from_value(s["stream_weights"].clone()).unwrap();
+            let c: Counts = serde_json::from_value(s["counts"].clone()).unwrap();
+            assert_eq!(w == [0; 4], c.slow_stream.body == 0, "{s}");
+            streamed += w[0];
+        }
+        assert!(streamed > 0, "{r}");
         let counts: Vec<Counts> = stencils
             .iter()
             .map(|s| serde_json::from_value(s["counts"].clone()).unwrap())
