@@ -576,25 +576,16 @@ fn bench_relaxed_math_verifies_against_the_ieee_reference() {
         assert_eq!(model["domain"], serde_json::json!([64, 64, 60]), "{r}");
         let stencils = model["stencils"].as_array().unwrap();
         // The stream weights are what the stream counts count: none, no stream counts.
-        let mut streamed = 0;
+        let (mut streamed, mut total) = (0, 0.0);
         for s in stencils {
             let w: [u64; 4] = serde_json::from_value(s["stream_weights"].clone()).unwrap();
             let c: Counts = serde_json::from_value(s["counts"].clone()).unwrap();
             assert_eq!(w == [0; 4], c.slow_stream.body == 0, "{s}");
             streamed += w[0];
+            let t = stencil_seconds(&params, &c);
+            total += t.peel + t.body;
         }
         assert!(streamed > 0, "{r}");
-        let counts: Vec<Counts> = stencils
-            .iter()
-            .map(|s| serde_json::from_value(s["counts"].clone()).unwrap())
-            .collect();
-        let mut total: f64 = counts
-            .iter()
-            .map(|c| {
-                let t = stencil_seconds(&params, c);
-                t.peel + t.body
-            })
-            .sum();
         let overhead: Vec<u128> = serde_json::from_value(model["overhead"].clone()).unwrap();
         total += overhead.iter().sum::<u128>() as f64
             * (params.slow_base.body + params.slow_stream.body);
