@@ -157,8 +157,9 @@ pub struct Row {
 /// The model's counts of one variant (`cost::evaluate` on the program it runs, inlined
 /// stencils removed). With the machine's parameters `p`, `predicted_seconds` is the sum over
 /// stencils of `max(F^p fast.peel + K^p compute.peel, B^p slow_base.peel + V^p
-/// slow_stream.peel)` and the same for the body, plus `(B^b + B^v) overhead` over groups
-/// (`cost::stencil_seconds`, `cost::overhead_seconds`).
+/// slow_stream.peel)` and the same for the body (whose slow side adds `Q^b slow_stream.body`
+/// in a `crowded` group), plus `(B^b + B^v) overhead` over groups (`cost::stencil_seconds`,
+/// `cost::overhead_seconds`).
 #[derive(Serialize, Clone, Debug)]
 pub struct ModelCounts {
     /// The program's domain (with the row's `tiles`, the tile sizes).
@@ -166,6 +167,9 @@ pub struct ModelCounts {
     pub stencils: Vec<StencilModelCounts>,
     /// Per group: the accesses `(B^b + B^v)` multiplies.
     pub overhead: Vec<u128>,
+    /// Per group: whether it keeps more row streams in flight than the machine's
+    /// `params.crowded.row_streams` (`cost::crowded`).
+    pub crowded: Vec<bool>,
 }
 
 /// One stencil's counts in [`ModelCounts`].
@@ -204,6 +208,7 @@ impl ModelCounts {
             domain,
             stencils,
             overhead,
+            crowded: cost.groups.iter().map(|g| g.crowded).collect(),
         }
     }
 }

@@ -11,7 +11,7 @@ use absinthe_codegen::compile::Toolchain;
 use absinthe_codegen::render::default_flush_bytes;
 use absinthe_learn::machine_file::{self, host_description, sysfs_cache_bytes, utc_timestamp};
 use absinthe_learn::{calibrate, learn, measure, training, Kernels, LearnOptions, Progress};
-use absinthe_model::machine::{FitQuality, Learned, Machine};
+use absinthe_model::machine::{CrowdingCalibration, FitQuality, Learned, Machine, Params};
 use anyhow::Context;
 use clap::Args;
 
@@ -299,6 +299,7 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
         wall_seconds: Some(wall),
         cache_calibration: calibration.as_ref().map(|c| c.record()),
         group_arrays_calibration: limit_calibration.as_ref().map(|c| c.record()),
+        crowding_calibration: Some(result.crowding.clone()),
     };
     let extra = [
         ("cores", threads.to_string()),
@@ -348,6 +349,7 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
         result.measurements.len(),
         wall
     );
+    print_crowding(&result.crowding, &result.params);
     if let Some(c) = &calibration {
         print_calibration(c, machine.cache_fraction);
     }
@@ -370,6 +372,40 @@ fn print_calibration(c: &calibrate::Calibration, current: f64) {
         println!("cache_fraction: kept {current:.4}");
     } else {
         println!("cache_fraction: {:.4} (was {current:.4})", c.chosen);
+    }
+}
+
+/// The crowding fits: per row-stream limit, the slow family's deviation and R², and the one
+/// kept.
+fn print_crowding(c: &CrowdingCalibration, params: &Params) {
+    let rows: Vec<Vec<String>> = c
+        .limits
+        .iter()
+        .zip(&c.deviations)
+        .zip(&c.r2_slow)
+        .map(|((l, d), r)| {
+            let label = if *l == 0 {
+                "none".into()
+            } else {
+                l.to_string()
+            };
+            vec![label, format!("{d:.4e}"), format!("{r:.3}")]
+        })
+        .collect();
+    print!(
+        "{}",
+        table(
+            &["row-stream limit", "slow |deviation| (s)", "slow R²"],
+            &rows
+        )
+    );
+    if params.crowded.is_zero() {
+        println!("crowding: no charge (no limit fits the slow family better)");
+    } else {
+        println!(
+            "crowding: groups above {} row streams pay {:.4e} s per stream-body access more",
+            params.crowded.row_streams, params.crowded.stream_body
+        );
     }
 }
 

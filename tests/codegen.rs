@@ -575,6 +575,7 @@ fn bench_relaxed_math_verifies_against_the_ieee_reference() {
         let model = &r["model"];
         assert_eq!(model["domain"], serde_json::json!([64, 64, 60]), "{r}");
         let stencils = model["stencils"].as_array().unwrap();
+        let crowded: Vec<bool> = serde_json::from_value(model["crowded"].clone()).unwrap();
         // The stream weights are what the stream counts count: none, no stream counts.
         let (mut streamed, mut total) = (0, 0.0);
         for s in stencils {
@@ -582,7 +583,7 @@ fn bench_relaxed_math_verifies_against_the_ieee_reference() {
             let c: Counts = serde_json::from_value(s["counts"].clone()).unwrap();
             assert_eq!(w == [0; 4], c.slow_stream.body == 0, "{s}");
             streamed += w[0];
-            let t = stencil_seconds(&params, &c);
+            let t = stencil_seconds(&params, &c, crowded[s["group"].as_u64().unwrap() as usize]);
             total += t.peel + t.body;
         }
         assert!(streamed > 0, "{r}");

@@ -74,6 +74,14 @@ pub fn random_machine(rng: &mut Rng, cells: usize) -> ModelMachine {
     if rng.chance(33) {
         m.group_arrays = Some(rng.range(2, 8) as usize);
     }
+    // A crowding charge in half of them, at a limit the small random programs cross
+    // (`cost::crowded`: their groups keep up to a few hundred row streams in flight).
+    if rng.chance(50) {
+        if let Some(p) = m.params.as_mut() {
+            p.crowded.row_streams = rng.range(1, 80) as u64;
+            p.crowded.stream_body = rng.range(1, 50) as f64 * 1e-11;
+        }
+    }
     m.model_view(8).unwrap()
 }
 

@@ -23,7 +23,7 @@ pub mod training;
 pub mod variants;
 
 use absinthe_codegen::compile::Toolchain;
-use absinthe_model::machine::{Compute, Params, PeelBody};
+use absinthe_model::machine::{Compute, Crowded, CrowdingCalibration, Params, PeelBody};
 
 use crate::fit::Sample;
 use crate::measure::Measurement;
@@ -121,7 +121,16 @@ pub struct LearnResult {
     /// Per configuration (predicted, median measured) seconds of each family.
     pub fast_medians: Vec<(f64, f64)>,
     pub slow_medians: Vec<(f64, f64)>,
+    /// The slow fit at every row-stream limit tried ([`CROWDING_LIMITS`]).
+    pub crowding: CrowdingCalibration,
 }
+
+/// The row-stream limits the slow fit tries for the crowding charge (`Params::crowded`; 0: no
+/// charge): it keeps the one whose fit deviates least from the measurements. Refitted to the
+/// six real programs' times, 128 predicted best of 64, 128 and 256 (docs/PERFORMANCE.md,
+/// fourteenth session); the training programs' groups keep 19-37 streams per row, so their
+/// tiles fall on both sides of every limit here.
+pub const CROWDING_LIMITS: [u64; 7] = [0, 32, 64, 128, 256, 512, 1024];
 
 /// Builds, measures and fits.
 pub fn learn(
@@ -296,10 +305,10 @@ pub fn learn(
 /// seventh session).
 pub const SLOW_FIT_HELD_AT_ZERO: usize = 1;
 
-/// The samples of one family: configurations numbered by (program, tile counts, streamed).
-/// The slow family's column [`SLOW_FIT_HELD_AT_ZERO`] is zeroed, which holds its coefficient
-/// at zero.
-pub fn samples(measurements: &[Measurement], family: Family) -> Vec<Sample> {
+/// The samples of one family: configurations numbered by (program, tile counts, streamed),
+/// the crowding column for the row-stream limit `limit` (0: none). The slow family's column
+/// [`SLOW_FIT_HELD_AT_ZERO`] is zeroed, which holds its coefficient at zero.
+pub fn samples(measurements: &[Measurement], family: Family, limit: u64) -> Vec<Sample> {
     let mut keys: Vec<(String, [usize; 3], bool)> = Vec::new();
     measurements
         .iter()
@@ -310,7 +319,7 @@ pub fn samples(measurements: &[Measurement], family: Family) -> Vec<Sample> {
                 keys.push(key);
                 keys.len() - 1
             });
-            let mut counts = m.counts.fit_counts(family);
+            let mut counts = m.counts.fit_counts(family, limit);
             if family == Family::Slow {
                 counts[SLOW_FIT_HELD_AT_ZERO] = 0.0;
             }
@@ -329,12 +338,40 @@ pub fn fit_measurements(
     solver: &str,
 ) -> Result<LearnResult, LearnError> {
     let solver = absinthe_solvers::by_name(solver).map_err(|e| LearnError::Fit(e.to_string()))?;
-    let fast = samples(&measurements, Family::Fast);
-    let slow = samples(&measurements, Family::Slow);
+    let fast = samples(&measurements, Family::Fast, 0);
     let pf = fit::lad_fit(&fast, solver.as_ref())?;
-    let ps = fit::lad_fit(&slow, solver.as_ref())?;
     let fast_medians = fit::medians(&fast, &pf);
-    let slow_medians = fit::medians(&slow, &ps);
+    // The slow fit at each crowding limit; the least deviation wins (the first of equals, so
+    // no charge unless one fits better).
+    let mut crowding = CrowdingCalibration {
+        limits: Vec::new(),
+        deviations: Vec::new(),
+        r2_slow: Vec::new(),
+    };
+    // (deviation, limit, coefficients, medians) of the best fit so far.
+    type Fit = (f64, u64, Vec<f64>, Vec<(f64, f64)>);
+    let mut best: Option<Fit> = None;
+    for limit in CROWDING_LIMITS {
+        let slow = samples(&measurements, Family::Slow, limit);
+        if slow.is_empty() {
+            break;
+        }
+        let ps = fit::lad_fit(&slow, solver.as_ref())?;
+        let deviation: f64 = slow
+            .iter()
+            .map(|s| (fit::predict(&ps, &s.counts) - s.seconds).abs())
+            .sum();
+        let medians = fit::medians(&slow, &ps);
+        crowding.limits.push(limit);
+        crowding.deviations.push(deviation);
+        crowding.r2_slow.push(fit::r_squared(&medians));
+        if best.as_ref().is_none_or(|b| deviation < b.0 * (1.0 - 1e-9)) {
+            best = Some((deviation, limit, ps, medians));
+        }
+    }
+    let Some((_, limit, ps, slow_medians)) = best else {
+        return Err(LearnError::Fit("no slow-family samples to fit".into()));
+    };
     Ok(LearnResult {
         params: Params {
             fast: PeelBody {
@@ -353,12 +390,17 @@ pub fn fit_measurements(
                 peel: pf[2],
                 body: pf[3],
             },
+            crowded: Crowded {
+                row_streams: if ps[4] > 0.0 { limit } else { 0 },
+                stream_body: ps[4],
+            },
         },
         r2_fast: fit::r_squared(&fast_medians),
         r2_slow: fit::r_squared(&slow_medians),
         measurements,
         fast_medians,
         slow_medians,
+        crowding,
     })
 }
 

@@ -66,6 +66,18 @@ pub fn learned_blocks(params: &Params, learned: &Learned) -> String {
         learned.r2.fast,
         learned.r2.slow,
     );
+    if !params.crowded.is_zero() {
+        // Inside `params:`, before the `learned:` block.
+        let at = text.find("learned:\n").unwrap_or(text.len());
+        text.insert_str(
+            at,
+            &format!(
+                "  crowded:     {{row_streams: {}, stream_body: {}}}\n",
+                params.crowded.row_streams,
+                number(params.crowded.stream_body)
+            ),
+        );
+    }
     if let Some(w) = learned.wall_seconds {
         text.push_str(&format!("  wall_seconds: {w:.1}\n"));
     }
@@ -76,6 +88,15 @@ pub fn learned_blocks(params: &Params, learned: &Learned) -> String {
             "fractions",
             &fractions,
             &c.seconds,
+        ));
+    }
+    if let Some(c) = &learned.crowding_calibration {
+        let list = |v: Vec<String>| v.join(", ");
+        text.push_str(&format!(
+            "  crowding_calibration:\n    limits: [{}]\n    deviations: [{}]\n    r2_slow: [{}]\n",
+            list(c.limits.iter().map(|l| l.to_string()).collect()),
+            list(c.deviations.iter().map(|d| format!("{d:.9e}")).collect()),
+            list(c.r2_slow.iter().map(|r| format!("{r:.4}")).collect()),
         ));
     }
     if let Some(c) = &learned.group_arrays_calibration {

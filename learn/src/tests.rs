@@ -2,8 +2,8 @@
 //! accuracy statistics.
 
 use absinthe_model::machine::{
-    CacheCalibration, Compute, FitQuality, GroupArraysCalibration, Learned, Machine, Params,
-    PeelBody,
+    CacheCalibration, Compute, Crowded, CrowdingCalibration, FitQuality, GroupArraysCalibration,
+    Learned, Machine, Params, PeelBody,
 };
 use absinthe_model::rng::Rng;
 
@@ -12,9 +12,10 @@ use crate::fit::{lad_fit, medians, r_squared, Sample};
 use crate::training::{self, Family};
 use crate::{accuracy, machine_file};
 
-/// Samples of one family whose times come from `coefficients` through the model's counts,
-/// with ±3% noise and 8% gross outliers (2-4 times too slow).
-fn synthetic(family: Family, coefficients: &[f64], seed: u64) -> Vec<Sample> {
+/// Samples of one family whose times come from `coefficients` through the model's counts
+/// (the crowding column at the row-stream limit `limit`), with ±3% noise and 8% gross
+/// outliers (2-4 times too slow).
+fn synthetic(family: Family, coefficients: &[f64], limit: u64, seed: u64) -> Vec<Sample> {
     let mut rng = Rng::new(seed);
     let programs = training::programs([64, 32, 32]).unwrap();
     let mut samples = Vec::new();
@@ -23,7 +24,7 @@ fn synthetic(family: Family, coefficients: &[f64], seed: u64) -> Vec<Sample> {
         let arrays = training::arrays_touched(&p.analysis);
         for size in training::tile_sizes(arrays, 8, 2097152.0 / 3.0, 12, 64) {
             let n = training::tile_counts(size, p.analysis.domain);
-            let counts = training::run_counts(&p.analysis, n).fit_counts(family);
+            let counts = training::run_counts(&p.analysis, n).fit_counts(family, limit);
             let exact = crate::fit::predict(coefficients, &counts);
             for _ in 0..5 {
                 let noise = 1.0 + (rng.range(-300, 300) as f64) * 1e-4;
@@ -78,7 +79,7 @@ fn assert_recovered(samples: &[Sample], truth: &[f64], fitted: &[f64], tight: &[
 fn lad_recovers_fast_parameters_despite_noise_and_outliers() {
     // The compute parameters too: the heavy fast programs vary operations apart from accesses.
     let truth = [3.1e-9, 1.7e-10, 1.1e-10, 2.3e-11];
-    let samples = synthetic(Family::Fast, &truth, 1);
+    let samples = synthetic(Family::Fast, &truth, 0, 1);
     let fitted = lad_fit(&samples, highs().as_ref()).unwrap();
     assert_recovered(&samples, &truth, &fitted, &[0, 1, 3]);
     assert!(r_squared(&medians(&samples, &fitted)) > 0.95);
@@ -86,11 +87,72 @@ fn lad_recovers_fast_parameters_despite_noise_and_outliers() {
 
 #[test]
 fn lad_recovers_slow_parameters_and_keeps_a_zero_parameter_at_zero() {
-    // The slow base peel is zero, as in formats.md's example.
-    let truth = [0.0, 4.0e-11, 5.0e-9, 3.0e-10];
-    let samples = synthetic(Family::Slow, &truth, 2);
+    // The slow base peel is zero, as in formats.md's example; crowded groups (above 128 row
+    // streams) pay half the stream body again.
+    let truth = [0.0, 4.0e-11, 5.0e-9, 3.0e-10, 1.5e-10];
+    let samples = synthetic(Family::Slow, &truth, 128, 2);
+    let crowded = samples.iter().filter(|s| s.counts[4] > 0.0).count();
+    assert!(
+        crowded > 0 && crowded < samples.len(),
+        "the training tiles fall on both sides of the limit: {crowded} of {}",
+        samples.len()
+    );
     let fitted = lad_fit(&samples, highs().as_ref()).unwrap();
-    assert_recovered(&samples, &truth, &fitted, &[2, 3]);
+    assert_recovered(&samples, &truth, &fitted, &[2, 3, 4]);
+}
+
+/// `fit_measurements` tries every limit of `CROWDING_LIMITS` and keeps one that puts the same
+/// runs above it as the limit the times were made with, and the charge they were made with;
+/// times made without a charge keep none.
+#[test]
+fn the_slow_fit_finds_the_crowding_limit_and_charge() {
+    let programs = training::programs([64, 32, 32]).unwrap();
+    let truth_fast = [3.1e-9, 1.7e-10, 1.1e-10, 2.3e-11];
+    for (limit, charge) in [(128, 1.5e-10), (512, 2.0e-10), (0, 0.0)] {
+        let truth_slow = [2.0e-9, 0.0, 5.0e-9, 3.0e-10, charge];
+        let mut measurements = Vec::new();
+        for p in &programs {
+            let arrays = training::arrays_touched(&p.analysis);
+            for size in training::tile_sizes(arrays, 8, 2097152.0 / 3.0, 30, 64) {
+                let tiles = training::tile_counts(size, p.analysis.domain);
+                let counts = training::run_counts(&p.analysis, tiles);
+                let truth: &[f64] = if p.family == Family::Slow {
+                    &truth_slow
+                } else {
+                    &truth_fast
+                };
+                measurements.push(crate::measure::Measurement {
+                    program: p.program.name.clone(),
+                    family: p.family,
+                    tile_size: size,
+                    tiles,
+                    streamed: false,
+                    repeat: 0,
+                    seconds: crate::fit::predict(truth, &counts.fit_counts(p.family, limit)),
+                    counts,
+                });
+            }
+        }
+        let r = crate::fit_measurements(measurements.clone(), "highs").unwrap();
+        assert_eq!(r.crowding.limits, crate::CROWDING_LIMITS.to_vec());
+        let kept = r.params.crowded;
+        if charge == 0.0 {
+            assert_eq!(kept.stream_body, 0.0, "{kept:?}");
+            continue;
+        }
+        assert!(
+            (kept.stream_body - charge).abs() <= 0.02 * charge,
+            "{kept:?}"
+        );
+        for m in measurements.iter().filter(|m| m.family == Family::Slow) {
+            assert_eq!(
+                m.counts.crowded(kept.row_streams),
+                m.counts.crowded(limit),
+                "{kept:?} {:?}",
+                m.tiles
+            );
+        }
+    }
 }
 
 #[test]
@@ -129,6 +191,10 @@ fn learned() -> (Params, Learned) {
             peel: 4.0e-11,
             body: 1.5e-11,
         },
+        crowded: Crowded {
+            row_streams: 128,
+            stream_body: 7.5e-11,
+        },
     };
     let learned = Learned {
         at: machine_file::utc_timestamp(1_795_000_000),
@@ -146,6 +212,11 @@ fn learned() -> (Params, Learned) {
         group_arrays_calibration: Some(GroupArraysCalibration {
             limits: vec![None, Some(12), Some(8)],
             seconds: vec![Some(3.0e-3), None, Some(2.5e-3)],
+        }),
+        crowding_calibration: Some(CrowdingCalibration {
+            limits: vec![0, 128, 256],
+            deviations: vec![2.5e-2, 1.25e-2, 1.5e-2],
+            r2_slow: vec![0.8125, 0.875, 0.8625],
         }),
     };
     (params, learned)
@@ -390,17 +461,17 @@ fn the_slow_fit_holds_the_base_body_at_zero() {
                 tiles,
                 streamed: false,
                 repeat: 0,
-                seconds: crate::fit::predict(truth, &counts.fit_counts(p.family)),
+                seconds: crate::fit::predict(truth, &counts.fit_counts(p.family, 0)),
                 counts,
             });
         }
     }
-    let slow = crate::samples(&measurements, Family::Slow);
+    let slow = crate::samples(&measurements, Family::Slow, 0);
     assert!(slow
         .iter()
         .all(|s| s.counts[crate::SLOW_FIT_HELD_AT_ZERO] == 0.0));
     assert!(slow.iter().all(|s| s.counts[3] > 0.0));
-    let fast = crate::samples(&measurements, Family::Fast);
+    let fast = crate::samples(&measurements, Family::Fast, 0);
     assert!(fast.iter().all(|s| s.counts.iter().all(|&c| c > 0.0)));
     let r = crate::fit_measurements(measurements, "highs").unwrap();
     assert_eq!(r.params.slow_base.body, 0.0);

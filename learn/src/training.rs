@@ -21,7 +21,7 @@ use absinthe_model::analysis::Analysis;
 use absinthe_model::cost::{
     group_cost, group_shape, prefers_stream, stream_shape, tile_cells, Configuration,
 };
-use absinthe_model::machine::{Compute, ModelMachine, Params, PeelBody, Slack};
+use absinthe_model::machine::{Compute, Crowded, ModelMachine, Params, PeelBody, Slack};
 use absinthe_model::program::{program_header, Program};
 
 use crate::LearnError;
@@ -54,6 +54,7 @@ impl Family {
                 "slow_base.body",
                 "slow_stream.peel",
                 "slow_stream.body",
+                "crowded.stream_body",
             ],
         }
     }
@@ -446,11 +447,22 @@ pub struct RunCounts {
     pub counts: absinthe_model::cost::Counts,
     /// The loop-bound overhead's count: the model charges `(B^b + B^v)` times it.
     pub overhead: f64,
+    /// The group's stream weight `Σ s`, its tile counts and the domain: whether it is crowded
+    /// under a limit (`cost::crowded`).
+    pub stream_weight: u64,
+    pub tiles: [usize; 3],
+    pub domain: [usize; 3],
 }
 
 impl RunCounts {
-    /// The columns of the family's fit, in [`Family::coefficient_names`] order.
-    pub fn fit_counts(&self, family: Family) -> Vec<f64> {
+    /// Whether the run's group is crowded under the row-stream limit `limit` (0: never).
+    pub fn crowded(&self, limit: u64) -> bool {
+        absinthe_model::cost::crowded(self.domain, self.tiles, self.stream_weight, limit)
+    }
+
+    /// The columns of the family's fit, in [`Family::coefficient_names`] order, with the
+    /// crowding charge's column for the row-stream limit `limit` (0: a zero column).
+    pub fn fit_counts(&self, family: Family, limit: u64) -> Vec<f64> {
         let c = &self.counts;
         match family {
             Family::Fast => vec![
@@ -464,6 +476,11 @@ impl RunCounts {
                 c.slow_base.body as f64 + self.overhead,
                 c.slow_stream.peel as f64,
                 c.slow_stream.body as f64 + self.overhead,
+                if self.crowded(limit) {
+                    c.slow_stream.body as f64
+                } else {
+                    0.0
+                },
             ],
         }
     }
@@ -492,6 +509,7 @@ fn unit_machine(threads: usize, body_base: f64) -> ModelMachine {
                 body: 0.0,
             },
             compute: Compute::default(),
+            crowded: Crowded::default(),
         },
     }
 }
@@ -519,6 +537,9 @@ pub fn run_counts(analysis: &Analysis, tiles: [usize; 3]) -> RunCounts {
     RunCounts {
         counts,
         overhead: absinthe_model::cost::overhead_count(tiles_total, len) as f64,
+        stream_weight: cost.stencils.iter().map(|s| s.stream_weights[0]).sum(),
+        tiles,
+        domain: analysis.domain,
     }
 }
 

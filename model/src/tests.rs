@@ -520,3 +520,39 @@ fn compute_counts_are_operations_times_cells_with_their_halo() {
         assert_eq!(s.counts.compute.peel * ratio, s.counts.fast.peel * f);
     }
 }
+
+#[test]
+fn crowding_counts_row_streams_and_charges_the_stream_body() {
+    use crate::cost::crowded;
+    // cosmo_pgrad's grid at 64 x 64 x 60, one group of stream weight 12, limit 128: whole rows
+    // one row tall keep 12 x 60 / n^z row streams in flight.
+    let d = [64, 64, 60];
+    assert!(crowded(d, [1, 64, 1], 12, 128), "60 planes: 720 streams");
+    assert!(crowded(d, [1, 64, 5], 12, 128), "12 planes: 144");
+    assert!(!crowded(d, [1, 64, 6], 12, 128), "10 planes: exactly 120");
+    assert!(!crowded(d, [1, 64, 30], 12, 128), "2 planes: 24");
+    // Split along x, every row of every plane is its own stream: 12 x 16 x 15 = 2880.
+    assert!(crowded(d, [2, 4, 4], 12, 128));
+    assert!(
+        !crowded(d, [2, 64, 30], 12, 128),
+        "one row of two planes: 24"
+    );
+    assert!(!crowded(d, [1, 1, 1], 12, 0), "no limit, never crowded");
+
+    // The charge: `Q^b` per stream-body access of every stencil of a crowded group, on the
+    // slow side of its body; nothing for an uncrowded one.
+    let a = analyse(HDIFF);
+    let mut m = test_machine();
+    let deep = Configuration::new(vec![0; 4], vec![[1, 2, 2]]);
+    let plain = evaluate(&a, &m, &deep);
+    m.params.crowded.row_streams = 4;
+    m.params.crowded.stream_body = 3.0e-10;
+    let charged = evaluate(&a, &m, &deep);
+    assert!(charged.groups[0].crowded && !plain.groups[0].crowded);
+    for (p, c) in plain.stencils().zip(charged.stencils()) {
+        let extra = 3.0e-10 * c.counts.slow_stream.body as f64;
+        assert!(close(c.slow_body, p.slow_body + extra), "{c:?}");
+        assert!(close(c.body, c.fast_body.max(c.slow_body)));
+    }
+    assert!(charged.total > plain.total);
+}

@@ -269,6 +269,29 @@ pub fn limits_arrays(shape: StreamShape) -> bool {
     shape.dim == 1
 }
 
+/// Whether a group of stream weight `stream_weight` (its stencils' `s` together: arrays loaded,
+/// a store twice) tiled by `tiles` keeps more than `limit` row streams in flight: `s` times the
+/// rows of one tile step that do not continue each other in memory, the tile's planes `D^z /
+/// n^z` when its rows span the domain along x (one tile along x), else its rows times its
+/// planes `D^y D^z / (n^y n^z)`. Compared in integers: `s D^z > limit n^z`, or `s D^y D^z >
+/// limit n^y n^z`. Whether the group streams does not enter: refitted to the six programs'
+/// measured times, exempting streamed groups (3 lines per array) predicted no better
+/// (docs/PERFORMANCE.md, fourteenth session), and so the time stays independent of streaming.
+/// `limit` 0: never crowded (the machine charges nothing).
+pub fn crowded(domain: [usize; 3], tiles: [usize; 3], stream_weight: u64, limit: u64) -> bool {
+    if limit == 0 {
+        return false;
+    }
+    let (s, limit) = (stream_weight as u128, limit as u128);
+    let [_, dy, dz] = domain.map(|d| d as u128);
+    let [nx, ny, nz] = tiles.map(|t| t as u128);
+    if nx <= 1 {
+        s * dz > limit * nz
+    } else {
+        s * dy * dz > limit * ny * nz
+    }
+}
+
 /// Splits a group-index vector into ranges of equal indices.
 pub fn ranges_of(groups: &[usize]) -> Vec<Range<usize>> {
     let mut out = Vec::new();
@@ -501,6 +524,9 @@ pub struct GroupCost {
     pub tiles: [usize; 3],
     /// Whether the group streams (see [`StreamShape`]).
     pub stream: bool,
+    /// Whether the group is [`crowded`] under the machine's `params.crowded.row_streams`: its
+    /// stencils' slow bodies then pay `params.crowded.stream_body` per stream-body access.
+    pub crowded: bool,
     pub stencils: Vec<StencilCost>,
     /// Loop-bound overhead: `6 (B^b + B^v) n^x n^y n^z` per stencil.
     pub overhead: f64,
@@ -579,6 +605,8 @@ pub struct GroupShape {
     pub stencils: Vec<StencilShape>,
     /// Distinct arrays touched by the group (the cache test counts them).
     pub arrays_touched: usize,
+    /// `Σ s` over the group's stencils: what [`crowded`] multiplies the rows by.
+    pub stream_weight: u64,
 }
 
 /// The tile-independent part of [`group_cost`].
@@ -674,10 +702,12 @@ pub fn group_shape(analysis: &Analysis, range: Range<usize>) -> GroupShape {
                 .map(|w| w.map(u128::from)),
         });
     }
+    let stream_weight = stencils.iter().map(|s| s.stream_weights[0]).sum();
     GroupShape {
         range,
         stencils,
         arrays_touched: touched.len(),
+        stream_weight,
     }
 }
 
@@ -685,7 +715,11 @@ impl StencilShape {
     /// The access counts for tile counts `n` on a domain `dom` (`formula::stencil_counts`).
     pub fn counts(&self, dom: [u128; 3], n: [u128; 3]) -> Counts {
         let params = [[0.0f64; 2]; 4];
-        let mut numeric = Numeric { n, params: &params };
+        let mut numeric = Numeric {
+            n,
+            params: &params,
+            crowded: None,
+        };
         let c = stencil_counts(&mut numeric, dom, &self.weights_u128);
         let part = |p: usize| PeelBodyCount {
             peel: c[p][0].unwrap_or(0),
@@ -713,12 +747,14 @@ impl Counts {
     }
 }
 
-/// The seconds of a stencil's counts: `formula::stencil_terms` in f64.
-pub fn stencil_seconds(params: &Params, counts: &Counts) -> StencilTerms<f64> {
+/// The seconds of a stencil's counts, its group `crowded` or not ([`crowded`]):
+/// `formula::stencil_terms` in f64.
+pub fn stencil_seconds(params: &Params, counts: &Counts, crowded: bool) -> StencilTerms<f64> {
     let table = params.table();
     let mut numeric = Numeric {
         n: [0; 3],
         params: &table,
+        crowded: crowding_charge(params, crowded),
     };
     stencil_terms(&mut numeric, &counts.table(), "")
 }
@@ -735,11 +771,28 @@ pub fn overhead_seconds(params: &Params, tiles_total: u64, len: usize) -> f64 {
     let mut numeric = Numeric {
         n: [0; 3],
         params: &table,
+        crowded: None,
     };
     overhead(&mut numeric, &(tiles_total as u128), len as u128)
 }
 
+/// The crowding charge of a group ([`formula::Numeric`]'s `crowded`): `Q^b` when it is crowded
+/// and the machine charges it.
+fn crowding_charge(params: &Params, crowded: bool) -> Option<f64> {
+    (crowded && params.crowded.stream_body > 0.0).then_some(params.crowded.stream_body)
+}
+
 impl GroupShape {
+    /// Whether the group is [`crowded`] with `tiles` under the machine's limit.
+    pub fn crowded(&self, domain: [usize; 3], params: &Params, tiles: [usize; 3]) -> bool {
+        crowded(
+            domain,
+            tiles,
+            self.stream_weight,
+            params.crowded.row_streams,
+        )
+    }
+
     /// The group's time for `tiles` (feasibility not checked): the same number as
     /// [`group_cost_of`]'s `time`, without building the report.
     pub fn time(&self, analysis: &Analysis, params: &Params, tiles: [usize; 3]) -> f64 {
@@ -752,9 +805,11 @@ impl GroupShape {
     pub fn times(&self, analysis: &Analysis, params: &Params, tiles: [usize; 3]) -> (f64, f64) {
         let dom = analysis.domain.map(|d| d as u128);
         let table = params.table();
+        let crowded = self.crowded(analysis.domain, params, tiles);
         let mut numeric = Numeric {
             n: tiles.map(|t| t as u128),
             params: &table,
+            crowded: crowding_charge(params, crowded),
         };
         let (mut sum, mut fast) = (0.0, 0.0);
         for s in &self.stencils {
@@ -856,12 +911,13 @@ pub fn group_cost_of(
     let n = tiles.map(|t| t as u128);
     let params = &machine.params;
     let tiles_total = tiles.iter().map(|&t| t as u64).product::<u64>();
+    let crowded = shape.crowded(analysis.domain, params, tiles);
     let stencils: Vec<StencilCost> = shape
         .stencils
         .iter()
         .map(|s| {
             let counts = s.counts(dom, n);
-            let t = stencil_seconds(params, &counts);
+            let t = stencil_seconds(params, &counts, crowded);
             StencilCost {
                 widths: s.widths,
                 loads: s.loads.clone(),
@@ -895,6 +951,7 @@ pub fn group_cost_of(
         range: shape.range.clone(),
         tiles,
         stream,
+        crowded,
         stencils,
         overhead,
         time,
@@ -902,9 +959,10 @@ pub fn group_cost_of(
     }
 }
 
-/// Seconds of (fast peel, fast body, slow peel, slow body) for some counts.
+/// Seconds of (fast peel, fast body, slow peel, slow body) for some counts of an uncrowded
+/// group.
 pub fn term_seconds(params: &Params, c: &Counts) -> [f64; 4] {
-    let t = stencil_seconds(params, c);
+    let t = stencil_seconds(params, c, false);
     [t.fast_peel, t.fast_body, t.slow_peel, t.slow_body]
 }
 

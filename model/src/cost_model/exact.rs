@@ -88,12 +88,15 @@ pub fn display(x: &Rational) -> String {
 pub struct ExactParams {
     /// `[part][term]` as `formula::Part` and `formula::Term` order them.
     pub table: [[Rational; 2]; 4],
+    /// The crowding charge `Q^b` (`Params::crowded`), None when zero.
+    pub crowded: Option<Rational>,
 }
 
 impl ExactParams {
     pub fn new(p: &Params) -> Self {
         ExactParams {
             table: p.table().map(|row| row.map(decimal)),
+            crowded: (p.crowded.stream_body > 0.0).then(|| decimal(p.crowded.stream_body)),
         }
     }
 
@@ -159,6 +162,7 @@ pub fn exact_cost(
         let mut numeric = Numeric {
             n: group.tiles.map(|t| t as u128),
             params: &params.table,
+            crowded: params.crowded.clone().filter(|_| group.crowded),
         };
         for s in &group.stencils {
             let t = stencil_terms(&mut numeric, &s.counts.table(), "");

@@ -16,7 +16,9 @@
 //!   (docs/ARCHITECTURE.md, "A compute part");
 //!
 //! and each group adds the loop-bound overhead `6 n^x n^y n^z (B^b + B^v)` per stencil
-//! ([`overhead`]).
+//! ([`overhead`]). A *crowded* group (more row streams in flight than the machine's limit,
+//! `cost::crowded`) adds `Q^b s_body` to each stencil's slow body ([`Algebra::crowding`]; not
+//! in milp.md, docs/ARCHITECTURE.md, "Crowded groups").
 //!
 //! The same functions give integer access counts and f64 seconds (`cost::evaluate`), exact
 //! rationals (`exact`), the MILP's linear expressions with linearized products (`milp`), and SMT
@@ -79,6 +81,10 @@ pub trait Algebra {
     fn seconds(&mut self, part: Part, term: Term, v: &Self::Count) -> Self::Time;
     fn time_zero(&mut self) -> Self::Time;
     fn time_add(&mut self, a: &Self::Time, b: &Self::Time) -> Self::Time;
+    /// The crowding charge `Q^b v` on a stencil's stream-body count `v` when its group is
+    /// crowded, zero when it is not; `None` when the machine charges nothing (`Q^b = 0`), so
+    /// that nothing is formed.
+    fn crowding(&mut self, stream_body: &Self::Count) -> Option<Self::Time>;
     /// `max(fast, slow)` of a stencil's `term`; a solver encoding names what it introduces for it
     /// `{term}_{name}`.
     fn time_max(
@@ -181,7 +187,12 @@ pub fn stencil_terms<A: Algebra>(
         };
         let base = part_seconds(a, 1, t);
         let stream = part_seconds(a, 2, t);
-        let slow = a.time_add(&base, &stream);
+        let mut slow = a.time_add(&base, &stream);
+        if let (1, Some(c)) = (t, &counts[2][t]) {
+            if let Some(extra) = a.crowding(c) {
+                slow = a.time_add(&slow, &extra);
+            }
+        }
         let max = a.time_max(&fast, &slow, Term::ALL[t], name);
         (fast, slow, max)
     };
@@ -207,10 +218,13 @@ pub fn overhead<A: Algebra>(a: &mut A, tiles_total: &A::Count, stencils: u128) -
     a.time_add(&base, &stream)
 }
 
-/// Integer counts for tile counts `n`, seconds as the parameters in `T` (f64 or exact) say.
+/// Integer counts for tile counts `n`, seconds as the parameters in `T` (f64 or exact) say;
+/// `crowded` is the crowding charge `Q^b` when the group is crowded (None: not crowded, or no
+/// charge).
 pub struct Numeric<'a, T> {
     pub n: [u128; 3],
     pub params: &'a [[T; 2]; 4],
+    pub crowded: Option<T>,
 }
 
 /// What [`Numeric`] needs of a number type.
@@ -259,6 +273,10 @@ impl<T: Scalar> Algebra for Numeric<'_, T> {
     #[inline]
     fn seconds(&mut self, part: Part, term: Term, v: &u128) -> T {
         self.params[part as usize][term as usize].mul(&T::from_count(*v))
+    }
+    #[inline]
+    fn crowding(&mut self, v: &u128) -> Option<T> {
+        self.crowded.as_ref().map(|q| q.mul(&T::from_count(*v)))
     }
     #[inline]
     fn time_zero(&mut self) -> T {

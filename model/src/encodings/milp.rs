@@ -311,6 +311,82 @@ impl Builder {
     fn gated_lower(&mut self, x: &LinExpr, flag: &LinExpr, x_max: f64, name: &str) -> LinExpr {
         gated_lower(&mut self.milp, x, flag, x_max, name)
     }
+
+    /// Stencil `i`'s crowded flag (`cost::crowded`), when the machine charges crowding: a
+    /// binary `crowded_i`, equal within a group, and the group's stream weight up to `i`,
+    /// `S_i >= s_i + same(i-1, i) S_{i-1}` (a prefix of the group's `Σ s`; the rows below hold
+    /// for the whole group at its last stencil, and the earlier ones are implied). Returns the
+    /// flag, the prefix and the `whole_rows_i` binary (1 only when `n^x = 1`); the caller adds
+    /// the two threshold rows ([`Builder::crowded_rows`]) once `n^y n^z` is formed.
+    fn crowded_flag(
+        &mut self,
+        i: usize,
+        s_weight: &LinExpr,
+        prefix_prev: Option<&LinExpr>,
+        flags: &[VarId],
+    ) -> (VarId, LinExpr, VarId) {
+        let flag = self.milp.add_binary(format!("crowded_{i}"));
+        if i > 0 {
+            let mut diff = LinExpr::var(flag);
+            diff.add(flags[i - 1], -1.0);
+            let bound = LinExpr::var(self.cuts[i - 1]);
+            self.milp
+                .add_relation(format!("crowded_{i}_eq_up"), &diff, Sense::Le, &bound);
+            self.milp.add_relation(
+                format!("crowded_{i}_eq_down"),
+                &diff.scaled(-1.0),
+                Sense::Le,
+                &bound,
+            );
+        }
+        let mut prefix = s_weight.clone();
+        if let Some(prev) = prefix_prev {
+            let prev_ub = self.upper(prev);
+            let same = self.same(i - 1, i);
+            let carried = self.gated_lower(prev, &same, prev_ub, &format!("streams_{i}"));
+            prefix.add_expr(&carried, 1.0);
+        }
+        // whole_rows = 1 only when n^x = 1: n^x + (hi - 1) whole_rows <= hi.
+        let whole = self.milp.add_binary(format!("whole_rows_{i}"));
+        let x_hi = self.tile_range[0].1 as f64;
+        let mut row = self.tiles_expr(i, 0);
+        row.add(whole, x_hi - 1.0);
+        self.milp
+            .add_constraint(format!("whole_rows_{i}_le"), &row, Sense::Le, x_hi);
+        (flag, prefix.normalized(), whole)
+    }
+
+    /// The two threshold rows of [`Builder::crowded_flag`], with the group's stream weight
+    /// `S` (its prefix at `i`), the limit `L` and `N^{yz} = n^y n^z`: with whole rows `S D^z
+    /// <= L n^z + M (crowded + 1 - whole)`, else `S D^y D^z <= L N^{yz} + M (crowded + whole)`.
+    /// The first is the weaker one when `n^x = 1` (`n^y <= D^y`), so the solver sets `whole`
+    /// exactly when it may, and `crowded` is 0 exactly when `cost::crowded` is false.
+    #[allow(clippy::too_many_arguments)]
+    fn crowded_rows(
+        &mut self,
+        i: usize,
+        dom: [usize; 3],
+        limit: u64,
+        (flag, prefix, whole): (VarId, &LinExpr, VarId),
+        nz: &LinExpr,
+        nyz: &LinExpr,
+    ) {
+        let limit = limit as f64;
+        let (dy, dz) = (dom[1] as f64, dom[2] as f64);
+        let s_ub = self.upper(prefix);
+        let big = s_ub * dz;
+        // S D^z - L n^z - M crowded + M whole <= M
+        let mut row = prefix.scaled(dz).plus(nz, -limit);
+        row.add(flag, -big).add(whole, big);
+        self.milp
+            .add_constraint(format!("crowded_{i}_rows"), &row, Sense::Le, big);
+        let big = s_ub * dy * dz;
+        // S D^y D^z - L N^{yz} - M crowded - M whole <= 0
+        let mut row = prefix.scaled(dy * dz).plus(nyz, -limit);
+        row.add(flag, -big).add(whole, -big);
+        self.milp
+            .add_constraint(format!("crowded_{i}_planes"), &row, Sense::Le, 0.0);
+    }
 }
 
 /// `formula`'s algebra over the MILP of stencil `i`: counts are expressions with their upper
@@ -325,6 +401,9 @@ struct MilpTerms<'a> {
     i: usize,
     params: [[f64; 2]; 4],
     memo: HashMap<ProductKey, (LinExpr, f64)>,
+    /// The stencil's crowded flag (binary, equal within its group) and the charge `Q^b`, when
+    /// the machine charges crowding.
+    crowd: Option<(VarId, f64)>,
 }
 
 impl formula::Algebra for MilpTerms<'_> {
@@ -379,7 +458,21 @@ impl formula::Algebra for MilpTerms<'_> {
         out
     }
     fn param_is_zero(&self, part: formula::Part, term: formula::Term) -> bool {
-        self.params[part as usize][term as usize] == 0.0
+        // The crowding charge multiplies the stream body's count.
+        let crowding =
+            self.crowd.is_some() && part == formula::Part::Stream && term == formula::Term::Body;
+        self.params[part as usize][term as usize] == 0.0 && !crowding
+    }
+    fn crowding(&mut self, (v, v_ub): &(LinExpr, f64)) -> Option<LinExpr> {
+        let (flag, q) = self.crowd?;
+        // `flag * v` from below: exact at the optimum, where it only adds cost.
+        let gated = self.b.gated_lower(
+            v,
+            &LinExpr::var(flag),
+            *v_ub,
+            &format!("crowded_body_{}", self.i),
+        );
+        Some(gated.scaled(OBJECTIVE_SCALE * q))
     }
     fn seconds(
         &mut self,
@@ -895,6 +988,11 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
     let mut objective = LinExpr::new();
     let mut running: Running = HashMap::new();
     let mut count_prev: Option<LinExpr> = None;
+    // Crowding (`cost::crowded`): charged when the machine has a charge and a limit.
+    let crowding = params.crowded;
+    let charges_crowding = crowding.stream_body > 0.0 && crowding.row_streams > 0;
+    let mut crowded_flags: Vec<VarId> = Vec::new();
+    let mut streams_prefix: Option<LinExpr> = None;
     for i in 0..n_st {
         let info = &analysis.stencils[i];
         let ext: [LinExpr; 3] =
@@ -952,11 +1050,19 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
             bounded(&b, &stream_d[2]),
         ];
         let nz = b.tiles_expr(i, 2);
+        let crowd = charges_crowding.then(|| {
+            let (flag, prefix, whole) =
+                b.crowded_flag(i, &s_weight, streams_prefix.as_ref(), &crowded_flags);
+            crowded_flags.push(flag);
+            streams_prefix = Some(prefix);
+            (flag, whole)
+        });
         let mut terms = MilpTerms {
             b: &mut b,
             i,
             params: params.table(),
             memo: HashMap::new(),
+            crowd: crowd.map(|(flag, _)| (flag, crowding.stream_body)),
         };
         let dom_u = dom.map(|d| d as u128);
         let counts =
@@ -970,6 +1076,16 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
         let total_count = formula::Algebra::times_tiles(&mut terms, 0, &nyz);
         let overhead = formula::overhead(&mut terms, &total_count, 1);
         objective.add_expr(&overhead, 1.0);
+        if let (Some((flag, whole)), Some(prefix)) = (crowd, &streams_prefix) {
+            terms.b.crowded_rows(
+                i,
+                dom,
+                crowding.row_streams,
+                (flag, prefix, whole),
+                &nz,
+                &nyz.0,
+            );
+        }
         let total = total_count.0;
         // The tile counts inside the stream dimension (`cost::tile_cells`): n^x n^y along z,
         // n^x along y.

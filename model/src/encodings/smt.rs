@@ -490,6 +490,21 @@ pub fn nonlinear(analysis: &Analysis, machine: &ModelMachine, options: &MilpOpti
             // Cost of this group, in microseconds: weights depend only on the grouping; the
             // formulas are `formula`'s, with genuine products of the tile counts.
             let group = group_cost(analysis, machine, 0, start..end, [1, 1, 1], false);
+            // Crowded (`cost::crowded`): `s D^z > L n^z` with whole rows, else `s D^y D^z > L
+            // n^y n^z`, in integers.
+            let limit = machine.params.crowded.row_streams;
+            let crowded = (params.crowded.is_some() && limit > 0).then(|| {
+                let s: u128 = group.stencils.iter().map(|c| c.stream_weights[0] as u128).sum();
+                let (dy, dz) = (dom[1] as u128, dom[2] as u128);
+                format!(
+                    "(or (and (<= {nx} 1) (> {} (* {limit} {nz}))) (and (> {nx} 1) (> {} (* {limit} {ny} {nz}))))",
+                    s * dz,
+                    s * dy * dz,
+                    nx = n[0],
+                    ny = n[1],
+                    nz = n[2]
+                )
+            });
             let mut cost = Vec::new();
             for (s, st) in group.stencils.iter().enumerate() {
                 let mut terms = SmtTerms {
@@ -497,6 +512,7 @@ pub fn nonlinear(analysis: &Analysis, machine: &ModelMachine, options: &MilpOpti
                     tiles: &nr,
                     params: &params,
                     scale: &scale,
+                    crowded: crowded.as_deref(),
                 };
                 let weights = [
                     st.fast_weights,
@@ -516,6 +532,7 @@ pub fn nonlinear(analysis: &Analysis, machine: &ModelMachine, options: &MilpOpti
                 tiles: &nr,
                 params: &params,
                 scale: &scale,
+                crowded: None,
             };
             cost.push(formula::overhead(
                 &mut terms,
@@ -540,6 +557,8 @@ struct SmtTerms<'a> {
     tiles: &'a [String; 3],
     params: &'a ExactParams,
     scale: &'a Rational,
+    /// The group's crowded condition (`cost::crowded`) when the machine charges crowding.
+    crowded: Option<&'a str>,
 }
 
 impl formula::Algebra for SmtTerms<'_> {
@@ -569,6 +588,13 @@ impl formula::Algebra for SmtTerms<'_> {
             "(* {} {v})",
             real(&(self.params.get(part, term) * self.scale))
         )
+    }
+    fn crowding(&mut self, v: &String) -> Option<String> {
+        let (cond, q) = (self.crowded?, self.params.crowded.as_ref()?);
+        Some(format!(
+            "(ite {cond} (* {} {v}) 0.0)",
+            real(&(q * self.scale))
+        ))
     }
     fn time_zero(&mut self) -> String {
         "0.0".to_string()

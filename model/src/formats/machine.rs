@@ -19,7 +19,8 @@ pub struct PeelBody {
 }
 
 /// The parameters of the model: fast memory, slow-memory base, slow-memory stream (milp.md's
-/// six), and the compute part's per-operation cost (absent in older files: zero).
+/// six), the compute part's per-operation cost and the crowding charge (each absent in older
+/// files: zero).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
@@ -28,6 +29,35 @@ pub struct Params {
     pub slow_stream: PeelBody,
     #[serde(default, skip_serializing_if = "Compute::is_zero")]
     pub compute: Compute,
+    #[serde(default, skip_serializing_if = "Crowded::is_zero")]
+    pub crowded: Crowded,
+}
+
+/// The charge of a crowded group (absent in older files: none). A group's sweep keeps `s`
+/// row streams in flight per row of a tile step that does not continue the previous one in
+/// memory, where `s` is the group's stream weight (arrays loaded, a store twice): the tile's
+/// planes when its rows span the domain along x (a plane's rows then follow each other), else
+/// its rows times its planes. Above `row_streams` the prefetchers lose track, and every
+/// stream-body access of the group's stencils costs `stream_body` seconds more
+/// (`cost::crowded`). Measured on cosmo_pgrad: tiles of whole rows one row tall ran 0.92-1.0 ms
+/// one or two planes deep and 2.2-2.6 ms twelve to sixty planes deep, which the eight other
+/// parameters predict flat (docs/PERFORMANCE.md, fourteenth session).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Crowded {
+    /// The most row streams in flight at which a group is not crowded.
+    #[serde(default)]
+    pub row_streams: u64,
+    /// Seconds per stream-body access of a crowded group's stencils, on top of `slow_stream`.
+    #[serde(default)]
+    pub stream_body: f64,
+}
+
+impl Crowded {
+    /// No charge: `stream_body` is zero.
+    pub fn is_zero(&self) -> bool {
+        self.stream_body == 0.0
+    }
 }
 
 /// Seconds per counted arithmetic operation (`Expr::operations`): `body` per cell, `peel`
@@ -68,6 +98,10 @@ impl Params {
             peel: 0.0,
             body: 0.0,
         },
+        crowded: Crowded {
+            row_streams: 0,
+            stream_body: 0.0,
+        },
     };
 
     /// `[part][term]`: fast, base, stream, compute × peel, body (see `formula::Part`,
@@ -82,7 +116,7 @@ impl Params {
     }
 
     /// The parameters in a fixed order with their file keys, for validation and reports.
-    pub fn named(&self) -> [(&'static str, f64); 8] {
+    pub fn named(&self) -> [(&'static str, f64); 9] {
         [
             ("params.fast.peel", self.fast.peel),
             ("params.fast.body", self.fast.body),
@@ -92,6 +126,7 @@ impl Params {
             ("params.slow_stream.body", self.slow_stream.body),
             ("params.compute.peel", self.compute.peel),
             ("params.compute.body", self.compute.body),
+            ("params.crowded.stream_body", self.crowded.stream_body),
         ]
     }
 }
@@ -164,6 +199,21 @@ pub struct Learned {
     /// How `learn` chose `group_arrays`, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group_arrays_calibration: Option<GroupArraysCalibration>,
+    /// How `learn` chose `params.crowded.row_streams`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crowding_calibration: Option<CrowdingCalibration>,
+}
+
+/// The fits behind a learned crowding limit (`Params::crowded`): for each row-stream limit
+/// tried (0: no crowding charge), the slow family's sum of absolute deviations in seconds and
+/// its R². `learn` keeps the limit of the smallest deviation, the criterion the fit itself
+/// minimises.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrowdingCalibration {
+    pub limits: Vec<u64>,
+    pub deviations: Vec<f64>,
+    pub r2_slow: Vec<f64>,
 }
 
 /// The measurements behind a learned `group_arrays`: for each limit tried (None: no limit), the
@@ -358,6 +408,12 @@ impl Machine {
             }
         }
         if let Some(p) = &self.params {
+            if p.crowded.stream_body > 0.0 && p.crowded.row_streams == 0 {
+                errors.push(Diagnostic::new(
+                    "params.crowded.row_streams",
+                    "row_streams must be at least 1 when crowded.stream_body is charged",
+                ));
+            }
             for (key, v) in p.named() {
                 if !v.is_finite() || v < 0.0 {
                     errors.push(Diagnostic::new(
