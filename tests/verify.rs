@@ -255,18 +255,18 @@ fn certify_with_nonlinear(
 ) {
     let options = MilpOptions::default();
     let (best, seconds) = exhaustive(analysis, machine, &options).expect("feasible");
-    let exact_best = exact_cost(&analysis, &machine, &best).total;
+    let exact_best = exact_cost(analysis, machine, &best).total;
     // The nonlinear encoding: nothing below the optimum, something below 1.001 × it.
     let scale = decimal(1e6);
-    let mut below = nonlinear(&analysis, &machine, &options);
+    let mut below = nonlinear(analysis, machine, &options);
     below.objective_below(&(&exact_best * &scale));
     assert_eq!(check(&below, Some(60.0)).unwrap().status, SmtStatus::Unsat);
-    let mut above = nonlinear(&analysis, &machine, &options);
+    let mut above = nonlinear(analysis, machine, &options);
     above.objective_below(&(&exact_best * &scale * decimal(1.001)));
     let outcome = check(&above, Some(60.0)).unwrap();
     assert_eq!(outcome.status, SmtStatus::Sat);
     let config = above.decode(|n| outcome.value(n)).unwrap();
-    let cost = evaluate(&analysis, &machine, &config);
+    let cost = evaluate(analysis, machine, &config);
     assert!(
         cost.is_feasible() && (cost.total - seconds).abs() <= 1e-3 * seconds,
         "{config:?} vs {best:?}"
