@@ -342,7 +342,8 @@ fn top_k_variants_parse() {
 }
 
 /// The shapes of the slow family on the default domain: the even spread of the grid plus full
-/// rows (one tile along x, as the optima take), every one within the cache and at least
+/// rows (one tile along x, as the optima take; the largest faces and the tallest one and two
+/// planes deep), every one within the cache and at least
 /// `MIN_TILE_VOLUME` cells, the full-row ones the largest faces that fit.
 #[test]
 fn tile_sizes_include_full_rows_that_fit() {
@@ -356,10 +357,19 @@ fn tile_sizes_include_full_rows_that_fit() {
             .filter(|s| s[0] == training::DOMAIN[0])
             .collect();
         assert!(
-            !full.is_empty() && full.len() <= training::full_row_shapes(20),
+            !full.is_empty()
+                && full.len() <= training::full_row_shapes(20) + training::SHALLOW_DEPTHS.len(),
             "{}: {sizes:?}",
             p.program.name
         );
+        // The shallow ones: one tile along x, one and two planes deep.
+        for z in training::SHALLOW_DEPTHS {
+            assert!(
+                full.iter().any(|s| s[2] == z),
+                "{}: no full-row shape {z} deep in {sizes:?}",
+                p.program.name
+            );
+        }
         for s in &sizes {
             let cells = s[0] * s[1] * s[2];
             assert!(cells >= training::MIN_TILE_VOLUME, "{s:?}");

@@ -372,10 +372,31 @@ pub fn tile_sizes(
             }
         }
         rows.sort_by_key(|s| std::cmp::Reverse(s[1] * s[2]));
-        chosen.extend(rows.into_iter().take(full_row_shapes(count)));
+        let wanted = full_row_shapes(count);
+        // The tallest faces one and two planes deep too: their groups keep few row streams in
+        // flight (`cost::crowded`: `s` per plane), the faces above keep many, so the slow fit
+        // sees both sides of a crowding limit where the optima are (whole rows, shallow tiles
+        // on cosmo_pgrad's grid, docs/PERFORMANCE.md, fourteenth session).
+        let shallow: Vec<[usize; 3]> = if wanted > 0 {
+            SHALLOW_DEPTHS
+                .iter()
+                .filter_map(|&z| rows.iter().find(|s| s[2] == z).copied())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        chosen.extend(rows.into_iter().take(wanted));
+        for s in shallow {
+            if !chosen.contains(&s) {
+                chosen.push(s);
+            }
+        }
     }
     chosen
 }
+
+/// The depths of the shallow full-row shapes [`tile_sizes`] adds.
+pub const SHALLOW_DEPTHS: [usize; 2] = [1, 2];
 
 /// The most streamed shapes trained on per slow program (see [`streamed_sizes`]).
 pub const STREAMED_SHAPES: usize = 4;
