@@ -61,11 +61,11 @@ def load_rows(path):
 
 
 def row_streams(r):
-    """Per stencil, the row streams its group's sweep keeps in flight: the group's stream
-    weight `s` (arrays streamed, a store twice) times the rows of one tile step that do not
-    continue each other in memory: the tile's planes when its rows span the domain's x (a
-    plane's rows are then contiguous), else its rows times its planes; a streamed group keeps
-    three lines of each array. None where the JSON lacks the fields (an older absinthe)."""
+    """Per stencil, the row streams its group's sweep keeps in flight, as `cost::crowded`
+    counts them: the group's stream weight `s` (arrays streamed, a store twice) times the rows
+    of one tile step that do not continue each other in memory: the tile's planes when its rows
+    span the domain's x (a plane's rows are then contiguous), else its rows times its planes,
+    streamed or not. None where the JSON lacks the fields (an older absinthe)."""
     model = r["model"]
     if "domain" not in model:
         return None
@@ -77,9 +77,7 @@ def row_streams(r):
     per_group = {}
     for g, tiles in enumerate(r["tiles"]):
         size = [dom[d] / tiles[d] for d in range(3)]
-        if g in r["stream"]:
-            rows = 3
-        elif tiles[0] == 1:
+        if tiles[0] == 1:
             rows = size[2]
         else:
             rows = size[1] * size[2]
@@ -88,12 +86,16 @@ def row_streams(r):
 
 
 def machine_params(path):
+    """The eight parameters, and the crowding limit and charge (`params.crowded`; 0, 0.0 when
+    absent)."""
     try:
         with open(path) as f:
             p = yaml.safe_load(f)["params"]
     except (OSError, KeyError, TypeError, yaml.YAMLError) as e:
         sys.exit(f"error: {path}: no `params` ({e})")
-    return np.array([float(p.get(part, {}).get(t, 0.0)) for part in PARTS for t in TERMS])
+    crowded = p.get("crowded") or {}
+    return (np.array([float(p.get(part, {}).get(t, 0.0)) for part in PARTS for t in TERMS]),
+            int(crowded.get("row_streams", 0)), float(crowded.get("stream_body", 0.0)))
 
 
 def predict(p, row, form):
@@ -155,8 +157,15 @@ def main():
     rows = [r for path in a.json for r in load_rows(path)]
     if not rows:
         sys.exit("error: no measured rows")
-    learned = machine_params(a.machine)
-    results = [("learned", score(learned, rows, ("max", 0.0)), learned)]
+    learned, limit, charge = machine_params(a.machine)
+    if charge > 0 and any(r[5] is None for r in rows):
+        sys.exit("error: the machine charges crowding; its prediction needs `model.domain` and "
+                 "`stream_weights` in the JSON (re-run the bench with this absinthe)")
+    if charge > 0:
+        p = np.append(learned, charge)
+        results = [("learned", score(p, rows, ("streams", limit)), p)]
+    else:
+        results = [("learned", score(learned, rows, ("max", 0.0)), learned)]
     for theta in a.theta or [0.0, 0.3, 0.6]:
         p = fit(rows, ("max", theta), learned)
         results.append((f"in-sample max+{theta:g}min", score(p, rows, ("max", theta)), p))

@@ -203,7 +203,8 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
             machine.name,
             (options.tile_bytes / 1024.0).round(),
             options.shapes,
-            training::full_row_shapes(options.shapes),
+            training::full_row_shapes(options.shapes)
+                + training::SHALLOW_DEPTHS.len() * usize::from(training::full_row_shapes(options.shapes) > 0),
             options.repeats
         );
     }
