@@ -174,13 +174,14 @@ pub fn print_table(solved: &Solved) {
                 format!("{}x{}x{}", gr.tiles[0], gr.tiles[1], gr.tiles[2]),
                 format!("{}x{}x{}", ts[0], ts[1], ts[2]),
                 if gr.stream { "yes" } else { "no" }.to_string(),
+                if gr.crowded { "yes" } else { "no" }.to_string(),
             ]
         })
         .collect();
     print!(
         "{}",
         table(
-            &["group", "stencils", "tiles", "tile size", "streams"],
+            &["group", "stencils", "tiles", "tile size", "streams", "crowded"],
             &rows
         )
     );

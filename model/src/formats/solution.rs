@@ -45,6 +45,10 @@ pub struct GroupReport {
     /// Whether the group streams along the program's stream dimension (absent: no).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stream: bool,
+    /// Whether the group keeps more row streams in flight than the machine's limit and pays
+    /// its crowding charge (`cost::crowded`; absent: no). A report, not read back.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub crowded: bool,
 }
 
 /// The model's terms for one stencil.
@@ -122,6 +126,7 @@ impl Solution {
                 tiles: config.tiles[g],
                 tile_size: Some(config.tile_size(g, analysis.domain)),
                 stream: config.streams(g),
+                crowded: cost.groups.get(g).is_some_and(|c| c.crowded),
             })
             .collect();
         let stencils = cost
