@@ -181,7 +181,14 @@ pub fn print_table(solved: &Solved) {
     print!(
         "{}",
         table(
-            &["group", "stencils", "tiles", "tile size", "streams", "crowded"],
+            &[
+                "group",
+                "stencils",
+                "tiles",
+                "tile size",
+                "streams",
+                "crowded"
+            ],
             &rows
         )
     );

@@ -87,6 +87,18 @@ fn tiny_learn_writes_params_and_provenance_and_keeps_the_rest() {
     assert!(!learned.host.is_empty());
     assert!(learned.r2.fast.is_finite() && learned.r2.slow.is_finite());
     assert!(learned.wall_seconds.unwrap() > 0.0);
+    // The slow fit at every crowding limit, recorded; a charge only with a limit.
+    let c = learned
+        .crowding_calibration
+        .expect("crowding fits recorded");
+    assert_eq!(c.limits, absinthe_learn::CROWDING_LIMITS.to_vec());
+    assert_eq!(c.deviations.len(), c.limits.len());
+    assert_eq!(c.r2_slow.len(), c.limits.len());
+    assert_eq!(
+        params.crowded.stream_body > 0.0,
+        params.crowded.row_streams > 0,
+        "{params:?}"
+    );
     // cores and cache_bytes were absent: filled in from this machine.
     let cpus = std::thread::available_parallelism().unwrap().get();
     assert_eq!(m.cores, Some(cpus));
