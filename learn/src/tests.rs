@@ -101,38 +101,49 @@ fn lad_recovers_slow_parameters_and_keeps_a_zero_parameter_at_zero() {
     assert_recovered(&samples, &truth, &fitted, &[2, 3, 4]);
 }
 
+/// One exact measurement of every training program (on a 64x32x32 domain) at each of `shapes`
+/// tile shapes, timed by the model's counts with coefficients `truth_fast` and `truth_slow`
+/// (the crowding column at `limit`).
+fn exact_measurements(
+    truth_fast: &[f64],
+    truth_slow: &[f64],
+    limit: u64,
+    shapes: usize,
+) -> Vec<crate::measure::Measurement> {
+    let mut measurements = Vec::new();
+    for p in &training::programs([64, 32, 32]).unwrap() {
+        let arrays = training::arrays_touched(&p.analysis);
+        for size in training::tile_sizes(arrays, 8, 2097152.0 / 3.0, shapes, 64) {
+            let tiles = training::tile_counts(size, p.analysis.domain);
+            let counts = training::run_counts(&p.analysis, tiles);
+            let truth = match p.family {
+                Family::Slow => truth_slow,
+                Family::Fast => truth_fast,
+            };
+            measurements.push(crate::measure::Measurement {
+                program: p.program.name.clone(),
+                family: p.family,
+                tile_size: size,
+                tiles,
+                streamed: false,
+                repeat: 0,
+                seconds: crate::fit::predict(truth, &counts.fit_counts(p.family, limit)),
+                counts,
+            });
+        }
+    }
+    measurements
+}
+
 /// `fit_measurements` tries every limit of `CROWDING_LIMITS` and keeps one that puts the same
 /// runs above it as the limit the times were made with, and the charge they were made with;
 /// times made without a charge keep none.
 #[test]
 fn the_slow_fit_finds_the_crowding_limit_and_charge() {
-    let programs = training::programs([64, 32, 32]).unwrap();
     let truth_fast = [3.1e-9, 1.7e-10, 1.1e-10, 2.3e-11];
     for (limit, charge) in [(128, 1.5e-10), (512, 2.0e-10), (0, 0.0)] {
         let truth_slow = [2.0e-9, 0.0, 5.0e-9, 3.0e-10, charge];
-        let mut measurements = Vec::new();
-        for p in &programs {
-            let arrays = training::arrays_touched(&p.analysis);
-            for size in training::tile_sizes(arrays, 8, 2097152.0 / 3.0, 30, 64) {
-                let tiles = training::tile_counts(size, p.analysis.domain);
-                let counts = training::run_counts(&p.analysis, tiles);
-                let truth: &[f64] = if p.family == Family::Slow {
-                    &truth_slow
-                } else {
-                    &truth_fast
-                };
-                measurements.push(crate::measure::Measurement {
-                    program: p.program.name.clone(),
-                    family: p.family,
-                    tile_size: size,
-                    tiles,
-                    streamed: false,
-                    repeat: 0,
-                    seconds: crate::fit::predict(truth, &counts.fit_counts(p.family, limit)),
-                    counts,
-                });
-            }
-        }
+        let measurements = exact_measurements(&truth_fast, &truth_slow, limit, 30);
         let r = crate::fit_measurements(measurements.clone(), "highs").unwrap();
         assert_eq!(r.crowding.limits, crate::CROWDING_LIMITS.to_vec());
         let kept = r.params.crowded;
@@ -450,32 +461,9 @@ fn streamed_sizes_are_feasible_contiguous_faces() {
 /// its time, and the fast family's columns are untouched.
 #[test]
 fn the_slow_fit_holds_the_base_body_at_zero() {
-    let programs = training::programs([64, 32, 32]).unwrap();
-    let truth_slow = [0.0, 4.0e-11, 5.0e-9, 3.0e-10];
+    let truth_slow = [0.0, 4.0e-11, 5.0e-9, 3.0e-10, 0.0];
     let truth_fast = [3.1e-9, 1.7e-10, 1.1e-10, 2.3e-11];
-    let mut measurements = Vec::new();
-    for p in &programs {
-        let arrays = training::arrays_touched(&p.analysis);
-        for size in training::tile_sizes(arrays, 8, 2097152.0 / 3.0, 12, 64) {
-            let tiles = training::tile_counts(size, p.analysis.domain);
-            let counts = training::run_counts(&p.analysis, tiles);
-            let truth: &[f64] = if p.family == Family::Slow {
-                &truth_slow
-            } else {
-                &truth_fast
-            };
-            measurements.push(crate::measure::Measurement {
-                program: p.program.name.clone(),
-                family: p.family,
-                tile_size: size,
-                tiles,
-                streamed: false,
-                repeat: 0,
-                seconds: crate::fit::predict(truth, &counts.fit_counts(p.family, 0)),
-                counts,
-            });
-        }
-    }
+    let measurements = exact_measurements(&truth_fast, &truth_slow, 0, 12);
     let slow = crate::samples(&measurements, Family::Slow, 0);
     assert!(slow
         .iter()
