@@ -10,7 +10,9 @@ rank correlation and the share of variants predicted within 20% of measured:
   of log(predicted / measured), non-negative), with per stencil `max(fast, slow)`, or
   `max + THETA min` (partial overlap) for each `--theta`, and `sum` (no overlap). This is the
   best any training design could give this form on these programs;
-- `leave one out`: fitted on the other programs, scored on the one left out.
+- `leave one out`: fitted on the other programs, scored on the one left out;
+- `fit on --fit-on`: fitted to other programs' measurements (`--fit-on JSON`), scored on
+  these.
 
 Example (numpy and scipy: `build/halide-venv/bin/python` has them):
 
@@ -152,11 +154,16 @@ def main():
     ap.add_argument("--streams-above", type=int, action="append", default=[], metavar="S",
                     help="also fit a ninth parameter: the stream body of groups whose sweep keeps "
                          "more than S row streams in flight costs it on top (repeatable)")
+    ap.add_argument("--fit-on", action="append", default=[], metavar="JSON",
+                    help="also fit each form to these programs' measurements (bench JSON, "
+                         "repeatable) and score it on the positional ones: would these kernels "
+                         "train the model for those?")
     ap.add_argument("--format", choices=("table", "json"), default="table")
     a = ap.parse_args()
     rows = [r for path in a.json for r in load_rows(path)]
     if not rows:
         sys.exit("error: no measured rows")
+    others = [r for path in a.fit_on for r in load_rows(path)]
     learned, limit, charge = machine_params(a.machine)
     if charge > 0 and any(r[5] is None for r in rows):
         sys.exit("error: the machine charges crowding; its prediction needs `model.domain` and "
@@ -181,6 +188,10 @@ def main():
         p = fit(rows, form, start)
         results.append((f"in-sample streams>{limit}", score(p, rows, form), p))
         forms.append((f"streams>{limit}", form, start))
+    if others:
+        for label, form, start in forms:
+            p = fit(others, form, start)
+            results.append((f"fit on --fit-on, {label}", score(p, rows, form), p))
     programs = list(dict.fromkeys(r[0] for r in rows))
     if len(programs) > 1:
         for label, form, start in forms:
