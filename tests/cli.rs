@@ -242,6 +242,33 @@ fn machine_errors_name_the_key() {
         "{}",
         stderr(&o)
     );
+    // A crowding charge needs its limit; a negative charge is refused like any parameter.
+    for (name, crowded, expected) in [
+        (
+            "nolimit.yaml",
+            "{stream_body: 1.0e-10}",
+            "nolimit.yaml: params.crowded.row_streams: row_streams must be at least 1",
+        ),
+        (
+            "negcrowd.yaml",
+            "{row_streams: 128, stream_body: -1.0e-10}",
+            "negcrowd.yaml: params.crowded.stream_body: parameters must be finite",
+        ),
+    ] {
+        let m = temp_file(
+            dir.path(),
+            name,
+            &format!("name: c\ncores: 2\ncache_bytes: 65536\nparams:\n  fast: {{peel: 1.0e-10, body: 1.0e-11}}\n  slow_base: {{peel: 0.0, body: 0.0}}\n  slow_stream: {{peel: 1.0e-9, body: 1.0e-10}}\n  crowded: {crowded}\n"),
+        );
+        let o = absinthe(&[
+            "solve",
+            "configs/hdiff.yaml",
+            "--machine",
+            m.to_str().unwrap(),
+        ]);
+        assert!(!o.status.success());
+        assert!(stderr(&o).contains(expected), "{}", stderr(&o));
+    }
     let m = temp_file(
         dir.path(),
         "noparams.yaml",
