@@ -312,6 +312,22 @@ impl Builder {
         gated_lower(&mut self.milp, x, flag, x_max, name)
     }
 
+    /// `|a - b| <= cut_k`: two binaries equal unless the group is cut after stencil `k` (rows
+    /// `{name}_eq_up` and `{name}_eq_down`).
+    fn equal_unless_cut(&mut self, name: &str, a: VarId, b: VarId, k: usize) {
+        let mut diff = LinExpr::var(a);
+        diff.add(b, -1.0);
+        let bound = LinExpr::var(self.cuts[k]);
+        self.milp
+            .add_relation(format!("{name}_eq_up"), &diff, Sense::Le, &bound);
+        self.milp.add_relation(
+            format!("{name}_eq_down"),
+            &diff.scaled(-1.0),
+            Sense::Le,
+            &bound,
+        );
+    }
+
     /// Stencil `i`'s crowded flag (`cost::crowded`), when the machine charges crowding: a
     /// binary `crowded_i`, equal within a group, and the group's stream weight up to `i`,
     /// `S_i >= s_i + same(i-1, i) S_{i-1}` (a prefix of the group's `Σ s`; the rows below hold
@@ -327,17 +343,7 @@ impl Builder {
     ) -> (VarId, LinExpr, VarId) {
         let flag = self.milp.add_binary(format!("crowded_{i}"));
         if i > 0 {
-            let mut diff = LinExpr::var(flag);
-            diff.add(flags[i - 1], -1.0);
-            let bound = LinExpr::var(self.cuts[i - 1]);
-            self.milp
-                .add_relation(format!("crowded_{i}_eq_up"), &diff, Sense::Le, &bound);
-            self.milp.add_relation(
-                format!("crowded_{i}_eq_down"),
-                &diff.scaled(-1.0),
-                Sense::Le,
-                &bound,
-            );
+            self.equal_unless_cut(&format!("crowded_{i}"), flag, flags[i - 1], i - 1);
         }
         let mut prefix = s_weight.clone();
         if let Some(prev) = prefix_prev {
@@ -825,17 +831,7 @@ impl Builder {
             .map(|i| b.milp.add_binary(format!("stream_{i}")))
             .collect();
         for i in 0..n_st.saturating_sub(1) {
-            let mut diff = LinExpr::var(streams[i + 1]);
-            diff.add(streams[i], -1.0);
-            let bound = LinExpr::var(b.cuts[i]);
-            b.milp
-                .add_relation(format!("stream_{i}_eq_up"), &diff, Sense::Le, &bound);
-            b.milp.add_relation(
-                format!("stream_{i}_eq_down"),
-                &diff.scaled(-1.0),
-                Sense::Le,
-                &bound,
-            );
+            b.equal_unless_cut(&format!("stream_{i}"), streams[i + 1], streams[i], i);
         }
         streams
     }
