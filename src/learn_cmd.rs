@@ -203,8 +203,7 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
             machine.name,
             (options.tile_bytes / 1024.0).round(),
             options.shapes,
-            training::full_row_shapes(options.shapes)
-                + training::SHALLOW_DEPTHS.len() * usize::from(training::full_row_shapes(options.shapes) > 0),
+            training::most_full_row_shapes(options.shapes),
             options.repeats
         );
     }

@@ -199,6 +199,16 @@ fn fixed_groups_are_respected() {
     assert!(stderr(&bad).contains("--fix-groups"), "{}", stderr(&bad));
 }
 
+/// `absinthe solve configs/hdiff.yaml --machine m`.
+fn solve_hdiff_on(m: &std::path::Path) -> std::process::Output {
+    absinthe(&[
+        "solve",
+        "configs/hdiff.yaml",
+        "--machine",
+        m.to_str().unwrap(),
+    ])
+}
+
 #[test]
 fn infeasible_machine_names_the_binding_constraint() {
     let dir = tempfile::tempdir().unwrap();
@@ -207,12 +217,7 @@ fn infeasible_machine_names_the_binding_constraint() {
         "tiny.yaml",
         "name: tiny\ncores: 2\ncache_bytes: 8\ncache_fraction: 1.0\nparams:\n  fast: {peel: 1.0e-10, body: 1.0e-11}\n  slow_base: {peel: 0.0, body: 0.0}\n  slow_stream: {peel: 1.0e-9, body: 1.0e-10}\n",
     );
-    let o = absinthe(&[
-        "solve",
-        "configs/hdiff.yaml",
-        "--machine",
-        m.to_str().unwrap(),
-    ]);
+    let o = solve_hdiff_on(&m);
     assert!(!o.status.success());
     let err = stderr(&o);
     assert!(
@@ -229,12 +234,7 @@ fn machine_errors_name_the_key() {
         "neg.yaml",
         "name: neg\ncores: 2\ncache_bytes: 65536\nparams:\n  fast: {peel: -1.0e-10, body: 1.0e-11}\n  slow_base: {peel: 0.0, body: 0.0}\n  slow_stream: {peel: 1.0e-9, body: 1.0e-10}\n",
     );
-    let o = absinthe(&[
-        "solve",
-        "configs/hdiff.yaml",
-        "--machine",
-        m.to_str().unwrap(),
-    ]);
+    let o = solve_hdiff_on(&m);
     assert!(!o.status.success());
     assert!(
         stderr(&o)
@@ -260,12 +260,7 @@ fn machine_errors_name_the_key() {
             name,
             &format!("name: c\ncores: 2\ncache_bytes: 65536\nparams:\n  fast: {{peel: 1.0e-10, body: 1.0e-11}}\n  slow_base: {{peel: 0.0, body: 0.0}}\n  slow_stream: {{peel: 1.0e-9, body: 1.0e-10}}\n  crowded: {crowded}\n"),
         );
-        let o = absinthe(&[
-            "solve",
-            "configs/hdiff.yaml",
-            "--machine",
-            m.to_str().unwrap(),
-        ]);
+        let o = solve_hdiff_on(&m);
         assert!(!o.status.success());
         assert!(stderr(&o).contains(expected), "{}", stderr(&o));
     }
@@ -274,12 +269,7 @@ fn machine_errors_name_the_key() {
         "noparams.yaml",
         "name: bare\ncores: 2\ncache_bytes: 65536\n",
     );
-    let o = absinthe(&[
-        "solve",
-        "configs/hdiff.yaml",
-        "--machine",
-        m.to_str().unwrap(),
-    ]);
+    let o = solve_hdiff_on(&m);
     assert!(
         stderr(&o).contains("params: missing: run `absinthe learn"),
         "{}",

@@ -17,7 +17,14 @@ const MACHINE: &str = "machines/default.yaml";
 
 /// Solves `program` with HiGHS and returns the solution file's text.
 fn solve(program: &str, extra: &[&str]) -> String {
-    let mut args = vec!["solve", program, "--machine", MACHINE, "--format", "yaml"];
+    let mut args = vec!["--format", "yaml"];
+    args.extend_from_slice(extra);
+    solve_on(program, MACHINE, &args)
+}
+
+/// `absinthe solve program --machine machine extra...`, which must succeed: its standard output.
+fn solve_on(program: &str, machine: &str, extra: &[&str]) -> String {
+    let mut args = vec!["solve", program, "--machine", machine];
     args.extend_from_slice(extra);
     let o = absinthe(&args);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -25,12 +32,22 @@ fn solve(program: &str, extra: &[&str]) -> String {
 }
 
 fn verify(program: &str, solution: &std::path::Path, extra: &[&str]) -> (i32, String) {
+    verify_on(program, MACHINE, solution, extra)
+}
+
+/// `absinthe verify` of `solution` on `machine` with a 60 s limit: exit code and all output.
+fn verify_on(
+    program: &str,
+    machine: &str,
+    solution: &std::path::Path,
+    extra: &[&str],
+) -> (i32, String) {
     let s = solution.to_string_lossy().into_owned();
     let mut args = vec![
         "verify",
         program,
         "--machine",
-        MACHINE,
+        machine,
         "--solution",
         &s,
         "--time-limit",
@@ -284,20 +301,15 @@ fn verify_certifies_an_optimum_with_crowding() {
     let (p, m) = (p.to_string_lossy(), m.to_string_lossy());
     let mut objectives = Vec::new();
     for (solver, encoding) in [("highs", "digits"), ("cbc", "digits"), ("dp", "ranges")] {
-        let o = absinthe(&[
-            "solve",
-            &p,
-            "--machine",
-            &m,
+        let args = [
             "--solver",
             solver,
             "--encoding",
             encoding,
             "--format",
             "json",
-        ]);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        ];
+        let v: serde_json::Value = serde_json::from_str(&solve_on(&p, &m, &args)).unwrap();
         objectives.push(v["estimate_seconds"].as_f64().unwrap());
     }
     assert!(
@@ -306,30 +318,10 @@ fn verify_certifies_an_optimum_with_crowding() {
             .all(|x| (x - objectives[0]).abs() <= 1e-9 * objectives[0]),
         "{objectives:?}"
     );
-    let o = absinthe(&[
-        "solve",
-        &p,
-        "--machine",
-        &m,
-        "--encoding",
-        "digits",
-        "--format",
-        "yaml",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let sol = temp_file(dir.path(), "s.yaml", &stdout(&o));
-    let o = absinthe(&[
-        "verify",
-        &p,
-        "--machine",
-        &m,
-        "--solution",
-        &sol.to_string_lossy(),
-        "--time-limit",
-        "60",
-    ]);
-    let out = stdout(&o) + &String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "{out}");
+    let text = solve_on(&p, &m, &["--encoding", "digits", "--format", "yaml"]);
+    let sol = temp_file(dir.path(), "s.yaml", &text);
+    let (code, out) = verify_on(&p, &m, &sol, &[]);
+    assert_eq!(code, 0, "{out}");
     assert!(
         out.contains("certified") && !out.contains("unknown"),
         "{out}"

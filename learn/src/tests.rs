@@ -368,8 +368,7 @@ fn tile_sizes_include_full_rows_that_fit() {
             .filter(|s| s[0] == training::DOMAIN[0])
             .collect();
         assert!(
-            !full.is_empty()
-                && full.len() <= training::full_row_shapes(20) + training::SHALLOW_DEPTHS.len(),
+            !full.is_empty() && full.len() <= training::most_full_row_shapes(20),
             "{}: {sizes:?}",
             p.program.name
         );

@@ -398,6 +398,15 @@ pub fn tile_sizes(
 /// The depths of the shallow full-row shapes [`tile_sizes`] adds.
 pub const SHALLOW_DEPTHS: [usize; 2] = [1, 2];
 
+/// The most full-row shapes [`tile_sizes`] adds for a spread of `count` shapes: the largest
+/// faces ([`full_row_shapes`]) and, with them, the shallow ones ([`SHALLOW_DEPTHS`]).
+pub fn most_full_row_shapes(count: usize) -> usize {
+    match full_row_shapes(count) {
+        0 => 0,
+        n => n + SHALLOW_DEPTHS.len(),
+    }
+}
+
 /// The most streamed shapes trained on per slow program (see [`streamed_sizes`]).
 pub const STREAMED_SHAPES: usize = 4;
 
