@@ -10,7 +10,9 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use absinthe_codegen::compile::Toolchain;
 use absinthe_codegen::render::default_flush_bytes;
 use absinthe_learn::machine_file::{self, host_description, sysfs_cache_bytes, utc_timestamp};
-use absinthe_learn::{calibrate, learn, measure, training, Kernels, LearnOptions, Progress};
+use absinthe_learn::{
+    calibrate, kernels, learn, measure, training, Kernels, LearnOptions, Progress,
+};
 use absinthe_model::machine::{CrowdingCalibration, FitQuality, Learned, Machine, Params};
 use anyhow::Context;
 use clap::Args;
@@ -95,6 +97,17 @@ pub struct LearnArgs {
     /// the limit whose optima ran fastest (the file's own when within 2%) into `group_arrays`.
     #[arg(long)]
     pub keep_group_arrays: bool,
+    /// Skip the kernel refit. By default, after the synthetic fit, `learn` times four shipped
+    /// example programs (j3d7pt, example2, streams8, chain16: each one's optimum and 8 random
+    /// configurations, 8 runs each, caches flushed, every run verified) and refits the parameters to the
+    /// training programs and these kernels together, each kernel stencil through the model's
+    /// max of its fast and slow sides (docs/ARCHITECTURE.md, "The kernel refit"). About half
+    /// a minute.
+    #[arg(long)]
+    pub no_kernel_refit: bool,
+    /// Random configurations per kernel in the refit [default: 8].
+    #[arg(long, hide = true)]
+    pub kernel_variants: Option<usize>,
     /// Domains of the calibration programs, e.g. 64,64,60 (repeat for several)
     /// [default: 256,128,60 and 64,64,60].
     #[arg(long, value_delimiter = ',', value_name = "X,Y,Z", hide = true)]
@@ -213,7 +226,45 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
         started,
         quiet: args.quiet,
     };
-    let result = learn(&options, &|p| bar.update(p))?;
+    let mut result = learn(&options, &|p| bar.update(p))?;
+    let synthetic_r2 = FitQuality {
+        fast: result.r2_fast,
+        slow: result.r2_slow,
+    };
+    // The refit times CPU kernels, as the fit does; a GPU machine's file is learned the same way.
+    let refit = if args.no_kernel_refit {
+        None
+    } else {
+        let variants = args.kernel_variants.unwrap_or(kernels::KERNEL_VARIANTS);
+        if !args.quiet {
+            eprintln!(
+                "refitting to real kernels: the optimum and {variants} random configurations of {} ...",
+                kernels::KERNELS
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        let solved = Machine {
+            cores: Some(threads),
+            cache_bytes: Some(cache_bytes),
+            params: Some(result.params),
+            ..machine.clone()
+        };
+        let bar = Bar {
+            total: 0.into(),
+            done: 0.into(),
+            started: Instant::now(),
+            quiet: args.quiet,
+        };
+        let rows = kernels::measure_kernels(&solved, variants, &options, &|p| bar.update(p))?;
+        let refit = kernels::refit(&result.measurements, &rows, &result.params, &options.solver)?;
+        result.params = refit.params;
+        (result.r2_fast, result.r2_slow) =
+            absinthe_learn::synthetic_r2(&result.measurements, &refit.params);
+        Some((refit, rows))
+    };
 
     // A GPU machine's capacity is shared memory per block, which the CPU kernels timed here
     // do not use.
@@ -300,6 +351,7 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
         cache_calibration: calibration.as_ref().map(|c| c.record()),
         group_arrays_calibration: limit_calibration.as_ref().map(|c| c.record()),
         crowding_calibration: Some(result.crowding.clone()),
+        kernel_refit: refit.as_ref().map(|(r, rows)| r.record(rows, synthetic_r2)),
     };
     let extra = [
         ("cores", threads.to_string()),
@@ -350,6 +402,13 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
         wall
     );
     print_crowding(&result.crowding, &result.params);
+    if let Some((r, rows)) = &refit {
+        let refitted = FitQuality {
+            fast: result.r2_fast,
+            slow: result.r2_slow,
+        };
+        print_refit(r, rows, synthetic_r2, refitted);
+    }
     if let Some(c) = &calibration {
         print_calibration(c, machine.cache_fraction);
     }
@@ -358,6 +417,54 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
     }
     println!("wrote {}", out.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the kernel refit changed: the kernel variants' accuracy and the synthetic R², with the
+/// synthetic fit's parameters and with the refit's.
+fn print_refit(
+    r: &kernels::Refit,
+    rows: &[kernels::KernelRow],
+    synthetic: FitQuality,
+    refitted: FitQuality,
+) {
+    let mut programs: Vec<&str> = rows.iter().map(|r| r.program.as_str()).collect();
+    programs.dedup();
+    println!(
+        "kernel refit: {} variants of {}, {} round(s)",
+        rows.len(),
+        programs.join(", "),
+        r.rounds
+    );
+    let line = |name: &str, within: f64, rho: f64, q: FitQuality| {
+        vec![
+            name.to_string(),
+            format!("{:.0}%", 100.0 * within),
+            format!("{rho:.3}"),
+            format!("{:.3}", q.fast),
+            format!("{:.3}", q.slow),
+        ]
+    };
+    print!(
+        "{}",
+        table(
+            &[
+                "parameters",
+                "kernels within 20%",
+                "Spearman",
+                "R² fast",
+                "R² slow"
+            ],
+            &[
+                line(
+                    "synthetic fit",
+                    r.within_20_before,
+                    r.spearman_before,
+                    synthetic
+                ),
+                line("refit", r.within_20_after, r.spearman_after, refitted),
+            ]
+        )
+    );
 }
 
 /// The calibration's table: per fraction, each program's optimum and median, and the mean.

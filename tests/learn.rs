@@ -45,6 +45,7 @@ fn learn_command_with(
         .args(extra)
         .args((!extra.contains(&"--calibration-domain")).then_some("--keep-cache-fraction"))
         .args((!extra.contains(&"--calibration-domain")).then_some("--keep-group-arrays"))
+        .args((!extra.contains(&"--kernel-variants")).then_some("--no-kernel-refit"))
         .env(
             "ABSINTHE_CACHE_DIR",
             root().join("target/absinthe-test-cache"),
@@ -107,6 +108,47 @@ fn tiny_learn_writes_params_and_provenance_and_keeps_the_rest() {
     let csv = std::fs::read_to_string(data.join("measurements.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 60);
     assert!(csv.starts_with("program,family,"));
+}
+
+/// Without `--no-kernel-refit`, learn times the real kernels (here each one's optimum and one
+/// random configuration) and refits the parameters to them and the training programs
+/// together: it records what it timed and how the kernels were predicted before and after,
+/// and `r2` is then the refit's.
+#[test]
+fn learn_refits_the_parameters_to_real_kernels() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny.yaml");
+    std::fs::write(&path, MACHINE).unwrap();
+    let out = learn_command(&path, "2", &["--kernel-variants", "1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    let m = Machine::load(&path).unwrap();
+    let params = m.params.expect("params written");
+    assert!(params
+        .named()
+        .iter()
+        .all(|(_, v)| v.is_finite() && *v >= 0.0));
+    assert_eq!(params.slow_base.body, 0.0, "held at zero: {params:?}");
+    let learned = m.learned.expect("learned written");
+    let k = learned.kernel_refit.expect("the refit recorded");
+    let names: Vec<&str> = absinthe_learn::kernels::KERNELS
+        .iter()
+        .map(|k| k.0)
+        .collect();
+    assert_eq!(k.programs, names);
+    // The optimum and one random configuration of each, where feasible.
+    assert!(k.variants >= 4 && k.variants <= 8, "{k:?}");
+    assert!(k.rounds >= 1 && k.rounds as usize <= absinthe_learn::kernels::REFIT_ROUNDS);
+    for share in [k.within_20_before, k.within_20_after] {
+        assert!((0.0..=1.0).contains(&share), "{k:?}");
+    }
+    assert!(k.r2_synthetic_fit.fast.is_finite() && k.r2_synthetic_fit.slow.is_finite());
+    let text = stdout(&out);
+    assert!(
+        text.contains("kernel refit:") && text.contains("kernels within 20%"),
+        "{text}"
+    );
 }
 
 /// Without `--keep-cache-fraction`, learn times the model's optima of the calibration programs

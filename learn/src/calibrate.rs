@@ -344,74 +344,11 @@ fn measure_optima(
         );
         cases_of.push(case_of);
     }
+    let names: Vec<String> = programs.iter().map(|p| p.program.name.clone()).collect();
     let rounds = ROUNDS.min(options.repeats).max(1);
-    progress(Progress::Start {
-        total: programs.len() * (1 + rounds),
-    });
-    let exes: Vec<Option<std::path::PathBuf>> =
-        parallel_map(sources.len(), options.jobs.max(1), |k| {
-            let exe = sources[k]
-                .as_ref()
-                .map(|src| {
-                    options
-                        .toolchain
-                        .build(&[("bundle.cpp".to_string(), src.clone())], &[])
-                })
-                .transpose();
-            progress(Progress::Step {
-                what: "build".into(),
-            });
-            exe
-        })
-        .into_iter()
-        .collect::<Result<_, _>>()?;
-    // Rounds interleave the programs, as in the fit's measurements; the harness discards the
-    // first quarter of each round's runs.
     let per_round = options.repeats.div_ceil(rounds).max(4);
-    let threads = options.threads.to_string();
-    let mut times: Vec<Vec<Vec<f64>>> = descriptions
-        .iter()
-        .map(|d| vec![Vec::new(); d.len()])
-        .collect();
-    for _ in 0..rounds {
-        for (k, p) in programs.iter().enumerate() {
-            if let Some(exe) = &exes[k] {
-                let results = run_harness(
-                    exe,
-                    &[
-                        per_round.to_string(),
-                        options.flush_bytes.to_string(),
-                        "kernel".into(),
-                    ],
-                    &[("OMP_NUM_THREADS", threads.as_str())],
-                )?;
-                if results.len() != times[k].len() {
-                    return Err(LearnError::Run(format!(
-                        "{}: {} result lines for {} optima",
-                        p.program.name,
-                        results.len(),
-                        times[k].len()
-                    )));
-                }
-                for (case, r) in results.into_iter().enumerate() {
-                    if !r.verified {
-                        return Err(LearnError::Run(format!(
-                            "{}: the optimum {} differs from the reference",
-                            p.program.name, descriptions[k][case]
-                        )));
-                    }
-                    times[k][case].extend(r.times);
-                }
-            }
-            progress(Progress::Step {
-                what: p.program.name.clone(),
-            });
-        }
-    }
-    let medians: Vec<Vec<f64>> = times
-        .iter()
-        .map(|cases| cases.iter().map(|t| median(t)).collect())
-        .collect();
+    let runs = (rounds, per_round);
+    let medians = time_cases(&names, &sources, &descriptions, runs, options, progress)?;
     let per_setting = (0..machines.len())
         .map(|f| {
             let per_program: PerProgram = cases_of
@@ -431,6 +368,80 @@ fn measure_optima(
         per_setting,
         cases: descriptions,
     })
+}
+
+/// Builds each program's bundle (`sources[k]`, None: nothing to time) and times it in
+/// `runs.0` interleaved rounds of `runs.1` runs (caches flushed, every run verified; the
+/// harness discards the first quarter of each round's runs); per program, the median
+/// of each case, whose descriptions (`cases[k]`, one per harness result line) name it in
+/// errors. Shared by the calibrations and the kernel refit.
+pub(crate) fn time_cases(
+    names: &[String],
+    sources: &[Option<String>],
+    cases: &[Vec<String>],
+    (rounds, per_round): (usize, usize),
+    options: &LearnOptions,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<Vec<Vec<f64>>, LearnError> {
+    progress(Progress::Start {
+        total: names.len() * (1 + rounds),
+    });
+    let exes: Vec<Option<std::path::PathBuf>> =
+        parallel_map(sources.len(), options.jobs.max(1), |k| {
+            let exe = sources[k]
+                .as_ref()
+                .map(|src| {
+                    options
+                        .toolchain
+                        .build(&[("bundle.cpp".to_string(), src.clone())], &[])
+                })
+                .transpose();
+            progress(Progress::Step {
+                what: "build".into(),
+            });
+            exe
+        })
+        .into_iter()
+        .collect::<Result<_, _>>()?;
+    // Rounds interleave the programs, as in the fit's measurements.
+    let threads = options.threads.to_string();
+    let mut times: Vec<Vec<Vec<f64>>> = cases.iter().map(|d| vec![Vec::new(); d.len()]).collect();
+    for _ in 0..rounds {
+        for (k, name) in names.iter().enumerate() {
+            if let Some(exe) = &exes[k] {
+                let results = run_harness(
+                    exe,
+                    &[
+                        per_round.to_string(),
+                        options.flush_bytes.to_string(),
+                        "kernel".into(),
+                    ],
+                    &[("OMP_NUM_THREADS", threads.as_str())],
+                )?;
+                if results.len() != times[k].len() {
+                    return Err(LearnError::Run(format!(
+                        "{name}: {} result lines for {} cases",
+                        results.len(),
+                        times[k].len()
+                    )));
+                }
+                for (case, r) in results.into_iter().enumerate() {
+                    if !r.verified {
+                        return Err(LearnError::Run(format!(
+                            "{name}: the configuration {} differs from the reference",
+                            cases[k][case]
+                        )));
+                    }
+                    times[k][case].extend(r.times);
+                }
+            }
+            progress(Progress::Step { what: name.clone() });
+        }
+    }
+    Ok(times
+        .iter()
+        .map(|cases| cases.iter().map(|t| median(t)).collect())
+        .collect())
 }
 
 /// The median of `times` (NaN when empty).

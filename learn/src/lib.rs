@@ -17,6 +17,7 @@
 pub mod accuracy;
 pub mod calibrate;
 pub mod fit;
+pub mod kernels;
 pub mod machine_file;
 pub mod measure;
 pub mod training;
@@ -330,6 +331,30 @@ pub fn samples(measurements: &[Measurement], family: Family, limit: u64) -> Vec<
             }
         })
         .collect()
+}
+
+/// The R² (per-configuration medians) of `params` on each family's measurements: fast, slow.
+pub fn synthetic_r2(measurements: &[Measurement], params: &Params) -> (f64, f64) {
+    let limit = params.crowded.row_streams;
+    let fast = samples(measurements, Family::Fast, limit);
+    let slow = samples(measurements, Family::Slow, limit);
+    let pf = [
+        params.fast.peel,
+        params.fast.body,
+        params.compute.peel,
+        params.compute.body,
+    ];
+    let ps = [
+        params.slow_base.peel,
+        params.slow_base.body,
+        params.slow_stream.peel,
+        params.slow_stream.body,
+        params.crowded.stream_body,
+    ];
+    (
+        fit::r_squared(&fit::medians(&fast, &pf)),
+        fit::r_squared(&fit::medians(&slow, &ps)),
+    )
 }
 
 /// Fits both families' parameters to measurements.

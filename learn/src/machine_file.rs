@@ -99,6 +99,22 @@ pub fn learned_blocks(params: &Params, learned: &Learned) -> String {
             list(c.r2_slow.iter().map(|r| format!("{r:.4}")).collect()),
         ));
     }
+    if let Some(k) = &learned.kernel_refit {
+        let names: Vec<String> = k.programs.iter().map(|n| quote(n)).collect();
+        text.push_str(&format!(
+            "  kernel_refit:\n    programs: [{}]\n    variants: {}\n    weight: {}\n    rounds: {}\n    within_20_before: {:.4}\n    within_20_after: {:.4}\n    spearman_before: {:.4}\n    spearman_after: {:.4}\n    r2_synthetic_fit: {{fast: {:.4}, slow: {:.4}}}\n",
+            names.join(", "),
+            k.variants,
+            k.weight,
+            k.rounds,
+            k.within_20_before,
+            k.within_20_after,
+            k.spearman_before,
+            k.spearman_after,
+            k.r2_synthetic_fit.fast,
+            k.r2_synthetic_fit.slow,
+        ));
+    }
     if let Some(c) = &learned.group_arrays_calibration {
         let limits: Vec<String> = c
             .limits

@@ -1,9 +1,10 @@
 //! The fit against synthetic data from the model itself, the machine-file rewrite, the
 //! accuracy statistics.
 
+use absinthe_model::cost::Configuration;
 use absinthe_model::machine::{
     CacheCalibration, Compute, Crowded, CrowdingCalibration, FitQuality, GroupArraysCalibration,
-    Learned, Machine, Params, PeelBody,
+    KernelRefit, Learned, Machine, Params, PeelBody,
 };
 use absinthe_model::rng::Rng;
 
@@ -228,6 +229,20 @@ fn learned() -> (Params, Learned) {
             limits: vec![0, 128, 256],
             deviations: vec![2.5e-2, 1.25e-2, 1.5e-2],
             r2_slow: vec![0.8125, 0.875, 0.8625],
+        }),
+        kernel_refit: Some(KernelRefit {
+            programs: vec!["j3d7pt".into(), "example2".into()],
+            variants: 18,
+            weight: 2.0,
+            rounds: 3,
+            within_20_before: 0.3125,
+            within_20_after: 0.625,
+            spearman_before: 0.8125,
+            spearman_after: 0.875,
+            r2_synthetic_fit: FitQuality {
+                fast: 0.9375,
+                slow: 0.8125,
+            },
         }),
     };
     (params, learned)
@@ -695,4 +710,170 @@ fn top_k_skips_ties_of_configurations_already_taken() {
     assert_eq!(taken[2].0.groups, vec![0, 1]);
     // At most k, cheapest first.
     assert_eq!(distinct_best(ranked, 2).len(), 2);
+}
+
+/// A machine holding `params` (4 MiB of cache, 2 cores), viewed for 8-byte values.
+fn view_with(params: Params) -> absinthe_model::machine::ModelMachine {
+    let text = "name: kernels\ncores: 2\ncache_bytes: 4194304\ncache_fraction: 0.5\n";
+    let machine = Machine {
+        params: Some(params),
+        ..Machine::from_yaml(text).unwrap()
+    };
+    machine.model_view(8).unwrap()
+}
+
+/// Refit parameters: the base body zero (as learn holds it), every group above 256 row
+/// streams crowded.
+fn refit_truth() -> Params {
+    Params {
+        fast: PeelBody {
+            peel: 1.2e-10,
+            body: 2.0e-11,
+        },
+        slow_base: PeelBody {
+            peel: 4.0e-10,
+            body: 0.0,
+        },
+        slow_stream: PeelBody {
+            peel: 2.0e-10,
+            body: 1.8e-10,
+        },
+        compute: Compute {
+            peel: 1.5e-11,
+            body: 7.0e-12,
+        },
+        crowded: Crowded {
+            row_streams: 256,
+            stream_body: 1.2e-10,
+        },
+    }
+}
+
+/// Every kernel at its unfused and its fully fused tiling over a few tile counts (those the
+/// model finds feasible), as kernel rows with the model's cost under `params`: (row, the
+/// model's total).
+fn kernel_rows(params: Params) -> Vec<(crate::kernels::KernelRow, f64)> {
+    use crate::kernels::{kernel_programs, KernelRow};
+    let view = view_with(params);
+    let mut rows = Vec::new();
+    for (program, analysis) in kernel_programs().unwrap() {
+        let n = analysis.stencils.len();
+        for tiles in [[1, 1, 2], [2, 4, 4], [4, 16, 1], [1, 8, 30]] {
+            for groups in [(0..n).collect::<Vec<_>>(), vec![0; n]] {
+                let ngroups = groups.iter().max().map_or(0, |g| g + 1);
+                let config = Configuration::new(groups, vec![tiles; ngroups]);
+                let cost = absinthe_model::cost::evaluate(&analysis, &view, &config);
+                if cost.infeasible.is_some() {
+                    continue;
+                }
+                let name = format!("{tiles:?}");
+                rows.push((KernelRow::of(&program.name, &name, &cost), cost.total));
+            }
+        }
+    }
+    rows
+}
+
+/// The refit's prediction of a kernel variant is the model's own total, and with the base body
+/// at zero its columns times the parameters give the same number: the LP fits the model.
+#[test]
+fn kernel_rows_predict_what_the_model_evaluates() {
+    use crate::kernels::{columns, kernel_columns, kernel_prediction};
+    let params = refit_truth();
+    let rows = kernel_rows(params);
+    assert!(rows.len() >= 16, "{} feasible rows", rows.len());
+    assert!(
+        rows.iter().any(|(r, _)| r.stencils.iter().any(|s| s.1)),
+        "some row is crowded"
+    );
+    assert!(
+        rows.iter().any(|(r, _)| r.stencils.iter().any(|s| !s.1)),
+        "some row is not crowded"
+    );
+    let c = columns(&params);
+    for (row, total) in &rows {
+        let predicted = kernel_prediction(row, &params);
+        assert!(
+            (predicted - total).abs() <= 1e-12 * total,
+            "{} {}: {predicted} against the model's {total}",
+            row.program,
+            row.variant
+        );
+        let linear: f64 = kernel_columns(row, &c)
+            .iter()
+            .zip(&c)
+            .map(|(a, b)| a * b)
+            .sum();
+        assert!(
+            (linear - total).abs() <= 1e-9 * total,
+            "{} {}: {linear} against {total}",
+            row.program,
+            row.variant
+        );
+    }
+}
+
+/// Times that the model with some parameters makes exactly, synthetic and kernel alike: the
+/// refit predicts every one of them (its objective reaches zero), and keeps the synthetic
+/// fit's crowding limit and the base body at zero.
+#[test]
+fn the_kernel_refit_fits_exact_times_of_both_kinds() {
+    let truth = refit_truth();
+    let truth_fast = [
+        truth.fast.peel,
+        truth.fast.body,
+        truth.compute.peel,
+        truth.compute.body,
+    ];
+    let truth_slow = [
+        truth.slow_base.peel,
+        0.0,
+        truth.slow_stream.peel,
+        truth.slow_stream.body,
+        truth.crowded.stream_body,
+    ];
+    let measurements = exact_measurements(&truth_fast, &truth_slow, 256, 12);
+    let mut rows: Vec<_> = kernel_rows(truth)
+        .into_iter()
+        .map(|(mut r, t)| {
+            r.seconds = t;
+            r
+        })
+        .collect();
+    // Start from parameters that predict the kernels badly: the stream body halved.
+    let mut start = truth;
+    start.slow_stream.body *= 0.5;
+    start.fast.body *= 2.0;
+    let refit = crate::kernels::refit(&measurements, &rows, &start, "highs").unwrap();
+    assert!(refit.within_20_before < 1.0, "{refit:?}");
+    assert_eq!(refit.within_20_after, 1.0, "{refit:?}");
+    assert!(refit.rounds >= 1, "{refit:?}");
+    let p = refit.params;
+    assert_eq!(p.slow_base.body, 0.0);
+    assert_eq!(p.crowded.row_streams, 256);
+    for r in &rows {
+        let predicted = crate::kernels::kernel_prediction(r, &p);
+        assert!(
+            (predicted / r.seconds - 1.0).abs() < 1e-5,
+            "{} {}: {predicted} against {}",
+            r.program,
+            r.variant,
+            r.seconds
+        );
+    }
+    let (r2_fast, r2_slow) = crate::synthetic_r2(&measurements, &p);
+    assert!(
+        r2_fast > 0.99999 && r2_slow > 0.99999,
+        "{r2_fast} {r2_slow}"
+    );
+    // With kernel rows from other parameters, the refit moves toward them: the kernels are
+    // predicted better than by the synthetic data's own parameters.
+    let mut other = truth;
+    other.slow_base.peel = 0.0;
+    other.slow_stream.body *= 1.5;
+    for r in rows.iter_mut() {
+        r.seconds = crate::kernels::kernel_prediction(r, &other);
+    }
+    let refit = crate::kernels::refit(&measurements, &rows, &truth, "highs").unwrap();
+    assert!(refit.within_20_after > refit.within_20_before, "{refit:?}");
 }

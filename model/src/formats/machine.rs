@@ -202,6 +202,28 @@ pub struct Learned {
     /// How `learn` chose `params.crowded.row_streams`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crowding_calibration: Option<CrowdingCalibration>,
+    /// The refit to real kernels after the synthetic fit, when `learn` ran it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_refit: Option<KernelRefit>,
+}
+
+/// The refit of the parameters to the training programs and real kernels together
+/// (`learn::kernels`): the kernels and how many of their variants were timed, the kernel
+/// rows' weight, the alternations run, and the share of kernel variants predicted within 20%
+/// (and the Spearman correlation over them) by the synthetic fit alone and by the refit. `r2`
+/// above is the refit's, on the synthetic samples; `r2_synthetic_fit` the synthetic fit's own.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelRefit {
+    pub programs: Vec<String>,
+    pub variants: u64,
+    pub weight: f64,
+    pub rounds: u64,
+    pub within_20_before: f64,
+    pub within_20_after: f64,
+    pub spearman_before: f64,
+    pub spearman_after: f64,
+    pub r2_synthetic_fit: FitQuality,
 }
 
 /// The fits behind a learned crowding limit (`Params::crowded`): for each row-stream limit
