@@ -122,9 +122,9 @@ pub fn kernel_programs() -> Result<Vec<(Program, Analysis)>, LearnError> {
         .iter()
         .map(|(name, text)| {
             let program = Program::from_yaml(text)
-                .map_err(|d| LearnError::Program(format!("kernel {name}: {d:?}")))?;
+                .map_err(|d| LearnError::Kernels(format!("{name}: {d:?}")))?;
             let analysis = Analysis::new(&program)
-                .map_err(|d| LearnError::Program(format!("kernel {name}: {d:?}")))?;
+                .map_err(|d| LearnError::Kernels(format!("{name}: {d:?}")))?;
             Ok((program, analysis))
         })
         .collect()
@@ -158,13 +158,13 @@ pub fn measure_kernels(
             .map_err(|d| LearnError::MachineFile(format!("{d:?}")))?;
         let wanted = [Variant::Opt, Variant::Random(variants)];
         let planned = plan(&wanted, &program, &analysis, &view, &settings)
-            .map_err(|e| LearnError::Calibrate(format!("kernel {name}: {e}")))?;
+            .map_err(|e| LearnError::Kernels(format!("{name}: {e}")))?;
         let mut schedules = Vec::new();
         let mut labels = Vec::new();
         let mut own = Vec::new();
         for p in planned.into_iter().filter(|p| p.skipped.is_none()) {
             let (prog, an, _) = inline_apply(&program, &p.inline)
-                .map_err(|e| LearnError::Calibrate(format!("kernel {name}: {e}")))?;
+                .map_err(|e| LearnError::Kernels(format!("{name}: {e}")))?;
             let cost = evaluate(&an, &view, &p.config);
             schedules
                 .push(lower(&prog, &an, &p.config, &cost)?.with_reference(&program, &analysis));
@@ -402,8 +402,12 @@ pub fn refit(
             synthetic.push((synthetic_columns(family, &s.counts), s.seconds));
         }
     }
-    if synthetic.is_empty() {
-        return Err(LearnError::Fit("no synthetic samples to refit".into()));
+    if synthetic.is_empty() || rows.is_empty() {
+        return Err(LearnError::Kernels(format!(
+            "nothing to refit to: {} synthetic samples, {} kernel variants",
+            synthetic.len(),
+            rows.len()
+        )));
     }
     let (w_syn, w_kernel) = (
         1.0 / synthetic.len() as f64,

@@ -47,6 +47,8 @@ pub enum LearnError {
     Plot(String),
     #[error("cache calibration: {0}")]
     Calibrate(String),
+    #[error("kernel refit: {0}")]
+    Kernels(String),
 }
 
 /// How much to measure and on what.
