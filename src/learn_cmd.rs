@@ -135,6 +135,16 @@ struct Bar {
 }
 
 impl Bar {
+    /// A bar started now.
+    fn new(quiet: bool) -> Bar {
+        Bar {
+            total: 0.into(),
+            done: 0.into(),
+            started: Instant::now(),
+            quiet,
+        }
+    }
+
     fn update(&self, event: Progress) {
         use std::sync::atomic::Ordering::SeqCst;
         let what = match event {
@@ -236,8 +246,17 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
         fast: result.r2_fast,
         slow: result.r2_slow,
     };
-    // The refit times CPU kernels, as the fit does; a GPU machine's file is learned the same way.
-    let refit = if args.no_kernel_refit {
+    // The machine the later steps solve with: this one's cores and cache, `params`, `fraction`.
+    let solved_with = |params: &Params, fraction: f64| Machine {
+        cores: Some(threads),
+        cache_bytes: Some(cache_bytes),
+        cache_fraction: fraction,
+        params: Some(*params),
+        ..machine.clone()
+    };
+    // A GPU machine's file is not refitted: the kernels would be drawn for its GPU capacity
+    // and timed on this CPU.
+    let refit = if args.no_kernel_refit || machine.gpu.is_some() {
         None
     } else {
         let variants = args.kernel_variants.unwrap_or(kernels::KERNEL_VARIANTS);
@@ -251,18 +270,8 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
                     .join(", ")
             );
         }
-        let solved = Machine {
-            cores: Some(threads),
-            cache_bytes: Some(cache_bytes),
-            params: Some(result.params),
-            ..machine.clone()
-        };
-        let bar = Bar {
-            total: 0.into(),
-            done: 0.into(),
-            started: Instant::now(),
-            quiet: args.quiet,
-        };
+        let bar = Bar::new(args.quiet);
+        let solved = solved_with(&result.params, machine.cache_fraction);
         let rows = kernels::measure_kernels(&solved, variants, &options, &|p| bar.update(p))?;
         if rows.is_empty() {
             eprintln!(
@@ -295,18 +304,8 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
                     .join(", ")
             );
         }
-        let solved = Machine {
-            cores: Some(threads),
-            cache_bytes: Some(cache_bytes),
-            params: Some(result.params),
-            ..machine.clone()
-        };
-        let bar = Bar {
-            total: 0.into(),
-            done: 0.into(),
-            started: Instant::now(),
-            quiet: args.quiet,
-        };
+        let solved = solved_with(&result.params, machine.cache_fraction);
+        let bar = Bar::new(args.quiet);
         Some(calibrate::calibrate(&solved, &options, &domains, &|p| {
             bar.update(p)
         })?)
@@ -325,21 +324,11 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
                     .join(", ")
             );
         }
-        let solved = Machine {
-            cores: Some(threads),
-            cache_bytes: Some(cache_bytes),
-            cache_fraction: calibration
-                .as_ref()
-                .map_or(machine.cache_fraction, |c| c.chosen),
-            params: Some(result.params),
-            ..machine.clone()
-        };
-        let bar = Bar {
-            total: 0.into(),
-            done: 0.into(),
-            started: Instant::now(),
-            quiet: args.quiet,
-        };
+        let fraction = calibration
+            .as_ref()
+            .map_or(machine.cache_fraction, |c| c.chosen);
+        let solved = solved_with(&result.params, fraction);
+        let bar = Bar::new(args.quiet);
         Some(calibrate::calibrate_group_arrays(
             &solved,
             &options,

@@ -20,8 +20,7 @@ use absinthe_codegen::render::Renderer;
 use absinthe_model::cost::{evaluate, Configuration};
 use absinthe_model::machine::{CacheCalibration, GroupArraysCalibration, Machine};
 use absinthe_model::parallel::parallel_map;
-use absinthe_solvers::inline::{apply as inline_apply, InlinePolicy};
-use absinthe_solvers::SolveOptions;
+use absinthe_solvers::inline::apply as inline_apply;
 
 use crate::variants::{plan, PlanSettings, Variant};
 use crate::{measure, training, LearnError, LearnOptions, Progress, ROUNDS};
@@ -289,13 +288,7 @@ fn measure_optima(
     options: &LearnOptions,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Optima, LearnError> {
-    let settings = PlanSettings {
-        options: Default::default(),
-        inline: InlinePolicy::Search,
-        solver: &options.solver,
-        solve_options: SolveOptions::default(),
-        seed: 1,
-    };
+    let settings = PlanSettings::learn(&options.solver);
     let renderer = Renderer::embedded();
     // Per program: the distinct optima (inline set, configuration, lowered kernel), and each
     // setting's case.

@@ -34,8 +34,7 @@ use absinthe_model::machine::{
 };
 use absinthe_model::program::Program;
 use absinthe_model::Analysis;
-use absinthe_solvers::inline::{apply as inline_apply, InlinePolicy};
-use absinthe_solvers::SolveOptions;
+use absinthe_solvers::inline::apply as inline_apply;
 
 use crate::accuracy::spearman;
 use crate::calibrate::time_cases;
@@ -139,13 +138,7 @@ pub fn measure_kernels(
     options: &LearnOptions,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Vec<KernelRow>, LearnError> {
-    let settings = PlanSettings {
-        options: Default::default(),
-        inline: InlinePolicy::Search,
-        solver: &options.solver,
-        solve_options: SolveOptions::default(),
-        seed: 1,
-    };
+    let settings = PlanSettings::learn(&options.solver);
     let renderer = Renderer::embedded();
     let mut names = Vec::new();
     let mut sources = Vec::new();

@@ -335,28 +335,35 @@ pub fn samples(measurements: &[Measurement], family: Family, limit: u64) -> Vec<
         .collect()
 }
 
+/// The coefficients of `family`'s fit in `params`, in [`Family::coefficient_names`] order.
+pub fn family_coefficients(params: &Params, family: Family) -> Vec<f64> {
+    match family {
+        Family::Fast => vec![
+            params.fast.peel,
+            params.fast.body,
+            params.compute.peel,
+            params.compute.body,
+        ],
+        Family::Slow => vec![
+            params.slow_base.peel,
+            params.slow_base.body,
+            params.slow_stream.peel,
+            params.slow_stream.body,
+            params.crowded.stream_body,
+        ],
+    }
+}
+
 /// The R² (per-configuration medians) of `params` on each family's measurements: fast, slow.
 pub fn synthetic_r2(measurements: &[Measurement], params: &Params) -> (f64, f64) {
-    let limit = params.crowded.row_streams;
-    let fast = samples(measurements, Family::Fast, limit);
-    let slow = samples(measurements, Family::Slow, limit);
-    let pf = [
-        params.fast.peel,
-        params.fast.body,
-        params.compute.peel,
-        params.compute.body,
-    ];
-    let ps = [
-        params.slow_base.peel,
-        params.slow_base.body,
-        params.slow_stream.peel,
-        params.slow_stream.body,
-        params.crowded.stream_body,
-    ];
-    (
-        fit::r_squared(&fit::medians(&fast, &pf)),
-        fit::r_squared(&fit::medians(&slow, &ps)),
-    )
+    let r2 = |family| {
+        let samples = samples(measurements, family, params.crowded.row_streams);
+        fit::r_squared(&fit::medians(
+            &samples,
+            &family_coefficients(params, family),
+        ))
+    };
+    (r2(Family::Fast), r2(Family::Slow))
 }
 
 /// Fits both families' parameters to measurements.

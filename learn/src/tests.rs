@@ -819,19 +819,8 @@ fn kernel_rows_predict_what_the_model_evaluates() {
 #[test]
 fn the_kernel_refit_fits_exact_times_of_both_kinds() {
     let truth = refit_truth();
-    let truth_fast = [
-        truth.fast.peel,
-        truth.fast.body,
-        truth.compute.peel,
-        truth.compute.body,
-    ];
-    let truth_slow = [
-        truth.slow_base.peel,
-        0.0,
-        truth.slow_stream.peel,
-        truth.slow_stream.body,
-        truth.crowded.stream_body,
-    ];
+    let truth_fast = crate::family_coefficients(&truth, Family::Fast);
+    let truth_slow = crate::family_coefficients(&truth, Family::Slow);
     let measurements = exact_measurements(&truth_fast, &truth_slow, 256, 12);
     let mut rows: Vec<_> = kernel_rows(truth)
         .into_iter()

@@ -121,6 +121,20 @@ pub struct PlanSettings<'a> {
     pub seed: u64,
 }
 
+impl<'a> PlanSettings<'a> {
+    /// What `learn`'s calibrations and kernel refit plan with: the full search space, the
+    /// inline search, `solver` at its defaults, seed 1.
+    pub fn learn(solver: &'a str) -> PlanSettings<'a> {
+        PlanSettings {
+            options: Default::default(),
+            inline: InlinePolicy::Search,
+            solver,
+            solve_options: SolveOptions::default(),
+            seed: 1,
+        }
+    }
+}
+
 /// Why variants could not be planned.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
