@@ -6,9 +6,9 @@
 //! in between, and refitted to their own times the same form predicted the six accuracy
 //! programs within 20% for 72% of their variants (left one program out), against 46% for the
 //! learned parameters (docs/PERFORMANCE.md, fourteenth session). Where the training programs
-//! mislead is the slow peel: they put 1.4e-9 s on every row start of a stencil that touches
-//! slow memory, which real programs, whose rows overlap computation with their loads, do not
-//! pay.
+//! mislead most is the slow peel, the cost of a row start in slow memory: with the kernels,
+//! the stream peel fell from 5.3e-10 to 1.6e-10 s and the base peel from 1.4e-9 to 1.1e-9 s
+//! (docs/PERFORMANCE.md, fifteenth session).
 //!
 //! So after the synthetic fit `learn` times [`KERNELS`], shipped example programs that are
 //! none of the programs the model's accuracy is reported on: each one's optimum under the
