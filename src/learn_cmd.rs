@@ -429,8 +429,7 @@ fn print_refit(
     synthetic: FitQuality,
     refitted: FitQuality,
 ) {
-    let mut programs: Vec<&str> = rows.iter().map(|r| r.program.as_str()).collect();
-    programs.dedup();
+    let programs = kernels::programs(rows);
     println!(
         "kernel refit: {} variants of {}, {} round(s)",
         rows.len(),

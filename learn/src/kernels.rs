@@ -36,7 +36,7 @@ use absinthe_model::program::Program;
 use absinthe_model::Analysis;
 use absinthe_solvers::inline::apply as inline_apply;
 
-use crate::accuracy::spearman;
+use crate::accuracy::{summarize, Point};
 use crate::calibrate::time_cases;
 use crate::fit::{self, Sample};
 use crate::measure::{self, Measurement};
@@ -198,19 +198,9 @@ pub fn measure_kernels(
         .collect())
 }
 
-/// The parameters as the refit's columns ([`COLUMNS`]).
+/// The parameters as the refit's columns ([`COLUMNS`], the order of [`Params::named`]).
 pub fn columns(p: &Params) -> [f64; COLUMNS] {
-    [
-        p.fast.peel,
-        p.fast.body,
-        p.slow_base.peel,
-        p.slow_base.body,
-        p.slow_stream.peel,
-        p.slow_stream.body,
-        p.compute.peel,
-        p.compute.body,
-        p.crowded.stream_body,
-    ]
+    p.named().map(|(_, v)| v)
 }
 
 /// Parameters from the refit's columns, with the crowding limit `limit` (0: no charge).
@@ -345,10 +335,8 @@ pub struct Refit {
 impl Refit {
     /// What the machine file records of it; `synthetic` is the synthetic fit's R².
     pub fn record(&self, rows: &[KernelRow], synthetic: FitQuality) -> KernelRefit {
-        let mut programs: Vec<String> = rows.iter().map(|r| r.program.clone()).collect();
-        programs.dedup();
         KernelRefit {
-            programs,
+            programs: programs(rows),
             variants: rows.len() as u64,
             weight: KERNEL_WEIGHT,
             rounds: self.rounds as u64,
@@ -361,22 +349,27 @@ impl Refit {
     }
 }
 
-/// Share of `rows` predicted within 20% under `p`, and the Spearman correlation.
+/// Share of `rows` predicted within 20% under `p`, and the Spearman correlation
+/// (`accuracy::summarize`, as `bench` reports them).
 pub fn kernel_accuracy(rows: &[KernelRow], p: &Params) -> (f64, f64) {
-    if rows.is_empty() {
-        return (f64::NAN, f64::NAN);
-    }
-    let predicted: Vec<f64> = rows.iter().map(|r| kernel_prediction(r, p)).collect();
-    let measured: Vec<f64> = rows.iter().map(|r| r.seconds).collect();
-    let within = predicted
+    let points: Vec<Point> = rows
         .iter()
-        .zip(&measured)
-        .filter(|(p, m)| (*p / *m - 1.0).abs() < 0.2)
-        .count();
-    (
-        within as f64 / rows.len() as f64,
-        spearman(&predicted, &measured),
-    )
+        .map(|r| Point {
+            label: format!("{} {}", r.program, r.variant),
+            predicted: kernel_prediction(r, p),
+            measured: r.seconds,
+            optimum: false,
+        })
+        .collect();
+    let summary = summarize(&points);
+    (summary.within_20_percent, summary.spearman)
+}
+
+/// The kernels `rows` time, in order, once each.
+pub fn programs(rows: &[KernelRow]) -> Vec<String> {
+    let mut names: Vec<String> = rows.iter().map(|r| r.program.clone()).collect();
+    names.dedup();
+    names
 }
 
 /// Refits the parameters to the synthetic `measurements` and the kernel `rows` together (see
