@@ -42,7 +42,8 @@ pub enum Target {
 /// Examples:
 ///   absinthe codegen configs/hdiff.yaml --harness -o out/
 ///   absinthe codegen configs/hdiff.yaml --solution hdiff.solution.yaml -o out/
-///   g++ -O3 -march=native -fopenmp -ffp-contract=off out/*.cpp -o hdiff && ./hdiff 64
+///   g++ -O3 -march=native -fopenmp -ffp-contract=off -fno-trapping-math -fno-math-errno \
+///       out/*.cpp -o hdiff && ./hdiff 64
 ///   absinthe codegen configs/hdiff.yaml --target cuda --harness -o cu/
 ///   nvcc -O3 -arch=sm_90 -DABSINTHE_FMA_BUILD -Xcompiler -fopenmp cu/hdiff.cu -lgomp -o hdiff_cuda && ./hdiff_cuda 64
 ///   nvcc -O3 -arch=sm_90 --fmad=false -Xcompiler -fopenmp,-ffp-contract=off cu/hdiff.cu -lgomp -o hdiff_exact

@@ -257,14 +257,17 @@ fn bench_runs_naive_unfused_and_opt_and_all_verify() {
 }
 
 /// Every row loop of the generated kernels vectorises (GCC's `-fopt-info-vec-optimized`
-/// reports each `#pragma omp simd` loop), streamed groups and whole tiles alike.
+/// reports each `#pragma omp simd` loop), streamed groups and whole tiles alike, built with the
+/// flags the toolchain builds with: cosmo_smag's `sqrt` only with `-fno-math-errno`.
 #[test]
 fn generated_row_loops_vectorise() {
     let dir = tempfile::tempdir().unwrap();
+    let build_flags = Toolchain::new("g++", &["-O3".to_string()]).all_flags();
     for program in [
         "configs/cosmo_hdiff4.yaml",
         "configs/cosmo_adv5.yaml",
         "configs/cosmo_pgrad.yaml",
+        "configs/cosmo_smag.yaml",
     ] {
         // Streamed (nothing inlined: the working sets then miss the cache), the default
         // (inlined), and whole tiles.
@@ -310,14 +313,8 @@ fn generated_row_loops_vectorise() {
                 .collect();
             assert!(!rows.is_empty());
             let o = std::process::Command::new("g++")
-                .args([
-                    "-O3",
-                    "-fopenmp",
-                    "-ffp-contract=off",
-                    // As the toolchain builds (`Toolchain::all_flags`).
-                    "-fno-trapping-math",
-                    "-fopt-info-vec-optimized",
-                ])
+                .args(&build_flags)
+                .arg("-fopt-info-vec-optimized")
                 .args(["-c", "-o", "/dev/null"])
                 .arg(&cpp)
                 .output()
@@ -539,6 +536,44 @@ fn inlined_solutions_build_verify_and_bad_sets_are_refused() {
     ]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
+}
+
+/// The COSMO-like example kernels (Smagorinsky diffusion with `sqrt`, vertical advection and
+/// diffusion along z, divergence damping with three outputs, a saturation adjustment with `exp`
+/// and `max`): the optimum, inlined and streamed, and the optimum with nothing inlined match
+/// the naive reference bit for bit.
+#[test]
+fn cosmo_example_kernels_verify_bit_for_bit() {
+    for program in [
+        "configs/cosmo_smag.yaml",
+        "configs/cosmo_vadv.yaml",
+        "configs/cosmo_divdamp.yaml",
+        "configs/cosmo_satad.yaml",
+    ] {
+        let o = absinthe(&[
+            "bench",
+            program,
+            "--variants",
+            "opt,noinline",
+            "--runs",
+            "2",
+            "--flush-bytes",
+            "100000",
+            "--no-roofline",
+            "--exact",
+            "--format",
+            "json",
+        ]);
+        assert!(o.status.success(), "{program}: {}\n{}", stdout(&o), stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let rows = v.as_array().unwrap();
+        assert_eq!(rows.len(), 2, "{program}");
+        for r in rows {
+            assert_eq!(r["verified"], true, "{program}: {r}");
+            assert_eq!(r["verification"], "bit-exact", "{program}: {r}");
+            assert!(!r["stream"].as_array().unwrap().is_empty(), "{program}: {r}");
+        }
+    }
 }
 
 /// `bench --relaxed-math`: the kernels of cosmo_adv5 (its divisions by 60 become products by

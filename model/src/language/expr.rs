@@ -107,10 +107,21 @@ const KNOWN_FOREIGN_FUNCTIONS: &[&str] = &[
     "square", "sq", "ln",
 ];
 
-/// What a division or a square root counts in [`Expr::operations`], against 1 for an add.
-pub const SLOW_OPERATION: u64 = 4;
-/// What `exp`, `log` or `pow` counts in [`Expr::operations`].
-pub const CALL_OPERATION: u64 = 16;
+/// What a division counts in [`Expr::operations`], against 1 for an add or a multiply. Measured
+/// in a vectorised row loop over cache-resident planes (`benches/operation_weights.cpp`, built
+/// as the generated kernels are): one division per cell added 18 adds' time, a second one 41
+/// (the divider's throughput, 16 cycles per 8 lanes with AVX-512, is the limit; sixteenth
+/// session, docs/PERFORMANCE.md). It was 4, and the optima of division-heavy programs, whose
+/// inlining copies the divisions, were predicted 1.5-2.2x too fast.
+pub const DIVIDE_OPERATION: u64 = 30;
+/// What `sqrt` counts in [`Expr::operations`]: 36 and 63 adds for a first and a second per cell,
+/// measured as [`DIVIDE_OPERATION`] (with `-fno-math-errno`, which every build has, or GCC keeps
+/// a scalar call for `errno` and it costs 100-130).
+pub const SQRT_OPERATION: u64 = 50;
+/// What `exp`, `log` or `pow` counts in [`Expr::operations`]: a scalar library call per lane
+/// (GCC vectorises them only under `-ffast-math`), 220-400 adds measured as
+/// [`DIVIDE_OPERATION`].
+pub const CALL_OPERATION: u64 = 300;
 
 const TERNARY_PRECEDENCE: u8 = 0;
 const UNARY_PRECEDENCE: u8 = 7;
@@ -233,9 +244,9 @@ impl Expr {
 
     /// The arithmetic this expression does per evaluation, in units of one add: `+ - *`,
     /// negation, comparisons, logic, a selection (`?:`), `min`, `max`, `fabs`, `abs`, `floor`
-    /// and `ceil` count 1 each; a division and `sqrt` [`SLOW_OPERATION`] (their vector
-    /// throughput is a few times an add's); `exp`, `log` and `pow` [`CALL_OPERATION`] (a
-    /// library call). Loads and literals (negative ones too) count nothing: the fast part of the model counts
+    /// and `ceil` count 1 each; a division [`DIVIDE_OPERATION`] and `sqrt` [`SQRT_OPERATION`]
+    /// (their vector throughput is tens of times an add's); `exp`, `log` and `pow`
+    /// [`CALL_OPERATION`] (a scalar library call per lane). Loads and literals (negative ones too) count nothing: the fast part of the model counts
     /// accesses. This is the weight of the model's compute part (`formula::Part::Compute`).
     pub fn operations(&self) -> u64 {
         let mut total = 0;
@@ -249,11 +260,11 @@ impl Expr {
                 } if matches!(**operand, Expr::Number { .. }) => 0,
                 Expr::Unary { .. } | Expr::Ternary { .. } => 1,
                 Expr::Binary { op, .. } => match op {
-                    BinaryOp::Div => SLOW_OPERATION,
+                    BinaryOp::Div => DIVIDE_OPERATION,
                     _ => 1,
                 },
                 Expr::Call { func, .. } => match func {
-                    Func::Sqrt => SLOW_OPERATION,
+                    Func::Sqrt => SQRT_OPERATION,
                     Func::Exp | Func::Log | Func::Pow => CALL_OPERATION,
                     _ => 1,
                 },
