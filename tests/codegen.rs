@@ -475,25 +475,11 @@ fn inlined_solutions_build_verify_and_bad_sets_are_refused() {
     assert!(r.verified, "{:?}", r.mismatch);
 
     // bench: opt with the set, noinline without.
-    let o = absinthe(&[
-        "bench",
+    let rows = quick_bench(
         "configs/hdiff.yaml",
-        "--variants",
         "noinline,opt",
-        "--inline",
-        "lap,fli,flj",
-        "--runs",
-        "2",
-        "--flush-bytes",
-        "100000",
-        "--no-roofline",
-        "--exact",
-        "--format",
-        "json",
-    ]);
-    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
-    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-    let rows = v.as_array().unwrap();
+        &["--inline", "lap,fli,flj", "--exact"],
+    );
     assert_eq!(rows[0]["variant"], "noinline");
     assert!(rows[0].get("inline").is_none(), "{}", rows[0]);
     assert_eq!(rows[1]["inline"], serde_json::json!(["lap", "fli", "flj"]));
@@ -538,6 +524,34 @@ fn inlined_solutions_build_verify_and_bad_sets_are_refused() {
     assert!(stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
 }
 
+/// `bench PROGRAM --variants VARIANTS` with two timed runs, a small flush and no roofline,
+/// plus `extra`: its JSON rows, after checking that it succeeded.
+fn quick_bench(program: &str, variants: &str, extra: &[&str]) -> Vec<serde_json::Value> {
+    let mut args = vec![
+        "bench",
+        program,
+        "--variants",
+        variants,
+        "--runs",
+        "2",
+        "--flush-bytes",
+        "100000",
+        "--no-roofline",
+        "--format",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    let o = absinthe(&args);
+    assert!(
+        o.status.success(),
+        "{program}: {}\n{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    v.as_array().unwrap().clone()
+}
+
 /// The COSMO-like example kernels (Smagorinsky diffusion with `sqrt`, vertical advection and
 /// diffusion along z, divergence damping with three outputs, a saturation adjustment with `exp`
 /// and `max`): the optimum, inlined and streamed, and the optimum with nothing inlined match
@@ -550,28 +564,15 @@ fn cosmo_example_kernels_verify_bit_for_bit() {
         "configs/cosmo_divdamp.yaml",
         "configs/cosmo_satad.yaml",
     ] {
-        let o = absinthe(&[
-            "bench",
-            program,
-            "--variants",
-            "opt,noinline",
-            "--runs",
-            "2",
-            "--flush-bytes",
-            "100000",
-            "--no-roofline",
-            "--exact",
-            "--format",
-            "json",
-        ]);
-        assert!(o.status.success(), "{program}: {}\n{}", stdout(&o), stderr(&o));
-        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-        let rows = v.as_array().unwrap();
+        let rows = quick_bench(program, "opt,noinline", &["--exact"]);
         assert_eq!(rows.len(), 2, "{program}");
-        for r in rows {
+        for r in &rows {
             assert_eq!(r["verified"], true, "{program}: {r}");
             assert_eq!(r["verification"], "bit-exact", "{program}: {r}");
-            assert!(!r["stream"].as_array().unwrap().is_empty(), "{program}: {r}");
+            assert!(
+                !r["stream"].as_array().unwrap().is_empty(),
+                "{program}: {r}"
+            );
         }
     }
 }
@@ -582,26 +583,14 @@ fn cosmo_example_kernels_verify_bit_for_bit() {
 /// each other.
 #[test]
 fn bench_relaxed_math_verifies_against_the_ieee_reference() {
-    let o = absinthe(&[
-        "bench",
+    let rows = quick_bench(
         "configs/cosmo_adv5.yaml",
-        "--variants",
         "noinline,opt",
-        "--runs",
-        "2",
-        "--flush-bytes",
-        "100000",
-        "--no-roofline",
-        "--relaxed-math",
-        "--format",
-        "json",
-    ]);
-    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
-    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-    let rows = v.as_array().unwrap();
+        &["--relaxed-math"],
+    );
     assert_eq!(rows.len(), 2);
     let params = machine().params;
-    for r in rows {
+    for r in &rows {
         assert_eq!(r["verified"], true, "{r}");
         assert_eq!(r["verification"], "tolerance", "{r}");
         assert_eq!(r["build"], "relaxed-math", "{r}");
