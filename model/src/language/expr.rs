@@ -246,8 +246,9 @@ impl Expr {
     /// negation, comparisons, logic, a selection (`?:`), `min`, `max`, `fabs`, `abs`, `floor`
     /// and `ceil` count 1 each; a division [`DIVIDE_OPERATION`] and `sqrt` [`SQRT_OPERATION`]
     /// (their vector throughput is tens of times an add's); `exp`, `log` and `pow`
-    /// [`CALL_OPERATION`] (a scalar library call per lane). Loads and literals (negative ones too) count nothing: the fast part of the model counts
-    /// accesses. This is the weight of the model's compute part (`formula::Part::Compute`).
+    /// [`CALL_OPERATION`] (a scalar library call per lane). Loads and literals (negative ones
+    /// too) count nothing: the fast part of the model counts accesses. This is the weight of
+    /// the model's compute part (`formula::Part::Compute`).
     pub fn operations(&self) -> u64 {
         let mut total = 0;
         self.visit(&mut |e| {
