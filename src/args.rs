@@ -232,6 +232,19 @@ pub fn load(path: &std::path::Path) -> anyhow::Result<(Program, Analysis)> {
     Ok((program, analysis))
 }
 
+/// Loads and analyses a program and loads the machine file, the analysis weighed with the
+/// machine's operation weights (`Analysis::weigh_operations`): what every command that costs a
+/// program on a machine starts from.
+pub fn load_on(
+    path: &std::path::Path,
+    machine: &MachineArg,
+) -> anyhow::Result<(Program, Analysis, Machine, ModelMachine)> {
+    let (program, mut analysis) = load(path)?;
+    let (machine, view) = machine.load(&program)?;
+    analysis.weigh_operations(view.params.operations);
+    Ok((program, analysis, machine, view))
+}
+
 /// The template renderer for `--templates`.
 pub fn renderer(templates: Option<&Path>) -> anyhow::Result<Renderer> {
     Ok(match templates {

@@ -22,7 +22,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
-use crate::args::load;
+use crate::args::load_on;
 use crate::args::renderer;
 use crate::args::{MachineArg, SearchArgs};
 use crate::output::human_seconds;
@@ -229,8 +229,7 @@ pub struct Measured {
 
 /// Plans, builds, runs and verifies the variants of `args` (shared by `bench` and `tune`).
 pub fn measure(args: &BenchArgs) -> anyhow::Result<Measured> {
-    let (program, analysis) = load(&args.program)?;
-    let (machine, view) = args.machine.load(&program)?;
+    let (program, analysis, machine, view) = load_on(&args.program, &args.machine)?;
     let renderer = renderer(args.templates.as_deref())?;
     let mut tc = Toolchain::new(&machine.compiler.cxx, &machine.compiler.flags);
     if args.relaxed_math {
@@ -271,7 +270,7 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Measured> {
             }
             // An inlined variant's configuration is of the rewritten program; its harness
             // verifies against the original program's reference.
-            let (prog, an, _) = inline_apply(&program, &p.inline)?;
+            let (prog, an, _) = inline_apply(&program, view.params.operations, &p.inline)?;
             let cost = evaluate(&an, &view, &p.config);
             *model = Some(ModelCounts::of(&prog, an.domain, &cost));
             Ok(Some(

@@ -101,8 +101,9 @@ fn schedule(args: &CodegenArgs) -> anyhow::Result<(Schedule, String)> {
         let program = solution
             .program_for(&original)
             .map_err(|d| FileError::new(sol, d))?;
-        let analysis = Analysis::new(&program).map_err(|d| FileError::new(sol, d))?;
         let (_, view) = args.machine.load(&program)?;
+        let analysis = Analysis::weighed(&program, view.params.operations)
+            .map_err(|d| FileError::new(sol, d))?;
         let config = solution
             .configuration(&analysis)
             .map_err(|d| FileError::new(sol, d))?;

@@ -10,7 +10,7 @@ use absinthe_solvers::Status;
 use clap::Args;
 use serde::Serialize;
 
-use crate::args::load;
+use crate::args::load_on;
 use crate::args::{MachineArg, SearchArgs};
 use crate::output::human_seconds;
 use crate::output::{table, Format};
@@ -96,8 +96,7 @@ impl Serialize for RowStatus {
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
-    let (original, original_analysis) = load(&args.program)?;
-    let (_, view) = args.machine.load(&original)?;
+    let (original, original_analysis, _, view) = load_on(&args.program, &args.machine)?;
     let options = args.search.milp_options(&original)?;
     let solve_options = args.search.solve_options()?;
     // The solvers compete on the program `solve` would solve: the inline set chosen once (by

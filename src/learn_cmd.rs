@@ -7,12 +7,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use absinthe_codegen::compile::Toolchain;
-use absinthe_codegen::render::default_flush_bytes;
+use absinthe_codegen::compile::{operation_times, OperationTimes, Toolchain};
+use absinthe_codegen::render::{default_flush_bytes, Renderer};
 use absinthe_learn::machine_file::{self, host_description, sysfs_cache_bytes, utc_timestamp};
 use absinthe_learn::{
     calibrate, kernels, learn, measure, training, Kernels, LearnOptions, Progress,
 };
+use absinthe_model::expr::OperationWeights;
 use absinthe_model::machine::{CrowdingCalibration, FitQuality, Learned, Machine, Params};
 use anyhow::Context;
 use clap::Args;
@@ -31,7 +32,9 @@ use crate::output::{human_seconds, table, write_atomic};
 /// x as the solver's optima take, per five of them, at most four), in 4 rounds that interleave the programs, and fits the
 /// parameters by least absolute deviations (the slow base body held at zero: every slow
 /// training stencil touches slow memory, so it cannot be told from the stream body; see
-/// docs/ARCHITECTURE.md). Then it times real kernels, four shipped example programs (j3d7pt,
+/// docs/ARCHITECTURE.md). It times what a division, a `sqrt` and `exp` cost against an add in a
+/// vectorised row loop over cache-resident planes and writes them as `params.operations` (in
+/// adds: the mean of a first and a second one per cell). Then it times real kernels, four shipped example programs (j3d7pt,
 /// example2, streams8, chain16: the model's optimum and 8 random configurations of each), and
 /// refits the parameters to them and the training programs together, each kernel stencil
 /// through the model's max of its fast and slow sides: the training programs alone predicted
@@ -242,6 +245,30 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
         quiet: args.quiet,
     };
     let mut result = learn(&options, &|p| bar.update(p))?;
+    // The operation weights, measured before the refit (its kernels are costed with them). A
+    // GPU machine's compute is not this CPU's: its file's weights stay.
+    let file_weights = machine.params.map(|p| p.operations).unwrap_or_default();
+    let operations = if machine.gpu.is_some() {
+        None
+    } else {
+        let env = [("OMP_NUM_THREADS", threads.to_string())];
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let times = operation_times(&options.toolchain, &Renderer::embedded(), threads, &env)
+            .context("measuring the operation weights")?;
+        Some(times)
+    };
+    result.params.operations = match operations.as_ref().map(|t| (t, t.weights())) {
+        Some((_, Some(w))) => w,
+        Some((t, None)) => {
+            eprintln!(
+                "warning: the operation-weight measurement was swamped by noise (one add {:.3e} s per cell); keeping {:?}",
+                t.add_seconds(),
+                file_weights
+            );
+            file_weights
+        }
+        None => file_weights,
+    };
     let synthetic_r2 = FitQuality {
         fast: result.r2_fast,
         slow: result.r2_slow,
@@ -404,6 +431,9 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
         wall
     );
     print_crowding(&result.crowding, &result.params);
+    if let Some(t) = &operations {
+        print_operations(t, &result.params.operations);
+    }
     if let Some((r, rows)) = &refit {
         let refitted = FitQuality {
             fast: result.r2_fast,
@@ -419,6 +449,46 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
     }
     println!("wrote {}", out.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// The operation-weight measurement: per kind the first and second operation per cell in adds,
+/// and the weight written.
+fn print_operations(t: &OperationTimes, w: &OperationWeights) {
+    let add = t.add_seconds();
+    let adds = |a: f64, b: f64| format!("{:.1}", (b - a) / add + 1.0);
+    let rows = vec![
+        vec![
+            "division".to_string(),
+            adds(t.base, t.divide1),
+            adds(t.divide1, t.divide2),
+            w.divide.to_string(),
+        ],
+        vec![
+            "sqrt".to_string(),
+            adds(t.base, t.sqrt1),
+            adds(t.sqrt1, t.sqrt2),
+            w.sqrt.to_string(),
+        ],
+        vec![
+            "exp, log, pow".to_string(),
+            adds(t.base, t.call1),
+            adds(t.call1, t.call2),
+            w.call.to_string(),
+        ],
+    ];
+    println!("operation weights, in adds (one add: {add:.3e} s per cell):");
+    print!(
+        "{}",
+        table(
+            &[
+                "operation",
+                "first per cell",
+                "second per cell",
+                "params.operations"
+            ],
+            &rows
+        )
+    );
 }
 
 /// What the kernel refit changed: the kernel variants' accuracy and the synthetic R², with the

@@ -12,7 +12,7 @@ use clap::{Args, ValueEnum};
 
 use absinthe_solvers::inline::InlineSearch;
 
-use crate::args::{load, MachineArg, SearchArgs};
+use crate::args::{load_on, MachineArg, SearchArgs};
 use crate::output::{human_seconds, table, write_atomic, Format};
 use crate::solving::{inline_choice, solve_program, Solved};
 
@@ -253,8 +253,7 @@ pub fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {
     if let Some(emit) = args.emit.as_deref() {
         // The problem of the program `solve` solves (the chosen stencils inlined), written
         // before solving, so that an infeasible or slow problem can still be inspected.
-        let (program, analysis) = load(&args.program)?;
-        let (_, view) = args.machine.load(&program)?;
+        let (program, analysis, _, view) = load_on(&args.program, &args.machine)?;
         let inline = inline_choice(&program, &analysis, &view, &args.search)?;
         let options = args.search.milp_options(&inline.program)?;
         emit_milp(&inline.analysis, &view, &options, emit)?;

@@ -10,7 +10,7 @@ use absinthe_solvers::inline::{choose_inline, InlineChoice};
 use absinthe_solvers::optimize::{optimize_with, Optimum};
 use anyhow::Context;
 
-use crate::args::{load, MachineArg, SearchArgs};
+use crate::args::{load_on, MachineArg, SearchArgs};
 
 /// Everything a solve produced, for the commands built on it.
 pub struct Solved {
@@ -52,8 +52,7 @@ pub fn solve_program(
     search: &SearchArgs,
     solver_name: &str,
 ) -> anyhow::Result<Solved> {
-    let (original, original_analysis) = load(program_path)?;
-    let (machine, view) = machine_arg.load(&original)?;
+    let (original, original_analysis, machine, view) = load_on(program_path, machine_arg)?;
     let options = search.milp_options(&original)?;
     let solve_options = search.solve_options()?;
     let inline = inline_choice(&original, &original_analysis, &view, search)

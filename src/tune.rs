@@ -212,7 +212,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
     let config = &m.planned[k].config;
     // The winner's configuration is of the program with its inline set inlined.
     let inline = &m.planned[k].inline;
-    let (_, analysis, _) = inline_apply(&m.program, inline)?;
+    let (_, analysis, _) = inline_apply(&m.program, m.view.params.operations, inline)?;
     let cost = evaluate(&analysis, &m.view, config);
     let mut solution = Solution::describe(&m.program.name, &analysis, config, &cost);
     solution.inline = inline

@@ -102,9 +102,9 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let program = solution
         .program_for(&original)
         .map_err(|d| FileError::new(&args.solution, d))?;
-    let analysis =
-        absinthe_model::Analysis::new(&program).map_err(|d| FileError::new(&args.solution, d))?;
     let (_, view) = args.machine.load(&program)?;
+    let analysis = absinthe_model::Analysis::weighed(&program, view.params.operations)
+        .map_err(|d| FileError::new(&args.solution, d))?;
     let options = args.search.milp_options(&program)?;
     let solve_options = args.search.solve_options()?;
     if solution.program != program.name {

@@ -4,7 +4,7 @@
 //! per compiled binary; a few cases under AddressSanitizer; `absinthe codegen` and
 //! `absinthe bench` end to end.
 
-use absinthe_codegen::compile::{HarnessResult, Toolchain};
+use absinthe_codegen::compile::{operation_times, HarnessResult, OperationTimes, Toolchain};
 use absinthe_codegen::render::{BundleCase, HarnessOptions, Renderer};
 use absinthe_codegen::{lower, Schedule};
 use absinthe_model::analysis::Analysis;
@@ -13,7 +13,9 @@ use absinthe_model::generate::Rng;
 use absinthe_model::machine::{Machine, ModelMachine};
 use absinthe_model::program::Program;
 
-use crate::common::{absinthe, build_and_run_bundles, random_configuration, root, stderr, stdout};
+use crate::common::{
+    absinthe, build_and_run_bundles, random_configuration, root, stderr, stdout, temp_file,
+};
 
 fn machine() -> ModelMachine {
     Machine::load(&root().join("machines/default.yaml"))
@@ -735,4 +737,139 @@ fn threads_tile_buffers_are_whole_pages_apart() {
         header.contains("std::aligned_alloc(4096,"),
         "the tile-buffer arena is not page-aligned:\n{header}"
     );
+}
+
+/// A producer with two divisions, read at five offsets: recomputing it where it is read
+/// (inlining it, or fusing it with overlapped halos) copies its divisions.
+const DIVISIONS: &str = "name: divs\ndomain: [64, 64, 16]\nhalo: [1, 1, 0]\noutputs: [out]\nstencils:\n  - name: q\n    expr: a(i,j,k) / b(i,j,k) + b(i,j,k) / a(i,j,k)\n  - name: out\n    expr: q(i-1,j,k) + q(i+1,j,k) + q(i,j-1,k) + q(i,j+1,k) - 4.0 * q(i,j,k)\n";
+
+/// A machine file with a compute part whose division weighs `divide` adds.
+fn division_machine(divide: u64) -> String {
+    format!(
+        "name: divide-{divide}\ncores: 2\ncache_bytes: 2097152\ncache_fraction: 0.3333\ncompiler: {{cxx: g++, flags: [-O1, -fopenmp]}}\nparams:\n  fast:        {{peel: 2.3e-10, body: 2.2e-11}}\n  slow_base:   {{peel: 0.0,     body: 0.0}}\n  slow_stream: {{peel: 1.2e-9,  body: 1.3e-10}}\n  compute:     {{peel: 1.5e-11, body: 7.0e-12}}\n  operations:  {{divide: {divide}, sqrt: 50, call: 300}}\n"
+    )
+}
+
+/// The machine file's operation weights (`params.operations`) reach every command that costs
+/// a program: with a division at one add the optimum inlines the producer, at 1000 it computes
+/// it once per cell in a group of its own; `verify` certifies that optimum, `codegen` writes
+/// it and `bench` verifies it on the same machine. (Debug builds also check, wherever the
+/// model meets a machine, that the analysis was weighed with its weights:
+/// `cost::debug_check_weights`.)
+#[test]
+fn the_machines_operation_weights_reach_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = temp_file(dir.path(), "divs.yaml", DIVISIONS);
+    let program = program.to_str().unwrap();
+    let solve = |divide: u64| {
+        let m = temp_file(
+            dir.path(),
+            &format!("m{divide}.yaml"),
+            &division_machine(divide),
+        );
+        let sol = dir.path().join(format!("sol{divide}.yaml"));
+        let o = absinthe(&[
+            "solve",
+            program,
+            "--machine",
+            m.to_str().unwrap(),
+            "--format",
+            "json",
+            "-o",
+            sol.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(sol.is_file());
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        (m, sol, v)
+    };
+    let (_, _, cheap) = solve(1);
+    assert_eq!(cheap["inline"], serde_json::json!(["q"]), "{cheap}");
+    let (m, sol, dear) = solve(1000);
+    assert!(dear.get("inline").is_none(), "{dear}");
+    let groups: Vec<&serde_json::Value> = dear["groups"].as_array().unwrap().iter().collect();
+    assert_eq!(groups.len(), 2, "q computed once per cell: {dear}");
+    assert!(
+        dear["estimate_seconds"].as_f64().unwrap() > cheap["estimate_seconds"].as_f64().unwrap()
+    );
+    let m = m.to_str().unwrap();
+    let o = absinthe(&[
+        "verify",
+        program,
+        "--machine",
+        m,
+        "--solution",
+        sol.to_str().unwrap(),
+        "--time-limit",
+        "60",
+    ]);
+    let out = stdout(&o) + &stderr(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains("certified") && !out.contains("unknown"),
+        "{out}"
+    );
+    let gen = dir.path().join("gen");
+    let o = absinthe(&[
+        "codegen",
+        program,
+        "--machine",
+        m,
+        "--solution",
+        sol.to_str().unwrap(),
+        "-o",
+        gen.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(gen.join("divs.cpp").is_file());
+    let rows = quick_bench(program, "opt,noinline", &["--machine", m]);
+    assert_eq!(rows.len(), 2);
+}
+
+/// The weights from the operation-cost measurement's times: per kind the mean of a first and a
+/// second operation per cell, each its extra time over one add's plus the multiply it replaced.
+#[test]
+fn operation_weights_are_the_mean_of_a_first_and_a_second_in_adds() {
+    let add = 5.0e-12;
+    let t = OperationTimes {
+        base: 1.0e-10,
+        ops14: 1.0e-10 + 14.0 * add,
+        // A first division 19 adds, a second 41: weight 30.
+        divide1: 1.0e-10 + 18.0 * add,
+        divide2: 1.0e-10 + 58.0 * add,
+        // sqrt 36 and 64: 50.
+        sqrt1: 1.0e-10 + 35.0 * add,
+        sqrt2: 1.0e-10 + 98.0 * add,
+        // exp 221 and 381: 301.
+        call1: 1.0e-10 + 220.0 * add,
+        call2: 1.0e-10 + 600.0 * add,
+    };
+    let w = t.weights().unwrap();
+    assert_eq!((w.divide, w.sqrt, w.call), (30, 50, 301));
+    // Noise that swamps the adds gives no weights; an operation cheaper than an add weighs one.
+    assert!(OperationTimes { ops14: t.base, ..t }.weights().is_none());
+    let cheap = OperationTimes {
+        divide1: t.base - 5.0 * add,
+        divide2: t.base - 10.0 * add,
+        ..t
+    };
+    assert_eq!(cheap.weights().unwrap().divide, 1);
+}
+
+/// learn's operation-cost measurement (`templates/operations.cpp.j2`) builds with the
+/// toolchain's flags, runs and reads back a time per cell for every variant.
+#[test]
+fn operation_times_build_run_and_read_back() {
+    let t = operation_times(
+        &toolchain(&["-O2", "-fopenmp"]),
+        &Renderer::embedded(),
+        2,
+        &[("OMP_NUM_THREADS", "2")],
+    )
+    .unwrap();
+    for v in [
+        t.base, t.ops14, t.divide1, t.divide2, t.sqrt1, t.sqrt2, t.call1, t.call2,
+    ] {
+        assert!(v.is_finite() && v > 0.0, "{t:?}");
+    }
 }

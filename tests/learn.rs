@@ -100,6 +100,13 @@ fn tiny_learn_writes_params_and_provenance_and_keeps_the_rest() {
         params.crowded.row_streams > 0,
         "{params:?}"
     );
+    // The operation weights, measured and written (their bounds are checked on reading).
+    assert!(text.contains("\n  operations:  {divide: "), "{text}");
+    assert!(
+        stdout(&out).contains("operation weights, in adds"),
+        "{}",
+        stdout(&out)
+    );
     // cores and cache_bytes were absent: filled in from this machine.
     let cpus = std::thread::available_parallelism().unwrap().get();
     assert_eq!(m.cores, Some(cpus));

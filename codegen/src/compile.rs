@@ -431,6 +431,87 @@ pub fn stream_bandwidth(
         .ok_or_else(|| failed("bad bandwidth result".into()))
 }
 
+/// Seconds per cell of the variants of the operation-cost measurement
+/// (`templates/operations.cpp.j2`): `p*q + r*s` (`base`), with 14 more adds and multiplies
+/// (`ops14`), and with one and then two of its multiplies turned into a division, a `sqrt` or
+/// an `exp`.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct OperationTimes {
+    pub base: f64,
+    pub ops14: f64,
+    pub divide1: f64,
+    pub divide2: f64,
+    pub sqrt1: f64,
+    pub sqrt2: f64,
+    pub call1: f64,
+    pub call2: f64,
+}
+
+impl OperationTimes {
+    /// Seconds per cell of one add or multiply.
+    pub fn add_seconds(&self) -> f64 {
+        (self.ops14 - self.base) / 14.0
+    }
+
+    /// The weights in adds: for each kind the mean of a first and a second such operation per
+    /// cell (a first one can hide in the pipeline's slack, a second one meets the unit's
+    /// throughput; a stencil has one or several), each `(extra time) / (add time) + 1` since it
+    /// replaced a multiply. None when the adds' time is not positive (noise swamped it), or a
+    /// weight is not finite.
+    pub fn weights(&self) -> Option<absinthe_model::expr::OperationWeights> {
+        let add = self.add_seconds();
+        if !(add > 0.0 && add.is_finite()) {
+            return None;
+        }
+        let weight = |base: f64, first: f64, second: f64| -> Option<u64> {
+            let w = ((first - base) / add + 1.0 + (second - first) / add + 1.0) / 2.0;
+            w.is_finite().then(|| {
+                (w.round().max(1.0) as u64).min(absinthe_model::machine::MAX_OPERATION_WEIGHT)
+            })
+        };
+        Some(absinthe_model::expr::OperationWeights {
+            divide: weight(self.base, self.divide1, self.divide2)?,
+            sqrt: weight(self.base, self.sqrt1, self.sqrt2)?,
+            call: weight(self.base, self.call1, self.call2)?,
+        })
+    }
+}
+
+/// Times what a division, a `sqrt` and `exp` cost against an add in a vectorised row loop over
+/// cache-resident planes, one per thread (`threads`, set in `env` too), built with `tc`'s flags
+/// (`absinthe learn` turns it into `params.operations`).
+pub fn operation_times(
+    tc: &Toolchain,
+    renderer: &crate::render::Renderer,
+    threads: usize,
+    env: &[(&str, &str)],
+) -> Result<OperationTimes, CodegenError> {
+    let source = renderer.operations(threads.max(1), 16, 128)?;
+    let exe = tc.build(&[("operations.cpp".into(), source)], &[])?;
+    let mut cmd = std::process::Command::new(&exe);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let failed = |message: String| CodegenError::Run {
+        program: exe.display().to_string(),
+        message,
+    };
+    let out = cmd.output().map_err(|e| failed(e.to_string()))?;
+    if !out.status.success() {
+        return Err(failed(format!(
+            "exited with {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("ABSINTHE_OPERATIONS "))
+        .ok_or_else(|| failed("the operation-cost program printed no result".into()))?;
+    serde_json::from_str(line).map_err(|e| failed(format!("bad result line: {e}")))
+}
+
 /// Compulsory traffic of a program, in bytes: every input read once over the box its readers
 /// touch (the domain grown by their reference extents and access offsets: halo included), every
 /// output written once over the box the reference evaluates. Counted as the triad bandwidth

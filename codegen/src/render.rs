@@ -33,6 +33,10 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ),
     ("bundle.cpp.j2", include_str!("../templates/bundle.cpp.j2")),
     ("stream.cpp.j2", include_str!("../templates/stream.cpp.j2")),
+    (
+        "operations.cpp.j2",
+        include_str!("../templates/operations.cpp.j2"),
+    ),
     ("huge_pages.j2", include_str!("../templates/huge_pages.j2")),
     (
         "absinthe_cuda_emu.h",
@@ -231,6 +235,20 @@ impl Renderer {
         self.render(
             "stream.cpp.j2",
             context! { elements => elements, reps => reps },
+        )
+    }
+
+    /// The operation-cost measurement (`compile::operation_times`): one 64x64 plane per thread,
+    /// `rounds` rounds of `runs` runs of each variant after a warm-up round.
+    pub fn operations(
+        &self,
+        planes: usize,
+        rounds: u32,
+        runs: u32,
+    ) -> Result<String, CodegenError> {
+        self.render(
+            "operations.cpp.j2",
+            context! { cells_x => 64, cells_y => 64, planes => planes, rounds => rounds, runs => runs },
         )
     }
 }

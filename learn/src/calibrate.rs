@@ -314,7 +314,7 @@ fn measure_optima(
                 case_of.push(Some(k));
                 continue;
             }
-            let (prog, an, _) = inline_apply(&p.program, &opt.inline)
+            let (prog, an, _) = inline_apply(&p.program, view.params.operations, &opt.inline)
                 .map_err(|e| LearnError::Calibrate(format!("{}: {e}", p.program.name)))?;
             let cost = evaluate(&an, &view, &opt.config);
             schedules.push(

@@ -29,6 +29,7 @@ use absinthe_codegen::render::Renderer;
 use absinthe_model::cost::{
     evaluate, overhead_count, overhead_seconds, stencil_seconds, Cost, Counts,
 };
+use absinthe_model::expr::OperationWeights;
 use absinthe_model::machine::{
     Compute, Crowded, FitQuality, KernelRefit, Machine, Params, PeelBody,
 };
@@ -144,11 +145,12 @@ pub fn measure_kernels(
     let mut sources = Vec::new();
     let mut cases = Vec::new();
     let mut rows = Vec::new();
-    for (program, analysis) in kernel_programs()? {
+    for (program, mut analysis) in kernel_programs()? {
         let name = program.name.clone();
         let view = machine
             .model_view(program.value_type.bytes())
             .map_err(|d| LearnError::MachineFile(format!("{d:?}")))?;
+        analysis.weigh_operations(view.params.operations);
         let wanted = [Variant::Opt, Variant::Random(variants)];
         let planned = plan(&wanted, &program, &analysis, &view, &settings)
             .map_err(|e| LearnError::Kernels(format!("{name}: {e}")))?;
@@ -156,7 +158,7 @@ pub fn measure_kernels(
         let mut labels = Vec::new();
         let mut own = Vec::new();
         for p in planned.into_iter().filter(|p| p.skipped.is_none()) {
-            let (prog, an, _) = inline_apply(&program, &p.inline)
+            let (prog, an, _) = inline_apply(&program, view.params.operations, &p.inline)
                 .map_err(|e| LearnError::Kernels(format!("{name}: {e}")))?;
             let cost = evaluate(&an, &view, &p.config);
             schedules
@@ -203,8 +205,9 @@ pub fn columns(p: &Params) -> [f64; COLUMNS] {
     p.named().map(|(_, v)| v)
 }
 
-/// Parameters from the refit's columns, with the crowding limit `limit` (0: no charge).
-fn params_of(c: &[f64], limit: u64) -> Params {
+/// Parameters from the refit's columns, with the crowding limit `limit` (0: no charge) and the
+/// operation weights `operations` (measured, not refitted).
+fn params_of(c: &[f64], limit: u64, operations: OperationWeights) -> Params {
     Params {
         fast: PeelBody {
             peel: c[0],
@@ -226,6 +229,7 @@ fn params_of(c: &[f64], limit: u64) -> Params {
             row_streams: if c[8] > 0.0 { limit } else { 0 },
             stream_body: c[8],
         },
+        operations,
     }
 }
 
@@ -443,7 +447,7 @@ pub fn refit(
             .collect();
         // The base body's column is zero in every row (held at zero), so the LP keeps it 0.
         let solved = fit::lad_fit(&lad, solver.as_ref())?;
-        current = params_of(&solved, limit);
+        current = params_of(&solved, limit, start.operations);
         let value = objective(&current);
         if value < best.0 {
             best = (value, current);

@@ -24,6 +24,7 @@ pub mod training;
 pub mod variants;
 
 use absinthe_codegen::compile::Toolchain;
+use absinthe_model::expr::OperationWeights;
 use absinthe_model::machine::{Compute, Crowded, CrowdingCalibration, Params, PeelBody};
 
 use crate::fit::Sample;
@@ -428,6 +429,8 @@ pub fn fit_measurements(
                 row_streams: if ps[4] > 0.0 { limit } else { 0 },
                 stream_body: ps[4],
             },
+            // Measured apart (`compile::operation_times`); the caller sets them.
+            operations: OperationWeights::default(),
         },
         r2_fast: fit::r_squared(&fast_medians),
         r2_slow: fit::r_squared(&slow_medians),

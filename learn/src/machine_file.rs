@@ -78,6 +78,17 @@ pub fn learned_blocks(params: &Params, learned: &Learned) -> String {
             ),
         );
     }
+    {
+        let w = &params.operations;
+        let at = text.find("learned:\n").unwrap_or(text.len());
+        text.insert_str(
+            at,
+            &format!(
+                "  operations:  {{divide: {}, sqrt: {}, call: {}}}\n",
+                w.divide, w.sqrt, w.call
+            ),
+        );
+    }
     if let Some(w) = learned.wall_seconds {
         text.push_str(&format!("  wall_seconds: {w:.1}\n"));
     }

@@ -2,6 +2,7 @@
 //! accuracy statistics.
 
 use absinthe_model::cost::Configuration;
+use absinthe_model::expr::OperationWeights;
 use absinthe_model::machine::{
     CacheCalibration, Compute, Crowded, CrowdingCalibration, FitQuality, GroupArraysCalibration,
     KernelRefit, Learned, Machine, Params, PeelBody,
@@ -206,6 +207,11 @@ fn learned() -> (Params, Learned) {
         crowded: Crowded {
             row_streams: 128,
             stream_body: 7.5e-11,
+        },
+        operations: OperationWeights {
+            divide: 24,
+            sqrt: 61,
+            call: 250,
         },
     };
     let learned = Learned {
@@ -746,6 +752,7 @@ fn refit_truth() -> Params {
             row_streams: 256,
             stream_body: 1.2e-10,
         },
+        operations: OperationWeights::default(),
     }
 }
 

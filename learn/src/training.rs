@@ -540,6 +540,7 @@ fn unit_machine(threads: usize, body_base: f64) -> ModelMachine {
             },
             compute: Compute::default(),
             crowded: Crowded::default(),
+            operations: Default::default(),
         },
     }
 }

@@ -504,7 +504,7 @@ pub fn plan(
                     );
                 }
                 for (k, (set, _)) in others.into_iter().take(m).enumerate() {
-                    let (_, a, _) = inline_apply(program, set)?;
+                    let (_, a, _) = inline_apply(program, view.params.operations, set)?;
                     push(
                         format!("set{}", k + 2),
                         set,

@@ -497,6 +497,134 @@ fn operations_count_arithmetic_by_its_weight_lets_included() {
 }
 
 #[test]
+fn operations_are_counted_by_kind_and_weighed_with_the_machines_weights() {
+    use crate::expr::{parse_expr, OperationCounts, OperationWeights};
+    let e = parse_expr("a(i,j,k) / b(i,j,k) + sqrt(a(i,j,k)) / exp(b(i,j,k)) * pow(a(i,j,k), 2.0)")
+        .unwrap();
+    let counts = e.operation_counts();
+    assert_eq!(
+        counts,
+        OperationCounts {
+            simple: 2,
+            divide: 2,
+            sqrt: 1,
+            call: 2
+        }
+    );
+    let w = OperationWeights {
+        divide: 7,
+        sqrt: 11,
+        call: 13,
+    };
+    assert_eq!(counts.weighed(&w), 2 + 2 * 7 + 11 + 2 * 13);
+    assert_eq!(e.operations(), counts.weighed(&OperationWeights::default()));
+    // An analysis counts lets and expression together, and reweighs in place.
+    let program = Program::from_yaml(
+        "name: lets\ndomain: [4, 4, 4]\nhalo: [0, 0, 0]\noutputs: [s]\nstencils:\n  - name: s\n    let:\n      d: \"sqrt(a(i,j,k))\"\n    expr: \"d / a(i,j,k) + 1.0\"\n",
+    )
+    .unwrap();
+    let mut a = Analysis::new(&program).unwrap();
+    assert_eq!(a.operation_weights, OperationWeights::default());
+    a.weigh_operations(w);
+    assert_eq!(a.stencils[0].operations, 11 + 7 + 1);
+    assert_eq!(a.operation_weights, w);
+    assert_eq!(
+        Analysis::weighed(&program, w).unwrap().stencils[0].operations,
+        19
+    );
+}
+
+#[test]
+fn machine_operation_weights_read_default_and_are_validated() {
+    use crate::expr::OperationWeights;
+    let base = "name: hand\ncores: 4\ncache_bytes: 1048576\nparams:\n  fast: {peel: 3.0e-10, body: 2.0e-11}\n  slow_base: {peel: 1.0e-10, body: 1.0e-11}\n  slow_stream: {peel: 1.0e-9, body: 1.0e-10}\n";
+    let plain = Machine::from_yaml(base).unwrap();
+    assert_eq!(
+        plain.params.unwrap().operations,
+        OperationWeights::default()
+    );
+    let with = Machine::from_yaml(&format!(
+        "{base}  operations: {{divide: 12, sqrt: 40, call: 900}}\n"
+    ))
+    .unwrap();
+    assert_eq!(
+        with.params.unwrap().operations,
+        OperationWeights {
+            divide: 12,
+            sqrt: 40,
+            call: 900
+        }
+    );
+    let view = with.model_view(8).unwrap();
+    assert_eq!(view.params.operations.call, 900);
+    for (bad, key) in [
+        (
+            "{divide: 0, sqrt: 40, call: 900}",
+            "params.operations.divide",
+        ),
+        (
+            "{divide: 12, sqrt: 40, call: 100001}",
+            "params.operations.call",
+        ),
+    ] {
+        let d = Machine::from_yaml(&format!("{base}  operations: {bad}\n")).unwrap_err();
+        assert!(d.iter().any(|d| d.path == key), "{d:?}");
+    }
+    // A misspelt or missing weight is named.
+    let d =
+        Machine::from_yaml(&format!("{base}  operations: {{divide: 12, sqrt: 40}}\n")).unwrap_err();
+    assert!(d[0].message.contains("call"), "{d:?}");
+    let d = Machine::from_yaml(&format!(
+        "{base}  operations: {{divide: 12, sqrt: 40, call: 9, exp: 3}}\n"
+    ))
+    .unwrap_err();
+    assert!(d[0].message.contains("exp"), "{d:?}");
+}
+
+#[test]
+fn the_compute_part_prices_divisions_with_the_machines_weight() {
+    use crate::expr::OperationWeights;
+    // One stencil with two divisions: its compute body is its operations times its cells, and
+    // its operations follow the machine's division weight.
+    let program = Program::from_yaml(
+        "name: div\ndomain: [8, 8, 8]\nhalo: [0, 0, 0]\noutputs: [s]\nstencils:\n  - name: s\n    expr: \"a(i,j,k) / b(i,j,k) + b(i,j,k) / a(i,j,k)\"\n",
+    )
+    .unwrap();
+    let config = Configuration::new(vec![0], vec![[1, 1, 1]]);
+    let mut m = test_machine();
+    let mut bodies = Vec::new();
+    for divide in [30, 300] {
+        m.params.operations = OperationWeights {
+            divide,
+            ..OperationWeights::default()
+        };
+        let a = Analysis::weighed(&program, m.params.operations).unwrap();
+        let cost = evaluate(&a, &m, &config);
+        bodies.push(cost.groups[0].stencils[0].counts.compute.body);
+    }
+    assert_eq!(bodies[0], (2 * 30 + 1) * 512);
+    assert_eq!(bodies[1], (2 * 300 + 1) * 512);
+}
+
+#[test]
+#[cfg(debug_assertions)]
+#[should_panic(expected = "operation weights")]
+fn costing_an_analysis_weighed_for_another_machine_is_caught() {
+    use crate::expr::OperationWeights;
+    let program = Program::from_yaml(
+        "name: div\ndomain: [8, 8, 8]\nhalo: [0, 0, 0]\noutputs: [s]\nstencils:\n  - name: s\n    expr: \"a(i,j,k) / b(i,j,k)\"\n",
+    )
+    .unwrap();
+    let mut m = test_machine();
+    m.params.operations = OperationWeights {
+        divide: 5,
+        ..OperationWeights::default()
+    };
+    let a = Analysis::new(&program).unwrap();
+    evaluate(&a, &m, &Configuration::new(vec![0], vec![[1, 1, 1]]));
+}
+
+#[test]
 fn compute_counts_are_operations_times_cells_with_their_halo() {
     // One untiled group: lap's compute body is f x (cells + its halo of width 1 on each side
     // along x and y), as its fast weights count accesses.

@@ -21,6 +21,7 @@
 use std::time::Instant;
 
 use absinthe_model::analysis::Analysis;
+use absinthe_model::expr::OperationWeights;
 use absinthe_model::inline::{candidates, inline_program, kept, InlineError};
 use absinthe_model::machine::ModelMachine;
 use absinthe_model::milp::MilpOptions;
@@ -99,14 +100,16 @@ pub struct InlineChoice {
 }
 
 /// The rewritten program and analysis of an inline set, and the original index of each kept
-/// stencil.
+/// stencil. The analysis weighs operations with `weights` (the machine's `params.operations`,
+/// see `Analysis::weigh_operations`).
 pub fn apply(
     program: &Program,
+    weights: OperationWeights,
     inline: &[usize],
 ) -> Result<(Program, Analysis, Vec<usize>), OptimizeError> {
     let rewritten =
         inline_program(program, inline).map_err(|e| OptimizeError::Invalid(e.to_string()))?;
-    analysed(program, rewritten, inline)
+    analysed(program, rewritten, weights, inline)
 }
 
 /// The analysis of a rewritten program. Inlining removes only stencils that are read, and reads
@@ -114,9 +117,10 @@ pub fn apply(
 fn analysed(
     program: &Program,
     rewritten: Program,
+    weights: OperationWeights,
     inline: &[usize],
 ) -> Result<(Program, Analysis, Vec<usize>), OptimizeError> {
-    let analysis = Analysis::new(&rewritten).map_err(|d| {
+    let analysis = Analysis::weighed(&rewritten, weights).map_err(|d| {
         OptimizeError::Mismatch(format!(
             "the program with {inline:?} inlined fails analysis: {}",
             d.iter()
@@ -173,7 +177,7 @@ pub fn choose_inline(
                   mut tried: Vec<(Vec<usize>, f64)>|
      -> Result<InlineChoice, OptimizeError> {
         tried.sort_by(|a, b| a.1.total_cmp(&b.1));
-        let (rewritten, a, kept) = apply(program, &inline)?;
+        let (rewritten, a, kept) = apply(program, machine.params.operations, &inline)?;
         Ok(InlineChoice {
             names: inline
                 .iter()
@@ -235,7 +239,7 @@ pub fn choose_inline(
             Err(InlineError::TooLarge { .. }) => return Ok(None),
             Err(e) => return Err(OptimizeError::Invalid(e.to_string())),
         };
-        let (_, a, _) = analysed(program, rewritten, set)?;
+        let (_, a, _) = analysed(program, rewritten, machine.params.operations, set)?;
         solved += 1;
         let t = optimum_seconds(&a, machine, options, threads);
         if let Some(t) = t {

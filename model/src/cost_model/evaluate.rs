@@ -1085,9 +1085,30 @@ pub fn group_infeasibility_with(
     None
 }
 
+/// Checks, in debug builds, that `analysis` counts operations as the machine weighs them
+/// (`Analysis::weigh_operations` with `params.operations`): the compute part reads
+/// `StencilInfo::operations`, so an analysis costed on a machine it was not weighed for would
+/// price division, `sqrt` and calls with another machine's weights. (A program without them
+/// counts the same under any weights and passes.) The entry points of the model that take
+/// both call it.
+#[inline]
+pub fn debug_check_weights(analysis: &Analysis, params: &Params) {
+    debug_assert!(
+        analysis
+            .stencils
+            .iter()
+            .all(|s| s.operations == s.operation_counts.weighed(&params.operations)),
+        "the analysis is weighed with operation weights {:?}, the machine's are {:?} \
+         (call Analysis::weigh_operations with params.operations)",
+        analysis.operation_weights,
+        params.operations
+    );
+}
+
 /// The cost of a configuration (which must have a valid shape; see
 /// [`Configuration::check_shape`]).
 pub fn evaluate(analysis: &Analysis, machine: &ModelMachine, config: &Configuration) -> Cost {
+    debug_check_weights(analysis, &machine.params);
     let groups: Vec<GroupCost> = config
         .group_ranges()
         .into_iter()

@@ -214,6 +214,7 @@ pub fn range_table_k(
     threads: usize,
     k: usize,
 ) -> RangeTable {
+    crate::cost::debug_check_weights(analysis, &machine.params);
     let k = k.max(1);
     let n = analysis.stencils.len();
     let tilings = admissible_tilings(analysis.domain, machine, options);

@@ -946,6 +946,7 @@ fn exact_widths(analysis: &Analysis) -> Vec<bool> {
 /// Builds the MILP of `analysis` on `machine`: group and tile variables, evaluation widths, then
 /// per stencil its store and loads, weights, cost terms (`formula`) and the feasibility rows.
 pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) -> AbsintheMilp {
+    crate::cost::debug_check_weights(analysis, &machine.params);
     let n_st = analysis.stencils.len();
     let dom = analysis.domain;
     let tile_range = options.tile_range(dom);

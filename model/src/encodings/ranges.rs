@@ -50,6 +50,7 @@ pub struct RangeMilp {
 
 /// Builds the range MILP (range costs computed on all CPUs).
 pub fn range_milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) -> RangeMilp {
+    crate::cost::debug_check_weights(analysis, &machine.params);
     let table = range_table(analysis, machine, options, 0);
     range_milp_of(&table, analysis.stencils.len())
 }

@@ -354,6 +354,7 @@ pub fn smt(
 
 /// Encoding (2): the model with genuine products of integer tile counts.
 pub fn nonlinear(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) -> Smt {
+    crate::cost::debug_check_weights(analysis, &machine.params);
     let n_st = analysis.stencils.len();
     let dom = analysis.domain;
     let range = options.tile_range(dom);

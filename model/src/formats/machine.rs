@@ -8,6 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::diagnostic::{Diagnostic, FileError};
+use crate::expr::{OperationWeights, CALL_OPERATION, DIVIDE_OPERATION, SQRT_OPERATION};
 use crate::yaml;
 
 /// Seconds per counted access for the peel (per row start) and body (per cell) terms.
@@ -31,6 +32,11 @@ pub struct Params {
     pub compute: Compute,
     #[serde(default, skip_serializing_if = "Crowded::is_zero")]
     pub crowded: Crowded,
+    /// What a division, a `sqrt` and a library call weigh in the compute part, in adds
+    /// (`Analysis::weigh_operations`); absent: the defaults, measured on an AVX-512 Xeon.
+    /// `absinthe learn` measures them (`learn::operations`).
+    #[serde(default, skip_serializing_if = "OperationWeights::is_default")]
+    pub operations: OperationWeights,
 }
 
 /// The charge of a crowded group (absent in older files: none). A group's sweep keeps `s`
@@ -102,6 +108,11 @@ impl Params {
             row_streams: 0,
             stream_body: 0.0,
         },
+        operations: OperationWeights {
+            divide: DIVIDE_OPERATION,
+            sqrt: SQRT_OPERATION,
+            call: CALL_OPERATION,
+        },
     };
 
     /// `[part][term]`: fast, base, stream, compute × peel, body (see `formula::Part`,
@@ -130,6 +141,10 @@ impl Params {
         ]
     }
 }
+
+/// The largest weight `params.operations` may give an operation, in adds: a library call
+/// measures a few hundred; far beyond that is a mistake in the file.
+pub const MAX_OPERATION_WEIGHT: u64 = 100_000;
 
 /// The parallel-efficiency slacks σ_T (cores) and σ_D (tile size).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -442,6 +457,21 @@ impl Machine {
                         key,
                         format!(
                             "parameters must be finite and non-negative, found {v} (the model's max and >= encodings are exact only for non-negative costs)"
+                        ),
+                    ));
+                }
+            }
+            let w = p.operations;
+            for (key, v) in [
+                ("params.operations.divide", w.divide),
+                ("params.operations.sqrt", w.sqrt),
+                ("params.operations.call", w.call),
+            ] {
+                if !(1..=MAX_OPERATION_WEIGHT).contains(&v) {
+                    errors.push(Diagnostic::new(
+                        key,
+                        format!(
+                            "an operation weight counts adds and must be in 1..={MAX_OPERATION_WEIGHT}, found {v}"
                         ),
                     ));
                 }

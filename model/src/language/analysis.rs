@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use petgraph::graph::{DiGraph, NodeIndex};
 
 use crate::diagnostic::Diagnostic;
+use crate::expr::{OperationCounts, OperationWeights};
 use crate::program::{access_snippet, Program, DIMS};
 
 /// Index into [`Analysis::arrays`].
@@ -46,8 +47,11 @@ pub struct StencilInfo {
     pub bounds: BTreeMap<ArrayId, Bounds>,
     /// `c_i = 1 + |A_i|`: one store and the distinct loads.
     pub fetch_weight: u64,
-    /// `f_i`: the arithmetic of one evaluation, its `let`s included ([`crate::Expr::operations`]).
+    /// `f_i`: the arithmetic of one evaluation, its `let`s included, in adds: `operation_counts`
+    /// weighed with [`Analysis::operation_weights`] (see [`crate::Expr::operations`]).
     pub operations: u64,
+    /// The operations of one evaluation by kind, its `let`s included.
+    pub operation_counts: OperationCounts,
     /// Stencils that read this one, in program order.
     pub readers: Vec<usize>,
     pub is_output: bool,
@@ -76,6 +80,9 @@ pub struct Analysis {
     pub graph: DiGraph<ArrayId, ()>,
     pub domain: [usize; 3],
     pub halo: [usize; 3],
+    /// The weights `StencilInfo::operations` are counted with: the defaults, or the machine's
+    /// once [`Analysis::weigh_operations`] has been called.
+    pub operation_weights: OperationWeights,
 }
 
 impl Analysis {
@@ -159,8 +166,13 @@ impl Analysis {
                 name: s.name.clone(),
                 array: n,
                 fetch_weight: 1 + reads.len() as u64,
-                operations: s.lets.iter().map(|l| l.expr.operations()).sum::<u64>()
-                    + s.expr.operations(),
+                operations: 0,
+                operation_counts: s
+                    .lets
+                    .iter()
+                    .map(|l| l.expr.operation_counts())
+                    .sum::<OperationCounts>()
+                    + s.expr.operation_counts(),
                 accesses: reads.into_iter().collect(),
                 bounds,
                 readers: Vec::new(),
@@ -277,7 +289,7 @@ impl Analysis {
         if !errors.is_empty() {
             return Err(errors);
         }
-        Ok(Analysis {
+        let mut analysis = Analysis {
             arrays,
             stencils,
             inputs,
@@ -285,7 +297,30 @@ impl Analysis {
             graph,
             domain: program.domain,
             halo: program.halo,
-        })
+            operation_weights: OperationWeights::default(),
+        };
+        analysis.weigh_operations(OperationWeights::default());
+        Ok(analysis)
+    }
+
+    /// Analyses a program and weighs its operations with a machine's weights.
+    pub fn weighed(
+        program: &Program,
+        weights: OperationWeights,
+    ) -> Result<Analysis, Vec<Diagnostic>> {
+        let mut analysis = Analysis::new(program)?;
+        analysis.weigh_operations(weights);
+        Ok(analysis)
+    }
+
+    /// Counts every stencil's `operations` with `weights` (a machine's `params.operations`):
+    /// the cost model and its encodings read `operations`, so an analysis is weighed with the
+    /// machine it is costed on (they check: `cost::check_weights`).
+    pub fn weigh_operations(&mut self, weights: OperationWeights) {
+        self.operation_weights = weights;
+        for s in &mut self.stencils {
+            s.operations = s.operation_counts.weighed(&weights);
+        }
     }
 
     pub fn array_id(&self, name: &str) -> Option<ArrayId> {
