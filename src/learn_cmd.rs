@@ -253,7 +253,10 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
     } else {
         let env = [("OMP_NUM_THREADS", threads.to_string())];
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let times = operation_times(&options.toolchain, &Renderer::embedded(), threads, &env)
+        // In the build `bench` times and `codegen` ships (contraction into FMA allowed): its
+        // add costs what the learned `compute.body` charges per operation.
+        let timed_build = options.toolchain.clone().fused_multiply_add();
+        let times = operation_times(&timed_build, &Renderer::embedded(), threads, &env)
             .context("measuring the operation weights")?;
         Some(times)
     };

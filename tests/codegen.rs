@@ -833,7 +833,7 @@ fn operation_weights_are_the_mean_of_a_first_and_a_second_in_adds() {
     let add = 5.0e-12;
     let t = OperationTimes {
         base: 1.0e-10,
-        ops14: 1.0e-10 + 14.0 * add,
+        ops36: 1.0e-10 + 36.0 * add,
         // A first division 19 adds, a second 41: weight 30.
         divide1: 1.0e-10 + 18.0 * add,
         divide2: 1.0e-10 + 58.0 * add,
@@ -847,7 +847,7 @@ fn operation_weights_are_the_mean_of_a_first_and_a_second_in_adds() {
     let w = t.weights().unwrap();
     assert_eq!((w.divide, w.sqrt, w.call), (30, 50, 301));
     // Noise that swamps the adds gives no weights; an operation cheaper than an add weighs one.
-    assert!(OperationTimes { ops14: t.base, ..t }.weights().is_none());
+    assert!(OperationTimes { ops36: t.base, ..t }.weights().is_none());
     let cheap = OperationTimes {
         divide1: t.base - 5.0 * add,
         divide2: t.base - 10.0 * add,
@@ -868,7 +868,7 @@ fn operation_times_build_run_and_read_back() {
     )
     .unwrap();
     for v in [
-        t.base, t.ops14, t.divide1, t.divide2, t.sqrt1, t.sqrt2, t.call1, t.call2,
+        t.base, t.ops36, t.divide1, t.divide2, t.sqrt1, t.sqrt2, t.call1, t.call2,
     ] {
         assert!(v.is_finite() && v > 0.0, "{t:?}");
     }

@@ -432,13 +432,13 @@ pub fn stream_bandwidth(
 }
 
 /// Seconds per cell of the variants of the operation-cost measurement
-/// (`templates/operations.cpp.j2`): `p*q + r*s` (`base`), with 14 more adds and multiplies
-/// (`ops14`), and with one and then two of its multiplies turned into a division, a `sqrt` or
+/// (`templates/operations.cpp.j2`): `p*q + r*s` (`base`), with 36 more adds and multiplies
+/// (`ops36`), and with one and then two of its multiplies turned into a division, a `sqrt` or
 /// an `exp`.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct OperationTimes {
     pub base: f64,
-    pub ops14: f64,
+    pub ops36: f64,
     pub divide1: f64,
     pub divide2: f64,
     pub sqrt1: f64,
@@ -450,7 +450,27 @@ pub struct OperationTimes {
 impl OperationTimes {
     /// Seconds per cell of one add or multiply.
     pub fn add_seconds(&self) -> f64 {
-        (self.ops14 - self.base) / 14.0
+        (self.ops36 - self.base) / 36.0
+    }
+
+    /// Each variant's median over several measurements (a burst of load on a shared machine
+    /// can slow one whole run); None for none.
+    pub fn median(runs: &[OperationTimes]) -> Option<OperationTimes> {
+        let med = |f: fn(&OperationTimes) -> f64| {
+            let mut v: Vec<f64> = runs.iter().map(f).collect();
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        (!runs.is_empty()).then(|| OperationTimes {
+            base: med(|t| t.base),
+            ops36: med(|t| t.ops36),
+            divide1: med(|t| t.divide1),
+            divide2: med(|t| t.divide2),
+            sqrt1: med(|t| t.sqrt1),
+            sqrt2: med(|t| t.sqrt2),
+            call1: med(|t| t.call1),
+            call2: med(|t| t.call2),
+        })
     }
 
     /// The weights in adds: for each kind the mean of a first and a second such operation per
@@ -477,9 +497,15 @@ impl OperationTimes {
     }
 }
 
+/// Runs of the operation-cost program [`operation_times`] takes the median of: a run takes
+/// about 0.3 s on two cores.
+pub const OPERATION_RUNS: usize = 5;
+
 /// Times what a division, a `sqrt` and `exp` cost against an add in a vectorised row loop over
 /// cache-resident planes, one per thread (`threads`, set in `env` too), built with `tc`'s flags
-/// (`absinthe learn` turns it into `params.operations`).
+/// (`absinthe learn` turns it into `params.operations`): each variant's median over
+/// [`OPERATION_RUNS`] runs of the program, each of which alternates the variants over sixteen
+/// rounds.
 pub fn operation_times(
     tc: &Toolchain,
     renderer: &crate::render::Renderer,
@@ -488,28 +514,32 @@ pub fn operation_times(
 ) -> Result<OperationTimes, CodegenError> {
     let source = renderer.operations(threads.max(1), 16, 128)?;
     let exe = tc.build(&[("operations.cpp".into(), source)], &[])?;
-    let mut cmd = std::process::Command::new(&exe);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
     let failed = |message: String| CodegenError::Run {
         program: exe.display().to_string(),
         message,
     };
-    let out = cmd.output().map_err(|e| failed(e.to_string()))?;
-    if !out.status.success() {
-        return Err(failed(format!(
-            "exited with {}: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        )));
+    let mut runs = Vec::new();
+    for _ in 0..OPERATION_RUNS {
+        let mut cmd = std::process::Command::new(&exe);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().map_err(|e| failed(e.to_string()))?;
+        if !out.status.success() {
+            return Err(failed(format!(
+                "exited with {}: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            )));
+        }
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let line = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("ABSINTHE_OPERATIONS "))
+            .ok_or_else(|| failed("the operation-cost program printed no result".into()))?;
+        runs.push(serde_json::from_str(line).map_err(|e| failed(format!("bad result line: {e}")))?);
     }
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("ABSINTHE_OPERATIONS "))
-        .ok_or_else(|| failed("the operation-cost program printed no result".into()))?;
-    serde_json::from_str(line).map_err(|e| failed(format!("bad result line: {e}")))
+    OperationTimes::median(&runs).ok_or_else(|| failed("no runs".into()))
 }
 
 /// Compulsory traffic of a program, in bytes: every input read once over the box its readers
