@@ -457,29 +457,23 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
 /// The operation-weight measurement: per kind the first and second operation per cell in adds,
 /// and the weight written.
 fn print_operations(t: &OperationTimes, w: &OperationWeights) {
-    let add = t.add_seconds();
-    let adds = |a: f64, b: f64| format!("{:.1}", (b - a) / add + 1.0);
-    let rows = vec![
-        vec![
-            "division".to_string(),
-            adds(t.base, t.divide1),
-            adds(t.divide1, t.divide2),
-            w.divide.to_string(),
-        ],
-        vec![
-            "sqrt".to_string(),
-            adds(t.base, t.sqrt1),
-            adds(t.sqrt1, t.sqrt2),
-            w.sqrt.to_string(),
-        ],
-        vec![
-            "exp, log, pow".to_string(),
-            adds(t.base, t.call1),
-            adds(t.call1, t.call2),
-            w.call.to_string(),
-        ],
-    ];
-    println!("operation weights, in adds (one add: {add:.3e} s per cell):");
+    let rows: Vec<Vec<String>> = ["division", "sqrt", "exp, log, pow"]
+        .into_iter()
+        .zip(t.in_adds())
+        .zip([w.divide, w.sqrt, w.call])
+        .map(|((name, (first, second)), weight)| {
+            vec![
+                name.to_string(),
+                format!("{first:.1}"),
+                format!("{second:.1}"),
+                weight.to_string(),
+            ]
+        })
+        .collect();
+    println!(
+        "operation weights, in adds (one add: {:.3e} s per cell):",
+        t.add_seconds()
+    );
     print!(
         "{}",
         table(

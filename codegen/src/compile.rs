@@ -483,17 +483,31 @@ impl OperationTimes {
         if !(add > 0.0 && add.is_finite()) {
             return None;
         }
-        let weight = |base: f64, first: f64, second: f64| -> Option<u64> {
-            let w = ((first - base) / add + 1.0 + (second - first) / add + 1.0) / 2.0;
+        let [divide, sqrt, call] = self.in_adds().map(|(first, second)| {
+            let w = (first + second) / 2.0;
             w.is_finite().then(|| {
                 (w.round().max(1.0) as u64).min(absinthe_model::machine::MAX_OPERATION_WEIGHT)
             })
-        };
+        });
         Some(absinthe_model::expr::OperationWeights {
-            divide: weight(self.base, self.divide1, self.divide2)?,
-            sqrt: weight(self.base, self.sqrt1, self.sqrt2)?,
-            call: weight(self.base, self.call1, self.call2)?,
+            divide: divide?,
+            sqrt: sqrt?,
+            call: call?,
         })
+    }
+
+    /// A first and a second division, `sqrt` and call per cell in adds (in that order): each
+    /// its extra time over the variant before it, divided by an add's, plus the multiply it
+    /// replaced.
+    pub fn in_adds(&self) -> [(f64, f64); 3] {
+        let add = self.add_seconds();
+        let adds = |before: f64, after: f64| (after - before) / add + 1.0;
+        [
+            (self.base, self.divide1, self.divide2),
+            (self.base, self.sqrt1, self.sqrt2),
+            (self.base, self.call1, self.call2),
+        ]
+        .map(|(base, first, second)| (adds(base, first), adds(first, second)))
     }
 }
 

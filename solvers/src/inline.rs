@@ -154,11 +154,14 @@ pub fn choose_inline(
 ) -> Result<InlineChoice, OptimizeError> {
     let started = Instant::now();
     let cands = candidates(analysis);
+    // The program itself, weighed with the machine's operation weights whatever its caller did.
+    let mut own = analysis.clone();
+    own.weigh_operations(machine.params.operations);
     let none = |search: InlineSearch, note: Option<String>| InlineChoice {
         inline: Vec::new(),
         names: Vec::new(),
         program: program.clone(),
-        analysis: analysis.clone(),
+        analysis: own.clone(),
         kept: (0..analysis.stencils.len()).collect(),
         search,
         candidates: cands.len(),
