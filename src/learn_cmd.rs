@@ -29,13 +29,14 @@ use crate::output::{human_seconds, table, write_atomic};
 /// stored), each once with tile counts taken at run time (--generated-kernels: the generated
 /// kernel of every tile shape, bundled per program), times them over tile shapes of 64 cells
 /// and up that fit the cache (an even spread of a grid, plus one full-row shape, one tile along
-/// x as the solver's optima take, per five of them, at most four), in 4 rounds that interleave the programs, and fits the
-/// parameters by least absolute deviations (the slow base body held at zero: every slow
+/// x as the solver's optima take, per five of them, at most four), in 4 rounds that interleave
+/// the programs, and fits the parameters by least absolute deviations (the slow base body held at zero: every slow
 /// training stencil touches slow memory, so it cannot be told from the stream body; see
 /// docs/ARCHITECTURE.md). It times what a division, a `sqrt` and `exp` cost against an add in a
 /// vectorised row loop over cache-resident planes and writes them as `params.operations` (in
-/// adds: the mean of a first and a second one per cell). Then it times real kernels, four shipped example programs (j3d7pt,
-/// example2, streams8, chain16: the model's optimum and 8 random configurations of each), and
+/// adds: the mean of a first and a second one per cell). Then it times real kernels, four
+/// shipped example programs (j3d7pt, example2, streams8, chain16: the model's optimum and 8
+/// random configurations of each), and
 /// refits the parameters to them and the training programs together, each kernel stencil
 /// through the model's max of its fast and slow sides: the training programs alone predicted
 /// real programs within 20% for 25-40% of their variants, the refit for 62-70%
