@@ -25,29 +25,28 @@ use crate::output::{human_seconds, table, write_atomic};
 /// Builds fifteen synthetic training programs (fast memory: chains of nine stencils reading one
 /// input at 12 or 20 positions, or at 12 with twelve products of differences on top so that
 /// arithmetic varies apart from accesses, only the last stored, at evaluation width 0 or 1; slow
-/// memory: nine stencils reading 1-3 fresh inputs at boundary width 0-2, every other one
-/// stored), each once with tile counts taken at run time (--generated-kernels: the generated
-/// kernel of every tile shape, bundled per program), times them over tile shapes of 64 cells
-/// and up that fit the cache (an even spread of a grid, plus one full-row shape, one tile along
-/// x as the solver's optima take, per five of them, at most four), in 4 rounds that interleave
-/// the programs, and fits the parameters by least absolute deviations (the slow base body held at zero: every slow
+/// memory: nine stencils reading 1-3 fresh inputs at boundary width 0-2, every other one stored),
+/// each once with tile counts taken at run time (--generated-kernels: the generated kernel of every
+/// tile shape, bundled per program), times them over tile shapes of 64 cells and up that fit the
+/// cache (an even spread of a grid, plus one full-row shape, one tile along x as the solver's
+/// optima take, per five of them, at most four), in 4 rounds that interleave the programs, and fits
+/// the parameters by least absolute deviations (the slow base body held at zero: every slow
 /// training stencil touches slow memory, so it cannot be told from the stream body; see
 /// docs/ARCHITECTURE.md). It times what a division, a `sqrt` and `exp` cost against an add in a
-/// vectorised row loop over cache-resident planes and writes them as `params.operations` (in
-/// adds: the mean of a first and a second one per cell). Then it times real kernels, four
-/// shipped example programs (j3d7pt, example2, streams8, chain16: the model's optimum and 8
-/// random configurations of each), and
-/// refits the parameters to them and the training programs together, each kernel stencil
-/// through the model's max of its fast and slow sides: the training programs alone predicted
-/// real programs within 20% for 25-40% of their variants, the refit for 62-70%
-/// (--no-kernel-refit skips it). Then it chooses `cache_fraction`, the share of `cache_bytes` a tile
-/// may fill: it solves two calibration programs (chains of six gradients touching 19 arrays,
-/// on 256x128x60 and 64x64x60) with the new parameters at fractions 0.25, 1/3, 0.5, 0.75, 1
-/// and the file's own, times every distinct optimum, and keeps the fraction whose optima ran
-/// fastest (the file's own when within 2%; --keep-cache-fraction skips this). The file may
-/// lack `params`, `cores` (default: this machine's CPUs) and `cache_bytes` (default: the L2
-/// size sysfs reports). Only `params`, `learned` and `cache_fraction` are rewritten (and
-/// missing `cores`/`cache_bytes` added); comments and every other key stay as written.
+/// vectorised row loop over cache-resident planes and writes them as `params.operations` (in adds:
+/// the mean of a first and a second one per cell). Then it times real kernels, four shipped example
+/// programs (j3d7pt, example2, streams8, chain16: the model's optimum and 8 random configurations
+/// of each), and refits the parameters to them and the training programs together, each kernel
+/// stencil through the model's max of its fast and slow sides: the training programs alone
+/// predicted real programs within 20% for 25-40% of their variants, the refit for 62-70%
+/// (--no-kernel-refit skips it). Then it chooses `cache_fraction`, the share of `cache_bytes` a
+/// tile may fill: it solves two calibration programs (chains of six gradients touching 19 arrays,
+/// on 256x128x60 and 64x64x60) with the new parameters at fractions 0.25, 1/3, 0.5, 0.75, 1 and the
+/// file's own, times every distinct optimum, and keeps the fraction whose optima ran fastest (the
+/// file's own when within 2%; --keep-cache-fraction skips this). The file may lack `params`,
+/// `cores` (default: this machine's CPUs) and `cache_bytes` (default: the L2 size sysfs reports).
+/// Only `params`, `learned` and `cache_fraction` are rewritten (and missing `cores`/`cache_bytes`
+/// added); comments and every other key stay as written.
 ///
 /// Examples:
 ///   absinthe learn --machine machines/mybox.yaml
