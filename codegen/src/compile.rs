@@ -410,25 +410,44 @@ pub fn stream_bandwidth(
     let elements = (flush_bytes / 8).max(1 << 20);
     let source = renderer.stream(elements, 5)?;
     let exe = tc.build(&[("stream.cpp".into(), source)], &[])?;
-    let mut cmd = std::process::Command::new(&exe);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
+    let v: serde_json::Value = measurement_result(&exe, env, "ABSINTHE_STREAM ")?;
+    v["bytes_per_second"]
+        .as_f64()
+        .ok_or_else(|| CodegenError::Run {
+            program: exe.display().to_string(),
+            message: "bad bandwidth result".into(),
+        })
+}
+
+/// Runs the measurement program `exe` with `env` and reads the JSON after `prefix` on the line
+/// of its output that starts with it.
+fn measurement_result<T: serde::de::DeserializeOwned>(
+    exe: &Path,
+    env: &[(&str, &str)],
+    prefix: &str,
+) -> Result<T, CodegenError> {
     let failed = |message: String| CodegenError::Run {
         program: exe.display().to_string(),
         message,
     };
+    let mut cmd = std::process::Command::new(exe);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
     let out = cmd.output().map_err(|e| failed(e.to_string()))?;
+    if !out.status.success() {
+        return Err(failed(format!(
+            "exited with {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
     let stdout = String::from_utf8_lossy(&out.stdout);
     let line = stdout
         .lines()
-        .find_map(|l| l.strip_prefix("ABSINTHE_STREAM "))
-        .ok_or_else(|| failed("the bandwidth program printed no result".into()))?;
-    let v: serde_json::Value =
-        serde_json::from_str(line).map_err(|e| failed(format!("bad result line: {e}")))?;
-    v["bytes_per_second"]
-        .as_f64()
-        .ok_or_else(|| failed("bad bandwidth result".into()))
+        .find_map(|l| l.strip_prefix(prefix))
+        .ok_or_else(|| failed(format!("printed no `{}` line", prefix.trim())))?;
+    serde_json::from_str(line).map_err(|e| failed(format!("bad result line: {e}")))
 }
 
 /// Seconds per cell of the variants of the operation-cost measurement
@@ -528,32 +547,13 @@ pub fn operation_times(
 ) -> Result<OperationTimes, CodegenError> {
     let source = renderer.operations(threads.max(1), 16, 128)?;
     let exe = tc.build(&[("operations.cpp".into(), source)], &[])?;
-    let failed = |message: String| CodegenError::Run {
+    let runs = (0..OPERATION_RUNS)
+        .map(|_| measurement_result(&exe, env, "ABSINTHE_OPERATIONS "))
+        .collect::<Result<Vec<OperationTimes>, _>>()?;
+    OperationTimes::median(&runs).ok_or_else(|| CodegenError::Run {
         program: exe.display().to_string(),
-        message,
-    };
-    let mut runs = Vec::new();
-    for _ in 0..OPERATION_RUNS {
-        let mut cmd = std::process::Command::new(&exe);
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let out = cmd.output().map_err(|e| failed(e.to_string()))?;
-        if !out.status.success() {
-            return Err(failed(format!(
-                "exited with {}: {}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr)
-            )));
-        }
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let line = stdout
-            .lines()
-            .find_map(|l| l.strip_prefix("ABSINTHE_OPERATIONS "))
-            .ok_or_else(|| failed("the operation-cost program printed no result".into()))?;
-        runs.push(serde_json::from_str(line).map_err(|e| failed(format!("bad result line: {e}")))?);
-    }
-    OperationTimes::median(&runs).ok_or_else(|| failed("no runs".into()))
+        message: "no runs".into(),
+    })
 }
 
 /// Compulsory traffic of a program, in bytes: every input read once over the box its readers
