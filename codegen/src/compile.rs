@@ -454,7 +454,7 @@ fn measurement_result<T: serde::de::DeserializeOwned>(
 /// (`templates/operations.cpp.j2`): `p*q + r*s` (`base`), with 36 more adds and multiplies
 /// (`ops36`), and with one and then two of its multiplies turned into a division, a `sqrt` or
 /// an `exp`.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Deserialize)]
 pub struct OperationTimes {
     pub base: f64,
     pub ops36: f64,

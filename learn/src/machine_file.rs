@@ -66,29 +66,23 @@ pub fn learned_blocks(params: &Params, learned: &Learned) -> String {
         learned.r2.fast,
         learned.r2.slow,
     );
+    // Inside `params:`, before the `learned:` block: the crowding charge (when there is one)
+    // and the operation weights.
+    let mut tail = String::new();
     if !params.crowded.is_zero() {
-        // Inside `params:`, before the `learned:` block.
-        let at = text.find("learned:\n").unwrap_or(text.len());
-        text.insert_str(
-            at,
-            &format!(
-                "  crowded:     {{row_streams: {}, stream_body: {}}}\n",
-                params.crowded.row_streams,
-                number(params.crowded.stream_body)
-            ),
-        );
+        tail.push_str(&format!(
+            "  crowded:     {{row_streams: {}, stream_body: {}}}\n",
+            params.crowded.row_streams,
+            number(params.crowded.stream_body)
+        ));
     }
-    {
-        let w = &params.operations;
-        let at = text.find("learned:\n").unwrap_or(text.len());
-        text.insert_str(
-            at,
-            &format!(
-                "  operations:  {{divide: {}, sqrt: {}, call: {}}}\n",
-                w.divide, w.sqrt, w.call
-            ),
-        );
-    }
+    let w = &params.operations;
+    tail.push_str(&format!(
+        "  operations:  {{divide: {}, sqrt: {}, call: {}}}\n",
+        w.divide, w.sqrt, w.call
+    ));
+    let at = text.find("learned:\n").unwrap_or(text.len());
+    text.insert_str(at, &tail);
     if let Some(w) = learned.wall_seconds {
         text.push_str(&format!("  wall_seconds: {w:.1}\n"));
     }

@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::diagnostic::{Diagnostic, FileError};
-use crate::expr::{OperationWeights, CALL_OPERATION, DIVIDE_OPERATION, SQRT_OPERATION};
+use crate::expr::OperationWeights;
 use crate::yaml;
 
 /// Seconds per counted access for the peel (per row start) and body (per cell) terms.
@@ -108,11 +108,7 @@ impl Params {
             row_streams: 0,
             stream_body: 0.0,
         },
-        operations: OperationWeights {
-            divide: DIVIDE_OPERATION,
-            sqrt: SQRT_OPERATION,
-            call: CALL_OPERATION,
-        },
+        operations: OperationWeights::DEFAULT,
     };
 
     /// `[part][term]`: fast, base, stream, compute × peel, body (see `formula::Part`,

@@ -139,15 +139,18 @@ pub struct OperationWeights {
 
 impl Default for OperationWeights {
     fn default() -> Self {
-        OperationWeights {
-            divide: DIVIDE_OPERATION,
-            sqrt: SQRT_OPERATION,
-            call: CALL_OPERATION,
-        }
+        OperationWeights::DEFAULT
     }
 }
 
 impl OperationWeights {
+    /// The defaults, usable in constants (`Params::ZERO`).
+    pub const DEFAULT: OperationWeights = OperationWeights {
+        divide: DIVIDE_OPERATION,
+        sqrt: SQRT_OPERATION,
+        call: CALL_OPERATION,
+    };
+
     /// Whether these are the defaults (a machine file then need not write them).
     pub fn is_default(&self) -> bool {
         *self == OperationWeights::default()
