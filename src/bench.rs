@@ -12,6 +12,7 @@ use absinthe_codegen::cuda::{plan as cuda_plan, GpuLimits};
 use absinthe_codegen::render::{default_flush_bytes, HarnessOptions};
 use absinthe_codegen::{lower, lower_cuda, Schedule};
 use absinthe_learn::variants::{parse_variants, plan, PlanSettings, Planned};
+use absinthe_model::analysis::Analysis;
 use absinthe_model::cost::{evaluate, overhead_count, stream_shape, Cost, Counts};
 use absinthe_model::machine::{Machine, ModelMachine};
 use absinthe_model::parallel::parallel_map;
@@ -181,10 +182,15 @@ pub struct StencilModelCounts {
     /// `(s, s^x, s^y, s^z)`: the arrays it streams from slow memory (a store twice) and
     /// their lines along each dimension, as the counts take them.
     pub stream_weights: [u64; 4],
+    /// The arrays it loads from slow memory (`L_i`): program inputs, and arrays other groups
+    /// stored. With `store`, what `stream_weights[0]` counts (a store twice).
+    pub loads: Vec<String>,
+    /// Whether it stores its result to slow memory (`w_i`: an output, or read by a later group).
+    pub store: bool,
 }
 
 impl ModelCounts {
-    fn of(program: &Program, domain: [usize; 3], cost: &Cost) -> ModelCounts {
+    fn of(program: &Program, analysis: &Analysis, cost: &Cost) -> ModelCounts {
         let mut stencils = Vec::new();
         for (g, group) in cost.groups.iter().enumerate() {
             for (i, s) in group.range.clone().zip(&group.stencils) {
@@ -193,6 +199,12 @@ impl ModelCounts {
                     group: g,
                     counts: s.counts,
                     stream_weights: s.stream_weights,
+                    loads: s
+                        .loads
+                        .iter()
+                        .map(|&a| analysis.arrays[a].name.clone())
+                        .collect(),
+                    store: s.store,
                 });
             }
         }
@@ -205,7 +217,7 @@ impl ModelCounts {
             })
             .collect();
         ModelCounts {
-            domain,
+            domain: analysis.domain,
             stencils,
             overhead,
             crowded: cost.groups.iter().map(|g| g.crowded).collect(),
@@ -272,7 +284,7 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Measured> {
             // verifies against the original program's reference.
             let (prog, an, _) = inline_apply(&program, view.params.operations, &p.inline)?;
             let cost = evaluate(&an, &view, &p.config);
-            *model = Some(ModelCounts::of(&prog, an.domain, &cost));
+            *model = Some(ModelCounts::of(&prog, &an, &cost));
             Ok(Some(
                 match args.target {
                     BenchTarget::Openmp => lower(&prog, &an, &p.config, &cost)?,

@@ -8,7 +8,7 @@ use absinthe_codegen::compile::{operation_times, HarnessResult, OperationTimes, 
 use absinthe_codegen::render::{BundleCase, HarnessOptions, Renderer};
 use absinthe_codegen::{lower, Schedule};
 use absinthe_model::analysis::Analysis;
-use absinthe_model::cost::{evaluate, stencil_seconds, Configuration, Counts};
+use absinthe_model::cost::{evaluate, stencil_seconds, Configuration, Counts, STORE_WEIGHT};
 use absinthe_model::generate::Rng;
 use absinthe_model::machine::{Machine, ModelMachine};
 use absinthe_model::program::Program;
@@ -592,6 +592,9 @@ fn bench_relaxed_math_verifies_against_the_ieee_reference() {
     );
     assert_eq!(rows.len(), 2);
     let params = machine().params;
+    let program = Program::load(&root().join("configs/cosmo_adv5.yaml")).expect("cosmo_adv5 loads");
+    let analysis = Analysis::new(&program).expect("cosmo_adv5 analyses");
+    let arrays: Vec<&str> = analysis.arrays.iter().map(|a| a.name.as_str()).collect();
     for r in &rows {
         assert_eq!(r["verified"], true, "{r}");
         assert_eq!(r["verification"], "tolerance", "{r}");
@@ -608,6 +611,15 @@ fn bench_relaxed_math_verifies_against_the_ieee_reference() {
             let w: [u64; 4] = serde_json::from_value(s["stream_weights"].clone()).unwrap();
             let c: Counts = serde_json::from_value(s["counts"].clone()).unwrap();
             assert_eq!(w == [0; 4], c.slow_stream.body == 0, "{s}");
+            // `loads` and `store` are what the stream weight counts, a store twice.
+            let loads: Vec<String> = serde_json::from_value(s["loads"].clone()).unwrap();
+            let store = s["store"].as_bool().unwrap();
+            assert_eq!(
+                loads.len() as u64 + STORE_WEIGHT * u64::from(store),
+                w[0],
+                "{s}"
+            );
+            assert!(loads.iter().all(|a| arrays.contains(&a.as_str())), "{s}");
             streamed += w[0];
             let t = stencil_seconds(&params, &c, crowded[s["group"].as_u64().unwrap() as usize]);
             total += t.peel + t.body;
