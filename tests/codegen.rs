@@ -4,7 +4,9 @@
 //! per compiled binary; a few cases under AddressSanitizer; `absinthe codegen` and
 //! `absinthe bench` end to end.
 
-use absinthe_codegen::compile::{operation_times, HarnessResult, OperationTimes, Toolchain};
+use absinthe_codegen::compile::{
+    operation_times, stream_bandwidth, HarnessResult, OperationTimes, Toolchain,
+};
 use absinthe_codegen::render::{BundleCase, HarnessOptions, Renderer};
 use absinthe_codegen::{lower, Schedule};
 use absinthe_model::analysis::Analysis;
@@ -866,6 +868,24 @@ fn operation_weights_are_the_mean_of_a_first_and_a_second_in_adds() {
         ..t
     };
     assert_eq!(cheap.weights().unwrap().divide, 1);
+}
+
+/// The roofline's triad (`templates/stream.cpp.j2`) builds, runs and reads back a bandwidth
+/// (bench reports it; no other test turns the roofline on).
+#[test]
+fn stream_bandwidth_builds_runs_and_reads_back() {
+    let bytes_per_second = stream_bandwidth(
+        &toolchain(&["-O2", "-fopenmp"]),
+        &Renderer::embedded(),
+        8 << 20,
+        &[("OMP_NUM_THREADS", "2")],
+    )
+    .unwrap();
+    // Between 100 MB/s and 10 TB/s: read back as a rate, not seconds or bytes.
+    assert!(
+        (1e8..1e13).contains(&bytes_per_second),
+        "{bytes_per_second}"
+    );
 }
 
 /// learn's operation-cost measurement (`templates/operations.cpp.j2`) builds with the
