@@ -73,6 +73,12 @@ pub struct BenchArgs {
     /// cache from sysfs, at most 1 GiB].
     #[arg(long)]
     pub flush_bytes: Option<u64>,
+    /// Also time every variant with warm caches (no flush before a run, so the arrays stay in
+    /// the caches the previous run left them in), interleaved with the flushed runs, into
+    /// `measured_warm_seconds`. Flushed minus warm is what fetching the arrays from memory
+    /// adds; the model's fast and compute parts should account for the warm time alone.
+    #[arg(long)]
+    pub warm: bool,
     /// Seed of `random:N`.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -138,6 +144,8 @@ pub struct Row {
     pub max_error: Option<f64>,
     pub predicted_seconds: f64,
     pub measured_seconds: Option<f64>,
+    /// With `--warm`: the median of the runs with warm caches (none flushed), same rounds.
+    pub measured_warm_seconds: Option<f64>,
     pub min: Option<f64>,
     pub max: Option<f64>,
     pub verified: Option<bool>,
@@ -357,6 +365,15 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Measured> {
     let rounds = rounds_for(args.runs);
     let per_round = args.runs.div_ceil(rounds);
     let mut results: Vec<Option<HarnessResult>> = vec![None; planned.len()];
+    let mut warm_results: Vec<Option<HarnessResult>> = vec![None; planned.len()];
+    // With `--warm`, each variant's flushed runs are followed by as many with no flush (the
+    // harness's 0 bytes); the first quarter of those, which find the caches as the flushed run
+    // left them, is discarded like every first quarter.
+    let flushes: &[u64] = if args.warm {
+        &[flush_bytes, 0]
+    } else {
+        &[flush_bytes]
+    };
     for round in 0..rounds {
         for (k, p) in planned.iter().enumerate() {
             let Some(exe) = &exes[k] else { continue };
@@ -368,26 +385,29 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Measured> {
                 p.name
             );
             let timed = if p.reference { "reference" } else { "kernel" };
-            let r = run_harness(
-                exe,
-                &[
-                    per_round.to_string(),
-                    flush_bytes.to_string(),
-                    timed.to_string(),
-                ],
-                &env,
-            )
-            .with_context(|| format!("running variant {}", p.name))?
-            .swap_remove(0);
-            match &mut results[k] {
-                None => results[k] = Some(r),
-                Some(pooled) => {
-                    pooled.verified &= r.verified;
-                    if pooled.mismatch.is_none() {
-                        pooled.mismatch = r.mismatch;
+            for &flush in flushes {
+                let r = run_harness(
+                    exe,
+                    &[per_round.to_string(), flush.to_string(), timed.to_string()],
+                    &env,
+                )
+                .with_context(|| format!("running variant {}", p.name))?
+                .swap_remove(0);
+                let slot = if flush == flush_bytes {
+                    &mut results[k]
+                } else {
+                    &mut warm_results[k]
+                };
+                match slot {
+                    None => *slot = Some(r),
+                    Some(pooled) => {
+                        pooled.verified &= r.verified;
+                        if pooled.mismatch.is_none() {
+                            pooled.mismatch = r.mismatch;
+                        }
+                        pooled.max_error = pooled.max_error.max(r.max_error);
+                        pooled.times.extend(r.times);
                     }
-                    pooled.max_error = pooled.max_error.max(r.max_error);
-                    pooled.times.extend(r.times);
                 }
             }
         }
@@ -430,6 +450,7 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Measured> {
             max_error: None,
             predicted_seconds: p.predicted,
             measured_seconds: None,
+            measured_warm_seconds: None,
             min: None,
             max: None,
             verified: None,
@@ -439,6 +460,14 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Measured> {
             roofline_fraction: None,
             model: models[k].take(),
         };
+        if let Some(w) = &mut warm_results[k] {
+            w.times.sort_by(f64::total_cmp);
+            row.measured_warm_seconds = pooled_stats(&w.times).map(|(_, median, _)| median);
+            if !w.verified {
+                failed = true;
+                row.status = format!("MISMATCH (warm) {}", w.mismatch.clone().unwrap_or_default());
+            }
+        }
         if let Some(r) = &mut results[k] {
             r.times.sort_by(f64::total_cmp);
             let (min, median, max) = pooled_stats(&r.times).unwrap_or((r.min, r.median, r.max));
@@ -558,10 +587,12 @@ fn build_name(args: &BenchArgs) -> &'static str {
 fn print_table(program: &Program, rows: &[Row], bw: Option<f64>, runs: usize, build: &str) {
     let rounds = rounds_for(runs);
     let opt = |x: Option<f64>| x.map_or("-".to_string(), human_seconds);
+    // `--warm`: a column after `measured`.
+    let warm = rows.iter().any(|r| r.measured_warm_seconds.is_some());
     let body: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            vec![
+            let mut cells = vec![
                 r.variant.clone(),
                 groups_cell(&r.groups),
                 tiles_cell(&r.tiles),
@@ -585,15 +616,24 @@ fn print_table(program: &Program, rows: &[Row], bw: Option<f64>, runs: usize, bu
                     None => "-".into(),
                 },
                 r.status.clone(),
-            ]
+            ];
+            if warm {
+                cells.insert(5, opt(r.measured_warm_seconds));
+            }
+            cells
         })
         .collect();
     println!(
-        "{}: median of the runs kept from {} ({} interleaved round(s) of {}, the first quarter of each discarded), caches flushed before each run; {}",
+        "{}: median of the runs kept from {} ({} interleaved round(s) of {}, the first quarter of each discarded), caches flushed before each run{}; {}",
         program.name,
         rounds * runs.div_ceil(rounds),
         rounds,
         runs.div_ceil(rounds),
+        if warm {
+            " (`warm`: as many runs with none flushed)"
+        } else {
+            ""
+        },
         match rows.iter().find_map(|r| r.verification.as_deref()) {
             Some("tolerance") if build == "relaxed-math" => "relaxed-math build (FMA, reassociation and reciprocals in the kernels; the reference IEEE), verified within 1024 ulps of each array's largest magnitude",
             Some("tolerance") => "FMA build, verified within 1024 ulps of each array's largest magnitude (--exact: bit for bit)",
@@ -609,25 +649,23 @@ fn print_table(program: &Program, rows: &[Row], bw: Option<f64>, runs: usize, bu
         );
     }
     println!();
-    print!(
-        "{}",
-        table(
-            &[
-                "variant",
-                "groups",
-                "tiles",
-                "predicted",
-                "measured",
-                "min",
-                "max",
-                "roofline",
-                "schedule",
-                "verified",
-                "status"
-            ],
-            &body
-        )
-    );
+    let mut headers = vec![
+        "variant",
+        "groups",
+        "tiles",
+        "predicted",
+        "measured",
+        "min",
+        "max",
+        "roofline",
+        "schedule",
+        "verified",
+        "status",
+    ];
+    if warm {
+        headers.insert(5, "warm");
+    }
+    print!("{}", table(&headers, &body));
 }
 
 /// One paragraph for people: what `opt` chose, how much faster it ran than `naive` and

@@ -136,6 +136,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         },
         runs: args.runs,
         flush_bytes: args.flush_bytes,
+        warm: false,
         seed: 1,
         no_roofline: true,
         templates: args.templates.clone(),

@@ -577,6 +577,8 @@ fn cosmo_example_kernels_verify_bit_for_bit() {
                 !r["stream"].as_array().unwrap().is_empty(),
                 "{program}: {r}"
             );
+            // Warm runs only with `--warm`.
+            assert!(r["measured_warm_seconds"].is_null(), "{program}: {r}");
         }
     }
 }
@@ -584,15 +586,19 @@ fn cosmo_example_kernels_verify_bit_for_bit() {
 /// `bench --relaxed-math`: the kernels of cosmo_adv5 (its divisions by 60 become products by
 /// the reciprocal, its fluxes reassociate) verify within the tolerance against the IEEE
 /// reference, and every row says which build it was. `--exact` and `--relaxed-math` exclude
-/// each other.
+/// each other. With `--warm` every row also has a time with warm caches.
 #[test]
 fn bench_relaxed_math_verifies_against_the_ieee_reference() {
     let rows = quick_bench(
         "configs/cosmo_adv5.yaml",
         "noinline,opt",
-        &["--relaxed-math"],
+        &["--relaxed-math", "--warm"],
     );
     assert_eq!(rows.len(), 2);
+    for r in &rows {
+        let warm = r["measured_warm_seconds"].as_f64();
+        assert!(warm.is_some_and(|t| t > 0.0), "{r}");
+    }
     let params = machine().params;
     let program = Program::load(&root().join("configs/cosmo_adv5.yaml")).expect("cosmo_adv5 loads");
     let analysis = Analysis::new(&program).expect("cosmo_adv5 analyses");
