@@ -385,7 +385,7 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Measured> {
                 p.name
             );
             let timed = if p.reference { "reference" } else { "kernel" };
-            for &flush in flushes {
+            for (warm, &flush) in flushes.iter().enumerate() {
                 let r = run_harness(
                     exe,
                     &[per_round.to_string(), flush.to_string(), timed.to_string()],
@@ -393,7 +393,7 @@ pub fn measure(args: &BenchArgs) -> anyhow::Result<Measured> {
                 )
                 .with_context(|| format!("running variant {}", p.name))?
                 .swap_remove(0);
-                let slot = if flush == flush_bytes {
+                let slot = if warm == 0 {
                     &mut results[k]
                 } else {
                     &mut warm_results[k]
