@@ -11,7 +11,7 @@ use absinthe_codegen::compile::{
 use absinthe_codegen::cuda::{plan as cuda_plan, GpuLimits};
 use absinthe_codegen::render::{default_flush_bytes, HarnessOptions};
 use absinthe_codegen::{lower, lower_cuda, Schedule};
-use absinthe_learn::variants::{parse_variants, plan, PlanSettings, Planned};
+use absinthe_learn::variants::{parse_variants, plan, PlanError, PlanSettings, Planned};
 use absinthe_model::analysis::Analysis;
 use absinthe_model::cost::{evaluate, overhead_count, stream_shape, Cost, Counts};
 use absinthe_model::machine::{Machine, ModelMachine};
@@ -233,283 +233,332 @@ impl ModelCounts {
     }
 }
 
-/// What [`measure`] planned, built and timed.
-pub struct Measured {
+/// What timing variants needs, set up once from `BenchArgs`: the program, the machine, the
+/// toolchain and the harness settings. `tune` times several batches through one of these.
+pub struct Bench {
     pub program: Program,
+    pub analysis: Analysis,
     pub machine: Machine,
     pub view: ModelMachine,
-    pub planned: Vec<Planned>,
-    /// One per planned variant, in order.
-    pub rows: Vec<Row>,
+    renderer: absinthe_codegen::render::Renderer,
+    tc: Toolchain,
+    stream_dim: usize,
+    flush_bytes: u64,
+    env: Vec<(String, String)>,
+    runs: usize,
+    warm: bool,
+    target: BenchTarget,
+    build: &'static str,
     /// The streaming bandwidth in bytes per second, unless `--no-roofline`.
     pub bandwidth: Option<f64>,
-    /// Some variant failed verification.
-    pub failed: bool,
 }
 
-/// Plans, builds, runs and verifies the variants of `args` (shared by `bench` and `tune`).
-pub fn measure(args: &BenchArgs) -> anyhow::Result<Measured> {
-    let (program, analysis, machine, view) = load_on(&args.program, &args.machine)?;
-    let renderer = renderer(args.templates.as_deref())?;
-    let mut tc = Toolchain::new(&machine.compiler.cxx, &machine.compiler.flags);
-    if args.relaxed_math {
-        tc = tc.relaxed_math();
-    } else if !args.exact {
-        tc = tc.fused_multiply_add();
-    }
-    // The CUDA kernels stream along z (thread blocks own x-y tiles).
-    let stream_dim = match args.target {
-        BenchTarget::Openmp => stream_shape(&analysis).dim,
-        BenchTarget::CudaEmulated => 2,
-    };
-    let flush_bytes = args.flush_bytes.unwrap_or_else(default_flush_bytes);
-    let threads = machine.cores.map(|c| c.to_string());
-    let env: Vec<(&str, &str)> = threads
-        .iter()
-        .map(|t| ("OMP_NUM_THREADS", t.as_str()))
-        .collect();
-
-    eprintln!("planning variants of {} ...", program.name);
-    let variants =
-        parse_variants(&args.variants).map_err(|e| anyhow::anyhow!("--variants: {e}"))?;
-    let settings = PlanSettings {
-        options: args.search.milp_options(&program)?,
-        inline: args.search.inline_policy(&program)?,
-        solver: &args.solver,
-        solve_options: args.search.solve_options()?,
-        seed: args.seed,
-    };
-    let planned = plan(&variants, &program, &analysis, &view, &settings)?;
-    let mut models: Vec<Option<ModelCounts>> = vec![None; planned.len()];
-    let schedules: Vec<Option<Schedule>> = planned
-        .iter()
-        .zip(&mut models)
-        .map(|(p, model)| {
-            if p.skipped.is_some() {
-                return Ok(None);
-            }
-            // An inlined variant's configuration is of the rewritten program; its harness
-            // verifies against the original program's reference.
-            let (prog, an, _) = inline_apply(&program, view.params.operations, &p.inline)?;
-            let cost = evaluate(&an, &view, &p.config);
-            *model = Some(ModelCounts::of(&prog, &an, &cost));
-            Ok(Some(
-                match args.target {
-                    BenchTarget::Openmp => lower(&prog, &an, &p.config, &cost)?,
-                    BenchTarget::CudaEmulated => {
-                        lower_cuda(&prog, &an, &p.config, &cost, view.block_threads)?
-                    }
-                }
-                .with_reference(&program, &analysis),
-            ))
-        })
-        .collect::<anyhow::Result<_>>()?;
-
-    // Build in parallel (as many compilers as cores), run one at a time.
-    let jobs = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(planned.len().max(1));
-    eprintln!(
-        "compiling {} variant(s) with {} ({jobs} at a time) ...",
-        planned.len(),
-        tc.cxx
-    );
-    let sources: Vec<Option<Vec<(String, String)>>> = schedules
-        .iter()
-        .zip(&planned)
-        .map(|(s, p)| {
-            s.as_ref()
-                .map(|s| {
-                    let h = HarnessOptions {
-                        runs: args.runs,
-                        flush_bytes,
-                        label: p.name.clone(),
-                        ..HarnessOptions::default()
-                    };
-                    match args.target {
-                        BenchTarget::Openmp => renderer.openmp(s, Some(&h)),
-                        BenchTarget::CudaEmulated => cuda_plan(s, &GpuLimits::of_machine(&machine))
-                            .and_then(|plan| renderer.cuda_emulated(s, &plan, &h)),
-                    }
-                    .map(|f| f.files)
-                })
-                .transpose()
-        })
-        .collect::<Result<_, _>>()?;
-    let mut exes: Vec<Option<anyhow::Result<PathBuf>>> = parallel_map(sources.len(), jobs, |k| {
-        sources[k]
-            .as_ref()
-            .map(|files| tc.build(files, &[]).map_err(anyhow::Error::from))
-    });
-
-    let bw = if args.no_roofline {
-        None
-    } else {
-        eprintln!("measuring streaming bandwidth ...");
-        Some(stream_bandwidth(&tc, &renderer, flush_bytes, &env)?)
-    };
-    let compulsory_bytes = compulsory_bytes(&analysis, program.value_type.bytes());
-
-    // Run the variants round-robin, `ROUNDS` rounds of a quarter of the runs each, so that a
-    // burst of load on a shared machine spreads over all variants instead of spoiling one; every
-    // round verifies, and the times of all rounds are pooled.
-    let exes: Vec<Option<PathBuf>> = exes
-        .iter_mut()
-        .zip(&planned)
-        .map(|(e, p)| {
-            e.take()
-                .transpose()
-                .with_context(|| format!("building variant {}", p.name))
-        })
-        .collect::<anyhow::Result<_>>()?;
-    let rounds = rounds_for(args.runs);
-    let per_round = args.runs.div_ceil(rounds);
-    let mut results: Vec<Option<HarnessResult>> = vec![None; planned.len()];
-    let mut warm_results: Vec<Option<HarnessResult>> = vec![None; planned.len()];
-    // With `--warm`, each variant's flushed runs are followed by as many with no flush (the
-    // harness's 0 bytes); the first quarter of those, which find the caches as the flushed run
-    // left them, is discarded like every first quarter.
-    let flushes: &[u64] = if args.warm {
-        &[flush_bytes, 0]
-    } else {
-        &[flush_bytes]
-    };
-    for round in 0..rounds {
-        for (k, p) in planned.iter().enumerate() {
-            let Some(exe) = &exes[k] else { continue };
-            eprintln!(
-                "[round {}/{rounds}, {}/{}] running {} ...",
-                round + 1,
-                k + 1,
-                planned.len(),
-                p.name
-            );
-            let timed = if p.reference { "reference" } else { "kernel" };
-            for (warm, &flush) in flushes.iter().enumerate() {
-                let r = run_harness(
-                    exe,
-                    &[per_round.to_string(), flush.to_string(), timed.to_string()],
-                    &env,
-                )
-                .with_context(|| format!("running variant {}", p.name))?
-                .swap_remove(0);
-                let slot = if warm == 0 {
-                    &mut results[k]
-                } else {
-                    &mut warm_results[k]
-                };
-                match slot {
-                    None => *slot = Some(r),
-                    Some(pooled) => {
-                        pooled.verified &= r.verified;
-                        if pooled.mismatch.is_none() {
-                            pooled.mismatch = r.mismatch;
-                        }
-                        pooled.max_error = pooled.max_error.max(r.max_error);
-                        pooled.times.extend(r.times);
-                    }
-                }
-            }
+impl Bench {
+    /// Loads the program and machine of `args` and sets up the toolchain (and measures the
+    /// streaming bandwidth unless `--no-roofline`).
+    pub fn new(args: &BenchArgs) -> anyhow::Result<Bench> {
+        let (program, analysis, machine, view) = load_on(&args.program, &args.machine)?;
+        let renderer = renderer(args.templates.as_deref())?;
+        let mut tc = Toolchain::new(&machine.compiler.cxx, &machine.compiler.flags);
+        if args.relaxed_math {
+            tc = tc.relaxed_math();
+        } else if !args.exact {
+            tc = tc.fused_multiply_add();
         }
-    }
-    let mut rows = Vec::new();
-    let mut failed = false;
-    for (k, p) in planned.iter().enumerate() {
-        let inline: Vec<String> = p
-            .inline
-            .iter()
-            .map(|&s| program.stencils[s].name.clone())
+        // The CUDA kernels stream along z (thread blocks own x-y tiles).
+        let stream_dim = match args.target {
+            BenchTarget::Openmp => stream_shape(&analysis).dim,
+            BenchTarget::CudaEmulated => 2,
+        };
+        let flush_bytes = args.flush_bytes.unwrap_or_else(default_flush_bytes);
+        let env: Vec<(String, String)> = machine
+            .cores
+            .map(|c| ("OMP_NUM_THREADS".to_string(), c.to_string()))
+            .into_iter()
             .collect();
-        let inlined = if inline.is_empty() {
-            String::new()
-        } else {
-            format!(", {} inlined", inline.len())
-        };
-        let mut row = Row {
-            variant: p.name.clone(),
-            inline,
-            groups: p.config.groups.clone(),
-            tiles: p.config.tiles.clone(),
-            stream: p.config.stream.clone(),
-            schedule: if p.reference {
-                "reference".into()
-            } else if p.config.stream.is_empty() {
-                format!("tiles{inlined}")
-            } else if p.config.stream.len() == p.config.tiles.len() {
-                format!("stream {}{inlined}", DIMS[stream_dim])
-            } else {
-                format!(
-                    "stream {} ({}/{} groups){inlined}",
-                    DIMS[stream_dim],
-                    p.config.stream.len(),
-                    p.config.tiles.len()
-                )
-            },
-            verification: None,
+        let mut bench = Bench {
+            program,
+            analysis,
+            machine,
+            view,
+            renderer,
+            tc,
+            stream_dim,
+            flush_bytes,
+            env,
+            runs: args.runs,
+            warm: args.warm,
+            target: args.target,
             build: build_name(args),
-            max_error: None,
-            predicted_seconds: p.predicted,
-            measured_seconds: None,
-            measured_warm_seconds: None,
-            min: None,
-            max: None,
-            verified: None,
-            status: p.skipped.clone().unwrap_or_else(|| "ok".into()),
-            compulsory_bytes,
-            roofline_seconds: bw.map(|b| compulsory_bytes as f64 / b),
-            roofline_fraction: None,
-            model: models[k].take(),
+            bandwidth: None,
         };
-        if let Some(w) = &mut warm_results[k] {
-            w.times.sort_by(f64::total_cmp);
-            row.measured_warm_seconds = pooled_stats(&w.times).map(|(_, median, _)| median);
-            if !w.verified {
-                failed = true;
-                row.status = format!("MISMATCH (warm) {}", w.mismatch.clone().unwrap_or_default());
-            }
+        if !args.no_roofline {
+            eprintln!("measuring streaming bandwidth ...");
+            bench.bandwidth = Some(stream_bandwidth(
+                &bench.tc,
+                &bench.renderer,
+                flush_bytes,
+                &bench.env_refs(),
+            )?);
         }
-        if let Some(r) = &mut results[k] {
-            r.times.sort_by(f64::total_cmp);
-            let (min, median, max) = pooled_stats(&r.times).unwrap_or((r.min, r.median, r.max));
-            r.median = median;
-            row.measured_seconds = Some(median);
-            row.min = Some(min);
-            row.max = Some(max);
-            row.verified = Some(r.verified);
-            row.verification = Some(r.verification.clone());
-            row.max_error = Some(r.max_error);
-            if !r.verified {
-                failed = true;
-                row.status = format!("MISMATCH {}", r.mismatch.clone().unwrap_or_default());
-            }
-            row.roofline_fraction = row
-                .roofline_seconds
-                .filter(|_| r.median > 0.0)
-                .map(|s| s / r.median);
-        }
-        rows.push(row);
+        Ok(bench)
     }
-    Ok(Measured {
-        program,
-        machine,
-        view,
-        planned,
-        rows,
-        bandwidth: bw,
-        failed,
-    })
+
+    fn env_refs(&self) -> Vec<(&str, &str)> {
+        self.env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect()
+    }
+
+    /// Plans the variants of `args` (`variants::plan`).
+    pub fn plan(&self, args: &BenchArgs) -> anyhow::Result<Vec<Planned>> {
+        eprintln!("planning variants of {} ...", self.program.name);
+        let variants =
+            parse_variants(&args.variants).map_err(|e| anyhow::anyhow!("--variants: {e}"))?;
+        let settings = PlanSettings {
+            options: args.search.milp_options(&self.program)?,
+            inline: args.search.inline_policy(&self.program)?,
+            solver: &args.solver,
+            solve_options: args.search.solve_options()?,
+            seed: args.seed,
+        };
+        plan(
+            &variants,
+            &self.program,
+            &self.analysis,
+            &self.view,
+            &settings,
+        )
+        .map_err(|e| match e {
+            // Shown as the file's own diagnostics (`output::format_error`).
+            PlanError::File(f) => anyhow::Error::new(f),
+            e => e.into(),
+        })
+    }
+
+    /// Builds, runs and verifies `planned` (skipped ones are reported, not run): one row per
+    /// planned variant, in order, and whether some variant failed verification.
+    pub fn time(&self, planned: &[Planned]) -> anyhow::Result<(Vec<Row>, bool)> {
+        let (program, analysis, view) = (&self.program, &self.analysis, &self.view);
+        let mut models: Vec<Option<ModelCounts>> = vec![None; planned.len()];
+        let schedules: Vec<Option<Schedule>> = planned
+            .iter()
+            .zip(&mut models)
+            .map(|(p, model)| {
+                if p.skipped.is_some() {
+                    return Ok(None);
+                }
+                // An inlined variant's configuration is of the rewritten program; its harness
+                // verifies against the original program's reference.
+                let (prog, an, _) = inline_apply(program, view.params.operations, &p.inline)?;
+                let cost = evaluate(&an, view, &p.config);
+                *model = Some(ModelCounts::of(&prog, &an, &cost));
+                Ok(Some(
+                    match self.target {
+                        BenchTarget::Openmp => lower(&prog, &an, &p.config, &cost)?,
+                        BenchTarget::CudaEmulated => {
+                            lower_cuda(&prog, &an, &p.config, &cost, view.block_threads)?
+                        }
+                    }
+                    .with_reference(program, analysis),
+                ))
+            })
+            .collect::<anyhow::Result<_>>()?;
+
+        // Build in parallel (as many compilers as cores), run one at a time.
+        let jobs = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(planned.len().max(1));
+        eprintln!(
+            "compiling {} variant(s) with {} ({jobs} at a time) ...",
+            planned.len(),
+            self.tc.cxx
+        );
+        let sources: Vec<Option<Vec<(String, String)>>> = schedules
+            .iter()
+            .zip(planned)
+            .map(|(s, p)| {
+                s.as_ref()
+                    .map(|s| {
+                        let h = HarnessOptions {
+                            runs: self.runs,
+                            flush_bytes: self.flush_bytes,
+                            label: p.name.clone(),
+                            ..HarnessOptions::default()
+                        };
+                        match self.target {
+                            BenchTarget::Openmp => self.renderer.openmp(s, Some(&h)),
+                            BenchTarget::CudaEmulated => {
+                                cuda_plan(s, &GpuLimits::of_machine(&self.machine))
+                                    .and_then(|plan| self.renderer.cuda_emulated(s, &plan, &h))
+                            }
+                        }
+                        .map(|f| f.files)
+                    })
+                    .transpose()
+            })
+            .collect::<Result<_, _>>()?;
+        let mut exes: Vec<Option<anyhow::Result<PathBuf>>> =
+            parallel_map(sources.len(), jobs, |k| {
+                sources[k]
+                    .as_ref()
+                    .map(|files| self.tc.build(files, &[]).map_err(anyhow::Error::from))
+            });
+        let compulsory_bytes = compulsory_bytes(analysis, program.value_type.bytes());
+
+        // Run the variants round-robin, `ROUNDS` rounds of a quarter of the runs each, so that a
+        // burst of load on a shared machine spreads over all variants instead of spoiling one;
+        // every round verifies, and the times of all rounds are pooled.
+        let exes: Vec<Option<PathBuf>> = exes
+            .iter_mut()
+            .zip(planned)
+            .map(|(e, p)| {
+                e.take()
+                    .transpose()
+                    .with_context(|| format!("building variant {}", p.name))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        let env = self.env_refs();
+        let rounds = rounds_for(self.runs);
+        let per_round = self.runs.div_ceil(rounds);
+        let mut results: Vec<Option<HarnessResult>> = vec![None; planned.len()];
+        let mut warm_results: Vec<Option<HarnessResult>> = vec![None; planned.len()];
+        // With `--warm`, each variant's flushed runs are followed by as many with no flush (the
+        // harness's 0 bytes); the first quarter of those, which find the caches as the flushed
+        // run left them, is discarded like every first quarter.
+        let flushes: &[u64] = if self.warm {
+            &[self.flush_bytes, 0]
+        } else {
+            &[self.flush_bytes]
+        };
+        for round in 0..rounds {
+            for (k, p) in planned.iter().enumerate() {
+                let Some(exe) = &exes[k] else { continue };
+                eprintln!(
+                    "[round {}/{rounds}, {}/{}] running {} ...",
+                    round + 1,
+                    k + 1,
+                    planned.len(),
+                    p.name
+                );
+                let timed = if p.reference { "reference" } else { "kernel" };
+                for (warm, &flush) in flushes.iter().enumerate() {
+                    let r = run_harness(
+                        exe,
+                        &[per_round.to_string(), flush.to_string(), timed.to_string()],
+                        &env,
+                    )
+                    .with_context(|| format!("running variant {}", p.name))?
+                    .swap_remove(0);
+                    let slot = if warm == 0 {
+                        &mut results[k]
+                    } else {
+                        &mut warm_results[k]
+                    };
+                    match slot {
+                        None => *slot = Some(r),
+                        Some(pooled) => {
+                            pooled.verified &= r.verified;
+                            if pooled.mismatch.is_none() {
+                                pooled.mismatch = r.mismatch;
+                            }
+                            pooled.max_error = pooled.max_error.max(r.max_error);
+                            pooled.times.extend(r.times);
+                        }
+                    }
+                }
+            }
+        }
+        let mut rows = Vec::new();
+        let mut failed = false;
+        for (k, p) in planned.iter().enumerate() {
+            let inline: Vec<String> = p
+                .inline
+                .iter()
+                .map(|&s| program.stencils[s].name.clone())
+                .collect();
+            let inlined = if inline.is_empty() {
+                String::new()
+            } else {
+                format!(", {} inlined", inline.len())
+            };
+            let stream_dim = self.stream_dim;
+            let mut row = Row {
+                variant: p.name.clone(),
+                inline,
+                groups: p.config.groups.clone(),
+                tiles: p.config.tiles.clone(),
+                stream: p.config.stream.clone(),
+                schedule: if p.reference {
+                    "reference".into()
+                } else if p.config.stream.is_empty() {
+                    format!("tiles{inlined}")
+                } else if p.config.stream.len() == p.config.tiles.len() {
+                    format!("stream {}{inlined}", DIMS[stream_dim])
+                } else {
+                    format!(
+                        "stream {} ({}/{} groups){inlined}",
+                        DIMS[stream_dim],
+                        p.config.stream.len(),
+                        p.config.tiles.len()
+                    )
+                },
+                verification: None,
+                build: self.build,
+                max_error: None,
+                predicted_seconds: p.predicted,
+                measured_seconds: None,
+                measured_warm_seconds: None,
+                min: None,
+                max: None,
+                verified: None,
+                status: p.skipped.clone().unwrap_or_else(|| "ok".into()),
+                compulsory_bytes,
+                roofline_seconds: self.bandwidth.map(|b| compulsory_bytes as f64 / b),
+                roofline_fraction: None,
+                model: models[k].take(),
+            };
+            if let Some(w) = &mut warm_results[k] {
+                w.times.sort_by(f64::total_cmp);
+                row.measured_warm_seconds = pooled_stats(&w.times).map(|(_, median, _)| median);
+                if !w.verified {
+                    failed = true;
+                    row.status =
+                        format!("MISMATCH (warm) {}", w.mismatch.clone().unwrap_or_default());
+                }
+            }
+            if let Some(r) = &mut results[k] {
+                r.times.sort_by(f64::total_cmp);
+                let (min, median, max) = pooled_stats(&r.times).unwrap_or((r.min, r.median, r.max));
+                r.median = median;
+                row.measured_seconds = Some(median);
+                row.min = Some(min);
+                row.max = Some(max);
+                row.verified = Some(r.verified);
+                row.verification = Some(r.verification.clone());
+                row.max_error = Some(r.max_error);
+                if !r.verified {
+                    failed = true;
+                    row.status = format!("MISMATCH {}", r.mismatch.clone().unwrap_or_default());
+                }
+                row.roofline_fraction = row
+                    .roofline_seconds
+                    .filter(|_| r.median > 0.0)
+                    .map(|s| s / r.median);
+            }
+            rows.push(row);
+        }
+        Ok((rows, failed))
+    }
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
-    let Measured {
-        program,
-        planned,
-        rows,
-        bandwidth: bw,
-        failed,
-        ..
-    } = measure(&args)?;
-    let points = accuracy_points(&planned, &rows);
+    let bench = Bench::new(&args)?;
+    let planned = bench.plan(&args)?;
+    let (rows, failed) = bench.time(&planned)?;
+    let (program, bw) = (&bench.program, bench.bandwidth);
+    let points = accuracy_points(planned.iter().zip(&rows));
     if let Some(path) = &args.plot {
         let title = format!(
             "{}: predicted vs measured ({} variants)",
@@ -525,7 +574,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             "{}",
             absinthe_model::yaml::to_string(&rows).map_err(anyhow::Error::msg)?
         ),
-        Format::Table => print_table(&program, &rows, bw, args.runs, build_name(&args)),
+        Format::Table => print_table(program, &rows, bw, args.runs, build_name(&args)),
     }
     // R² and rank correlation over two points say nothing.
     if points.len() >= 3 {
@@ -537,7 +586,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             eprintln!("{summary}");
         }
     }
-    if let (Format::Table, Some(summary)) = (args.format, speedup_summary(&program, &rows)) {
+    if let (Format::Table, Some(summary)) = (args.format, speedup_summary(program, &rows)) {
         println!("\n{summary}");
     }
     Ok(if failed {
@@ -741,10 +790,12 @@ fn speedup_summary(program: &Program, rows: &[Row]) -> Option<String> {
 
 /// The model-accuracy points of the measured kernel variants (the reference is not a
 /// generated schedule and is left out).
-pub fn accuracy_points(planned: &[Planned], rows: &[Row]) -> Vec<absinthe_learn::accuracy::Point> {
-    planned
-        .iter()
-        .zip(rows)
+/// The plotted points of variants timed: every one with a prediction and a time, the reference
+/// excepted.
+pub fn accuracy_points<'a>(
+    variants: impl Iterator<Item = (&'a Planned, &'a Row)>,
+) -> Vec<absinthe_learn::accuracy::Point> {
+    variants
         .filter(|(p, r)| {
             !p.reference && r.predicted_seconds.is_finite() && r.measured_seconds.is_some()
         })

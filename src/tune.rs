@@ -1,13 +1,17 @@
 //! `absinthe tune PROGRAM --top K`: model-guided auto-tuning. The K best configurations by the
 //! model that are not ties of each other (the exact search, `search::k_best`, then
 //! `variants::distinct_best`), and the optima of the next-best inline sets
-//! (`--inline-sets`), are built, verified and timed like `bench` variants; the fastest
-//! verified one is written as a solution file.
+//! (`--inline-sets`), are built, verified and timed like `bench` variants; then the fastest is
+//! refined by measured coordinate sweeps of its tile counts (`--refine`, `variants::sweep`);
+//! the fastest verified configuration is written as a solution file.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use absinthe_learn::variants::{autotune_counts, sweep, Planned};
 use absinthe_model::cost::evaluate;
+use absinthe_model::milp::MilpOptions;
+use absinthe_model::program::DIMS;
 use absinthe_model::solution::{Solution, TuneReport};
 use absinthe_solvers::inline::apply as inline_apply;
 use anyhow::bail;
@@ -15,12 +19,12 @@ use clap::Args;
 use serde::Serialize;
 
 use crate::args::{MachineArg, SearchArgs};
-use crate::bench::{accuracy_points, measure, BenchArgs, BenchTarget, Measured};
+use crate::bench::{accuracy_points, Bench, BenchArgs, BenchTarget, Row};
 use crate::output::{groups_cell, human_seconds, table, tiles_cell, write_atomic, Format};
 use crate::solve::solution_text;
 
-/// Model-guided auto-tuning: build, verify and time the model's K best configurations and keep
-/// the fastest.
+/// Model-guided auto-tuning: build, verify and time the model's K best configurations, refine
+/// the fastest by measurement, and keep the fastest of all.
 ///
 /// The K best configurations (groupings and tilings) by the model come from the exact search
 /// (the DP over group boundaries, keeping the K best tilings of every range and the K best
@@ -34,11 +38,25 @@ use crate::solve::solution_text;
 /// 256x256x60: the model has storing two or three laplacians within 3% of inlining them all;
 /// measured, storing three ran 10% slower). Each is generated, built and verified like a
 /// `bench` variant and timed with the caches flushed (the variants run round-robin, so load on
-/// the machine spreads over all of them). The fastest verified one is written as a solution
-/// file for `codegen` and `verify`, with a `tuned` section that records its measured time and
-/// its rank by the model. The table shows each candidate's prediction error; a winner far
-/// down the model's ranking says the machine file predicts this program poorly (re-run
-/// `absinthe learn`).
+/// the machine spreads over all of them).
+///
+/// Then `--refine N` (default 16) more configurations are timed in measured coordinate sweeps
+/// around the fastest so far: for each group (the slowest by the model first) and each
+/// dimension (z, y, x), its tile count is set to each count the original work's auto-tuning
+/// tries along that dimension (tile sizes 1, 2, 4, ... along x and y; 1, 2, 4, 12, 30, 60 along
+/// z), the others kept; the sweep is timed together with the fastest so far (timed again, so
+/// the two are compared in one run) and the faster becomes the one the next sweep starts
+/// from. Sweeps repeat until a full pass finds nothing faster or N configurations were timed
+/// (the model's cheapest of a sweep first when fewer remain). The model ranks the space well
+/// but not exactly: on cosmo_pgrad its best tiling was the 73rd of the 294 the original
+/// auto-tuning times, and the sweeps reach it in 11 timings (docs/PERFORMANCE.md, twentieth
+/// session). `--refine 0` times the model's best only.
+///
+/// The fastest verified configuration is written as a solution file for `codegen` and
+/// `verify`, with a `tuned` section that records its measured time and its rank by the model
+/// among the candidates. The table shows each candidate's prediction error; a winner far down
+/// the model's ranking says the machine file predicts this program poorly (re-run `absinthe
+/// learn`).
 ///
 /// Examples:
 ///   absinthe tune configs/cosmo_hdiff4.yaml --machine build/demo/machine.yaml
@@ -60,6 +78,10 @@ pub struct TuneArgs {
     /// inlined, then the cheapest the inline search found (0-16; 0: only the optimum's set).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(0..=16))]
     pub inline_sets: u64,
+    /// After the model's best, time at most this many more configurations in measured sweeps
+    /// of the fastest one's tile counts (0-1024; 0: the model's best only).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(0..=1024))]
+    pub refine: u64,
     /// Timed runs per candidate; the first quarter of each round is discarded.
     #[arg(long, default_value_t = 32)]
     pub runs: usize,
@@ -93,9 +115,12 @@ pub struct TuneArgs {
 struct Candidate {
     /// The model's rank among the candidates (by predicted time), 1 = its optimum.
     rank: usize,
-    /// Its index among the planned variants.
-    #[serde(skip)]
-    index: usize,
+    /// How it was chosen: `model` (the model's best, or another inline set's optimum) or
+    /// `refine` (a measured sweep).
+    stage: &'static str,
+    /// For `refine`: the rank of the candidate whose sweep tried it (and was timed with it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    swept_from: Option<usize>,
     /// The stencils computed where they are read (names; the groups and tiles are of the
     /// program with them inlined).
     inline: Vec<String>,
@@ -103,6 +128,7 @@ struct Candidate {
     tiles: Vec<[usize; 3]>,
     stream: Vec<usize>,
     predicted_seconds: f64,
+    /// The median of its last timing (the fastest so far is timed again with each sweep).
     measured_seconds: Option<f64>,
     /// `predicted / measured - 1`.
     prediction_error: Option<f64>,
@@ -115,12 +141,34 @@ struct Report {
     program: String,
     machine: String,
     candidates: Vec<Candidate>,
+    /// How many candidates the measured sweeps added.
+    refined: usize,
     /// The model's rank of the fastest verified candidate.
     winner_rank: usize,
     winner_seconds: f64,
     /// `measured(rank 1) / measured(winner)`.
     speedup_over_model_optimum: Option<f64>,
     solution_file: PathBuf,
+}
+
+/// A timed configuration: what was planned and its latest row.
+struct Timed {
+    planned: Planned,
+    row: Row,
+    stage: &'static str,
+    /// The configuration written: the fastest of the model's best, or where the sweeps ended.
+    winner: bool,
+    /// Its place in the order timed, and that of the candidate whose sweep tried it.
+    order: usize,
+    swept_from: Option<usize>,
+}
+
+impl Timed {
+    fn seconds(&self) -> Option<f64> {
+        self.row
+            .measured_seconds
+            .filter(|_| self.row.verified == Some(true))
+    }
 }
 
 pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
@@ -146,84 +194,91 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         relaxed_math: args.relaxed_math,
         target: BenchTarget::Openmp,
     };
-    let m = measure(&bench_args)?;
-    if let Some(path) = &args.plot {
-        let points = accuracy_points(&m.planned, &m.rows);
-        let title = format!(
-            "{}: the model's {} best, predicted vs measured",
-            m.program.name,
-            points.len()
-        );
-        absinthe_learn::accuracy::plot(path, &title, &points)?;
-        eprintln!("wrote {}", path.display());
-    }
-    let mut candidates: Vec<Candidate> = m
-        .planned
-        .iter()
-        .zip(&m.rows)
+    let bench = Bench::new(&bench_args)?;
+    let planned = bench.plan(&bench_args)?;
+    let (rows, mut failed) = bench.time(&planned)?;
+    let mut timed: Vec<Timed> = planned
+        .into_iter()
+        .zip(rows)
+        .filter(|(p, _)| p.skipped.is_none())
         .enumerate()
-        .filter(|(_, (p, _))| p.skipped.is_none())
-        .map(|(k, (p, r))| Candidate {
-            rank: 0,
-            index: k,
-            inline: p
-                .inline
-                .iter()
-                .map(|&s| m.program.stencils[s].name.clone())
-                .collect(),
-            groups: p.config.groups.clone(),
-            tiles: p.config.tiles.clone(),
-            stream: p.config.stream.clone(),
-            predicted_seconds: p.predicted,
-            measured_seconds: r.measured_seconds,
-            prediction_error: r
-                .measured_seconds
-                .filter(|&t| t > 0.0)
-                .map(|t| p.predicted / t - 1.0),
-            verified: r.verified,
+        .map(|(order, (planned, row))| Timed {
+            planned,
+            row,
+            stage: "model",
+            winner: false,
+            order,
+            swept_from: None,
         })
         .collect();
-    // The model's order: the K best of the optimum's inline set, then the other sets' optima,
-    // merged by prediction (stable: planned order breaks ties).
-    candidates.sort_by(|a, b| a.predicted_seconds.total_cmp(&b.predicted_seconds));
-    for (k, c) in candidates.iter_mut().enumerate() {
-        c.rank = k + 1;
-    }
-    if candidates.is_empty() {
+    if timed.is_empty() {
         bail!(
             "{}: no configuration is feasible under the model (see `absinthe solve`)",
             args.program.display()
         );
     }
-    let Some(winner) = candidates
-        .iter()
-        .filter(|c| c.verified == Some(true))
-        .filter_map(|c| c.measured_seconds.map(|t| (c, t)))
-        .min_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(c, _)| c)
-    else {
+    let options = args.search.milp_options(&bench.program)?;
+    let Some(first) = fastest(&timed, 0) else {
         bail!("no candidate passed verification; nothing to write");
     };
-    let winner_seconds = winner.measured_seconds.unwrap_or(f64::NAN);
+    let (best, f) = refine(&bench, &options, &mut timed, first, args.refine as usize)?;
+    failed |= f;
+    timed[best].winner = true;
+
+    if let Some(path) = &args.plot {
+        let points = accuracy_points(timed.iter().map(|t| (&t.planned, &t.row)));
+        let title = format!(
+            "{}: {} candidates, predicted vs measured",
+            bench.program.name,
+            points.len()
+        );
+        absinthe_learn::accuracy::plot(path, &title, &points)?;
+        eprintln!("wrote {}", path.display());
+    }
+    // The model's order over every candidate (stable: the order timed breaks ties).
+    timed.sort_by(|a, b| a.planned.predicted.total_cmp(&b.planned.predicted));
+    let k = timed.iter().position(|t| t.winner).unwrap_or(0);
+    let winner_seconds = timed[k].seconds().unwrap_or(f64::NAN);
     // The model's optimum as a reference, if it verified.
-    let optimum_seconds = candidates[0]
-        .measured_seconds
-        .filter(|_| candidates[0].verified == Some(true));
-    let k = winner.index;
-    let config = &m.planned[k].config;
-    // The winner's configuration is of the program with its inline set inlined.
-    let inline = &m.planned[k].inline;
-    let (_, analysis, _) = inline_apply(&m.program, m.view.params.operations, inline)?;
-    let cost = evaluate(&analysis, &m.view, config);
-    let mut solution = Solution::describe(&m.program.name, &analysis, config, &cost);
-    solution.inline = inline
+    let optimum_seconds = timed[0].seconds();
+    let refined = timed.iter().filter(|t| t.stage == "refine").count();
+    let mut rank_of = vec![0; timed.len()];
+    for (k, t) in timed.iter().enumerate() {
+        rank_of[t.order] = k + 1;
+    }
+    let candidates: Vec<Candidate> = timed
         .iter()
-        .map(|&s| m.program.stencils[s].name.clone())
+        .enumerate()
+        .map(|(rank, t)| Candidate {
+            rank: rank + 1,
+            stage: t.stage,
+            swept_from: t.swept_from.map(|o| rank_of[o]),
+            inline: t.row.inline.clone(),
+            groups: t.planned.config.groups.clone(),
+            tiles: t.planned.config.tiles.clone(),
+            stream: t.planned.config.stream.clone(),
+            predicted_seconds: t.planned.predicted,
+            measured_seconds: t.row.measured_seconds,
+            prediction_error: t
+                .row
+                .measured_seconds
+                .filter(|&m| m > 0.0)
+                .map(|m| t.planned.predicted / m - 1.0),
+            verified: t.row.verified,
+        })
         .collect();
-    solution.machine = Some(m.machine.name.clone());
+    let winner = &timed[k].planned;
+    // The winner's configuration is of the program with its inline set inlined.
+    let (_, analysis, _) =
+        inline_apply(&bench.program, bench.view.params.operations, &winner.inline)?;
+    let cost = evaluate(&analysis, &bench.view, &winner.config);
+    let mut solution = Solution::describe(&bench.program.name, &analysis, &winner.config, &cost);
+    solution.inline = timed[k].row.inline.clone();
+    solution.machine = Some(bench.machine.name.clone());
     solution.tuned = Some(TuneReport {
         candidates: candidates.len(),
-        model_rank: winner.rank,
+        refined,
+        model_rank: k + 1,
         measured_seconds: winner_seconds,
         model_optimum_measured_seconds: optimum_seconds,
     });
@@ -238,9 +293,10 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
     write_atomic(&output, solution_text(&solution, json)?.as_bytes())?;
 
     let report = Report {
-        program: m.program.name.clone(),
-        machine: m.machine.name.clone(),
-        winner_rank: winner.rank,
+        program: bench.program.name.clone(),
+        machine: bench.machine.name.clone(),
+        refined,
+        winner_rank: k + 1,
         winner_seconds,
         speedup_over_model_optimum: optimum_seconds.map(|t| t / winner_seconds),
         solution_file: output.clone(),
@@ -252,17 +308,130 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
             "{}",
             absinthe_model::yaml::to_string(&report).map_err(anyhow::Error::msg)?
         ),
-        Format::Table => print_table(&m, &report, args.runs),
+        Format::Table => print_table(&bench, &report, args.runs),
     }
     eprintln!("wrote the solution to {}", output.display());
-    Ok(if m.failed {
+    Ok(if failed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
 }
 
-fn print_table(m: &Measured, report: &Report, runs: usize) {
+/// The dimensions a sweep visits, in order: z, y, x (on cosmo_pgrad the order that reached
+/// the auto-tuning grid's best in the fewest timings; docs/PERFORMANCE.md, twentieth session).
+const SWEEP_ORDER: [usize; 3] = [2, 1, 0];
+
+/// The fastest verified candidate of `timed[from..]`.
+fn fastest(timed: &[Timed], from: usize) -> Option<usize> {
+    (from..timed.len())
+        .filter_map(|k| timed[k].seconds().map(|t| (k, t)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(k, _)| k)
+}
+
+/// Measured coordinate sweeps from `timed[best]` (see [`TuneArgs::refine`]): adds at most
+/// `budget` configurations to `timed`, each sweep timed in one run with the fastest so far
+/// (whose row is updated), which it replaces when one of the sweep ran faster in that run.
+/// Returns the fastest at the end and whether some candidate failed verification.
+fn refine(
+    bench: &Bench,
+    options: &MilpOptions,
+    timed: &mut Vec<Timed>,
+    mut best: usize,
+    budget: usize,
+) -> anyhow::Result<(usize, bool)> {
+    // Sweeps change tile counts only: the inline set, and so the program, stay the start's.
+    let inline = timed[best].planned.inline.clone();
+    let (_, analysis, _) = inline_apply(&bench.program, bench.view.params.operations, &inline)?;
+    let ladders = autotune_counts(analysis.domain);
+    let (mut left, mut failed, mut swept) = (budget, false, 0usize);
+    let mut improved = true;
+    while improved && left > 0 {
+        improved = false;
+        // The groups, the slowest by the model first.
+        let cost = evaluate(&analysis, &bench.view, &timed[best].planned.config);
+        let mut groups: Vec<usize> = (0..cost.groups.len()).collect();
+        groups.sort_by(|&a, &b| cost.groups[b].time.total_cmp(&cost.groups[a].time));
+        for (g, d) in groups
+            .iter()
+            .flat_map(|&g| SWEEP_ORDER.iter().map(move |&d| (g, d)))
+        {
+            if left == 0 {
+                break;
+            }
+            let start = timed[best].planned.clone();
+            let mut batch: Vec<Planned> = sweep(
+                &analysis,
+                &bench.view,
+                options,
+                &start.config,
+                g,
+                d,
+                &ladders[d],
+            )
+            .into_iter()
+            .filter(|(c, _)| {
+                !timed
+                    .iter()
+                    .any(|t| t.planned.inline == inline && t.planned.config == *c)
+            })
+            .take(left)
+            .map(|(config, predicted)| {
+                swept += 1;
+                Planned {
+                    name: format!("refine{swept}"),
+                    inline: inline.clone(),
+                    config,
+                    predicted,
+                    reference: false,
+                    skipped: None,
+                }
+            })
+            .collect();
+            if batch.is_empty() {
+                continue;
+            }
+            left -= batch.len();
+            eprintln!(
+                "refine: group {g}'s tile count along {}: {} tiling(s) against the fastest so far ({left} more allowed)",
+                DIMS[d],
+                batch.len(),
+            );
+            batch.push(start);
+            let (mut rows, f) = bench.time(&batch)?;
+            failed |= f;
+            batch.pop();
+            timed[best].row = rows.pop().expect("one row per planned variant");
+            let first = timed.len();
+            timed.extend(
+                batch
+                    .into_iter()
+                    .zip(rows)
+                    .enumerate()
+                    .map(|(k, (planned, row))| Timed {
+                        planned,
+                        row,
+                        stage: "refine",
+                        winner: false,
+                        order: first + k,
+                        swept_from: Some(best),
+                    }),
+            );
+            // Compared within this run only: the fastest so far was timed again beside them.
+            let now = timed[best].seconds().unwrap_or(f64::INFINITY);
+            if let Some(k) =
+                fastest(timed, first).filter(|&k| timed[k].seconds().is_some_and(|t| t < now))
+            {
+                best = k;
+                improved = true;
+            }
+        }
+    }
+    Ok((best, failed))
+}
+
+fn print_table(bench: &Bench, report: &Report, runs: usize) {
     let opt = |x: Option<f64>| x.map_or("-".to_string(), human_seconds);
     let body: Vec<Vec<String>> = report
         .candidates
@@ -278,6 +447,7 @@ fn print_table(m: &Measured, report: &Report, runs: usize) {
                     groups_cell(&c.stream)
                 },
                 c.inline.len().to_string(),
+                c.stage.into(),
                 human_seconds(c.predicted_seconds),
                 opt(c.measured_seconds),
                 c.prediction_error
@@ -304,10 +474,11 @@ fn print_table(m: &Measured, report: &Report, runs: usize) {
         s.len()
     };
     println!(
-        "{} on {}: the model's {} best configurations over {sets} inline set(s), built, verified and timed (median of {} runs, caches flushed)",
-        m.program.name,
-        m.machine.name,
+        "{} on {}: {} configurations over {sets} inline set(s), the model's best and {} from measured sweeps, built, verified and timed (median of {} runs, caches flushed)",
+        bench.program.name,
+        bench.machine.name,
         report.candidates.len(),
+        report.refined,
         runs
     );
     println!();
@@ -320,6 +491,7 @@ fn print_table(m: &Measured, report: &Report, runs: usize) {
                 "tiles",
                 "streams",
                 "inlined",
+                "from",
                 "predicted",
                 "measured",
                 "error",

@@ -344,10 +344,10 @@ fn generated_row_loops_vectorise() {
     }
 }
 
-/// Runs `tune PROGRAM --top TOP --inline-sets SETS` (exact build, a few runs) and checks what
-/// every run must hold: every candidate verified, ranked 1.. in the model's order, the winner
-/// the fastest, and the solution file that of the winner (inline set, tiles, `tuned` section),
-/// which `codegen --harness` accepts. Returns the report.
+/// Runs `tune PROGRAM --top TOP --inline-sets SETS --refine 0` (exact build, a few runs) and
+/// checks what every run must hold: every candidate verified, ranked 1.. in the model's order,
+/// the winner the fastest, and the solution file that of the winner (inline set, tiles,
+/// `tuned` section), which `codegen --harness` accepts. Returns the report.
 fn tune_and_check(program: &str, top: &str, sets: &str) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("tuned.yaml");
@@ -358,6 +358,8 @@ fn tune_and_check(program: &str, top: &str, sets: &str) -> serde_json::Value {
         top,
         "--inline-sets",
         sets,
+        "--refine",
+        "0",
         "--runs",
         "3",
         "--flush-bytes",
@@ -413,6 +415,127 @@ fn tune_and_check(program: &str, top: &str, sets: &str) -> serde_json::Value {
 fn tune_times_the_models_best_and_writes_the_fastest() {
     let v = tune_and_check("configs/example2.yaml", "3", "0");
     assert_eq!(v["candidates"].as_array().unwrap().len(), 3, "{v}");
+}
+
+/// `tune --refine N` sweeps the fastest of the model's best: here one sweep of N tile counts of
+/// one group along z, timed in one run with the configuration it started from, and the faster
+/// of those written (a solution `bench --variants solution:FILE` times again); a bad solution
+/// file is refused naming it.
+#[test]
+fn tune_refines_the_fastest_by_a_measured_sweep() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("tuned.yaml");
+    let out_s = out.to_str().unwrap();
+    let o = absinthe(&[
+        "tune",
+        "configs/example2.yaml",
+        "--top",
+        "2",
+        "--inline-sets",
+        "0",
+        "--refine",
+        "4",
+        "--runs",
+        "3",
+        "--flush-bytes",
+        "1000000",
+        "--exact",
+        "--format",
+        "json",
+        "-o",
+        out_s,
+    ]);
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let candidates = v["candidates"].as_array().unwrap();
+    let stage = |s: &str| -> Vec<&serde_json::Value> {
+        candidates.iter().filter(|c| c["stage"] == s).collect()
+    };
+    let (model, refined) = (stage("model"), stage("refine"));
+    assert_eq!((model.len(), refined.len()), (2, 4), "{v}");
+    assert_eq!(v["refined"], 4);
+    let tiles = |c: &serde_json::Value| -> Vec<[usize; 3]> {
+        serde_json::from_value(c["tiles"].clone()).unwrap()
+    };
+    // The sweep started from one of the model's candidates: every configuration it timed has
+    // that one's groups and inline set, and differs in one tile count along z, to counts the
+    // original auto-tuning tries along 60 planes.
+    let from = &refined[0]["swept_from"];
+    let start = model
+        .iter()
+        .find(|m| m["rank"] == *from)
+        .unwrap_or_else(|| panic!("no start for the sweep: {v}"));
+    for r in &refined {
+        assert_eq!(r["swept_from"], *from, "one sweep: {v}");
+        assert_eq!(
+            (&r["groups"], &r["inline"]),
+            (&start["groups"], &start["inline"])
+        );
+        let (a, b) = (tiles(start), tiles(r));
+        let changed: Vec<usize> = (0..a.len()).filter(|&g| a[g] != b[g]).collect();
+        assert_eq!(changed.len(), 1, "{r}");
+        assert_eq!(a[changed[0]][..2], b[changed[0]][..2], "{r}");
+    }
+    for r in &refined {
+        for t in tiles(r) {
+            assert!([60, 30, 15, 5, 2, 1].contains(&t[2]), "{r}");
+        }
+    }
+    // One run timed the start again with the sweep: the winner is the fastest of those.
+    let mut ran: Vec<&serde_json::Value> = refined.clone();
+    ran.push(start);
+    let fastest = ran
+        .iter()
+        .min_by(|a, b| {
+            let t = |c: &serde_json::Value| c["measured_seconds"].as_f64().unwrap();
+            t(a).total_cmp(&t(b))
+        })
+        .unwrap();
+    assert!(ran.iter().all(|c| c["verified"] == true), "{v}");
+    assert_eq!(v["winner_rank"], fastest["rank"], "{v}");
+    let solution = absinthe_model::solution::Solution::load(&out).unwrap();
+    let solution_tiles: Vec<[usize; 3]> = solution.groups.iter().map(|g| g.tiles).collect();
+    assert_eq!(solution_tiles, tiles(fastest));
+    let tuned = solution.tuned.as_ref().expect("a tuned section");
+    assert_eq!((tuned.candidates, tuned.refined), (6, 4));
+
+    // `bench --variants solution:FILE` times that configuration.
+    let o = absinthe(&[
+        "bench",
+        "configs/example2.yaml",
+        "--variants",
+        &format!("solution:{out_s},naive"),
+        "--runs",
+        "2",
+        "--no-roofline",
+        "--flush-bytes",
+        "1000000",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(rows[0]["variant"], "solution:tuned.yaml");
+    assert_eq!(rows[0]["tiles"], serde_json::json!(solution_tiles));
+    assert_eq!(rows[0]["verified"], true);
+    // A solution of another program is refused, naming the file and the key at fault.
+    let o = absinthe(&[
+        "bench",
+        "configs/hdiff.yaml",
+        "--variants",
+        &format!("solution:{out_s}"),
+        "--no-roofline",
+    ]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("\nerror: ") && !e.contains("error: error") && e.contains("tuned.yaml: "),
+        "{e}"
+    );
+    assert!(
+        e.contains("tuned.yaml: inline[0]: ") || e.contains("tuned.yaml: groups[0].stencils[0]: "),
+        "{e}"
+    );
 }
 
 /// `tune --inline-sets` also times the optima of other inline sets than the optimum's, and the

@@ -873,3 +873,69 @@ fn the_kernel_refit_fits_exact_times_of_both_kinds() {
     let refit = crate::kernels::refit(&measurements, &rows, &truth, "highs").unwrap();
     assert!(refit.within_20_after > refit.within_20_before, "{refit:?}");
 }
+
+/// A sweep of group `g` along `d` tries every other count of the ladder for that one tile
+/// count, nothing else changed but streaming (canonical, as the auto-tuning grid's), each with
+/// the model's prediction, cheapest first; the search's tile bounds hold.
+#[test]
+fn sweeps_change_one_tile_count_to_every_other_rung_of_the_ladder() {
+    use crate::kernels::kernel_programs;
+    use crate::variants::{autotune_counts, sweep};
+    use absinthe_model::cost::evaluate;
+    use absinthe_model::milp::MilpOptions;
+    let view = view_with(refit_truth());
+    let mut checked = 0;
+    for (program, analysis) in kernel_programs().unwrap() {
+        let n = analysis.stencils.len();
+        let ladders = autotune_counts(analysis.domain);
+        let options = MilpOptions::default();
+        let stream = options.stream_shape(&analysis, &view);
+        for groups in [(0..n).collect::<Vec<_>>(), vec![0; n]] {
+            let ngroups = groups.iter().max().map_or(0, |g| g + 1);
+            let start = Configuration::new(groups, vec![[1, 2, 5]; ngroups])
+                .canonical_stream(&analysis, &view, stream);
+            for g in 0..ngroups {
+                for d in 0..3 {
+                    let swept = sweep(&analysis, &view, &options, &start, g, d, &ladders[d]);
+                    let mut counts: Vec<usize> = Vec::new();
+                    let mut last = f64::NEG_INFINITY;
+                    for (config, predicted) in &swept {
+                        let mut tiles = start.tiles.clone();
+                        tiles[g][d] = config.tiles[g][d];
+                        assert_eq!(config.tiles, tiles, "{}: {config:?}", program.name);
+                        assert_eq!(config.groups, start.groups);
+                        let canonical = Configuration::new(config.groups.clone(), tiles)
+                            .canonical_stream(&analysis, &view, stream);
+                        assert_eq!(config.stream, canonical.stream);
+                        let total = evaluate(&analysis, &view, config).total;
+                        assert_eq!(predicted.to_bits(), total.to_bits());
+                        if !predicted.is_nan() {
+                            assert!(last <= *predicted && !last.is_nan(), "not cheapest first");
+                        }
+                        last = *predicted;
+                        counts.push(config.tiles[g][d]);
+                    }
+                    counts.sort_unstable();
+                    let mut expected: Vec<usize> = ladders[d]
+                        .iter()
+                        .copied()
+                        .filter(|&c| c != start.tiles[g][d])
+                        .collect();
+                    expected.sort_unstable();
+                    assert_eq!(counts, expected, "{} group {g} along {d}", program.name);
+                    checked += 1;
+                }
+            }
+        }
+        // Tile bounds from the search hold: at most 4 tiles along z.
+        let bounded = MilpOptions {
+            tiles_max: Some([analysis.domain[0], analysis.domain[1], 4]),
+            ..MilpOptions::default()
+        };
+        let start = Configuration::new(vec![0; n], vec![[1, 2, 2]]);
+        let swept = sweep(&analysis, &view, &bounded, &start, 0, 2, &ladders[2]);
+        assert!(!swept.is_empty() || analysis.domain[2] < 4);
+        assert!(swept.iter().all(|(c, _)| c.tiles[0][2] <= 4), "{swept:?}");
+    }
+    assert!(checked > 0);
+}

@@ -35,6 +35,8 @@ pub enum Variant {
     /// The optima of `M` other inline sets than `opt`'s among those the inline search solved
     /// (`InlineChoice::tried`): every stencil inlined first, then the cheapest.
     InlineSets(usize),
+    /// The configuration (and inline set) of a solution file, e.g. one `tune` wrote.
+    Solution(std::path::PathBuf),
 }
 
 /// Splits the variant list; the numbers after `groups:` belong to it.
@@ -78,13 +80,17 @@ pub fn parse_variants(list: &str) -> Result<Vec<Variant>, String> {
                 Ok(k) if k > 0 => Variant::Top(k),
                 _ => return Err(format!("`{t}`: expected top:K with K at least 1")),
             },
+            t if t.starts_with("solution:") => match &t["solution:".len()..] {
+                "" => return Err(format!("`{t}`: expected solution:FILE")),
+                path => Variant::Solution(path.into()),
+            },
             t if t.starts_with("sets:") => match t["sets:".len()..].parse() {
                 Ok(m) if m > 0 => Variant::InlineSets(m),
                 _ => return Err(format!("`{t}`: expected sets:M with M at least 1")),
             },
             t => {
                 return Err(format!(
-                "unknown variant `{t}`; use opt, naive, unfused, fused, unstreamed, noinline, groups:G,G,..., random:N, top:K, sets:M, autotune"
+                "unknown variant `{t}`; use opt, naive, unfused, fused, unstreamed, noinline, groups:G,G,..., random:N, top:K, sets:M, autotune, solution:FILE"
             ))
             }
         });
@@ -142,6 +148,9 @@ pub enum PlanError {
     Variant(String),
     #[error(transparent)]
     Solve(#[from] OptimizeError),
+    /// A file a variant names (`solution:FILE`) is unreadable or does not fit the program.
+    #[error(transparent)]
+    File(#[from] absinthe_model::diagnostic::FileError),
 }
 
 /// The optimum with the groups fixed (or free): None when infeasible.
@@ -190,20 +199,26 @@ fn z_sizes(d: usize) -> Vec<usize> {
     out
 }
 
-/// The tile-count triples of the original work's exhaustive auto-tuning on `domain`: tile sizes
-/// from [`power_of_two_sizes`] along x and y and [`z_sizes`] along z, as counts `ceil(D / s)`,
-/// without duplicates, in order.
-pub fn autotune_tilings(domain: [usize; 3]) -> Vec<[usize; 3]> {
+/// The tile counts the original work's auto-tuning tries along each dimension of `domain`:
+/// tile sizes from [`power_of_two_sizes`] along x and y and [`z_sizes`] along z, as counts
+/// `ceil(D / s)`, without duplicates, in increasing size (decreasing count).
+pub fn autotune_counts(domain: [usize; 3]) -> [Vec<usize>; 3] {
     let counts = |sizes: Vec<usize>, d: usize| -> Vec<usize> {
         let mut c: Vec<usize> = sizes.into_iter().map(|s| d.div_ceil(s)).collect();
         c.dedup();
         c
     };
-    let (xs, ys, zs) = (
+    [
         counts(power_of_two_sizes(domain[0]), domain[0]),
         counts(power_of_two_sizes(domain[1]), domain[1]),
         counts(z_sizes(domain[2]), domain[2]),
-    );
+    ]
+}
+
+/// The tile-count triples of the original work's exhaustive auto-tuning on `domain`: every
+/// combination of [`autotune_counts`], in order.
+pub fn autotune_tilings(domain: [usize; 3]) -> Vec<[usize; 3]> {
+    let [xs, ys, zs] = autotune_counts(domain);
     let mut out = Vec::new();
     for &x in &xs {
         for &y in &ys {
@@ -212,6 +227,50 @@ pub fn autotune_tilings(domain: [usize; 3]) -> Vec<[usize; 3]> {
             }
         }
     }
+    out
+}
+
+/// The configurations one step of a coordinate sweep tries: `config` with group `g`'s tile count
+/// along dimension `d` set to each count of `ladder` other than its own, every group streaming
+/// exactly when its whole tiles miss the cache (`Configuration::canonical_stream`, as the
+/// auto-tuning grid's configurations do), each with its prediction, cheapest first (`NaN` last).
+/// Like the grid, a configuration the model finds infeasible is kept: that is what measuring
+/// is for; one the search restrictions (`options`: `--tiles-max`, the program's `constraints`)
+/// rule out is not. `tune --refine` sweeps the fastest configuration measured so far this way.
+pub fn sweep(
+    analysis: &Analysis,
+    view: &ModelMachine,
+    options: &MilpOptions,
+    config: &Configuration,
+    g: usize,
+    d: usize,
+    ladder: &[usize],
+) -> Vec<(Configuration, f64)> {
+    let stream = options.stream_shape(analysis, view);
+    // A sweep keeps the groups; the tile bounds and streaming restrictions still apply.
+    let bounds = MilpOptions {
+        fixed_groups: None,
+        ..options.clone()
+    };
+    let mut out: Vec<(Configuration, f64)> = Vec::new();
+    for &count in ladder {
+        if count == config.tiles[g][d] || count == 0 || count > analysis.domain[d] {
+            continue;
+        }
+        let mut tiles = config.tiles.clone();
+        tiles[g][d] = count;
+        let next = Configuration::new(config.groups.clone(), tiles)
+            .canonical_stream(analysis, view, stream);
+        if !bounds.admits(&next, analysis.domain) || out.iter().any(|(c, _)| *c == next) {
+            continue;
+        }
+        let predicted = evaluate(analysis, view, &next).total;
+        out.push((next, predicted));
+    }
+    out.sort_by(|a, b| match (a.1.is_nan(), b.1.is_nan()) {
+        (false, false) => a.1.total_cmp(&b.1),
+        (x, y) => x.cmp(&y),
+    });
     out
 }
 
@@ -297,6 +356,31 @@ pub fn distinct_best(ranked: Vec<(Configuration, f64)>, k: usize) -> Vec<(Config
         }
     }
     taken
+}
+
+/// The inline set (indices into `program`), configuration and prediction of the solution file
+/// at `path`, checked against `program` (errors name the file and key).
+fn solution_configuration(
+    program: &Program,
+    view: &ModelMachine,
+    path: &std::path::Path,
+) -> Result<(Vec<usize>, Configuration, f64), PlanError> {
+    let file_error = |d: Vec<absinthe_model::diagnostic::Diagnostic>| {
+        PlanError::File(absinthe_model::diagnostic::FileError::new(path, d))
+    };
+    let solution = absinthe_model::solution::Solution::load(path)?;
+    // The groups describe the program with `inline` inlined: errors name the entry at fault.
+    solution.program_for(program).map_err(file_error)?;
+    let inline = absinthe_model::inline::indices_of(program, &solution.inline).map_err(|e| {
+        file_error(vec![absinthe_model::diagnostic::Diagnostic::new(
+            "inline",
+            e.to_string(),
+        )])
+    })?;
+    let (_, analysis, _) = inline_apply(program, view.params.operations, &inline)?;
+    let config = solution.configuration(&analysis).map_err(file_error)?;
+    let predicted = evaluate(&analysis, view, &config).total;
+    Ok((inline, config, predicted))
 }
 
 /// The configurations of `variants`: solved (opt, unfused, fused, groups:...), the reference
@@ -513,6 +597,21 @@ pub fn plan(
                         (0..a.stencils.len()).collect(),
                     );
                 }
+            }
+            Variant::Solution(path) => {
+                let (inline, config, predicted) = solution_configuration(program, view, &path)?;
+                push(
+                    format!(
+                        "solution:{}",
+                        path.file_name().map_or(path.display().to_string(), |n| n
+                            .to_string_lossy()
+                            .into_owned())
+                    ),
+                    &inline,
+                    Some((config, predicted)),
+                    false,
+                    unfused.clone(),
+                );
             }
             Variant::Random(count) => {
                 let found =

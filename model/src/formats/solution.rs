@@ -69,13 +69,18 @@ pub struct StencilReport {
     pub store: bool,
 }
 
-/// How `absinthe tune` chose the configuration: the model's best few, each built and timed.
+/// How `absinthe tune` chose the configuration: the model's best few, each built and timed,
+/// then sweeps of the fastest one's tile counts, measured.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TuneReport {
-    /// Configurations built and timed (the model's best, cheapest first).
+    /// Configurations built and timed (the model's best, then those of the sweeps).
     pub candidates: usize,
-    /// The model's rank of this configuration among them (1: the model's own optimum).
+    /// How many of the candidates the measured sweeps (`tune --refine`) added.
+    #[serde(default)]
+    pub refined: usize,
+    /// The model's rank of this configuration among the candidates, by predicted time (1: the
+    /// model's own optimum).
     pub model_rank: usize,
     /// Its measured median, in seconds.
     pub measured_seconds: f64,
