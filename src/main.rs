@@ -10,6 +10,7 @@ mod learn_cmd;
 mod output;
 mod solve;
 mod solving;
+mod timing;
 mod tune;
 #[cfg(feature = "z3")]
 mod verify;
@@ -29,7 +30,7 @@ use clap::{Parser, Subcommand};
 ///   absinthe verify configs/hdiff.yaml --machine machines/mybox.yaml --solution hdiff.solution.yaml
 ///   absinthe codegen configs/hdiff.yaml --machine machines/mybox.yaml --solution hdiff.solution.yaml --harness -o out/
 ///   absinthe bench configs/hdiff.yaml --machine machines/mybox.yaml --variants naive,unfused,opt
-///   absinthe tune configs/hdiff.yaml --machine machines/mybox.yaml --top 8   # time the model's best 8
+///   absinthe tune configs/hdiff.yaml --machine machines/mybox.yaml --top 8   # time the model's best 8, then refine
 ///
 /// Without --machine, commands use machines/default.yaml (hand-made for the 2-core development
 /// machine); machines/xeon-sapphire-rapids-2core.yaml is the learned one.

@@ -19,9 +19,9 @@ use clap::Args;
 use serde::Serialize;
 
 use crate::args::{MachineArg, SearchArgs};
-use crate::bench::{accuracy_points, Bench, BenchArgs, BenchTarget, Row};
 use crate::output::{groups_cell, human_seconds, table, tiles_cell, write_atomic, Format};
 use crate::solve::solution_text;
+use crate::timing::{accuracy_points, Bench, BenchTarget, PlanRequest, Row, TimingOptions};
 
 /// Model-guided auto-tuning: build, verify and time the model's K best configurations, refine
 /// the fastest by measurement, and keep the fastest of all.
@@ -113,7 +113,8 @@ pub struct TuneArgs {
 /// One timed candidate.
 #[derive(Serialize)]
 struct Candidate {
-    /// The model's rank among the candidates (by predicted time), 1 = its optimum.
+    /// The model's rank among the candidates: the feasible ones by predicted time (1 = its
+    /// optimum), then those the model rules out (cache, parallel efficiency) by predicted time.
     rank: usize,
     /// How it was chosen: `model` (the model's best, or another inline set's optimum) or
     /// `refine` (a measured sweep).
@@ -128,6 +129,9 @@ struct Candidate {
     tiles: Vec<[usize; 3]>,
     stream: Vec<usize>,
     predicted_seconds: f64,
+    /// Whether the model finds it feasible; a sweep also times configurations it rules out,
+    /// whose prediction ignores what rules them out.
+    feasible: bool,
     /// The median of its last timing (the fastest so far is timed again with each sweep).
     measured_seconds: Option<f64>,
     /// `predicted / measured - 1`.
@@ -146,7 +150,9 @@ struct Report {
     /// The model's rank of the fastest verified candidate.
     winner_rank: usize,
     winner_seconds: f64,
-    /// `measured(rank 1) / measured(winner)`.
+    /// The rank of the model's optimum (the first configuration timed) among the candidates.
+    model_optimum_rank: usize,
+    /// `measured(the model's optimum) / measured(winner)`.
     speedup_over_model_optimum: Option<f64>,
     solution_file: PathBuf,
 }
@@ -156,6 +162,8 @@ struct Timed {
     planned: Planned,
     row: Row,
     stage: &'static str,
+    /// Whether the model finds it feasible (the model's best are; a sweep may time others).
+    feasible: bool,
     /// The configuration written: the fastest of the model's best, or where the sweeps ended.
     winner: bool,
     /// Its place in the order timed, and that of the candidate whose sweep tried it.
@@ -172,30 +180,29 @@ impl Timed {
 }
 
 pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
-    let bench_args = BenchArgs {
-        program: args.program.clone(),
-        machine: args.machine.clone(),
-        search: args.search.clone(),
-        solver: "dp".into(),
-        variants: if args.inline_sets > 0 {
-            format!("top:{},sets:{}", args.top, args.inline_sets)
-        } else {
-            format!("top:{}", args.top)
-        },
+    let bench = Bench::new(&TimingOptions {
+        program: &args.program,
+        machine: &args.machine,
+        templates: args.templates.as_deref(),
         runs: args.runs,
         flush_bytes: args.flush_bytes,
         warm: false,
-        seed: 1,
-        no_roofline: true,
-        templates: args.templates.clone(),
-        plot: None,
-        format: args.format,
         exact: args.exact,
         relaxed_math: args.relaxed_math,
         target: BenchTarget::Openmp,
+        roofline: false,
+    })?;
+    let variants = if args.inline_sets > 0 {
+        format!("top:{},sets:{}", args.top, args.inline_sets)
+    } else {
+        format!("top:{}", args.top)
     };
-    let bench = Bench::new(&bench_args)?;
-    let planned = bench.plan(&bench_args)?;
+    let planned = bench.plan(&PlanRequest {
+        variants: &variants,
+        search: &args.search,
+        solver: "dp",
+        seed: 1,
+    })?;
     let (rows, mut failed) = bench.time(&planned)?;
     let mut timed: Vec<Timed> = planned
         .into_iter()
@@ -206,6 +213,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
             planned,
             row,
             stage: "model",
+            feasible: true,
             winner: false,
             order,
             swept_from: None,
@@ -235,12 +243,19 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         absinthe_learn::accuracy::plot(path, &title, &points)?;
         eprintln!("wrote {}", path.display());
     }
-    // The model's order over every candidate (stable: the order timed breaks ties).
-    timed.sort_by(|a, b| a.planned.predicted.total_cmp(&b.planned.predicted));
+    // The model's order over every candidate: the feasible ones by predicted time, then those it
+    // rules out (stable: the order timed breaks ties).
+    timed.sort_by(|a, b| {
+        (!a.feasible)
+            .cmp(&!b.feasible)
+            .then(a.planned.predicted.total_cmp(&b.planned.predicted))
+    });
     let k = timed.iter().position(|t| t.winner).unwrap_or(0);
     let winner_seconds = timed[k].seconds().unwrap_or(f64::NAN);
-    // The model's optimum as a reference, if it verified.
-    let optimum_seconds = timed[0].seconds();
+    // The model's optimum (the first planned: `top1`) as a reference, if it verified; a swept
+    // configuration the model ties with it may rank before it.
+    let optimum = timed.iter().position(|t| t.order == 0).unwrap_or(0);
+    let optimum_seconds = timed[optimum].seconds();
     let refined = timed.iter().filter(|t| t.stage == "refine").count();
     let mut rank_of = vec![0; timed.len()];
     for (k, t) in timed.iter().enumerate() {
@@ -258,6 +273,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
             tiles: t.planned.config.tiles.clone(),
             stream: t.planned.config.stream.clone(),
             predicted_seconds: t.planned.predicted,
+            feasible: t.feasible,
             measured_seconds: t.row.measured_seconds,
             prediction_error: t
                 .row
@@ -298,6 +314,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         refined,
         winner_rank: k + 1,
         winner_seconds,
+        model_optimum_rank: optimum + 1,
         speedup_over_model_optimum: optimum_seconds.map(|t| t / winner_seconds),
         solution_file: output.clone(),
         candidates,
@@ -361,7 +378,7 @@ fn refine(
                 break;
             }
             let start = timed[best].planned.clone();
-            let mut batch: Vec<Planned> = sweep(
+            let swept_now: Vec<(Planned, bool)> = sweep(
                 &analysis,
                 &bench.view,
                 options,
@@ -371,53 +388,53 @@ fn refine(
                 &ladders[d],
             )
             .into_iter()
-            .filter(|(c, _)| {
+            .filter(|(c, _, _)| {
                 !timed
                     .iter()
                     .any(|t| t.planned.inline == inline && t.planned.config == *c)
             })
             .take(left)
-            .map(|(config, predicted)| {
+            .map(|(config, predicted, feasible)| {
                 swept += 1;
-                Planned {
-                    name: format!("refine{swept}"),
-                    inline: inline.clone(),
-                    config,
-                    predicted,
-                    reference: false,
-                    skipped: None,
-                }
+                (
+                    Planned {
+                        name: format!("refine{swept}"),
+                        inline: inline.clone(),
+                        config,
+                        predicted,
+                        reference: false,
+                        skipped: None,
+                    },
+                    feasible,
+                )
             })
             .collect();
-            if batch.is_empty() {
+            if swept_now.is_empty() {
                 continue;
             }
-            left -= batch.len();
+            left -= swept_now.len();
             eprintln!(
                 "refine: group {g}'s tile count along {}: {} tiling(s) against the fastest so far ({left} more allowed)",
                 DIMS[d],
-                batch.len(),
+                swept_now.len(),
             );
+            let mut batch: Vec<Planned> = swept_now.iter().map(|(p, _)| p.clone()).collect();
             batch.push(start);
             let (mut rows, f) = bench.time(&batch)?;
             failed |= f;
-            batch.pop();
             timed[best].row = rows.pop().expect("one row per planned variant");
             let first = timed.len();
-            timed.extend(
-                batch
-                    .into_iter()
-                    .zip(rows)
-                    .enumerate()
-                    .map(|(k, (planned, row))| Timed {
-                        planned,
-                        row,
-                        stage: "refine",
-                        winner: false,
-                        order: first + k,
-                        swept_from: Some(best),
-                    }),
-            );
+            timed.extend(swept_now.into_iter().zip(rows).enumerate().map(
+                |(k, ((planned, feasible), row))| Timed {
+                    planned,
+                    row,
+                    stage: "refine",
+                    feasible,
+                    winner: false,
+                    order: first + k,
+                    swept_from: Some(best),
+                },
+            ));
             // Compared within this run only: the fastest so far was timed again beside them.
             let now = timed[best].seconds().unwrap_or(f64::INFINITY);
             if let Some(k) =
@@ -448,7 +465,11 @@ fn print_table(bench: &Bench, report: &Report, runs: usize) {
                 },
                 c.inline.len().to_string(),
                 c.stage.into(),
-                human_seconds(c.predicted_seconds),
+                if c.feasible {
+                    human_seconds(c.predicted_seconds)
+                } else {
+                    format!("({})", human_seconds(c.predicted_seconds))
+                },
                 opt(c.measured_seconds),
                 c.prediction_error
                     .map_or("-".into(), |e| format!("{:+.1}%", e * 100.0)),
@@ -501,16 +522,21 @@ fn print_table(bench: &Bench, report: &Report, runs: usize) {
             &body
         )
     );
+    if report.candidates.iter().any(|c| !c.feasible) {
+        println!("(predicted): a configuration the model rules out (cache or parallel efficiency), timed by a sweep; its prediction ignores that");
+    }
     println!();
     match report.speedup_over_model_optimum {
-        Some(s) if report.winner_rank > 1 => println!(
-            "fastest: the model's rank {} ({}), {:.1}% faster than the model's optimum",
+        Some(s) if report.winner_rank != report.model_optimum_rank => println!(
+            "fastest: the model's rank {} ({}), {:.1}% faster than the model's optimum (rank {})",
             report.winner_rank,
             human_seconds(report.winner_seconds),
-            (s - 1.0) * 100.0
+            (s - 1.0) * 100.0,
+            report.model_optimum_rank
         ),
         _ => println!(
-            "fastest: the model's optimum (rank 1, {})",
+            "fastest: the model's optimum (rank {}, {})",
+            report.model_optimum_rank,
             human_seconds(report.winner_seconds)
         ),
     }

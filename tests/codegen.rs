@@ -454,6 +454,21 @@ fn tune_refines_the_fastest_by_a_measured_sweep() {
     let (model, refined) = (stage("model"), stage("refine"));
     assert_eq!((model.len(), refined.len()), (2, 4), "{v}");
     assert_eq!(v["refined"], 4);
+    // The model's order: the feasible by prediction, then those it rules out.
+    let key = |c: &serde_json::Value| {
+        (
+            c["feasible"] == false,
+            c["predicted_seconds"].as_f64().unwrap(),
+        )
+    };
+    for (k, pair) in candidates.windows(2).enumerate() {
+        assert_eq!(pair[0]["rank"], k + 1);
+        assert!(
+            key(&pair[0]) <= key(&pair[1]),
+            "not in the model's order: {v}"
+        );
+    }
+    assert!(model.iter().all(|c| c["feasible"] == true), "{v}");
     let tiles = |c: &serde_json::Value| -> Vec<[usize; 3]> {
         serde_json::from_value(c["tiles"].clone()).unwrap()
     };

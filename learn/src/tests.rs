@@ -898,8 +898,8 @@ fn sweeps_change_one_tile_count_to_every_other_rung_of_the_ladder() {
                 for d in 0..3 {
                     let swept = sweep(&analysis, &view, &options, &start, g, d, &ladders[d]);
                     let mut counts: Vec<usize> = Vec::new();
-                    let mut last = f64::NEG_INFINITY;
-                    for (config, predicted) in &swept {
+                    let mut last = (false, f64::NEG_INFINITY);
+                    for (config, predicted, feasible) in &swept {
                         let mut tiles = start.tiles.clone();
                         tiles[g][d] = config.tiles[g][d];
                         assert_eq!(config.tiles, tiles, "{}: {config:?}", program.name);
@@ -907,12 +907,15 @@ fn sweeps_change_one_tile_count_to_every_other_rung_of_the_ladder() {
                         let canonical = Configuration::new(config.groups.clone(), tiles)
                             .canonical_stream(&analysis, &view, stream);
                         assert_eq!(config.stream, canonical.stream);
-                        let total = evaluate(&analysis, &view, config).total;
-                        assert_eq!(predicted.to_bits(), total.to_bits());
+                        let cost = evaluate(&analysis, &view, config);
+                        assert_eq!(predicted.to_bits(), cost.total.to_bits());
+                        assert_eq!(*feasible, cost.is_feasible());
+                        // Feasible ones first, each kind cheapest first.
+                        let here = (!feasible, *predicted);
                         if !predicted.is_nan() {
-                            assert!(last <= *predicted && !last.is_nan(), "not cheapest first");
+                            assert!(last <= here, "not in order: {swept:?}");
                         }
-                        last = *predicted;
+                        last = here;
                         counts.push(config.tiles[g][d]);
                     }
                     counts.sort_unstable();
@@ -935,7 +938,10 @@ fn sweeps_change_one_tile_count_to_every_other_rung_of_the_ladder() {
         let start = Configuration::new(vec![0; n], vec![[1, 2, 2]]);
         let swept = sweep(&analysis, &view, &bounded, &start, 0, 2, &ladders[2]);
         assert!(!swept.is_empty() || analysis.domain[2] < 4);
-        assert!(swept.iter().all(|(c, _)| c.tiles[0][2] <= 4), "{swept:?}");
+        assert!(
+            swept.iter().all(|(c, _, _)| c.tiles[0][2] <= 4),
+            "{swept:?}"
+        );
     }
     assert!(checked > 0);
 }

@@ -233,9 +233,11 @@ pub fn autotune_tilings(domain: [usize; 3]) -> Vec<[usize; 3]> {
 /// The configurations one step of a coordinate sweep tries: `config` with group `g`'s tile count
 /// along dimension `d` set to each count of `ladder` other than its own, every group streaming
 /// exactly when its whole tiles miss the cache (`Configuration::canonical_stream`, as the
-/// auto-tuning grid's configurations do), each with its prediction, cheapest first (`NaN` last).
-/// Like the grid, a configuration the model finds infeasible is kept: that is what measuring
-/// is for; one the search restrictions (`options`: `--tiles-max`, the program's `constraints`)
+/// auto-tuning grid's configurations do), each with its prediction and whether the model finds
+/// it feasible: the feasible ones cheapest first, then the others (whose prediction ignores
+/// what rules them out, the cache or too few tiles for the threads) cheapest first, `NaN`
+/// last. Like the grid, a configuration the model finds infeasible is kept: that is what
+/// measuring is for; one the search restrictions (`options`: `--tiles-max`, the program's `constraints`)
 /// rule out is not. `tune --refine` sweeps the fastest configuration measured so far this way.
 pub fn sweep(
     analysis: &Analysis,
@@ -245,14 +247,14 @@ pub fn sweep(
     g: usize,
     d: usize,
     ladder: &[usize],
-) -> Vec<(Configuration, f64)> {
+) -> Vec<(Configuration, f64, bool)> {
     let stream = options.stream_shape(analysis, view);
     // A sweep keeps the groups; the tile bounds and streaming restrictions still apply.
     let bounds = MilpOptions {
         fixed_groups: None,
         ..options.clone()
     };
-    let mut out: Vec<(Configuration, f64)> = Vec::new();
+    let mut out: Vec<(Configuration, f64, bool)> = Vec::new();
     for &count in ladder {
         if count == config.tiles[g][d] || count == 0 || count > analysis.domain[d] {
             continue;
@@ -261,15 +263,16 @@ pub fn sweep(
         tiles[g][d] = count;
         let next = Configuration::new(config.groups.clone(), tiles)
             .canonical_stream(analysis, view, stream);
-        if !bounds.admits(&next, analysis.domain) || out.iter().any(|(c, _)| *c == next) {
+        if !bounds.admits(&next, analysis.domain) || out.iter().any(|(c, _, _)| *c == next) {
             continue;
         }
-        let predicted = evaluate(analysis, view, &next).total;
-        out.push((next, predicted));
+        let cost = evaluate(analysis, view, &next);
+        out.push((next, cost.total, cost.is_feasible()));
     }
-    out.sort_by(|a, b| match (a.1.is_nan(), b.1.is_nan()) {
-        (false, false) => a.1.total_cmp(&b.1),
-        (x, y) => x.cmp(&y),
+    out.sort_by(|a, b| {
+        (!a.2, a.1.is_nan())
+            .cmp(&(!b.2, b.1.is_nan()))
+            .then(a.1.total_cmp(&b.1))
     });
     out
 }

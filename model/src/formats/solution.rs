@@ -84,7 +84,8 @@ pub struct TuneReport {
     pub model_rank: usize,
     /// Its measured median, in seconds.
     pub measured_seconds: f64,
-    /// The measured median of the model's optimum (rank 1), in seconds.
+    /// The measured median of the model's optimum (its best configuration, timed first), in
+    /// seconds.
     pub model_optimum_measured_seconds: Option<f64>,
 }
 
