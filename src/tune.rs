@@ -52,9 +52,10 @@ use crate::timing::{accuracy_points, Bench, BenchTarget, PlanRequest, Row, Timin
 /// auto-tuning times, and the sweeps reach it in 11 timings (docs/PERFORMANCE.md, twentieth
 /// session). `--refine 0` times the model's best only.
 ///
-/// The fastest verified configuration is written as a solution file for `codegen` and
-/// `verify`, with a `tuned` section that records its measured time and its rank by the model
-/// among the candidates. The table shows each candidate's prediction error; a winner far down
+/// Where the sweeps end (the fastest so far, each step decided within one run; without sweeps
+/// the fastest of the model's best) is written as a solution file for `codegen` and `verify`,
+/// with a `tuned` section that records its measured time, its rank by the model among the
+/// candidates and how many the sweeps added. The table shows each candidate's prediction error; a winner far down
 /// the model's ranking says the machine file predicts this program poorly (re-run `absinthe
 /// learn`).
 ///
@@ -62,6 +63,7 @@ use crate::timing::{accuracy_points, Bench, BenchTarget, PlanRequest, Row, Timin
 ///   absinthe tune configs/cosmo_hdiff4.yaml --machine build/demo/machine.yaml
 ///   absinthe tune configs/hdiff.yaml --top 16 --runs 64 -o hdiff.tuned.yaml
 ///   absinthe tune configs/heat4.yaml --format json
+///   absinthe tune configs/cosmo_pgrad.yaml --refine 0     # the model's best only
 #[derive(Args, Clone)]
 #[command(verbatim_doc_comment)]
 pub struct TuneArgs {
