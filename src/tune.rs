@@ -390,24 +390,24 @@ fn refine(
                 &ladders[d],
             )
             .into_iter()
-            .filter(|(c, _, _)| {
+            .filter(|s| {
                 !timed
                     .iter()
-                    .any(|t| t.planned.inline == inline && t.planned.config == *c)
+                    .any(|t| t.planned.inline == inline && t.planned.config == s.config)
             })
             .take(left)
-            .map(|(config, predicted, feasible)| {
+            .map(|s| {
                 swept += 1;
                 (
                     Planned {
                         name: format!("refine{swept}"),
                         inline: inline.clone(),
-                        config,
-                        predicted,
+                        config: s.config,
+                        predicted: s.predicted,
                         reference: false,
                         skipped: None,
                     },
-                    feasible,
+                    s.feasible,
                 )
             })
             .collect();

@@ -899,7 +899,8 @@ fn sweeps_change_one_tile_count_to_every_other_rung_of_the_ladder() {
                     let swept = sweep(&analysis, &view, &options, &start, g, d, &ladders[d]);
                     let mut counts: Vec<usize> = Vec::new();
                     let mut last = (false, f64::NEG_INFINITY);
-                    for (config, predicted, feasible) in &swept {
+                    for s in &swept {
+                        let (config, predicted, feasible) = (&s.config, &s.predicted, &s.feasible);
                         let mut tiles = start.tiles.clone();
                         tiles[g][d] = config.tiles[g][d];
                         assert_eq!(config.tiles, tiles, "{}: {config:?}", program.name);
@@ -938,10 +939,7 @@ fn sweeps_change_one_tile_count_to_every_other_rung_of_the_ladder() {
         let start = Configuration::new(vec![0; n], vec![[1, 2, 2]]);
         let swept = sweep(&analysis, &view, &bounded, &start, 0, 2, &ladders[2]);
         assert!(!swept.is_empty() || analysis.domain[2] < 4);
-        assert!(
-            swept.iter().all(|(c, _, _)| c.tiles[0][2] <= 4),
-            "{swept:?}"
-        );
+        assert!(swept.iter().all(|s| s.config.tiles[0][2] <= 4), "{swept:?}");
     }
     assert!(checked > 0);
 }

@@ -230,15 +230,24 @@ pub fn autotune_tilings(domain: [usize; 3]) -> Vec<[usize; 3]> {
     out
 }
 
+/// One configuration a sweep tries, with the model's prediction and whether the model finds it
+/// feasible (the prediction of an infeasible one ignores what rules it out).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Swept {
+    pub config: Configuration,
+    pub predicted: f64,
+    pub feasible: bool,
+}
+
 /// The configurations one step of a coordinate sweep tries: `config` with group `g`'s tile count
 /// along dimension `d` set to each count of `ladder` other than its own, every group streaming
 /// exactly when its whole tiles miss the cache (`Configuration::canonical_stream`, as the
-/// auto-tuning grid's configurations do), each with its prediction and whether the model finds
-/// it feasible: the feasible ones cheapest first, then the others (whose prediction ignores
-/// what rules them out, the cache or too few tiles for the threads) cheapest first, `NaN`
-/// last. Like the grid, a configuration the model finds infeasible is kept: that is what
-/// measuring is for; one the search restrictions (`options`: `--tiles-max`, the program's `constraints`)
-/// rule out is not. `tune --refine` sweeps the fastest configuration measured so far this way.
+/// auto-tuning grid's configurations do). The feasible ones come first, cheapest first, then
+/// those the model rules out (the cache, or too few tiles for the threads), cheapest first,
+/// `NaN` last. Like the grid, a configuration the model finds infeasible is kept: that is what
+/// measuring is for; one the search restrictions rule out (`options`: `--tiles-max`, the
+/// program's `constraints`) is not. `tune --refine` sweeps the fastest configuration measured
+/// so far this way.
 pub fn sweep(
     analysis: &Analysis,
     view: &ModelMachine,
@@ -247,14 +256,14 @@ pub fn sweep(
     g: usize,
     d: usize,
     ladder: &[usize],
-) -> Vec<(Configuration, f64, bool)> {
+) -> Vec<Swept> {
     let stream = options.stream_shape(analysis, view);
     // A sweep keeps the groups; the tile bounds and streaming restrictions still apply.
     let bounds = MilpOptions {
         fixed_groups: None,
         ..options.clone()
     };
-    let mut out: Vec<(Configuration, f64, bool)> = Vec::new();
+    let mut out: Vec<Swept> = Vec::new();
     for &count in ladder {
         if count == config.tiles[g][d] || count == 0 || count > analysis.domain[d] {
             continue;
@@ -263,16 +272,20 @@ pub fn sweep(
         tiles[g][d] = count;
         let next = Configuration::new(config.groups.clone(), tiles)
             .canonical_stream(analysis, view, stream);
-        if !bounds.admits(&next, analysis.domain) || out.iter().any(|(c, _, _)| *c == next) {
+        if !bounds.admits(&next, analysis.domain) || out.iter().any(|s| s.config == next) {
             continue;
         }
         let cost = evaluate(analysis, view, &next);
-        out.push((next, cost.total, cost.is_feasible()));
+        out.push(Swept {
+            config: next,
+            predicted: cost.total,
+            feasible: cost.is_feasible(),
+        });
     }
     out.sort_by(|a, b| {
-        (!a.2, a.1.is_nan())
-            .cmp(&(!b.2, b.1.is_nan()))
-            .then(a.1.total_cmp(&b.1))
+        (!a.feasible, a.predicted.is_nan())
+            .cmp(&(!b.feasible, b.predicted.is_nan()))
+            .then(a.predicted.total_cmp(&b.predicted))
     });
     out
 }
