@@ -13,7 +13,9 @@ run, and the speed-up of each row over absinthe `opt` and over `unfused`.
 
 Timing follows absinthe's harness: one untimed warm-up, then --runs runs, each preceded by a
 cache flush that reads (in parallel, one load per cache line) a buffer of 1.25 x the
-last-level cache; the first quarter of the runs is discarded. Halide runs on --threads
+last-level cache (absinthe's side with `bench --flush read`: its default, evicting its own
+arrays and tile buffers, has no counterpart for the buffers Halide allocates inside a
+pipeline); the first quarter of the runs is discarded. Halide runs on --threads
 threads (HL_NUM_THREADS); absinthe's kernels use the cores of the --machine file.
 
 Memory is laid out the same on both sides: arrays staggered modulo 4 KiB as absinthe's
@@ -862,10 +864,14 @@ def run_halide(args, program, scheduler, hl, np, inputs, flush, log):
 # absinthe
 # ---------------------------------------------------------------------------------------------
 
-def run_absinthe(args, program, dump_dir, log):
+def run_absinthe(args, program, dump_dir, flush_bytes, log):
     cmd = [args.absinthe, "bench", args.program, "--machine", args.machine,
            "--variants", "naive,unfused,noinline,opt", "--runs", str(args.runs), "--format", "json"]
     extra = shlex.split(args.absinthe_args)
+    # Both sides read the same flush buffer: absinthe's default eviction of its own arrays and
+    # tile buffers has no counterpart for the buffers Halide allocates inside a pipeline.
+    if not any(a == "--flush" or a.startswith("--flush=") or a.startswith("--flush-bytes") for a in extra):
+        cmd += ["--flush", "read", "--flush-bytes", str(flush_bytes)]
     if args.float == "relaxed" and "--exact" not in extra and "--relaxed-math" not in extra:
         cmd.append("--relaxed-math")
     cmd += extra
@@ -1073,7 +1079,8 @@ build/halide-venv/bin/pip install halide numpy pyyaml (or `make bench-halide`)."
                              "allocations; off keeps 4 KiB pages on both sides (NumPy's own hugepage advice "
                              "switched off)")
     parser.add_argument("--flush-bytes", type=int, default=None,
-                        help="bytes read before each run (default 1.25 x the largest cache in sysfs)")
+                        help="bytes read before each run, on both sides (default 1.25 x the largest cache in "
+                             "sysfs; absinthe's side runs `bench --flush read --flush-bytes` with it)")
     parser.add_argument("--schedules-dir", default=None, metavar="DIR",
                         help="write each autoscheduler's schedule (C++ source) to DIR/<program>.<scheduler>.schedule.h")
     parser.add_argument("--format", choices=["table", "json"], default="table", help="table for people, json for scripts")
@@ -1165,8 +1172,9 @@ build/halide-venv/bin/pip install halide numpy pyyaml (or `make bench-halide`)."
                                  "other work shares this machine, and its times (OpenMP's most) may be inflated")
             except OSError:
                 pass
+            flush_bytes = args.flush_bytes if args.flush_bytes is not None else min(llc_bytes() * 5 // 4, 1 << 30)
             if not args.no_absinthe:
-                rows += run_absinthe(args, program, dump_dir if verify else None, log)
+                rows += run_absinthe(args, program, dump_dir if verify else None, flush_bytes, log)
                 dump = os.path.join(dump_dir, "opt.outputs")
                 if verify:
                     if os.path.exists(dump):
@@ -1187,7 +1195,6 @@ build/halide-venv/bin/pip install halide numpy pyyaml (or `make bench-halide`)."
             slots = len(program.inputs) + len(program.stencils)
             inputs = {name: staggered(np, absinthe_inputs(np, program, name), np.float32 if program.type == "float" else np.float64, slot, slots)
                       for slot, name in enumerate(program.inputs)}
-            flush_bytes = args.flush_bytes if args.flush_bytes is not None else min(llc_bytes() * 5 // 4, 1 << 30)
             try:
                 flush = Flusher(hl, np, flush_bytes, args.threads)
             except Exception as e:

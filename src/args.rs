@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use absinthe_codegen::render::Renderer;
+use absinthe_codegen::render::{Flush, Renderer};
 use absinthe_model::analysis::Analysis;
 use absinthe_model::inline::indices_of;
 use absinthe_model::machine::{Machine, ModelMachine};
@@ -32,6 +32,50 @@ pub struct MachineArg {
     /// `none` lifts the limit.
     #[arg(long, value_name = "N|none", value_parser = parse_group_arrays)]
     pub group_arrays: Option<GroupArrays>,
+}
+
+/// How the caches are emptied before each timed run (`learn`, `bench`, `tune`).
+#[derive(Args, Clone, Debug)]
+pub struct FlushArgs {
+    /// How to empty the caches before each timed run: `evict` writes back and invalidates every
+    /// cache line of the arrays and tile buffers the run touches (clflushopt), so they come from
+    /// memory, at the cost of their size; `read` reads a buffer of 1.25 x the last-level cache
+    /// (or --flush-bytes), as earlier versions did. A machine file is learned and used with the
+    /// same mode. [default: evict on x86-64 and AArch64, read elsewhere]
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub flush: Option<FlushMode>,
+    /// With `--flush read`: bytes read before each run [default: 1.25 x the last-level cache
+    /// from sysfs, at most 1 GiB; 0: no flush].
+    #[arg(long, value_name = "BYTES")]
+    pub flush_bytes: Option<u64>,
+}
+
+/// `--flush`'s modes.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlushMode {
+    Evict,
+    Read,
+}
+
+impl FlushArgs {
+    /// The flush these flags ask for.
+    pub fn flush(&self) -> anyhow::Result<Flush> {
+        match self.flush {
+            Some(FlushMode::Evict) if self.flush_bytes.is_some() => {
+                bail!(
+                    "--flush-bytes sizes the buffer of `--flush read`; `--flush evict` reads none"
+                )
+            }
+            Some(FlushMode::Evict) if !Flush::CAN_EVICT => {
+                bail!(
+                    "--flush evict: no cache-line eviction on this architecture; use --flush read"
+                )
+            }
+            Some(FlushMode::Evict) => Ok(Flush::Evict),
+            Some(FlushMode::Read) => Ok(Flush::from_options(true, self.flush_bytes)),
+            None => Ok(Flush::from_options(false, self.flush_bytes)),
+        }
+    }
 }
 
 /// A `--group-arrays` value: a limit, or none.

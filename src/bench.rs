@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use absinthe_model::program::Program;
 use clap::Args;
 
-use crate::args::{MachineArg, SearchArgs};
+use crate::args::{FlushArgs, MachineArg, SearchArgs};
 use crate::output::human_seconds;
 use crate::output::{groups_cell, table, tiles_cell, Format};
 use crate::timing::{
@@ -57,10 +57,8 @@ pub struct BenchArgs {
     /// Timed runs per variant; the first quarter is discarded.
     #[arg(long, default_value_t = 64)]
     pub runs: usize,
-    /// Bytes streamed before each run to flush the caches [default: 1.25 x the last-level
-    /// cache from sysfs, at most 1 GiB].
-    #[arg(long)]
-    pub flush_bytes: Option<u64>,
+    #[command(flatten)]
+    pub flush: FlushArgs,
     /// Also time every variant with warm caches (no flush before a run, so the arrays stay in
     /// the caches the previous run left them in), interleaved with the flushed runs, into
     /// `measured_warm_seconds`. Flushed minus warm is what fetching the arrays from memory
@@ -109,7 +107,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         machine: &args.machine,
         templates: args.templates.as_deref(),
         runs: args.runs,
-        flush_bytes: args.flush_bytes,
+        flush: args.flush.flush()?,
         warm: args.warm,
         exact: args.exact,
         relaxed_math: args.relaxed_math,

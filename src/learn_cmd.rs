@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use absinthe_codegen::compile::{operation_times, OperationTimes, Toolchain};
-use absinthe_codegen::render::{default_flush_bytes, Renderer};
+use absinthe_codegen::render::Renderer;
 use absinthe_learn::machine_file::{self, host_description, sysfs_cache_bytes, utc_timestamp};
 use absinthe_learn::{
     calibrate, kernels, learn, measure, training, Kernels, LearnOptions, Progress,
@@ -18,6 +18,7 @@ use absinthe_model::machine::{CrowdingCalibration, FitQuality, Learned, Machine,
 use anyhow::Context;
 use clap::Args;
 
+use crate::args::FlushArgs;
 use crate::output::{human_seconds, table, write_atomic};
 
 /// Measure this machine and write the model's eight parameters into its machine file.
@@ -72,9 +73,8 @@ pub struct LearnArgs {
     /// Timed runs per shape [default: 16, or 64 with --thorough].
     #[arg(long, hide = true)]
     pub repeats: Option<usize>,
-    /// Bytes streamed before every slow-family run [default: 1.25 x the last-level cache].
-    #[arg(long)]
-    pub flush_bytes: Option<u64>,
+    #[command(flatten)]
+    pub flush: FlushArgs,
     /// The LP backend of the fit.
     #[arg(long, default_value = "highs")]
     pub solver: String,
@@ -215,7 +215,7 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
         domain: training::DOMAIN,
         threads,
         tile_bytes: cache_bytes as f64 * machine.cache_fraction,
-        flush_bytes: args.flush_bytes.unwrap_or_else(default_flush_bytes),
+        flush: args.flush.flush()?,
         toolchain: Toolchain::new(&machine.compiler.cxx, &machine.compiler.flags),
         solver: args.solver.clone(),
         jobs: cpus,
@@ -380,6 +380,7 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
             slow: result.r2_slow,
         },
         wall_seconds: Some(wall),
+        flush: Some(options.flush.record()),
         cache_calibration: calibration.as_ref().map(|c| c.record()),
         group_arrays_calibration: limit_calibration.as_ref().map(|c| c.record()),
         crowding_calibration: Some(result.crowding.clone()),

@@ -9,7 +9,7 @@ use absinthe_codegen::compile::{
     compulsory_bytes, run_harness, stream_bandwidth, HarnessResult, Toolchain,
 };
 use absinthe_codegen::cuda::{plan as cuda_plan, GpuLimits};
-use absinthe_codegen::render::{default_flush_bytes, HarnessOptions};
+use absinthe_codegen::render::{default_flush_bytes, Flush, HarnessOptions};
 use absinthe_codegen::{lower, lower_cuda, Schedule};
 use absinthe_learn::variants::{parse_variants, plan, PlanError, PlanSettings, Planned};
 use absinthe_model::analysis::Analysis;
@@ -33,8 +33,8 @@ pub struct TimingOptions<'a> {
     pub templates: Option<&'a Path>,
     /// Timed runs per variant; the first quarter of each round is discarded.
     pub runs: usize,
-    /// Bytes streamed before each run [default: `render::default_flush_bytes`].
-    pub flush_bytes: Option<u64>,
+    /// How the caches are emptied before each run.
+    pub flush: Flush,
     /// Also time every variant with warm caches.
     pub warm: bool,
     /// Bit-exact build (`-ffp-contract=off`) instead of the timed FMA build.
@@ -184,7 +184,7 @@ pub struct Bench {
     renderer: absinthe_codegen::render::Renderer,
     tc: Toolchain,
     stream_dim: usize,
-    flush_bytes: u64,
+    flush: Flush,
     env: Vec<(String, String)>,
     runs: usize,
     warm: bool,
@@ -212,7 +212,9 @@ impl Bench {
             BenchTarget::Openmp => stream_shape(&analysis).dim,
             BenchTarget::CudaEmulated => 2,
         };
-        let flush_bytes = args.flush_bytes.unwrap_or_else(default_flush_bytes);
+        if let Some(warning) = flush_mismatch(&machine, args.flush) {
+            eprintln!("warning: {}: {warning}", args.machine.path()?.display());
+        }
         let env: Vec<(String, String)> = machine
             .cores
             .map(|c| ("OMP_NUM_THREADS".to_string(), c.to_string()))
@@ -226,7 +228,7 @@ impl Bench {
             renderer,
             tc,
             stream_dim,
-            flush_bytes,
+            flush: args.flush,
             env,
             runs: args.runs,
             warm: args.warm,
@@ -239,7 +241,7 @@ impl Bench {
             bench.bandwidth = Some(stream_bandwidth(
                 &bench.tc,
                 &bench.renderer,
-                flush_bytes,
+                default_flush_bytes(),
                 &bench.env_refs(),
             )?);
         }
@@ -326,7 +328,7 @@ impl Bench {
                     .map(|s| {
                         let h = HarnessOptions {
                             runs: self.runs,
-                            flush_bytes: self.flush_bytes,
+                            flush: self.flush,
                             label: p.name.clone(),
                             ..HarnessOptions::default()
                         };
@@ -370,10 +372,10 @@ impl Bench {
         // With `--warm`, each variant's flushed runs are followed by as many with no flush (the
         // harness's 0 bytes); the first quarter of those, which find the caches as the flushed
         // run left them, is discarded like every first quarter.
-        let flushes: &[u64] = if self.warm {
-            &[self.flush_bytes, 0]
+        let flushes: &[Flush] = if self.warm {
+            &[self.flush, Flush::NONE]
         } else {
-            &[self.flush_bytes]
+            &[self.flush]
         };
         for round in 0..rounds {
             for (k, p) in planned.iter().enumerate() {
@@ -389,7 +391,7 @@ impl Bench {
                 for (warm, &flush) in flushes.iter().enumerate() {
                     let r = run_harness(
                         exe,
-                        &[per_round.to_string(), flush.to_string(), timed.to_string()],
+                        &[per_round.to_string(), flush.arg(), timed.to_string()],
                         &env,
                     )
                     .with_context(|| format!("running variant {}", p.name))?
@@ -551,4 +553,19 @@ pub fn accuracy_points<'a>(
             optimum: p.name == "opt",
         })
         .collect()
+}
+
+/// Why timing with `flush` may not match the machine file's predictions: its parameters were
+/// learned with the caches emptied the other way (`learned.flush`; files without it were
+/// learned with a read).
+fn flush_mismatch(machine: &Machine, flush: Flush) -> Option<String> {
+    let learned = machine.learned.as_ref()?.flush.as_deref()?;
+    let learned_evict = learned == "evict";
+    (learned_evict != (flush == Flush::Evict)).then(|| {
+        format!(
+            "learned with `flush: {learned}`, timed now with {flush}: measured and predicted times \
+             differ by the flush as well (pass `--flush {}` to time as it was learned)",
+            if learned_evict { "evict" } else { "read" }
+        )
+    })
 }

@@ -18,7 +18,7 @@ use anyhow::bail;
 use clap::Args;
 use serde::Serialize;
 
-use crate::args::{MachineArg, SearchArgs};
+use crate::args::{FlushArgs, MachineArg, SearchArgs};
 use crate::output::{groups_cell, human_seconds, table, tiles_cell, write_atomic, Format};
 use crate::solve::solution_text;
 use crate::timing::{accuracy_points, Bench, BenchTarget, PlanRequest, Row, TimingOptions};
@@ -87,10 +87,8 @@ pub struct TuneArgs {
     /// Timed runs per candidate; the first quarter of each round is discarded.
     #[arg(long, default_value_t = 32)]
     pub runs: usize,
-    /// Bytes streamed before each run to flush the caches [default: 1.25 x the last-level
-    /// cache, at most 1 GiB].
-    #[arg(long)]
-    pub flush_bytes: Option<u64>,
+    #[command(flatten)]
+    pub flush: FlushArgs,
     /// Build and verify bit for bit (`-ffp-contract=off`) instead of the timed FMA build.
     #[arg(long)]
     pub exact: bool,
@@ -187,7 +185,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         machine: &args.machine,
         templates: args.templates.as_deref(),
         runs: args.runs,
-        flush_bytes: args.flush_bytes,
+        flush: args.flush.flush()?,
         warm: false,
         exact: args.exact,
         relaxed_math: args.relaxed_math,

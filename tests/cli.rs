@@ -103,6 +103,35 @@ fn missing_file_is_a_clear_error() {
     );
 }
 
+/// `--flush evict` reads no buffer, so a buffer size with it is refused, for every command
+/// that times (before anything is built).
+#[test]
+fn flush_bytes_with_evict_is_refused() {
+    for cmd in ["bench", "tune"] {
+        let o = absinthe(&[
+            cmd,
+            "configs/example2.yaml",
+            "--flush",
+            "evict",
+            "--flush-bytes",
+            "1000",
+        ]);
+        assert_eq!(o.status.code(), Some(1), "{cmd}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("--flush-bytes sizes the buffer of `--flush read`"),
+            "{cmd}: {}",
+            stderr(&o)
+        );
+    }
+    let o = absinthe(&["bench", "configs/example2.yaml", "--flush", "sometimes"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("possible values: evict, read"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 #[test]
 fn solve_every_shipped_program_with_both_backends() {
     for p in SHIPPED {

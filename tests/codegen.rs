@@ -69,7 +69,7 @@ fn check_bundles(
         .iter()
         .map(|(label, _)| HarnessOptions {
             runs: 0,
-            flush_bytes: 0,
+            flush: absinthe_codegen::render::Flush::NONE,
             label: label.clone(),
             ..HarnessOptions::default()
         })
@@ -1048,4 +1048,78 @@ fn operation_times_build_run_and_read_back() {
     ] {
         assert!(v.is_finite() && v > 0.0, "{t:?}");
     }
+}
+
+/// The harness's default flush (`evict`) writes back and invalidates every cache line of the
+/// arrays a run touches and of every tile buffer alive (the arenas list themselves), and the
+/// result line says how many bytes that was; a read flush reads its buffer, and `0` nothing.
+/// Whether the lines really leave the caches is measured, not asserted (docs/PERFORMANCE.md).
+#[test]
+fn the_evict_flush_covers_the_arrays_and_the_tile_buffers() {
+    use absinthe_codegen::render::Flush;
+    use absinthe_codegen::schedule::Role;
+    let cases = schedules(0..16, 2);
+    let has_buffer = |s: &Schedule| {
+        s.groups
+            .iter()
+            .any(|g| g.steps.iter().any(|st| st.buffer.is_some()))
+    };
+    let with = cases
+        .iter()
+        .find(|(_, s)| has_buffer(s))
+        .expect("a case with tile buffers");
+    let without = cases
+        .iter()
+        .find(|(_, s)| !has_buffer(s))
+        .expect("a case without");
+    // Each case alone in its process (arenas of other cases would be listed too).
+    let runs: Vec<(&(String, Schedule), Flush)> = vec![
+        (with, Flush::Evict),
+        (without, Flush::Evict),
+        (with, Flush::Read(1 << 20)),
+        (with, Flush::NONE),
+    ];
+    let renderer = Renderer::embedded();
+    let options: Vec<HarnessOptions> = runs
+        .iter()
+        .map(|((label, _), flush)| HarnessOptions {
+            runs: 2,
+            flush: *flush,
+            label: label.clone(),
+            ..HarnessOptions::default()
+        })
+        .collect();
+    let sources: Vec<String> = runs
+        .iter()
+        .zip(&options)
+        .map(|(((_, s), _), h)| renderer.bundle(&[BundleCase { s, h }]).unwrap())
+        .collect();
+    let results = build_and_run_bundles(&toolchain(&[]), &sources, &[("OMP_NUM_THREADS", "2")]);
+    let arrays_bytes = |s: &Schedule| -> u64 {
+        let cells: usize = s.alloc.iter().product();
+        let stored = s.arrays.iter().filter(|a| a.role != Role::Input).count();
+        let inputs = s.arrays.len() - stored;
+        ((inputs + stored + s.stencil_arrays.len()) * cells * s.value_bytes) as u64
+    };
+    let r: Vec<&HarnessResult> = results.iter().map(|r| &r[0]).collect();
+    for x in &r {
+        assert!(x.verified, "{} differs: {:?}", x.label, x.mismatch);
+    }
+    assert_eq!(r[0].flush, "evict");
+    let buffers = r[0].flushed_bytes - arrays_bytes(&with.1);
+    assert!(
+        buffers > 0 && buffers.is_multiple_of(4096),
+        "{} bytes evicted besides the arrays of {}: the tile buffers' arena is not evicted",
+        buffers,
+        with.0
+    );
+    assert_eq!(r[1].flush, "evict");
+    assert_eq!(
+        r[1].flushed_bytes,
+        arrays_bytes(&without.1),
+        "{}",
+        without.0
+    );
+    assert_eq!((r[2].flush.as_str(), r[2].flushed_bytes), ("read", 1 << 20));
+    assert_eq!((r[3].flush.as_str(), r[3].flushed_bytes), ("read", 0));
 }

@@ -128,7 +128,7 @@ fn run_emulated(
         .iter()
         .map(|(label, _, _)| HarnessOptions {
             runs: 0,
-            flush_bytes: 0,
+            flush: absinthe_codegen::render::Flush::NONE,
             label: format!("{prefix}{label}"),
             ..HarnessOptions::default()
         })

@@ -33,15 +33,7 @@ fn learn_command_with(
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_absinthe"));
     cmd.args(["learn", "--machine"])
         .arg(machine)
-        .args([
-            "--shapes",
-            shapes,
-            "--repeats",
-            repeats,
-            "--flush-bytes",
-            "4000000",
-            "-q",
-        ])
+        .args(["--shapes", shapes, "--repeats", repeats, "-q"])
         .args(extra)
         .args((!extra.contains(&"--calibration-domain")).then_some("--keep-cache-fraction"))
         .args((!extra.contains(&"--calibration-domain")).then_some("--keep-group-arrays"))
@@ -88,6 +80,26 @@ fn tiny_learn_writes_params_and_provenance_and_keeps_the_rest() {
     assert!(!learned.host.is_empty());
     assert!(learned.r2.fast.is_finite() && learned.r2.slow.is_finite());
     assert!(learned.wall_seconds.unwrap() > 0.0);
+    // Learned with the default flush, and timing another way is flagged.
+    assert_eq!(learned.flush.as_deref(), Some("evict"), "{text}");
+    let bench = Command::new(env!("CARGO_BIN_EXE_absinthe"))
+        .args(["bench", "configs/example2.yaml", "--machine"])
+        .arg(&path)
+        .args(["--variants", "opt", "--runs", "1", "--no-roofline"])
+        .args(["--flush", "read", "--flush-bytes", "0"])
+        .env(
+            "ABSINTHE_CACHE_DIR",
+            root().join("target/absinthe-test-cache"),
+        )
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(bench.status.success(), "{}", stderr(&bench));
+    assert!(
+        stderr(&bench).contains("learned with `flush: evict`, timed now with no flush"),
+        "{}",
+        stderr(&bench)
+    );
     // The slow fit at every crowding limit, recorded; a charge only with a limit.
     let c = learned
         .crowding_calibration
@@ -388,7 +400,11 @@ fn runtime_tiled_kernels_match_the_reference_bit_for_bit() {
             .map(|s| [0, 1, 2].map(|d| s[d].min(analysis.domain[d])))
             .collect();
         let out = Command::new(&exe)
-            .args(runtime_tiles::arguments(1, 0, &shapes))
+            .args(runtime_tiles::arguments(
+                1,
+                absinthe_codegen::render::Flush::NONE,
+                &shapes,
+            ))
             .env("OMP_NUM_THREADS", "2")
             .output()
             .unwrap();

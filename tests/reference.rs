@@ -192,7 +192,7 @@ fn run_cases(cases: &[Case], per_bundle: usize, dump_dir: &Path) {
         .iter()
         .map(|c| HarnessOptions {
             runs: 0,
-            flush_bytes: 0,
+            flush: absinthe_codegen::render::Flush::NONE,
             label: c.label.clone(),
             ..HarnessOptions::default()
         })

@@ -274,6 +274,12 @@ pub struct HarnessResult {
     /// Every timed run kept (sorted).
     #[serde(default)]
     pub times: Vec<f64>,
+    /// How the caches were emptied before each run: `evict` or `read`.
+    #[serde(default)]
+    pub flush: String,
+    /// Bytes the last flush evicted (the arrays and tile buffers) or read.
+    #[serde(default)]
+    pub flushed_bytes: u64,
 }
 
 fn bit_exact() -> String {

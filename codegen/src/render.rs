@@ -75,8 +75,8 @@ pub const TEMPLATES: &[(&str, &str)] = &[
 pub struct HarnessOptions {
     /// Timed runs, the first quarter discarded.
     pub runs: usize,
-    /// Bytes streamed before each run to flush the caches.
-    pub flush_bytes: u64,
+    /// How the caches are emptied before each run.
+    pub flush: Flush,
     /// Names the result line (`"label"`).
     pub label: String,
     /// A compile command shown in the harness's header comment.
@@ -87,10 +87,82 @@ impl Default for HarnessOptions {
     fn default() -> Self {
         HarnessOptions {
             runs: 64,
-            flush_bytes: default_flush_bytes(),
+            flush: Flush::default(),
             label: String::new(),
             build_hint: "g++ -O3 -march=native -fopenmp -ffp-contract=off *.cpp".into(),
         }
+    }
+}
+
+/// How a timing harness empties the caches before each timed run (its second argument).
+/// docs/ARCHITECTURE.md, "Flushing the caches before a timed run".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flush {
+    /// Evict every cache line of the arrays and tile buffers a run touches (`clflushopt`):
+    /// they all come from memory, at the cost of the arrays' size, not the cache's.
+    Evict,
+    /// Read a buffer of this many bytes (0: no flush).
+    Read(u64),
+}
+
+impl Flush {
+    /// No flush: the caches keep what the previous run left.
+    pub const NONE: Flush = Flush::Read(0);
+
+    /// As a machine file records it (`learned.flush`): `evict` or `read BYTES`.
+    pub fn record(self) -> String {
+        match self {
+            Flush::Evict => "evict".into(),
+            Flush::Read(bytes) => format!("read {bytes}"),
+        }
+    }
+
+    /// The harness argument: `evict` or the byte count.
+    pub fn arg(self) -> String {
+        match self {
+            Flush::Evict => "evict".into(),
+            Flush::Read(bytes) => bytes.to_string(),
+        }
+    }
+
+    /// From the command line's `--flush` and `--flush-bytes`: `evict` unless `read` or a byte
+    /// count is asked for (a read of 1.25 x the last-level cache unless the count is given), and
+    /// a read where this build has no eviction instruction.
+    pub fn from_options(read: bool, bytes: Option<u64>) -> Flush {
+        if read || bytes.is_some() || !Flush::CAN_EVICT {
+            Flush::Read(bytes.unwrap_or_else(default_flush_bytes))
+        } else {
+            Flush::Evict
+        }
+    }
+
+    /// Whether the harness's eviction compiles here (x86 `clflush`, AArch64 `dc civac`).
+    pub const CAN_EVICT: bool = cfg!(any(
+        target_arch = "x86_64",
+        target_arch = "x86",
+        target_arch = "aarch64"
+    ));
+}
+
+impl Default for Flush {
+    fn default() -> Self {
+        Flush::from_options(false, None)
+    }
+}
+
+impl std::fmt::Display for Flush {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Flush::Evict => f.write_str("evicting the arrays' cache lines"),
+            Flush::Read(0) => f.write_str("no flush"),
+            Flush::Read(bytes) => write!(f, "reading {} MiB", bytes >> 20),
+        }
+    }
+}
+
+impl Serialize for Flush {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.arg())
     }
 }
 

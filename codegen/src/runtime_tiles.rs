@@ -5,14 +5,14 @@
 //! computed in C++ from `n^x, n^y, n^z` with the same rule. The generated program verifies
 //! every shape bit for bit against the naive reference (the shared harness's) before timing it.
 //!
-//! Run the built executable with `runs flush_bytes nx ny nz [nx ny nz ...]`; it prints one
+//! Run the built executable with `runs evict|flush_bytes nx ny nz [nx ny nz ...]`; it prints one
 //! `ABSINTHE_TILES {"tiles":[..],"verified":..,"threads":..,"times":[..]}` line per shape,
 //! parsed by [`parse_tile_results`].
 
 use minijinja::context;
 use serde::Deserialize;
 
-use crate::render::{HarnessOptions, TEMPLATES};
+use crate::render::{Flush, HarnessOptions, TEMPLATES};
 use crate::schedule::Schedule;
 use crate::CodegenError;
 
@@ -57,7 +57,7 @@ pub fn render(schedule: &Schedule) -> Result<Vec<(String, String)>, CodegenError
     });
     let h = HarnessOptions {
         runs: 1,
-        flush_bytes: 0,
+        flush: Flush::NONE,
         label: schedule.program.clone(),
         ..HarnessOptions::default()
     };
@@ -70,8 +70,8 @@ pub fn render(schedule: &Schedule) -> Result<Vec<(String, String)>, CodegenError
 }
 
 /// The arguments that time `shapes` (tile counts) `runs` times each.
-pub fn arguments(runs: usize, flush_bytes: u64, shapes: &[[usize; 3]]) -> Vec<String> {
-    let mut args = vec![runs.to_string(), flush_bytes.to_string()];
+pub fn arguments(runs: usize, flush: Flush, shapes: &[[usize; 3]]) -> Vec<String> {
+    let mut args = vec![runs.to_string(), flush.arg()];
     for s in shapes {
         args.extend(s.iter().map(|n| n.to_string()));
     }

@@ -404,11 +404,7 @@ pub(crate) fn time_cases(
             if let Some(exe) = &exes[k] {
                 let results = run_harness(
                     exe,
-                    &[
-                        per_round.to_string(),
-                        options.flush_bytes.to_string(),
-                        "kernel".into(),
-                    ],
+                    &[per_round.to_string(), options.flush.arg(), "kernel".into()],
                     &[("OMP_NUM_THREADS", threads.as_str())],
                 )?;
                 if results.len() != times[k].len() {

@@ -24,6 +24,7 @@ pub mod training;
 pub mod variants;
 
 use absinthe_codegen::compile::Toolchain;
+use absinthe_codegen::render::Flush;
 use absinthe_model::expr::OperationWeights;
 use absinthe_model::machine::{Compute, Crowded, CrowdingCalibration, Params, PeelBody};
 
@@ -64,8 +65,8 @@ pub struct LearnOptions {
     pub threads: usize,
     /// Bytes one tile's working set may use: `cache_bytes * cache_fraction`.
     pub tile_bytes: f64,
-    /// Bytes streamed before every slow-family run.
-    pub flush_bytes: u64,
+    /// How the caches are emptied before every slow-family run.
+    pub flush: Flush,
     pub toolchain: Toolchain,
     /// The LP backend of the fit.
     pub solver: String,
@@ -239,8 +240,8 @@ pub fn learn(
         let per_round = runs_in(round);
         for ((program, exe), sizes) in programs.iter().zip(&exes).zip(&sizes) {
             let flush = match program.family {
-                Family::Fast => 0,
-                Family::Slow => options.flush_bytes,
+                Family::Fast => Flush::NONE,
+                Family::Slow => options.flush,
             };
             let chunks: Vec<&[[usize; 3]]> = if generated {
                 vec![sizes]
@@ -281,7 +282,7 @@ pub fn learn(
                 sizes,
                 true,
                 per_round,
-                options.flush_bytes,
+                options.flush,
                 options.threads,
             )?;
             for m in &mut runs {

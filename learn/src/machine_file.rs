@@ -86,6 +86,9 @@ pub fn learned_blocks(params: &Params, learned: &Learned) -> String {
     if let Some(w) = learned.wall_seconds {
         text.push_str(&format!("  wall_seconds: {w:.1}\n"));
     }
+    if let Some(f) = &learned.flush {
+        text.push_str(&format!("  flush: {f}\n"));
+    }
     if let Some(c) = &learned.cache_calibration {
         let fractions: Vec<String> = c.fractions.iter().map(|f| format!("{f:.4}")).collect();
         text.push_str(&calibration_block(

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use absinthe_codegen::compile::{run_harness, Toolchain};
-use absinthe_codegen::render::{BundleCase, HarnessOptions, Renderer};
+use absinthe_codegen::render::{BundleCase, Flush, HarnessOptions, Renderer};
 use absinthe_codegen::{lower, lower_plain, runtime_tiles, Schedule};
 use absinthe_model::cost::evaluate;
 use absinthe_model::parallel::parallel_map;
@@ -92,14 +92,14 @@ pub fn build_all(
     .collect()
 }
 
-/// Runs `exe` over `sizes` (tile sizes of `program`), `repeats` timed runs each, flushing
-/// `flush_bytes` before each run when positive.
+/// Runs `exe` over `sizes` (tile sizes of `program`), `repeats` timed runs each, flushing the
+/// caches before each run as `flush` says.
 pub fn run_shapes(
     exe: &std::path::Path,
     program: &TrainingProgram,
     sizes: &[[usize; 3]],
     repeats: usize,
-    flush_bytes: u64,
+    flush: Flush,
     threads: usize,
 ) -> Result<Vec<Measurement>, LearnError> {
     let domain = program.analysis.domain;
@@ -108,7 +108,7 @@ pub fn run_shapes(
         .map(|&s| training::tile_counts(s, domain))
         .collect();
     let out = Command::new(exe)
-        .args(runtime_tiles::arguments(repeats, flush_bytes, &tiles))
+        .args(runtime_tiles::arguments(repeats, flush, &tiles))
         .env("OMP_NUM_THREADS", threads.to_string())
         .output()
         .map_err(|e| LearnError::Run(format!("{}: {e}", exe.display())))?;
@@ -245,21 +245,21 @@ fn shape_label(size: [usize; 3], streamed: bool) -> String {
 }
 
 /// Runs the bundle `exe` of `program` (from [`build_generated`] over `sizes`, `streamed` as
-/// built): every shape `runs` times (the harness discards the first quarter), flushing
-/// `flush_bytes` before each run when positive.
+/// built): every shape `runs` times (the harness discards the first quarter), flushing the
+/// caches before each run as `flush` says.
 pub fn run_generated(
     exe: &std::path::Path,
     program: &TrainingProgram,
     sizes: &[[usize; 3]],
     streamed: bool,
     runs: usize,
-    flush_bytes: u64,
+    flush: Flush,
     threads: usize,
 ) -> Result<Vec<Measurement>, LearnError> {
     let threads = threads.to_string();
     let results = run_harness(
         exe,
-        &[runs.to_string(), flush_bytes.to_string(), "kernel".into()],
+        &[runs.to_string(), flush.arg(), "kernel".into()],
         &[("OMP_NUM_THREADS", threads.as_str())],
     )?;
     if results.len() != sizes.len() {

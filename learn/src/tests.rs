@@ -223,6 +223,7 @@ fn learned() -> (Params, Learned) {
             slow: 0.91,
         },
         wall_seconds: Some(281.5),
+        flush: Some("evict".into()),
         cache_calibration: Some(CacheCalibration {
             fractions: vec![0.25, 0.5, 1.0],
             seconds: vec![Some(5.25e-3), None, Some(4.5e-3)],

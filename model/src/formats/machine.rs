@@ -204,6 +204,11 @@ pub struct Learned {
     pub r2: FitQuality,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wall_seconds: Option<f64>,
+    /// How the caches were emptied before each timed run of the slow family and the kernels:
+    /// `evict`, or `read BYTES` (files without it were learned with a read of 1.25 x the
+    /// last-level cache). `bench` and `tune` warn when they time another way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flush: Option<String>,
     /// How `learn` chose `cache_fraction`, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_calibration: Option<CacheCalibration>,
