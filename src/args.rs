@@ -44,8 +44,8 @@ pub struct FlushArgs {
     /// same mode. [default: evict on x86-64 and AArch64, read elsewhere]
     #[arg(long, value_enum, value_name = "MODE")]
     pub flush: Option<FlushMode>,
-    /// With `--flush read`: bytes read before each run [default: 1.25 x the last-level cache
-    /// from sysfs, at most 1 GiB; 0: no flush].
+    /// Bytes read before each run, implying `--flush read` [default: 1.25 x the last-level
+    /// cache from sysfs, at most 1 GiB; 0: no flush at all].
     #[arg(long, value_name = "BYTES")]
     pub flush_bytes: Option<u64>,
 }

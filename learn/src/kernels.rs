@@ -66,7 +66,7 @@ pub const KERNEL_VARIANTS: usize = 8;
 pub const KERNEL_WEIGHT: f64 = 2.0;
 
 /// The kernels' timed runs: [`KERNEL_ROUNDS`] interleaved rounds of four (the first of each
-/// discarded). The flushes before each run take most of the stage's time.
+/// discarded). With `--flush read` the flushes before each run take most of the stage's time.
 pub const KERNEL_ROUNDS: usize = 2;
 
 /// The most alternations of the refit (it settled in two to seven offline).
