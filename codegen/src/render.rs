@@ -39,6 +39,10 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ),
     ("huge_pages.j2", include_str!("../templates/huge_pages.j2")),
     (
+        "flush_arrays.j2",
+        include_str!("../templates/flush_arrays.j2"),
+    ),
+    (
         "absinthe_cuda_emu.h",
         include_str!("../templates/absinthe_cuda_emu.h"),
     ),
