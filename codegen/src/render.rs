@@ -38,6 +38,7 @@ pub const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../templates/operations.cpp.j2"),
     ),
     ("huge_pages.j2", include_str!("../templates/huge_pages.j2")),
+    ("arena.j2", include_str!("../templates/arena.j2")),
     (
         "flush_arrays.j2",
         include_str!("../templates/flush_arrays.j2"),
