@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use absinthe_codegen::render::{Flush, Renderer};
+use absinthe_codegen::render::{default_flush_bytes, Flush, Renderer};
 use absinthe_model::analysis::Analysis;
 use absinthe_model::inline::indices_of;
 use absinthe_model::machine::{Machine, ModelMachine};
@@ -60,20 +60,22 @@ pub enum FlushMode {
 impl FlushArgs {
     /// The flush these flags ask for.
     pub fn flush(&self) -> anyhow::Result<Flush> {
-        match self.flush {
-            Some(FlushMode::Evict) if self.flush_bytes.is_some() => {
+        match (self.flush, self.flush_bytes) {
+            (Some(FlushMode::Evict), Some(_)) => {
                 bail!(
                     "--flush-bytes sizes the buffer of `--flush read`; `--flush evict` reads none"
                 )
             }
-            Some(FlushMode::Evict) if !Flush::CAN_EVICT => {
+            (Some(FlushMode::Evict), None) if !Flush::CAN_EVICT => {
                 bail!(
                     "--flush evict: no cache-line eviction on this architecture; use --flush read"
                 )
             }
-            Some(FlushMode::Evict) => Ok(Flush::Evict),
-            Some(FlushMode::Read) => Ok(Flush::from_options(true, self.flush_bytes)),
-            None => Ok(Flush::from_options(false, self.flush_bytes)),
+            (Some(FlushMode::Evict), None) => Ok(Flush::Evict),
+            (Some(FlushMode::Read), bytes) | (None, bytes @ Some(_)) => {
+                Ok(Flush::Read(bytes.unwrap_or_else(default_flush_bytes)))
+            }
+            (None, None) => Ok(Flush::default()),
         }
     }
 }

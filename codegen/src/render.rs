@@ -130,17 +130,6 @@ impl Flush {
         }
     }
 
-    /// From the command line's `--flush` and `--flush-bytes`: `evict` unless `read` or a byte
-    /// count is asked for (a read of 1.25 x the last-level cache unless the count is given), and
-    /// a read where this build has no eviction instruction.
-    pub fn from_options(read: bool, bytes: Option<u64>) -> Flush {
-        if read || bytes.is_some() || !Flush::CAN_EVICT {
-            Flush::Read(bytes.unwrap_or_else(default_flush_bytes))
-        } else {
-            Flush::Evict
-        }
-    }
-
     /// Whether the harness's eviction compiles here (x86 `clflush`, AArch64 `dc civac`).
     pub const CAN_EVICT: bool = cfg!(any(
         target_arch = "x86_64",
@@ -149,9 +138,14 @@ impl Flush {
     ));
 }
 
+/// Eviction where this build has the instruction, else a read of [`default_flush_bytes`].
 impl Default for Flush {
     fn default() -> Self {
-        Flush::from_options(false, None)
+        if Flush::CAN_EVICT {
+            Flush::Evict
+        } else {
+            Flush::Read(default_flush_bytes())
+        }
     }
 }
 
