@@ -2,13 +2,13 @@
 //! model that are not ties of each other (the exact search, `search::k_best`, then
 //! `variants::distinct_best`), and the optima of the next-best inline sets
 //! (`--inline-sets`), are built, verified and timed like `bench` variants; then the fastest is
-//! refined by measured coordinate sweeps of its tile counts (`--refine`, `variants::sweep`);
+//! refined by measured sweeps of tile counts (`--refine`, `variants::measured_sweeps`);
 //! the fastest verified configuration is written as a solution file.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use absinthe_learn::variants::{autotune_counts, sweep, Planned};
+use absinthe_learn::variants::{autotune_tilings, measured_sweeps, Planned, Probe, StepTimes};
 use absinthe_model::cost::evaluate;
 use absinthe_model::milp::MilpOptions;
 use absinthe_model::program::DIMS;
@@ -40,17 +40,20 @@ use crate::timing::{accuracy_points, Bench, BenchTarget, PlanRequest, Row, Timin
 /// `bench` variant and timed with the caches flushed (the variants run round-robin, so load on
 /// the machine spreads over all of them).
 ///
-/// Then `--refine N` (default 16) more configurations are timed in measured coordinate sweeps
-/// around the fastest so far: for each group (the slowest by the model first) and each
-/// dimension (z, y, x), its tile count is set to each count the original work's auto-tuning
-/// tries along that dimension (tile sizes 1, 2, 4, ... along x and y; 1, 2, 4, 12, 30, 60 along
-/// z), the others kept; the sweep is timed together with the fastest so far (timed again, so
-/// the two are compared in one run) and the faster becomes the one the next sweep starts
-/// from. Sweeps repeat until a full pass finds nothing faster or N configurations were timed
-/// (the model's cheapest of a sweep first when fewer remain). The model ranks the space well
-/// but not exactly: on cosmo_pgrad its best tiling was the 73rd of the 294 the original
-/// auto-tuning times, and the sweeps reach it in 11 timings (docs/PERFORMANCE.md, twentieth
-/// session). `--refine 0` times the model's best only.
+/// Then more configurations are timed in measured sweeps (`--refine`, by default a tenth of the
+/// original work's auto-tuning grid on this domain less the candidates already timed, so that
+/// the whole run times at most a tenth of what `bench --variants autotune` does): a sweep sets
+/// one group's tile count along one dimension to each count the original work's auto-tuning
+/// tries there (tile sizes 1, 2, 4, ... along x and y; 1, 2, 4, 12, 30, 60 along z), the others
+/// kept, and is timed together with the fastest so far (timed again, so the two are compared
+/// in one run); a swept configuration that ran faster becomes the fastest so far. The sweeps
+/// go along z and y from the fastest so far, then from the candidates measured within 5% of
+/// it, then along x from the fastest, then along z and y from the others, fastest first,
+/// until the budget is spent. The model ranks the space well but not exactly: on cosmo_pgrad
+/// its best tiling was the 73rd of the 294 the original auto-tuning times, and the sweeps reach
+/// it in 11 timings; on hdiff the sweeps of the model's best (one tile of two planes, streamed)
+/// find nothing faster, and the grid's best is reached from a near tie (docs/PERFORMANCE.md,
+/// twentieth and twenty-second sessions). `--refine 0` times the model's best only.
 ///
 /// Where the sweeps end (the fastest so far, each step decided within one run; without sweeps
 /// the fastest of the model's best) is written as a solution file for `codegen` and `verify`,
@@ -81,9 +84,10 @@ pub struct TuneArgs {
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(0..=16))]
     pub inline_sets: u64,
     /// After the model's best, time at most this many more configurations in measured sweeps
-    /// of the fastest one's tile counts (0-1024; 0: the model's best only).
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(0..=1024))]
-    pub refine: u64,
+    /// of their tile counts: `auto` (a tenth of the original auto-tuning grid on this domain,
+    /// less the model's candidates timed), or a count (0-1024; 0: the model's best only).
+    #[arg(long, default_value = "auto", value_parser = parse_refine)]
+    pub refine: Refine,
     /// Timed runs per candidate; the first quarter of each round is discarded.
     #[arg(long, default_value_t = 32)]
     pub runs: usize,
@@ -108,6 +112,35 @@ pub struct TuneArgs {
     /// Output format on standard output (the candidates and the winner).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+}
+
+/// How many configurations `tune` times in measured sweeps.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Refine {
+    /// A tenth of the auto-tuning grid, less the model's candidates timed.
+    Auto,
+    Count(usize),
+}
+
+impl Refine {
+    /// The budget when `model` candidates were timed on `domain`: `auto` keeps the whole run
+    /// within a tenth of what `bench --variants autotune` times.
+    pub fn budget(self, domain: [usize; 3], model: usize) -> usize {
+        match self {
+            Refine::Count(n) => n,
+            Refine::Auto => (autotune_tilings(domain).len() / 10).saturating_sub(model),
+        }
+    }
+}
+
+fn parse_refine(s: &str) -> Result<Refine, String> {
+    if s == "auto" {
+        return Ok(Refine::Auto);
+    }
+    match s.parse::<usize>() {
+        Ok(n) if n <= 1024 => Ok(Refine::Count(n)),
+        _ => Err(format!("`{s}` is not `auto` or a count from 0 to 1024")),
+    }
 }
 
 /// One timed candidate.
@@ -229,7 +262,15 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
     let Some(first) = fastest(&timed, 0) else {
         bail!("no candidate passed verification; nothing to write");
     };
-    let (best, f) = refine(&bench, &options, &mut timed, first, args.refine as usize)?;
+    let budget = args.refine.budget(bench.analysis.domain, timed.len());
+    if args.refine == Refine::Auto {
+        eprintln!(
+            "refine: up to {budget} configuration(s): a tenth of the {} tilings the original auto-tuning times, less the {} timed",
+            autotune_tilings(bench.analysis.domain).len(),
+            timed.len()
+        );
+    }
+    let (best, f) = refine(&bench, &options, &mut timed, first, budget)?;
     failed |= f;
     timed[best].winner = true;
 
@@ -335,10 +376,6 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// The dimensions a sweep visits, in order: z, y, x (on cosmo_pgrad the order that reached
-/// the auto-tuning grid's best in the fewest timings; docs/PERFORMANCE.md, twentieth session).
-const SWEEP_ORDER: [usize; 3] = [2, 1, 0];
-
 /// The fastest verified candidate of `timed[from..]`.
 fn fastest(timed: &[Timed], from: usize) -> Option<usize> {
     (from..timed.len())
@@ -347,105 +384,108 @@ fn fastest(timed: &[Timed], from: usize) -> Option<usize> {
         .map(|(k, _)| k)
 }
 
-/// Measured coordinate sweeps from `timed[best]` (see [`TuneArgs::refine`]): adds at most
-/// `budget` configurations to `timed`, each sweep timed in one run with the fastest so far
-/// (whose row is updated), which it replaces when one of the sweep ran faster in that run.
-/// Returns the fastest at the end and whether some candidate failed verification.
+/// Measured sweeps from the timed candidates (`variants::measured_sweeps`, see
+/// [`TuneArgs::refine`]), each in its own inline set's program: adds at most `budget`
+/// configurations to `timed`, each sweep timed in one run with the fastest so far (whose row is
+/// updated). Returns the fastest at the end and whether some candidate failed verification.
 fn refine(
     bench: &Bench,
     options: &MilpOptions,
     timed: &mut Vec<Timed>,
-    mut best: usize,
+    first: usize,
     budget: usize,
 ) -> anyhow::Result<(usize, bool)> {
-    // Sweeps change tile counts only: the inline set, and so the program, stay the start's.
-    let inline = timed[best].planned.inline.clone();
-    let (_, analysis, _) = inline_apply(&bench.program, bench.view.params.operations, &inline)?;
-    let ladders = autotune_counts(analysis.domain);
-    let (mut left, mut failed, mut swept) = (budget, false, 0usize);
-    let mut improved = true;
-    while improved && left > 0 {
-        improved = false;
-        // The groups, the slowest by the model first.
-        let cost = evaluate(&analysis, &bench.view, &timed[best].planned.config);
-        let mut groups: Vec<usize> = (0..cost.groups.len()).collect();
-        groups.sort_by(|&a, &b| cost.groups[b].time.total_cmp(&cost.groups[a].time));
-        for (g, d) in groups
-            .iter()
-            .flat_map(|&g| SWEEP_ORDER.iter().map(move |&d| (g, d)))
-        {
-            if left == 0 {
-                break;
-            }
-            let start = timed[best].planned.clone();
-            let swept_now: Vec<(Planned, bool)> = sweep(
-                &analysis,
-                &bench.view,
-                options,
-                &start.config,
-                g,
-                d,
-                &ladders[d],
-            )
-            .into_iter()
-            .filter(|s| {
-                !timed
-                    .iter()
-                    .any(|t| t.planned.inline == inline && t.planned.config == s.config)
-            })
-            .take(left)
-            .map(|s| {
-                swept += 1;
-                (
+    // Sweeps change tile counts only: each keeps its start's inline set, and so its program.
+    let mut inlines: Vec<Vec<usize>> = Vec::new();
+    for t in timed.iter() {
+        if !inlines.contains(&t.planned.inline) {
+            inlines.push(t.planned.inline.clone());
+        }
+    }
+    let spaces = inlines
+        .iter()
+        .map(|inline| {
+            inline_apply(&bench.program, bench.view.params.operations, inline).map(|(_, a, _)| a)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    // The probes, and where each is in `timed`.
+    let mut at: Vec<usize> = (0..timed.len()).collect();
+    let mut probes: Vec<Probe> = timed
+        .iter()
+        .map(|t| Probe {
+            space: inlines
+                .iter()
+                .position(|i| *i == t.planned.inline)
+                .unwrap_or(0),
+            config: t.planned.config.clone(),
+            predicted: t.planned.predicted,
+            feasible: t.feasible,
+            seconds: t.seconds(),
+            from: None,
+        })
+        .collect();
+    let (mut failed, mut swept) = (false, 0usize);
+    let best = measured_sweeps(
+        &spaces,
+        &bench.view,
+        options,
+        &mut probes,
+        budget,
+        |step| -> anyhow::Result<StepTimes> {
+            let from = if step.source == step.best {
+                "the fastest so far".to_string()
+            } else {
+                format!("{} (not faster)", timed[at[step.source]].planned.name)
+            };
+            eprintln!(
+                "refine: group {}'s tile count along {} from {from}: {} tiling(s) against the fastest so far ({} more allowed)",
+                step.group,
+                DIMS[step.dim],
+                step.swept.len(),
+                step.left,
+            );
+            let inline = &timed[at[step.source]].planned.inline;
+            let mut batch: Vec<Planned> = step
+                .swept
+                .iter()
+                .map(|s| {
+                    swept += 1;
                     Planned {
                         name: format!("refine{swept}"),
                         inline: inline.clone(),
-                        config: s.config,
+                        config: s.config.clone(),
                         predicted: s.predicted,
                         reference: false,
                         skipped: None,
-                    },
-                    s.feasible,
-                )
-            })
-            .collect();
-            if swept_now.is_empty() {
-                continue;
-            }
-            left -= swept_now.len();
-            eprintln!(
-                "refine: group {g}'s tile count along {}: {} tiling(s) against the fastest so far ({left} more allowed)",
-                DIMS[d],
-                swept_now.len(),
-            );
-            let mut batch: Vec<Planned> = swept_now.iter().map(|(p, _)| p.clone()).collect();
-            batch.push(start);
+                    }
+                })
+                .collect();
+            let best = at[step.best];
+            batch.push(timed[best].planned.clone());
             let (mut rows, f) = bench.time(&batch)?;
             failed |= f;
+            batch.pop();
             timed[best].row = rows.pop().expect("one row per planned variant");
-            let first = timed.len();
-            timed.extend(swept_now.into_iter().zip(rows).enumerate().map(
-                |(k, ((planned, feasible), row))| Timed {
+            let start = timed.len();
+            for (k, (planned, row)) in batch.into_iter().zip(rows).enumerate() {
+                at.push(start + k);
+                timed.push(Timed {
                     planned,
                     row,
                     stage: "refine",
-                    feasible,
+                    feasible: step.swept[k].feasible,
                     winner: false,
-                    order: first + k,
-                    swept_from: Some(best),
-                },
-            ));
-            // Compared within this run only: the fastest so far was timed again beside them.
-            let now = timed[best].seconds().unwrap_or(f64::INFINITY);
-            if let Some(k) =
-                fastest(timed, first).filter(|&k| timed[k].seconds().is_some_and(|t| t < now))
-            {
-                best = k;
-                improved = true;
+                    order: start + k,
+                    swept_from: Some(at[step.source]),
+                });
             }
-        }
-    }
-    Ok((best, failed))
+            Ok(StepTimes {
+                swept: timed[start..].iter().map(Timed::seconds).collect(),
+                best: timed[best].seconds(),
+            })
+        },
+    )?;
+    Ok((best.map_or(first, |b| at[b]), failed))
 }
 
 fn print_table(bench: &Bench, report: &Report, runs: usize) {
@@ -539,5 +579,27 @@ fn print_table(bench: &Bench, report: &Report, runs: usize) {
             report.model_optimum_rank,
             human_seconds(report.winner_seconds)
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{parse_refine, Refine};
+
+    /// `--refine auto` keeps tune within a tenth of the auto-tuning grid: hdiff's 448 tilings
+    /// (128x128x64) leave 34 after the model's 10, the 294 of 64x64x60 leave 19; a count is
+    /// taken as given, and anything else is refused naming what is accepted.
+    #[test]
+    fn refine_auto_is_a_tenth_of_the_grid_less_the_model_stage() {
+        assert_eq!(parse_refine("auto"), Ok(Refine::Auto));
+        assert_eq!(Refine::Auto.budget([128, 128, 64], 10), 34);
+        assert_eq!(Refine::Auto.budget([64, 64, 60], 10), 19);
+        assert_eq!(Refine::Auto.budget([64, 64, 60], 40), 0);
+        assert_eq!(parse_refine("5"), Ok(Refine::Count(5)));
+        assert_eq!(Refine::Count(5).budget([64, 64, 60], 40), 5);
+        for bad in ["lots", "-1", "1025"] {
+            let e = parse_refine(bad).unwrap_err();
+            assert!(e.contains("`auto` or a count from 0 to 1024"), "{e}");
+        }
     }
 }

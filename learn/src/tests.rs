@@ -944,3 +944,122 @@ fn sweeps_change_one_tile_count_to_every_other_rung_of_the_ladder() {
     }
     assert!(checked > 0);
 }
+
+/// The measured search of `tune --refine` on a made-up landscape: one whole-row tile two planes
+/// deep is fastest among its single moves, a z neighbour is within noise of it, and a valley is
+/// one y move from that neighbour only. The search sweeps the start along z, then y, then the
+/// neighbour along y (before the start along x), finds the valley, and keeps every rule of a
+/// step: one group's count along one dimension changed, nothing timed twice, the fastest so far
+/// timed again in the same run, x swept only from the fastest, the budget kept.
+#[test]
+fn measured_sweeps_go_on_from_a_near_tie_when_the_fastest_stalls() {
+    use crate::kernels::kernel_programs;
+    use crate::variants::{autotune_counts, measured_sweeps, Probe, StepTimes, SweepStep};
+    use absinthe_model::cost::evaluate;
+    use absinthe_model::milp::MilpOptions;
+    let view = view_with(refit_truth());
+    let (_, analysis) = kernel_programs()
+        .unwrap()
+        .into_iter()
+        .find(|(p, _)| p.name == "j3d7pt")
+        .unwrap();
+    let options = MilpOptions::default();
+    let stream = options.stream_shape(&analysis, &view);
+    let ladders = autotune_counts(analysis.domain);
+    let n = analysis.stencils.len();
+    // Counts, largest first: the start two tiles from the end of the z ladder, its tie one more.
+    let zs = &ladders[2];
+    let (start_z, tie_z, valley_y) = (zs[zs.len() - 2], zs[zs.len() - 3], ladders[1][2]);
+    assert!(start_z != tie_z && valley_y != 1, "{ladders:?}");
+    let seconds = |tiles: [usize; 3]| match tiles {
+        [1, 1, z] if z == start_z => 0.90,
+        [1, 1, z] if z == tie_z => 0.92,
+        [1, y, z] if y == valley_y && z == tie_z => 0.80,
+        _ => 1.0,
+    };
+    let start = Configuration::new(vec![0; n], vec![[1, 1, start_z]])
+        .canonical_stream(&analysis, &view, stream);
+    let mut probes = vec![Probe {
+        space: 0,
+        predicted: evaluate(&analysis, &view, &start).total,
+        config: start,
+        feasible: true,
+        seconds: Some(0.90),
+        from: None,
+    }];
+    let budget = 40;
+    let mut steps: Vec<(usize, usize, usize, usize)> = Vec::new();
+    let mut timed: Vec<Configuration> = vec![probes[0].config.clone()];
+    let mut known = probes.clone();
+    let best = measured_sweeps(
+        std::slice::from_ref(&analysis),
+        &view,
+        &options,
+        &mut probes,
+        budget,
+        |step: &SweepStep| -> Result<StepTimes, ()> {
+            let source = &known[step.source].config;
+            for s in step.swept {
+                let changed: Vec<(usize, usize)> = (0..3)
+                    .filter(|&d| s.config.tiles[0][d] != source.tiles[0][d])
+                    .map(|d| (0, d))
+                    .collect();
+                assert_eq!(changed, vec![(step.group, step.dim)], "{:?}", s.config);
+                assert!(!timed.contains(&s.config), "timed twice: {:?}", s.config);
+                timed.push(s.config.clone());
+            }
+            assert!(
+                step.dim != 0 || step.source == step.best,
+                "x from a runner-up"
+            );
+            steps.push((step.source, step.dim, step.swept.len(), step.best));
+            let times = StepTimes {
+                swept: step
+                    .swept
+                    .iter()
+                    .map(|s| Some(seconds(s.config.tiles[0])))
+                    .collect(),
+                best: Some(seconds(known[step.best].config.tiles[0])),
+            };
+            known.extend(step.swept.iter().zip(&times.swept).map(|(s, &t)| Probe {
+                space: 0,
+                config: s.config.clone(),
+                predicted: s.predicted,
+                feasible: s.feasible,
+                seconds: t,
+                from: Some(step.source),
+            }));
+            Ok(times)
+        },
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(
+        probes[best].config.tiles[0],
+        [1, valley_y, tie_z],
+        "{steps:?}"
+    );
+    // The start along z, then along y; then its near tie along y (its z sweep is the start's).
+    let tie = probes
+        .iter()
+        .position(|p| p.config.tiles[0] == [1, 1, tie_z])
+        .unwrap();
+    assert_eq!((steps[0].0, steps[0].1), (0, 2), "{steps:?}");
+    assert_eq!((steps[1].0, steps[1].1), (0, 1), "{steps:?}");
+    assert_eq!((steps[2].0, steps[2].1), (tie, 1), "{steps:?}");
+    let spent: usize = steps.iter().map(|s| s.2).sum();
+    assert!(spent <= budget && probes.len() == 1 + spent, "{steps:?}");
+    // Every probe's time is its latest: the search's and the timer's records agree.
+    for (p, k) in probes.iter().zip(&known) {
+        assert_eq!((&p.config, p.from), (&k.config, k.from));
+    }
+    // Along x, each fastest so far is swept once, and only after its near ties along z and y.
+    let x_from: Vec<usize> = steps.iter().filter(|s| s.1 == 0).map(|s| s.0).collect();
+    let mut distinct = x_from.clone();
+    distinct.dedup();
+    assert_eq!(x_from, distinct, "{steps:?}");
+    assert!(
+        !x_from.contains(&0),
+        "the start was swept along x before its near tie: {steps:?}"
+    );
+}

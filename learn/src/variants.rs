@@ -290,6 +290,197 @@ pub fn sweep(
     out
 }
 
+/// The dimensions a measured search sweeps, in order: z, y, x (on cosmo_pgrad the order that
+/// reached the auto-tuning grid's best in the fewest timings; docs/PERFORMANCE.md, twentieth
+/// session).
+pub const SWEEP_ORDER: [usize; 3] = [2, 1, 0];
+
+/// A candidate measured within this fraction of the fastest so far is not clearly slower, so a
+/// measured search sweeps it along z and y before it sweeps the fastest along x. On the shared
+/// machine one configuration's medians differ by up to 4% between two runs, and a start 5-7%
+/// slower than the fastest can lead to a faster valley (hdiff: its model optimum with every
+/// flux and the laplacian inlined against the laplacian stored, twenty-second session).
+pub const NEAR_FASTEST: f64 = 0.10;
+
+/// A configuration a measured search knows: where it came from and its latest time.
+#[derive(Clone, Debug)]
+pub struct Probe {
+    /// Which of the search's programs (inline sets) it configures.
+    pub space: usize,
+    pub config: Configuration,
+    pub predicted: f64,
+    pub feasible: bool,
+    /// Its latest measured time (`None`: not verified, or not timed).
+    pub seconds: Option<f64>,
+    /// The probe whose sweep tried it (`None`: a starting candidate).
+    pub from: Option<usize>,
+}
+
+/// One sweep a measured search asks to have timed: `swept` (new configurations), and the
+/// fastest so far, `probes[best]`, again in the same run.
+pub struct SweepStep<'a> {
+    /// The probe the sweep starts from, and the group and dimension it moves.
+    pub source: usize,
+    pub group: usize,
+    pub dim: usize,
+    pub swept: &'a [Swept],
+    pub best: usize,
+    /// How many more configurations the budget allows after this sweep.
+    pub left: usize,
+}
+
+/// What timing one [`SweepStep`] gave: each swept configuration's time (`None`: it failed
+/// verification) and the fastest so far's time in the same run.
+pub struct StepTimes {
+    pub swept: Vec<Option<f64>>,
+    pub best: Option<f64>,
+}
+
+/// A measured search over tile counts (`tune --refine`), from the timed `probes`, each a
+/// configuration of one of the programs `spaces` (the program with one inline set inlined; all
+/// on one domain), adding at most `budget` more. Each step sweeps one group of one probe along
+/// one dimension ([`sweep`] over [`autotune_counts`], in the probe's program), and `time` times
+/// the sweep in one run together with the fastest so far, which a swept configuration replaces
+/// only when it ran faster in that same run.
+///
+/// Which sweep comes next, the first with an untimed configuration of (each probe's groups the
+/// slowest by the model first):
+/// 1. along z, then y ([`SWEEP_ORDER`]), the fastest so far, then the probes measured within
+///    [`NEAR_FASTEST`] of it, fastest first;
+/// 2. along x, the fastest so far;
+/// 3. along z, then y, every other probe, fastest first.
+///
+/// So where coordinate sweeps stall at a configuration none of whose single moves ran faster
+/// (hdiff's best by the model, one whole-domain tile two planes deep, streamed, within noise of
+/// its z neighbours and of the model's optimum with another inline set), the search goes on
+/// from those instead of stopping. Sweeps
+/// along x start only from the fastest so far, and after its near ties: every optimum of the
+/// twelve auto-tuning grids of the twentieth and twenty-first sessions has rows spanning the
+/// domain or half of it, and an x sweep costs a timing per rung of the longest ladder. The
+/// search ends when the budget is spent or no sweep has an untimed configuration left.
+/// Returns the fastest probe.
+pub fn measured_sweeps<E>(
+    spaces: &[Analysis],
+    view: &ModelMachine,
+    options: &MilpOptions,
+    probes: &mut Vec<Probe>,
+    budget: usize,
+    mut time: impl FnMut(&SweepStep) -> Result<StepTimes, E>,
+) -> Result<Option<usize>, E> {
+    let fastest = |probes: &[Probe], from: usize| {
+        (from..probes.len())
+            .filter_map(|k| probes[k].seconds.map(|t| (k, t)))
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(k, _)| k)
+    };
+    let Some(mut best) = fastest(probes, 0) else {
+        return Ok(None);
+    };
+    let Some(domain) = spaces.first().map(|a| a.domain) else {
+        return Ok(None);
+    };
+    let ladders = autotune_counts(domain);
+    let mut done: std::collections::HashSet<(usize, usize, usize)> = Default::default();
+    let mut left = budget;
+    while left > 0 {
+        // Sources: the fastest so far first, then the others by their latest time.
+        let mut sources: Vec<usize> = (0..probes.len())
+            .filter(|&k| k != best && probes[k].seconds.is_some())
+            .collect();
+        sources.sort_by(|&a, &b| {
+            probes[a]
+                .seconds
+                .unwrap()
+                .total_cmp(&probes[b].seconds.unwrap())
+        });
+        sources.insert(0, best);
+        // The sweeps in the order they are tried: along z and y, those of the fastest so far and
+        // of the candidates within noise of it; the fastest's along x; the rest along z and y.
+        let near = probes[best].seconds.unwrap_or(f64::INFINITY) * (1.0 + NEAR_FASTEST);
+        let is_near = |k: usize| k == best || probes[k].seconds.is_some_and(|t| t <= near);
+        let order = sources
+            .iter()
+            .filter(|&&k| is_near(k))
+            .map(|&k| (k, &SWEEP_ORDER[..2]))
+            .chain([(best, &SWEEP_ORDER[2..])])
+            .chain(
+                sources
+                    .iter()
+                    .filter(|&&k| !is_near(k))
+                    .map(|&k| (k, &SWEEP_ORDER[..2])),
+            );
+        let mut next = None;
+        'find: for (source, dims) in order {
+            let (space, analysis) = (probes[source].space, &spaces[probes[source].space]);
+            let cost = evaluate(analysis, view, &probes[source].config);
+            let mut groups: Vec<usize> = (0..cost.groups.len()).collect();
+            groups.sort_by(|&a, &b| cost.groups[b].time.total_cmp(&cost.groups[a].time));
+            for g in groups {
+                for &d in dims {
+                    if !done.insert((source, g, d)) {
+                        continue;
+                    }
+                    let swept: Vec<Swept> = sweep(
+                        analysis,
+                        view,
+                        options,
+                        &probes[source].config,
+                        g,
+                        d,
+                        &ladders[d],
+                    )
+                    .into_iter()
+                    .filter(|s| {
+                        !probes
+                            .iter()
+                            .any(|p| p.space == space && p.config == s.config)
+                    })
+                    .take(left)
+                    .collect();
+                    if !swept.is_empty() {
+                        next = Some((source, g, d, swept));
+                        break 'find;
+                    }
+                }
+            }
+        }
+        let Some((source, group, dim, swept)) = next else {
+            break;
+        };
+        left -= swept.len();
+        let times = time(&SweepStep {
+            source,
+            group,
+            dim,
+            swept: &swept,
+            best,
+            left,
+        })?;
+        probes[best].seconds = times.best;
+        let first = probes.len();
+        let space = probes[source].space;
+        probes.extend(
+            swept
+                .into_iter()
+                .zip(times.swept)
+                .map(|(s, seconds)| Probe {
+                    space,
+                    config: s.config,
+                    predicted: s.predicted,
+                    feasible: s.feasible,
+                    seconds,
+                    from: Some(source),
+                }),
+        );
+        // Compared within this run only: the fastest so far was timed again beside them.
+        let now = probes[best].seconds.unwrap_or(f64::INFINITY);
+        if let Some(k) = fastest(probes, first).filter(|&k| probes[k].seconds.unwrap() < now) {
+            best = k;
+        }
+    }
+    Ok(Some(best))
+}
+
 /// Up to `n` distinct feasible configurations drawn at random: random cuts between groups
 /// (each with probability one half), then for each group a tiling drawn uniformly from the
 /// admissible, parallel-efficient triples that fit the cache (`search::admissible_tilings`),
