@@ -47,13 +47,14 @@ use crate::timing::{accuracy_points, Bench, BenchTarget, PlanRequest, Row, Timin
 /// tries there (tile sizes 1, 2, 4, ... along x and y; 1, 2, 4, 12, 30, 60 along z), the others
 /// kept, and is timed together with the fastest so far (timed again, so the two are compared
 /// in one run); a swept configuration that ran faster becomes the fastest so far. The sweeps
-/// go along z and y from the fastest so far, then from the candidates measured within 5% of
-/// it, then along x from the fastest, then along z and y from the others, fastest first,
-/// until the budget is spent. The model ranks the space well but not exactly: on cosmo_pgrad
-/// its best tiling was the 73rd of the 294 the original auto-tuning times, and the sweeps reach
-/// it in 11 timings; on hdiff the sweeps of the model's best (one tile of two planes, streamed)
-/// find nothing faster, and the grid's best is reached from a near tie (docs/PERFORMANCE.md,
-/// twentieth and twenty-second sessions). `--refine 0` times the model's best only.
+/// go along z and y from the fastest so far, then from the candidates measured within 10% of
+/// it or predicted within 0.1% of it (the model cannot rank those), then along x from the
+/// fastest, then along z and y from the others, fastest first, until the budget is spent.
+/// The model ranks the space well but not exactly: on cosmo_pgrad its best tiling was the
+/// 73rd of the 294 the original auto-tuning times, and the sweeps reach it in 11 timings; on
+/// hdiff the sweeps of the model's best (whole planes 32 deep, streamed) find nothing faster,
+/// and the grid's best is reached from a near tie (docs/PERFORMANCE.md, twentieth and
+/// twenty-second sessions). `--refine 0` times the model's best only.
 ///
 /// Where the sweeps end (the fastest so far, each step decided within one run; without sweeps
 /// the fastest of the model's best) is written as a solution file for `codegen` and `verify`,

@@ -345,15 +345,19 @@ pub struct StepTimes {
 ///
 /// Which sweep comes next, the first with an untimed configuration of (each probe's groups the
 /// slowest by the model first):
-/// 1. along z, then y ([`SWEEP_ORDER`]), the fastest so far, then the probes measured within
-///    [`NEAR_FASTEST`] of it, fastest first;
+/// 1. along z, then y ([`SWEEP_ORDER`]), the fastest so far, then its near ties, fastest
+///    first: the probes measured within [`NEAR_FASTEST`] of it, and those the model cannot
+///    tell from it (predicted within [`TIE`]);
 /// 2. along x, the fastest so far;
 /// 3. along z, then y, every other probe, fastest first.
 ///
 /// So where coordinate sweeps stall at a configuration none of whose single moves ran faster
-/// (hdiff's best by the model, one whole-domain tile two planes deep, streamed, within noise of
-/// its z neighbours and of the model's optimum with another inline set), the search goes on
-/// from those instead of stopping. Sweeps
+/// (hdiff's best by the model, whole planes 32 deep, streamed, within noise of its z
+/// neighbours and of the model's optimum with another inline set), the search goes on from
+/// those instead of stopping. A model tie is swept however slowly it ran: the model
+/// cannot rank it, and the valley may be one move from it (cosmo_hdiff4's whole rows one row
+/// tall, two planes deep, are a y sweep from whole planes two deep, which the model predicts
+/// equal to its optimum and which ran 24% slower than it). Sweeps
 /// along x start only from the fastest so far, and after its near ties: every optimum of the
 /// twelve auto-tuning grids of the twentieth and twenty-first sessions has rows spanning the
 /// domain or half of it, and an x sweep costs a timing per rung of the longest ladder. The
@@ -397,7 +401,12 @@ pub fn measured_sweeps<E>(
         // The sweeps in the order they are tried: along z and y, those of the fastest so far and
         // of the candidates within noise of it; the fastest's along x; the rest along z and y.
         let near = probes[best].seconds.unwrap_or(f64::INFINITY) * (1.0 + NEAR_FASTEST);
-        let is_near = |k: usize| k == best || probes[k].seconds.is_some_and(|t| t <= near);
+        let model_tie = |k: usize| {
+            let (p, q) = (probes[k].predicted, probes[best].predicted);
+            (p - q).abs() <= TIE * q.abs()
+        };
+        let is_near =
+            |k: usize| k == best || probes[k].seconds.is_some_and(|t| t <= near) || model_tie(k);
         let order = sources
             .iter()
             .filter(|&&k| is_near(k))
