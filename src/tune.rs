@@ -409,8 +409,8 @@ fn refine(
             inline_apply(&bench.program, bench.view.params.operations, inline).map(|(_, a, _)| a)
         })
         .collect::<Result<Vec<_>, _>>()?;
-    // The probes, and where each is in `timed`.
-    let mut at: Vec<usize> = (0..timed.len()).collect();
+    // The probes: the candidates timed so far, in `timed`'s order (the search appends to both
+    // alike, so a probe's index is its place in `timed`).
     let mut probes: Vec<Probe> = timed
         .iter()
         .map(|t| Probe {
@@ -436,7 +436,7 @@ fn refine(
             let from = if step.source == step.best {
                 "the fastest so far".to_string()
             } else {
-                format!("{} (not faster)", timed[at[step.source]].planned.name)
+                format!("{} (not faster)", timed[step.source].planned.name)
             };
             eprintln!(
                 "refine: group {}'s tile count along {} from {from}: {} tiling(s) against the fastest so far ({} more allowed)",
@@ -445,7 +445,7 @@ fn refine(
                 step.swept.len(),
                 step.left,
             );
-            let inline = &timed[at[step.source]].planned.inline;
+            let inline = &timed[step.source].planned.inline;
             let mut batch: Vec<Planned> = step
                 .swept
                 .iter()
@@ -461,7 +461,7 @@ fn refine(
                     }
                 })
                 .collect();
-            let best = at[step.best];
+            let best = step.best;
             batch.push(timed[best].planned.clone());
             let (mut rows, f) = bench.time(&batch)?;
             failed |= f;
@@ -469,7 +469,6 @@ fn refine(
             timed[best].row = rows.pop().expect("one row per planned variant");
             let start = timed.len();
             for (k, (planned, row)) in batch.into_iter().zip(rows).enumerate() {
-                at.push(start + k);
                 timed.push(Timed {
                     planned,
                     row,
@@ -477,7 +476,7 @@ fn refine(
                     feasible: step.swept[k].feasible,
                     winner: false,
                     order: start + k,
-                    swept_from: Some(at[step.source]),
+                    swept_from: Some(step.source),
                 });
             }
             Ok(StepTimes {
@@ -486,7 +485,8 @@ fn refine(
             })
         },
     )?;
-    Ok((best.map_or(first, |b| at[b]), failed))
+    debug_assert_eq!(probes.len(), timed.len());
+    Ok((best.unwrap_or(first), failed))
 }
 
 fn print_table(bench: &Bench, report: &Report, runs: usize) {

@@ -354,15 +354,14 @@ pub struct StepTimes {
 /// So where coordinate sweeps stall at a configuration none of whose single moves ran faster
 /// (hdiff's best by the model, whole planes 32 deep, streamed, within noise of its z
 /// neighbours and of the model's optimum with another inline set), the search goes on from
-/// those instead of stopping. A model tie is swept however slowly it ran: the model
-/// cannot rank it, and the valley may be one move from it (cosmo_hdiff4's whole rows one row
-/// tall, two planes deep, are a y sweep from whole planes two deep, which the model predicts
-/// equal to its optimum and which ran 24% slower than it). Sweeps
-/// along x start only from the fastest so far, and after its near ties: every optimum of the
-/// twelve auto-tuning grids of the twentieth and twenty-first sessions has rows spanning the
-/// domain or half of it, and an x sweep costs a timing per rung of the longest ladder. The
-/// search ends when the budget is spent or no sweep has an untimed configuration left.
-/// Returns the fastest probe.
+/// those instead of stopping. A model tie is swept however slowly it ran: the model cannot
+/// rank it, and the valley may be one move from it (cosmo_hdiff4's whole rows one row tall,
+/// two planes deep, are a y sweep from whole planes two deep, which the model predicts equal
+/// to its optimum and which ran 24% slower than it). Sweeps along x start only from the
+/// fastest so far, and after its near ties: every optimum of the twelve auto-tuning grids of
+/// the twentieth and twenty-first sessions has rows spanning the domain or half of it, and an
+/// x sweep costs a timing per rung of the longest ladder. The search ends when the budget is
+/// spent or no sweep has an untimed configuration left. Returns the fastest probe.
 pub fn measured_sweeps<E>(
     spaces: &[Analysis],
     view: &ModelMachine,
@@ -399,7 +398,8 @@ pub fn measured_sweeps<E>(
         });
         sources.insert(0, best);
         // The sweeps in the order they are tried: along z and y, those of the fastest so far and
-        // of the candidates within noise of it; the fastest's along x; the rest along z and y.
+        // of its near ties (measured within noise of it, or predicted the same); the fastest's
+        // along x; the rest along z and y.
         let near = probes[best].seconds.unwrap_or(f64::INFINITY) * (1.0 + NEAR_FASTEST);
         let model_tie = |k: usize| {
             let (p, q) = (probes[k].predicted, probes[best].predicted);
