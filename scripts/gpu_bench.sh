@@ -8,8 +8,10 @@
 #
 # `generate` writes, per program and per size in $SIZES (default "256x256x60 512x512x80"), one
 # directory per variant with `absinthe codegen --target cuda --harness` on $MACHINE (default
-# machines/h100.yaml): opt (the model's optimum, groups streaming along z), unstreamed
-# (--no-stream: the original whole-tile schedule) and unfused (--fix-groups 0,1,2,...).
+# machines/h100.yaml), the variants in $VARIANTS (default all): opt (the model's optimum,
+# groups streaming along z), unstreamed (--no-stream: whole tiles), buffered (--no-inline:
+# every stencil stored in a tile buffer, streamed), buffered_unstreamed (--no-inline
+# --no-stream: the original schedule, full 3-D tile buffers) and unfused (--fix-groups 0,1,...).
 # `run` builds each with nvcc (the timed build: FMA, verified within the harness's tolerance;
 # ABSINTHE_EXACT=1 for the exact build, bit for bit) and prints one JSON line per variant:
 # the harness's verification, the CUDA-event timing, the compulsory bandwidth and its fraction of
@@ -19,7 +21,7 @@ set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 usage() {
-  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 [ $# -ge 2 ] || usage
@@ -56,11 +58,14 @@ generate)
         || { echo "gpu_bench.sh: $program has no top-level 'domain:' line" >&2; exit 2; }
       n="$(grep -cE '^  - name:' "$case_dir/program.yaml")"
       unfused="$(seq -s, 0 $((n - 1)))"
-      for variant in opt unstreamed unfused; do
+      for variant in ${VARIANTS:-opt unstreamed buffered buffered_unstreamed unfused}; do
         case "$variant" in
         opt) extra=() ;;
         unstreamed) extra=(--no-stream) ;;
+        buffered) extra=(--no-inline) ;;
+        buffered_unstreamed) extra=(--no-inline --no-stream) ;;
         unfused) extra=(--fix-groups "$unfused") ;;
+        *) echo "gpu_bench.sh: unknown variant $variant" >&2; exit 2 ;;
         esac
         "$absinthe" codegen "$case_dir/program.yaml" --target cuda --machine "$machine" \
           --harness "${extra[@]}" -o "$case_dir/$variant" 2>>"$case_dir/codegen.log"

@@ -19,6 +19,7 @@ use anyhow::Context;
 use clap::Args;
 
 use crate::args::FlushArgs;
+use crate::codegen_cmd::Target;
 use crate::output::{human_seconds, table, write_atomic};
 
 /// Measure this machine and write the model's eight parameters into its machine file.
@@ -124,6 +125,24 @@ pub struct LearnArgs {
     /// and stop: to see what `learn` measures, or to run them through `bench`.
     #[arg(long, value_name = "DIR")]
     pub write_programs: Option<PathBuf>,
+    /// What to learn: this CPU (`openmp`), or a GPU (`cuda`): the training programs as CUDA
+    /// kernels, one thread block per x-y tile streaming along z, at the tile shapes the GPU
+    /// view of the model admits, each verified against the CPU reference and timed with CUDA
+    /// events; only `params` and `learned` are rewritten (the `gpu:` section, `cache_fraction`
+    /// and the operation weights stay as written). Without --emit or --timings this needs nvcc
+    /// ($NVCC, else on PATH) and a GPU here.
+    #[arg(long, value_enum, default_value_t = Target::Openmp)]
+    pub target: Target,
+    /// With --target cuda: write the CUDA training bundles (one `.cu` per program),
+    /// `manifest.json` and `run.sh` into DIR and stop, for a machine that has a GPU and nvcc
+    /// but not absinthe: there `sh DIR/run.sh` builds and runs them into DIR/output.txt; then
+    /// `absinthe learn --target cuda --timings DIR` fits here.
+    #[arg(long, value_name = "DIR", conflicts_with = "timings")]
+    pub emit: Option<PathBuf>,
+    /// With --target cuda: fit to the timings in DIR (DIR/manifest.json and DIR/output.txt,
+    /// from --emit and run.sh) instead of measuring.
+    #[arg(long, value_name = "DIR")]
+    pub timings: Option<PathBuf>,
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
@@ -183,6 +202,12 @@ impl Bar {
 
 pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
+    if args.target == Target::Cuda {
+        return crate::learn_gpu::run(&args);
+    }
+    if args.emit.is_some() || args.timings.is_some() {
+        anyhow::bail!("--emit and --timings go with --target cuda");
+    }
     if let Some(dir) = &args.write_programs {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         let mut calibration = training::wide_programs(&calibrate::CALIBRATION_DOMAINS)?;

@@ -7,6 +7,7 @@ mod check;
 mod codegen_cmd;
 mod compare;
 mod learn_cmd;
+mod learn_gpu;
 mod output;
 mod solve;
 mod solving;

@@ -737,3 +737,167 @@ fn gpu_machines_refuse_the_cpu_cache_encodings_clearly() {
     let o = verify(&["--skip", "soundness", "--skip", "optimality"]);
     assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
 }
+
+/// `learn --target cuda`: `--emit` writes bundles of the training programs that nvcc compiles
+/// with no spills, and `--timings` fits their output into the machine file (here an output
+/// made from known coefficients through the model's counts, since no GPU runs the suite);
+/// a missing case, a file emitted for another machine, and `--emit` without `--target cuda`
+/// are refused and leave the machine file as it was.
+#[test]
+fn learn_target_cuda_emits_bundles_nvcc_compiles_and_fits_their_output() {
+    use absinthe_learn::gpu::{self, Manifest};
+    let dir = tempfile::tempdir().unwrap();
+    let bundles = dir.path().join("bundles");
+    let o = absinthe(&[
+        "learn",
+        "--machine",
+        "machines/h100.yaml",
+        "--target",
+        "cuda",
+        "--emit",
+        bundles.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("run.sh"), "{}", stdout(&o));
+    let manifest: Manifest =
+        serde_json::from_str(&std::fs::read_to_string(bundles.join("manifest.json")).unwrap())
+            .unwrap();
+    assert!(bundles.join("run.sh").exists());
+    for b in &manifest.bundles {
+        assert!(bundles.join(&b.file).exists(), "{}", b.file);
+    }
+
+    // nvcc compiles a fast and a slow bundle with no spills and no stack frame.
+    match nvcc() {
+        Ok(nvcc) => {
+            for family in ["fast", "slow"] {
+                let b = manifest
+                    .bundles
+                    .iter()
+                    .find(|b| b.family == family)
+                    .unwrap();
+                let o = Command::new(&nvcc)
+                    .current_dir(&bundles)
+                    .args([
+                        "-arch=sm_90",
+                        "-O3",
+                        "-DABSINTHE_FMA_BUILD",
+                        "-Xptxas",
+                        "-v",
+                    ])
+                    .args(["-Xcompiler", "-fopenmp", "-c", &b.file, "-o"])
+                    .arg(format!("{family}.o"))
+                    .output()
+                    .unwrap();
+                let text = format!("{}{}", stdout(&o), stderr(&o));
+                assert!(o.status.success(), "nvcc failed on {}:\n{text}", b.file);
+                let kernels = parse_ptxas(&text);
+                assert!(kernels.len() >= b.cases.len(), "{}:\n{text}", b.file);
+                for k in &kernels {
+                    assert_eq!((k.spill_stores, k.stack_frame), (0, 0), "{}: {k:?}", b.file);
+                }
+            }
+        }
+        Err(reason) if std::env::var_os("ABSINTHE_SKIP_NVCC").is_some() => {
+            eprintln!("SKIPPED the nvcc part (ABSINTHE_SKIP_NVCC is set): {reason}");
+        }
+        Err(reason) => panic!("no nvcc: {reason}"),
+    }
+
+    // An output made from known coefficients: every case verified, times through the counts.
+    let ones: Vec<gpu::Timing> = manifest
+        .bundles
+        .iter()
+        .flat_map(|b| &b.cases)
+        .map(|c| gpu::Timing {
+            label: c.label.clone(),
+            verified: true,
+            seconds: 1.0,
+            device: String::new(),
+        })
+        .collect();
+    let counted = gpu::measurements(&manifest, &ones).unwrap();
+    let fast = [2.0e-12, 3.0e-13, 1.0e-12, 5.0e-14];
+    let slow = [0.0, 0.0, 1.0e-11, 1.0e-12, 0.0];
+    let mut output = String::new();
+    for (k, (m, t)) in counted.iter().zip(&ones).enumerate() {
+        let c: &[f64] = if m.family.name() == "fast" {
+            &fast
+        } else {
+            &slow
+        };
+        let seconds = absinthe_learn::fit::predict(c, &m.counts.fit_counts(m.family, 0))
+            * (1.0 + 0.01 * (k % 3) as f64);
+        output.push_str(&format!(
+            "ABSINTHE_RESULT {{\"label\":\"{0}\",\"verified\":true}}\nABSINTHE_CUDA_TIMING {{\"label\":\"{0}\",\"device\":\"Test GPU\",\"median\":{seconds:e}}}\n",
+            t.label
+        ));
+    }
+    let machine = dir.path().join("gpu.yaml");
+    std::fs::copy(root().join("machines/h100.yaml"), &machine).unwrap();
+    let before = std::fs::read_to_string(&machine).unwrap();
+    let fit = |out: &str| {
+        std::fs::write(bundles.join("output.txt"), out).unwrap();
+        absinthe(&[
+            "learn",
+            "--machine",
+            machine.to_str().unwrap(),
+            "--target",
+            "cuda",
+            "--timings",
+            bundles.to_str().unwrap(),
+        ])
+    };
+    // A case missing from the output: refused, naming it; the file is untouched.
+    let first = &ones[0].label;
+    let missing: String = output
+        .lines()
+        .filter(|l| !l.contains(&format!("\"{first}\"")))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let o = fit(&missing);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains(&format!("no timing for {first}")),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read_to_string(&machine).unwrap(), before);
+    // The whole output: fitted, written, the gpu section kept.
+    let o = fit(&output);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("Test GPU: R²"), "{}", stdout(&o));
+    let learned = Machine::load(&machine).unwrap();
+    assert_eq!(learned.gpu, h100().gpu);
+    let l = learned.learned.as_ref().unwrap();
+    assert_eq!(l.host, "Test GPU (learn --target cuda)");
+    assert_eq!(l.samples as usize, counted.len());
+    assert!(l.r2.fast > 0.95 && l.r2.slow > 0.95, "{:?}", l.r2);
+    assert_ne!(learned.params, h100().params);
+    // Bundles emitted for another machine are refused.
+    let other = dir.path().join("other.yaml");
+    std::fs::write(
+        &other,
+        before.replace("name: nvidia-h100-sxm5", "name: another-gpu"),
+    )
+    .unwrap();
+    let o = absinthe(&[
+        "learn",
+        "--machine",
+        other.to_str().unwrap(),
+        "--target",
+        "cuda",
+        "--timings",
+        bundles.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("emitted for machine `nvidia-h100-sxm5`"),
+        "{}",
+        stderr(&o)
+    );
+    // --emit is for --target cuda only.
+    let o = absinthe(&["learn", "--machine", "machines/h100.yaml", "--emit", "x"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--target cuda"), "{}", stderr(&o));
+}

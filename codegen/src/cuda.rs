@@ -288,6 +288,12 @@ impl Renderer {
         self.cuda_files(schedule, plan, Some(harness), false, true)
     }
 
+    /// Several CUDA kernels with their harnesses in one translation unit, for a GPU: each
+    /// case verifies against the CPU reference, then times its launches (`learn --target cuda`).
+    pub fn cuda_device_bundle(&self, cases: &[CudaBundleCase<'_>]) -> Result<String, CodegenError> {
+        self.render("cuda_device_bundle.cu.j2", context! { cases => cases })
+    }
+
     /// Several emulated kernels with their harnesses in one translation unit.
     pub fn cuda_bundle(&self, cases: &[CudaBundleCase<'_>]) -> Result<String, CodegenError> {
         self.render("cuda_bundle.cpp.j2", context! { cases => cases })

@@ -73,6 +73,10 @@ pub const TEMPLATES: &[(&str, &str)] = &[
         "cuda_bundle.cpp.j2",
         include_str!("../templates/cuda_bundle.cpp.j2"),
     ),
+    (
+        "cuda_device_bundle.cu.j2",
+        include_str!("../templates/cuda_device_bundle.cu.j2"),
+    ),
 ];
 
 /// Settings baked into a harness (each can be overridden on its command line).

@@ -17,6 +17,7 @@
 pub mod accuracy;
 pub mod calibrate;
 pub mod fit;
+pub mod gpu;
 pub mod kernels;
 pub mod machine_file;
 pub mod measure;

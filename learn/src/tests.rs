@@ -1107,3 +1107,213 @@ fn measured_sweeps_sweep_the_models_ties_of_the_fastest_however_slow() {
         "{steps:?}"
     );
 }
+
+/// The H100 machine file shipped with the project.
+fn h100() -> Machine {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../machines/h100.yaml");
+    Machine::from_yaml(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A bundle output line pair for `label`: its verification and its timing.
+fn gpu_lines(label: &str, verified: bool, seconds: f64) -> String {
+    format!(
+        "ABSINTHE_RESULT {{\"label\":\"{label}\",\"verified\":{verified},\"times\":[]}}\nABSINTHE_CUDA_TIMING {{\"label\":\"{label}\",\"device\":\"NVIDIA H100 80GB HBM3\",\"runs\":24,\"median\":{seconds:e}}}\n"
+    )
+}
+
+#[test]
+fn gpu_training_shapes_are_warp_aligned_admissible_and_few() {
+    use crate::gpu;
+    let machine = h100();
+    let view = gpu::view(&machine).unwrap();
+    let (manifest, files) = gpu::emit(&machine, gpu::DOMAIN, gpu::SHAPES, 8).unwrap();
+    // Every training program has shapes on the H100, both families, split over bundles whose
+    // loop-bound tables fit the device's 64 KiB of constant memory.
+    assert_eq!(files.len(), manifest.bundles.len());
+    let mut per_program = std::collections::HashMap::new();
+    let mut labels = std::collections::HashSet::new();
+    for (b, (name, text)) in manifest.bundles.iter().zip(&files) {
+        assert_eq!(&b.file, name);
+        *per_program.entry(b.program.clone()).or_insert(0) += b.cases.len();
+        let tables: usize = b
+            .cases
+            .iter()
+            .map(|c| training::STENCILS * 2 * c.tiles.iter().sum::<usize>() * 4)
+            .sum();
+        assert!(
+            b.cases.len() == 1 || tables <= gpu::CONSTANT_BYTES,
+            "{}: {tables} bytes",
+            b.file
+        );
+        let p = training::programs(gpu::DOMAIN)
+            .unwrap()
+            .into_iter()
+            .find(|p| p.program.name == b.program)
+            .unwrap();
+        for c in &b.cases {
+            assert!(labels.insert(c.label.clone()), "{} twice", c.label);
+            // Warps stay aligned: x tiles are multiples of 32 cells.
+            assert_eq!(c.size[0] % 32, 0, "{}", c.label);
+            let config = training::configuration(&p.analysis, c.tiles, true);
+            let cost = absinthe_model::cost::evaluate(&p.analysis, &view, &config);
+            assert!(
+                cost.infeasible.is_none(),
+                "{}: {:?}",
+                c.label,
+                cost.infeasible
+            );
+            // The bundle names the case's result lines.
+            for tag in ["RESULT", "CUDA_TIMING"] {
+                let line = format!("ABSINTHE_{tag} {{\\\"label\\\":\\\"{}\\\"", c.label);
+                assert!(text.contains(&line), "{line}");
+            }
+        }
+    }
+    assert_eq!(per_program.len(), 15);
+    for (program, cases) in &per_program {
+        assert!(
+            (8..=gpu::SHAPES).contains(cases),
+            "{program}: {cases} shapes"
+        );
+    }
+    // A device asking for more blocks than any tiling of the domain has admits nothing, and
+    // says so.
+    let mut tiny = machine.clone();
+    tiny.gpu.as_mut().unwrap().sm_count = 1 << 20;
+    let e = gpu::emit(&tiny, gpu::DOMAIN, gpu::SHAPES, 8).unwrap_err();
+    assert!(e.to_string().contains("no tile shape"), "{e}");
+    // A CPU machine file is refused.
+    let mut cpu = machine;
+    cpu.gpu = None;
+    assert!(gpu::view(&cpu)
+        .unwrap_err()
+        .to_string()
+        .contains("no `gpu:` section"));
+}
+
+#[test]
+fn gpu_timings_fit_the_parameters_they_were_made_from() {
+    use crate::gpu;
+    let machine = h100();
+    let (manifest, _) = gpu::emit(&machine, gpu::DOMAIN, gpu::SHAPES, 8).unwrap();
+    // Times made by known coefficients through the model's counts, ±2% noise.
+    let fast = [3.0e-12, 4.0e-13, 1.0e-12, 2.0e-13];
+    let slow = [0.0, 0.0, 2.0e-11, 1.5e-12, 0.0];
+    let ones: Vec<gpu::Timing> = manifest
+        .bundles
+        .iter()
+        .flat_map(|b| &b.cases)
+        .map(|c| gpu::Timing {
+            label: c.label.clone(),
+            verified: true,
+            seconds: 1.0,
+            device: String::new(),
+        })
+        .collect();
+    let counted = gpu::measurements(&manifest, &ones).unwrap();
+    let mut rng = Rng::new(7);
+    let mut output = String::new();
+    for (m, t) in counted.iter().zip(&ones) {
+        let coefficients: &[f64] = if m.family == Family::Fast {
+            &fast
+        } else {
+            &slow
+        };
+        let exact = crate::fit::predict(coefficients, &m.counts.fit_counts(m.family, 0));
+        let noise = 1.0 + (rng.range(-200, 200) as f64) * 1e-4;
+        output.push_str("some other line the harness printed\n");
+        output.push_str(&gpu_lines(&t.label, true, exact * noise));
+    }
+    let timings = gpu::parse_output(&output).unwrap();
+    assert_eq!(timings.len(), counted.len());
+    assert_eq!(gpu::device_name(&timings), Some("NVIDIA H100 80GB HBM3"));
+    let measured = gpu::measurements(&manifest, &timings).unwrap();
+    let result = crate::fit_measurements(measured, "highs").unwrap();
+    assert!(
+        result.r2_fast > 0.99 && result.r2_slow > 0.99,
+        "{} {}",
+        result.r2_fast,
+        result.r2_slow
+    );
+    // Every configuration is predicted within the noise (2%) and a little more.
+    for (predicted, measured) in result.fast_medians.iter().chain(&result.slow_medians) {
+        assert!(
+            (predicted / measured - 1.0).abs() < 0.05,
+            "{predicted} vs {measured}"
+        );
+    }
+
+    // A case that failed verification, or that has no timing, is an error naming it.
+    let first = &ones[0].label;
+    let unverified = output.replacen(
+        &format!("\"label\":\"{first}\",\"verified\":true"),
+        &format!("\"label\":\"{first}\",\"verified\":false"),
+        1,
+    );
+    let e = gpu::measurements(&manifest, &gpu::parse_output(&unverified).unwrap()).unwrap_err();
+    assert!(
+        e.to_string().contains(first.as_str()) && e.to_string().contains("differs"),
+        "{e}"
+    );
+    let missing: String = output
+        .lines()
+        .filter(|l| !l.contains(&format!("\"label\":\"{first}\"")))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let e = gpu::measurements(&manifest, &gpu::parse_output(&missing).unwrap()).unwrap_err();
+    assert!(
+        e.to_string().contains(&format!("no timing for {first}")),
+        "{e}"
+    );
+    // A malformed line names its line number.
+    let e = gpu::parse_output("x\nABSINTHE_CUDA_TIMING {\"label\":\"a\",\"median\":inf}\n")
+        .unwrap_err();
+    assert!(e.to_string().contains("line 2"), "{e}");
+}
+
+/// The timings measured on an H100 (tests/data/h100-learn-output.txt, from `sh run.sh` over the
+/// bundles `--emit` writes for machines/h100-learned.yaml) fit to the parameters that file
+/// ships, with the R² it records: the shipped GPU parameters are what `learn --target cuda`
+/// makes of real measurements, and a change to the counts or the fit shows here.
+#[test]
+fn the_h100_timings_fit_to_the_shipped_learned_file() {
+    use crate::gpu;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let text = std::fs::read_to_string(root.join("machines/h100-learned.yaml")).unwrap();
+    let shipped = Machine::from_yaml(&text).unwrap();
+    let (manifest, _) = gpu::emit(&shipped, gpu::DOMAIN, gpu::SHAPES, gpu::RUNS).unwrap();
+    let output = std::fs::read_to_string(root.join("tests/data/h100-learn-output.txt")).unwrap();
+    let timings = gpu::parse_output(&output).unwrap();
+    assert_eq!(gpu::device_name(&timings), Some("NVIDIA H100 80GB HBM3"));
+    let measured = gpu::measurements(&manifest, &timings).unwrap();
+    assert_eq!(measured.len(), 240);
+    let result = crate::fit_measurements(measured, "highs").unwrap();
+    let learned = shipped.learned.as_ref().unwrap();
+    assert!(
+        (result.r2_fast - learned.r2.fast).abs() < 1e-3,
+        "{} {:?}",
+        result.r2_fast,
+        learned.r2
+    );
+    assert!(
+        (result.r2_slow - learned.r2.slow).abs() < 1e-3,
+        "{} {:?}",
+        result.r2_slow,
+        learned.r2
+    );
+    let params = shipped.params.unwrap();
+    for family in [Family::Fast, Family::Slow] {
+        let want = crate::family_coefficients(&params, family);
+        let got = crate::family_coefficients(&result.params, family);
+        for (w, g) in want.iter().zip(&got) {
+            assert!(
+                (w - g).abs() <= 1e-3 * w.abs() + 1e-18,
+                "{family:?}: {got:?} vs {want:?}"
+            );
+        }
+    }
+    assert_eq!(
+        result.params.crowded.row_streams,
+        params.crowded.row_streams
+    );
+}
