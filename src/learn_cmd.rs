@@ -53,6 +53,10 @@ use crate::output::{human_seconds, table, write_atomic};
 /// Examples:
 ///   absinthe learn --machine machines/mybox.yaml
 ///   absinthe learn --machine machines/default.yaml --out machines/learned.yaml --keep-data data/
+///   absinthe learn --machine machines/h100.yaml --target cuda --out gpu.yaml   (nvcc and a GPU here)
+///   absinthe learn --machine machines/h100.yaml --target cuda --emit bundles/  (then sh bundles/run.sh
+///       on the GPU machine, and: absinthe learn --machine machines/h100.yaml --target cuda
+///       --timings bundles/ --out gpu.yaml)
 #[derive(Args, Clone)]
 #[command(verbatim_doc_comment)]
 pub struct LearnArgs {
@@ -133,7 +137,8 @@ pub struct LearnArgs {
     /// ($NVCC, else on PATH) and a GPU here.
     #[arg(long, value_enum, default_value_t = Target::Openmp)]
     pub target: Target,
-    /// With --target cuda: write the CUDA training bundles (one `.cu` per program),
+    /// With --target cuda: write the CUDA training bundles (`.cu` files, each several tile
+    /// shapes of one program),
     /// `manifest.json` and `run.sh` into DIR and stop, for a machine that has a GPU and nvcc
     /// but not absinthe: there `sh DIR/run.sh` builds and runs them into DIR/output.txt; then
     /// `absinthe learn --target cuda --timings DIR` fits here.
