@@ -521,7 +521,7 @@ fn print_operations(t: &OperationTimes, w: &OperationWeights) {
 
 /// What the kernel refit changed: the kernel variants' accuracy and the synthetic R², with the
 /// synthetic fit's parameters and with the refit's.
-fn print_refit(
+pub(crate) fn print_refit(
     r: &kernels::Refit,
     rows: &[kernels::KernelRow],
     synthetic: FitQuality,

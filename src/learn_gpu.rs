@@ -9,7 +9,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use absinthe_learn::gpu::{self, Manifest};
 use absinthe_learn::machine_file::{self, utc_timestamp};
-use absinthe_learn::{fit_measurements, measure};
+use absinthe_learn::{fit_measurements, kernels, measure, synthetic_r2};
 use absinthe_model::machine::{FitQuality, Learned, Machine};
 use anyhow::{bail, Context};
 
@@ -92,7 +92,19 @@ pub fn run(args: &LearnArgs) -> anyhow::Result<ExitCode> {
     let dir = match (&args.timings, &args.emit) {
         (Some(dir), _) => dir.clone(),
         (None, emit) => {
-            let (manifest, files) = gpu::emit(&machine, gpu::DOMAIN, shapes, runs)?;
+            let kernel_variants = if args.no_kernel_refit {
+                0
+            } else {
+                args.kernel_variants.unwrap_or(kernels::KERNEL_VARIANTS)
+            };
+            let (manifest, files) = gpu::emit(
+                &machine,
+                gpu::DOMAIN,
+                shapes,
+                runs,
+                kernel_variants,
+                &args.solver,
+            )?;
             let cases: usize = manifest.bundles.iter().map(|b| b.cases.len()).sum();
             let dir = match emit {
                 Some(dir) => dir.clone(),
@@ -189,6 +201,26 @@ fn fit_dir(
         .unwrap_or("unknown GPU")
         .to_string();
     let mut result = fit_measurements(measurements, &args.solver)?;
+    let synthetic = FitQuality {
+        fast: result.r2_fast,
+        slow: result.r2_slow,
+    };
+    // The refit to the real kernels' variants, when the bundles timed them.
+    let kernel_rows = gpu::kernel_rows(&manifest, &timings, machine, &result.params)
+        .with_context(|| output_path.display().to_string())?;
+    let refit = if kernel_rows.is_empty() {
+        None
+    } else {
+        let refit = kernels::refit(
+            &result.measurements,
+            &kernel_rows,
+            &result.params,
+            &args.solver,
+        )?;
+        result.params = refit.params;
+        (result.r2_fast, result.r2_slow) = synthetic_r2(&result.measurements, &refit.params);
+        Some(refit)
+    };
     // The operation weights are measured on a CPU; a GPU file keeps its own.
     result.params.operations = machine.params.map(|p| p.operations).unwrap_or_default();
     let now = SystemTime::now()
@@ -207,7 +239,7 @@ fn fit_dir(
         cache_calibration: None,
         group_arrays_calibration: None,
         crowding_calibration: Some(result.crowding.clone()),
-        kernel_refit: None,
+        kernel_refit: refit.as_ref().map(|r| r.record(&kernel_rows, synthetic)),
     };
     let new_text = machine_file::rewrite(text, &result.params, &learned, &[])?;
     if let Some(keep) = &args.keep_data {
@@ -233,6 +265,13 @@ fn fit_dir(
         result.r2_slow,
         result.measurements.len(),
     );
+    if let Some(r) = &refit {
+        let refitted = FitQuality {
+            fast: result.r2_fast,
+            slow: result.r2_slow,
+        };
+        crate::learn_cmd::print_refit(r, &kernel_rows, synthetic, refitted);
+    }
     println!("wrote {}", out.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -756,6 +756,8 @@ fn learn_target_cuda_emits_bundles_nvcc_compiles_and_fits_their_output() {
         "cuda",
         "--emit",
         bundles.to_str().unwrap(),
+        "--kernel-variants",
+        "2",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("run.sh"), "{}", stdout(&o));
@@ -816,21 +818,47 @@ fn learn_target_cuda_emits_bundles_nvcc_compiles_and_fits_their_output() {
             device: String::new(),
         })
         .collect();
+    // The times come from the shipped file's parameters through the model's counts (±1%):
+    // the training cases through their family's columns, the kernels' variants through the
+    // model's time of their configuration.
+    let truth = h100().params.unwrap();
     let counted = gpu::measurements(&manifest, &ones).unwrap();
-    let fast = [2.0e-12, 3.0e-13, 1.0e-12, 5.0e-14];
-    let slow = [0.0, 0.0, 1.0e-11, 1.0e-12, 0.0];
+    let kernel_labels: Vec<String> = manifest
+        .kernels
+        .iter()
+        .flat_map(|b| b.cases.iter().map(|c| c.label.clone()))
+        .collect();
+    assert_eq!(
+        kernel_labels.len(),
+        4 * 3,
+        "the optimum and 2 random configurations of 4 kernels"
+    );
+    let kernel_ones: Vec<gpu::Timing> = kernel_labels
+        .iter()
+        .map(|label| gpu::Timing {
+            label: label.clone(),
+            verified: true,
+            seconds: 1.0,
+            device: String::new(),
+        })
+        .collect();
+    let rows = gpu::kernel_rows(&manifest, &kernel_ones, &h100(), &truth).unwrap();
+    let line = |label: &str, seconds: f64| {
+        format!(
+            "ABSINTHE_RESULT {{\"label\":\"{label}\",\"verified\":true}}\nABSINTHE_CUDA_TIMING {{\"label\":\"{label}\",\"device\":\"Test GPU\",\"median\":{seconds:e}}}\n"
+        )
+    };
     let mut output = String::new();
     for (k, (m, t)) in counted.iter().zip(&ones).enumerate() {
-        let c: &[f64] = if m.family.name() == "fast" {
-            &fast
-        } else {
-            &slow
-        };
-        let seconds = absinthe_learn::fit::predict(c, &m.counts.fit_counts(m.family, 0))
+        let c = absinthe_learn::family_coefficients(&truth, m.family);
+        let seconds = absinthe_learn::fit::predict(&c, &m.counts.fit_counts(m.family, 0))
             * (1.0 + 0.01 * (k % 3) as f64);
-        output.push_str(&format!(
-            "ABSINTHE_RESULT {{\"label\":\"{0}\",\"verified\":true}}\nABSINTHE_CUDA_TIMING {{\"label\":\"{0}\",\"device\":\"Test GPU\",\"median\":{seconds:e}}}\n",
-            t.label
+        output.push_str(&line(&t.label, seconds));
+    }
+    for (row, label) in rows.iter().zip(&kernel_labels) {
+        output.push_str(&line(
+            label,
+            absinthe_learn::kernels::kernel_prediction(row, &truth),
         ));
     }
     let machine = dir.path().join("gpu.yaml");
@@ -873,6 +901,15 @@ fn learn_target_cuda_emits_bundles_nvcc_compiles_and_fits_their_output() {
     assert_eq!(l.host, "Test GPU (learn --target cuda)");
     assert_eq!(l.samples as usize, counted.len());
     assert!(l.r2.fast > 0.95 && l.r2.slow > 0.95, "{:?}", l.r2);
+    // The refit to the kernels ran and predicts them as they were made.
+    let refit = l.kernel_refit.as_ref().unwrap();
+    assert_eq!(refit.variants, 12);
+    assert!(refit.within_20_after >= 0.9, "{refit:?}");
+    assert!(
+        stdout(&o).contains("kernel refit: 12 variants"),
+        "{}",
+        stdout(&o)
+    );
     assert_ne!(learned.params, h100().params);
     // Bundles emitted for another machine are refused.
     let other = dir.path().join("other.yaml");

@@ -20,12 +20,17 @@ use std::collections::HashMap;
 use absinthe_codegen::cuda::{plan, CudaBundleCase, GpuLimits};
 use absinthe_codegen::lower_cuda;
 use absinthe_codegen::render::{Flush, HarnessOptions, Renderer};
-use absinthe_model::cost::evaluate;
+use absinthe_model::cost::{evaluate, Configuration};
 use absinthe_model::machine::{Machine, ModelMachine, Params};
+use absinthe_model::program::Program;
+use absinthe_model::Analysis;
+use absinthe_solvers::inline::apply as inline_apply;
 use serde::{Deserialize, Serialize};
 
+use crate::kernels::{self, KernelRow};
 use crate::measure::Measurement;
 use crate::training::{self, Family, TrainingProgram};
+use crate::variants::{self, PlanSettings, Variant};
 use crate::LearnError;
 
 /// The domain the GPU training programs run on: 4 Mi cells, so that a run fills an H100 (one
@@ -47,12 +52,16 @@ const ZS: [usize; 4] = [1, 4, 16, 64];
 /// 64 KiB per translation unit): a program's cases are split over as many bundles as needed.
 pub const CONSTANT_BYTES: usize = 56 << 10;
 
-/// The `__constant__` bytes of a case's loop-bound tables: per stencil and dimension, an `int`
-/// [lo, hi) pair per tile index (an upper bound: stencils may share tables).
-fn constant_bytes(stencils: usize, tiles: [usize; 3]) -> usize {
-    stencils * 2 * tiles.iter().sum::<usize>() * std::mem::size_of::<i32>()
+/// The `__constant__` bytes of a configuration's loop-bound tables: per stencil and dimension,
+/// an `int` [lo, hi) pair per tile index of its group (an upper bound: stencils may share
+/// tables).
+fn constant_bytes(config: &Configuration) -> usize {
+    config
+        .groups
+        .iter()
+        .map(|&g| 2 * config.tiles[g].iter().sum::<usize>() * std::mem::size_of::<i32>())
+        .sum()
 }
-
 /// The manifest's format version.
 pub const FORMAT: u32 = 1;
 
@@ -74,6 +83,25 @@ pub struct Bundle {
     pub cases: Vec<Case>,
 }
 
+/// One timed variant of a real kernel (the refit's): the stencils it inlines and its
+/// configuration of the program with them inlined.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KernelCase {
+    /// Names the harness's result lines: `kernel/program/variant`.
+    pub label: String,
+    pub variant: String,
+    pub inline: Vec<usize>,
+    pub config: Configuration,
+}
+
+/// One bundle of a real kernel's variants.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KernelBundle {
+    pub file: String,
+    pub program: String,
+    pub cases: Vec<KernelCase>,
+}
+
 /// What `emit` wrote: enough to rebuild every case's counts when the timings come back.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -85,6 +113,9 @@ pub struct Manifest {
     /// Timed launches per case (the bundles' default argument).
     pub runs: usize,
     pub bundles: Vec<Bundle>,
+    /// The real kernels' variants for the refit (none: no refit).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernels: Vec<KernelBundle>,
 }
 
 /// The GPU view of `machine` for the training programs (doubles). A file without `params` is
@@ -166,13 +197,87 @@ pub fn shapes(program: &TrainingProgram, view: &ModelMachine, count: usize) -> V
     }
 }
 
-/// The training bundles for `machine` on `domain`: the manifest and the files to write
-/// (`name`, text), one `.cu` per program with at least one admissible shape.
+/// One case to render: its label, schedule and plan, and its loop-bound tables' bytes.
+type Rendered = (
+    String,
+    absinthe_codegen::Schedule,
+    absinthe_codegen::cuda::CudaPlan,
+    usize,
+);
+
+/// Renders `cases` into bundles `{stem}_{k}.cu`, consecutive cases in each while their
+/// loop-bound tables fit [`CONSTANT_BYTES`] (one case at least): (file, text, how many cases).
+fn render_bundles(
+    renderer: &Renderer,
+    stem: &str,
+    cases: &[Rendered],
+    runs: usize,
+) -> Result<Vec<(String, String, usize)>, LearnError> {
+    let mut chunks: Vec<&[Rendered]> = Vec::new();
+    let (mut first, mut bytes) = (0, 0);
+    for (k, case) in cases.iter().enumerate() {
+        if k > first && bytes + case.3 > CONSTANT_BYTES {
+            chunks.push(&cases[first..k]);
+            (first, bytes) = (k, 0);
+        }
+        bytes += case.3;
+    }
+    if first < cases.len() {
+        chunks.push(&cases[first..]);
+    }
+    let mut out = Vec::new();
+    for (k, chunk) in chunks.into_iter().enumerate() {
+        let harnesses: Vec<HarnessOptions> = chunk
+            .iter()
+            .map(|c| HarnessOptions {
+                runs,
+                flush: Flush::NONE,
+                label: c.0.clone(),
+                ..HarnessOptions::default()
+            })
+            .collect();
+        let bundle: Vec<CudaBundleCase> = chunk
+            .iter()
+            .zip(&harnesses)
+            .map(|(c, h)| CudaBundleCase {
+                s: &c.1,
+                c: &c.2,
+                h,
+            })
+            .collect();
+        out.push((
+            format!("{stem}_{k}.cu"),
+            renderer.cuda_device_bundle(&bundle)?,
+            chunk.len(),
+        ));
+    }
+    Ok(out)
+}
+
+/// The real kernels of the refit ([`kernels::KERNELS`]) on `domain`, analysed.
+pub fn kernel_programs(domain: [usize; 3]) -> Result<Vec<(Program, Analysis)>, LearnError> {
+    kernels::kernel_programs()?
+        .into_iter()
+        .map(|(mut program, _)| {
+            program.domain = domain;
+            let analysis = Analysis::new(&program)
+                .map_err(|d| LearnError::Kernels(format!("{}: {d:?}", program.name)))?;
+            Ok((program, analysis))
+        })
+        .collect()
+}
+
+/// The training bundles for `machine` on `domain` (at most `count` shapes per program), and,
+/// with `kernel_variants` above 0, the refit's real kernels: each one's optimum under the
+/// machine file's parameters (solved with `solver`) and `kernel_variants` random feasible
+/// configurations. Returns the manifest and the files to write (`name`, text).
 pub fn emit(
     machine: &Machine,
     domain: [usize; 3],
     count: usize,
     runs: usize,
+    kernel_variants: usize,
+    solver: &str,
 ) -> Result<(Manifest, Vec<(String, String)>), LearnError> {
     let view = view(machine)?;
     let gpu = machine.gpu.as_ref().expect("view checked the gpu section");
@@ -181,71 +286,34 @@ pub fn emit(
     let mut bundles = Vec::new();
     let mut files = Vec::new();
     for p in training::programs(domain)? {
-        let sizes = shapes(&p, &view, count);
-        if sizes.is_empty() {
-            continue;
+        let mut rendered: Vec<Rendered> = Vec::new();
+        let mut cases = Vec::new();
+        for size in shapes(&p, &view, count) {
+            let tiles = training::tile_counts(size, domain);
+            let config = training::configuration(&p.analysis, tiles, true);
+            let cost = evaluate(&p.analysis, &view, &config);
+            let schedule = lower_cuda(
+                &p.program,
+                &p.analysis,
+                &config,
+                &cost,
+                limits.block_threads(),
+            )?;
+            let cuda = plan(&schedule, &limits)?;
+            let label = label(&p.program.name, size);
+            rendered.push((label.clone(), schedule, cuda, constant_bytes(&config)));
+            cases.push(Case { label, size, tiles });
         }
-        // Consecutive cases, as many per bundle as its constant memory holds.
-        let mut chunks: Vec<Vec<[usize; 3]>> = vec![Vec::new()];
-        let mut bytes = 0;
-        for &size in &sizes {
-            let b = constant_bytes(
-                p.analysis.stencils.len(),
-                training::tile_counts(size, domain),
-            );
-            let last = chunks.last_mut().expect("one chunk at least");
-            if !last.is_empty() && bytes + b > CONSTANT_BYTES {
-                chunks.push(vec![size]);
-                bytes = b;
-            } else {
-                last.push(size);
-                bytes += b;
-            }
-        }
-        for (k, chunk) in chunks.iter().enumerate() {
-            let mut schedules = Vec::new();
-            let mut cases = Vec::new();
-            for &size in chunk {
-                let tiles = training::tile_counts(size, domain);
-                let config = training::configuration(&p.analysis, tiles, true);
-                let cost = evaluate(&p.analysis, &view, &config);
-                let schedule = lower_cuda(
-                    &p.program,
-                    &p.analysis,
-                    &config,
-                    &cost,
-                    limits.block_threads(),
-                )?;
-                let cuda = plan(&schedule, &limits)?;
-                schedules.push((schedule, cuda));
-                cases.push(Case {
-                    label: label(&p.program.name, size),
-                    size,
-                    tiles,
-                });
-            }
-            let harnesses: Vec<HarnessOptions> = cases
-                .iter()
-                .map(|c| HarnessOptions {
-                    runs,
-                    flush: Flush::NONE,
-                    label: c.label.clone(),
-                    ..HarnessOptions::default()
-                })
-                .collect();
-            let bundle: Vec<CudaBundleCase> = schedules
-                .iter()
-                .zip(&harnesses)
-                .map(|((s, c), h)| CudaBundleCase { s, c, h })
-                .collect();
-            let file = format!("{}_{k}.cu", p.program.name);
-            files.push((file.clone(), renderer.cuda_device_bundle(&bundle)?));
+        let mut taken = 0;
+        for (file, text, n) in render_bundles(&renderer, &p.program.name, &rendered, runs)? {
             bundles.push(Bundle {
-                file,
+                file: file.clone(),
                 program: p.program.name.clone(),
                 family: p.family.name().to_string(),
-                cases,
+                cases: cases[taken..taken + n].to_vec(),
             });
+            files.push((file, text));
+            taken += n;
         }
     }
     if bundles.is_empty() {
@@ -254,12 +322,53 @@ pub fn emit(
             machine.name, gpu.shared_bytes_per_block, machine.cache_fraction
         )));
     }
+    let mut kernel_bundles = Vec::new();
+    if kernel_variants > 0 {
+        let settings = PlanSettings::learn(solver);
+        let wanted = [Variant::Opt, Variant::Random(kernel_variants)];
+        for (program, mut analysis) in kernel_programs(domain)? {
+            let name = program.name.clone();
+            analysis.weigh_operations(view.params.operations);
+            let planned = variants::plan(&wanted, &program, &analysis, &view, &settings)
+                .map_err(|e| LearnError::Kernels(format!("{name}: {e}")))?;
+            let mut rendered: Vec<Rendered> = Vec::new();
+            let mut cases = Vec::new();
+            for p in planned.into_iter().filter(|p| p.skipped.is_none()) {
+                let (prog, an, _) = inline_apply(&program, view.params.operations, &p.inline)
+                    .map_err(|e| LearnError::Kernels(format!("{name}: {e}")))?;
+                let cost = evaluate(&an, &view, &p.config);
+                let schedule = lower_cuda(&prog, &an, &p.config, &cost, limits.block_threads())?
+                    .with_reference(&program, &analysis);
+                let cuda = plan(&schedule, &limits)?;
+                let label = format!("kernel/{name}/{}", p.name);
+                rendered.push((label.clone(), schedule, cuda, constant_bytes(&p.config)));
+                cases.push(KernelCase {
+                    label,
+                    variant: p.name,
+                    inline: p.inline,
+                    config: p.config,
+                });
+            }
+            let stem = format!("kernel_{name}");
+            let mut taken = 0;
+            for (file, text, n) in render_bundles(&renderer, &stem, &rendered, runs)? {
+                kernel_bundles.push(KernelBundle {
+                    file: file.clone(),
+                    program: name.clone(),
+                    cases: cases[taken..taken + n].to_vec(),
+                });
+                files.push((file, text));
+                taken += n;
+            }
+        }
+    }
     let manifest = Manifest {
         format: FORMAT,
         machine: machine.name.clone(),
         domain,
         runs,
         bundles,
+        kernels: kernel_bundles,
     };
     Ok((manifest, files))
 }
@@ -352,21 +461,7 @@ pub fn measurements(
                     c.label, c.size
                 )));
             }
-            let t = by_label.get(c.label.as_str()).ok_or_else(|| {
-                LearnError::Run(format!("no timing for {} in the output", c.label))
-            })?;
-            if !t.verified {
-                return Err(LearnError::Run(format!(
-                    "{}: the kernel's output differs from the CPU reference",
-                    c.label
-                )));
-            }
-            if !(t.seconds > 0.0 && t.seconds.is_finite()) {
-                return Err(LearnError::Run(format!(
-                    "{}: median {} s is not a time",
-                    c.label, t.seconds
-                )));
-            }
+            let t = checked(&by_label, &c.label)?;
             out.push(Measurement {
                 program: b.program.clone(),
                 family: p.family,
@@ -380,6 +475,84 @@ pub fn measurements(
         }
     }
     Ok(out)
+}
+
+/// The timing of `label`: present, verified and a positive time, else an error naming it.
+fn checked<'a>(
+    by_label: &HashMap<&str, &'a Timing>,
+    label: &str,
+) -> Result<&'a Timing, LearnError> {
+    let t = by_label
+        .get(label)
+        .ok_or_else(|| LearnError::Run(format!("no timing for {label} in the output")))?;
+    if !t.verified {
+        return Err(LearnError::Run(format!(
+            "{label}: the kernel's output differs from the CPU reference"
+        )));
+    }
+    if !(t.seconds > 0.0 && t.seconds.is_finite()) {
+        return Err(LearnError::Run(format!(
+            "{label}: median {} s is not a time",
+            t.seconds
+        )));
+    }
+    Ok(t)
+}
+
+/// The refit's rows: `manifest`'s real-kernel variants with their timings, costed by the GPU
+/// view of `machine` with `params` (the synthetic fit's; they decide which groups are
+/// crowded). Empty when the manifest has no kernels; a variant missing, unverified or not a
+/// time is an error naming it.
+pub fn kernel_rows(
+    manifest: &Manifest,
+    timings: &[Timing],
+    machine: &Machine,
+    params: &Params,
+) -> Result<Vec<KernelRow>, LearnError> {
+    if manifest.kernels.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut m = machine.clone();
+    m.params = Some(*params);
+    let view = view(&m)?;
+    let by_label: HashMap<&str, &Timing> = timings.iter().map(|t| (t.label.as_str(), t)).collect();
+    let programs = kernel_programs(manifest.domain)?;
+    let mut rows = Vec::new();
+    for b in &manifest.kernels {
+        let (program, _) = programs
+            .iter()
+            .find(|(p, _)| p.name == b.program)
+            .ok_or_else(|| {
+                LearnError::Run(format!(
+                    "manifest: bundle {} names kernel `{}`, not one of the refit's",
+                    b.file, b.program
+                ))
+            })?;
+        for c in &b.cases {
+            let t = checked(&by_label, &c.label)?;
+            let (_, an, _) = inline_apply(program, view.params.operations, &c.inline)
+                .map_err(|e| LearnError::Run(format!("manifest: {}: {e}", c.label)))?;
+            let g = &c.config.groups;
+            let steps_ok =
+                g.first() == Some(&0) && g.windows(2).all(|w| w[1] == w[0] || w[1] == w[0] + 1);
+            if g.len() != an.stencils.len()
+                || !steps_ok
+                || c.config.tiles.len() != g[g.len() - 1] + 1
+            {
+                return Err(LearnError::Run(format!(
+                    "manifest: {}: configuration {:?} does not fit the kernel's {} stencils",
+                    c.label,
+                    c.config,
+                    an.stencils.len()
+                )));
+            }
+            let cost = evaluate(&an, &view, &c.config);
+            let mut row = KernelRow::of(&b.program, &c.variant, &cost);
+            row.seconds = t.seconds;
+            rows.push(row);
+        }
+    }
+    Ok(rows)
 }
 
 /// The device the timings ran on (the first one named), for the machine file's `learned.host`.

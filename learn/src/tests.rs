@@ -1126,7 +1126,7 @@ fn gpu_training_shapes_are_warp_aligned_admissible_and_few() {
     use crate::gpu;
     let machine = h100();
     let view = gpu::view(&machine).unwrap();
-    let (manifest, files) = gpu::emit(&machine, gpu::DOMAIN, gpu::SHAPES, 8).unwrap();
+    let (manifest, files) = gpu::emit(&machine, gpu::DOMAIN, gpu::SHAPES, 8, 0, "highs").unwrap();
     // Every training program has shapes on the H100, both families, split over bundles whose
     // loop-bound tables fit the device's 64 KiB of constant memory.
     assert_eq!(files.len(), manifest.bundles.len());
@@ -1180,7 +1180,7 @@ fn gpu_training_shapes_are_warp_aligned_admissible_and_few() {
     // says so.
     let mut tiny = machine.clone();
     tiny.gpu.as_mut().unwrap().sm_count = 1 << 20;
-    let e = gpu::emit(&tiny, gpu::DOMAIN, gpu::SHAPES, 8).unwrap_err();
+    let e = gpu::emit(&tiny, gpu::DOMAIN, gpu::SHAPES, 8, 0, "highs").unwrap_err();
     assert!(e.to_string().contains("no tile shape"), "{e}");
     // A CPU machine file is refused.
     let mut cpu = machine;
@@ -1195,7 +1195,7 @@ fn gpu_training_shapes_are_warp_aligned_admissible_and_few() {
 fn gpu_timings_fit_the_parameters_they_were_made_from() {
     use crate::gpu;
     let machine = h100();
-    let (manifest, _) = gpu::emit(&machine, gpu::DOMAIN, gpu::SHAPES, 8).unwrap();
+    let (manifest, _) = gpu::emit(&machine, gpu::DOMAIN, gpu::SHAPES, 8, 0, "highs").unwrap();
     // Times made by known coefficients through the model's counts, ±2% noise.
     let fast = [3.0e-12, 4.0e-13, 1.0e-12, 2.0e-13];
     let slow = [0.0, 0.0, 2.0e-11, 1.5e-12, 0.0];
@@ -1271,40 +1271,66 @@ fn gpu_timings_fit_the_parameters_they_were_made_from() {
     assert!(e.to_string().contains("line 2"), "{e}");
 }
 
-/// The timings measured on an H100 (tests/data/h100-learn-output.txt, from `sh run.sh` over the
-/// bundles `--emit` writes for machines/h100-learned.yaml) fit to the parameters that file
-/// ships, with the R² it records: the shipped GPU parameters are what `learn --target cuda`
-/// makes of real measurements, and a change to the counts or the fit shows here.
+/// The timings measured on an H100 (tests/data/h100-learn: the manifest `--emit` wrote and the
+/// output `sh run.sh` made of it) fit and refit to the parameters machines/h100-learned.yaml
+/// ships, with the R² and refit figures it records: the shipped GPU parameters are what
+/// `learn --target cuda` makes of real measurements, and a change to the counts, the fit or
+/// the refit shows here. The manifest's training cases are also what `emit` writes today.
 #[test]
 fn the_h100_timings_fit_to_the_shipped_learned_file() {
     use crate::gpu;
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let data = root.join("tests/data/h100-learn");
     let text = std::fs::read_to_string(root.join("machines/h100-learned.yaml")).unwrap();
     let shipped = Machine::from_yaml(&text).unwrap();
-    let (manifest, _) = gpu::emit(&shipped, gpu::DOMAIN, gpu::SHAPES, gpu::RUNS).unwrap();
-    let output = std::fs::read_to_string(root.join("tests/data/h100-learn-output.txt")).unwrap();
+    let manifest: gpu::Manifest =
+        serde_json::from_str(&std::fs::read_to_string(data.join("manifest.json")).unwrap())
+            .unwrap();
+    let (emitted, _) =
+        gpu::emit(&shipped, gpu::DOMAIN, gpu::SHAPES, gpu::RUNS, 0, "highs").unwrap();
+    assert_eq!(emitted.bundles, manifest.bundles);
+    assert_eq!(
+        manifest
+            .kernels
+            .iter()
+            .map(|k| k.cases.len())
+            .sum::<usize>(),
+        36
+    );
+    let output = std::fs::read_to_string(data.join("output.txt")).unwrap();
     let timings = gpu::parse_output(&output).unwrap();
     assert_eq!(gpu::device_name(&timings), Some("NVIDIA H100 80GB HBM3"));
     let measured = gpu::measurements(&manifest, &timings).unwrap();
     assert_eq!(measured.len(), 240);
     let result = crate::fit_measurements(measured, "highs").unwrap();
     let learned = shipped.learned.as_ref().unwrap();
+    let refit_record = learned.kernel_refit.as_ref().unwrap();
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-3;
     assert!(
-        (result.r2_fast - learned.r2.fast).abs() < 1e-3,
-        "{} {:?}",
-        result.r2_fast,
-        learned.r2
+        close(result.r2_fast, refit_record.r2_synthetic_fit.fast),
+        "{}",
+        result.r2_fast
     );
     assert!(
-        (result.r2_slow - learned.r2.slow).abs() < 1e-3,
-        "{} {:?}",
-        result.r2_slow,
-        learned.r2
+        close(result.r2_slow, refit_record.r2_synthetic_fit.slow),
+        "{}",
+        result.r2_slow
+    );
+    let rows = gpu::kernel_rows(&manifest, &timings, &shipped, &result.params).unwrap();
+    assert_eq!(rows.len(), 36);
+    let refit =
+        crate::kernels::refit(&result.measurements, &rows, &result.params, "highs").unwrap();
+    assert!(close(refit.within_20_before, refit_record.within_20_before));
+    assert!(close(refit.within_20_after, refit_record.within_20_after));
+    let (fast, slow) = crate::synthetic_r2(&result.measurements, &refit.params);
+    assert!(
+        close(fast, learned.r2.fast) && close(slow, learned.r2.slow),
+        "{fast} {slow}"
     );
     let params = shipped.params.unwrap();
     for family in [Family::Fast, Family::Slow] {
         let want = crate::family_coefficients(&params, family);
-        let got = crate::family_coefficients(&result.params, family);
+        let got = crate::family_coefficients(&refit.params, family);
         for (w, g) in want.iter().zip(&got) {
             assert!(
                 (w - g).abs() <= 1e-3 * w.abs() + 1e-18,
@@ -1312,8 +1338,5 @@ fn the_h100_timings_fit_to_the_shipped_learned_file() {
             );
         }
     }
-    assert_eq!(
-        result.params.crowded.row_streams,
-        params.crowded.row_streams
-    );
+    assert_eq!(refit.params.crowded.row_streams, params.crowded.row_streams);
 }
