@@ -440,23 +440,7 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
     }
     Machine::from_yaml(&new_text)
         .map_err(|d| anyhow::anyhow!("the rewritten machine file does not read back: {d:?}"))?;
-    if let Some(dir) = &args.keep_data {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        write_atomic(
-            &dir.join("measurements.csv"),
-            measure::to_csv(&result.measurements).as_bytes(),
-        )?;
-    }
-    let out = args.out.as_ref().unwrap_or(&args.machine);
-    write_atomic(out, new_text.as_bytes())?;
-
-    let rows: Vec<Vec<String>> = result
-        .params
-        .named()
-        .iter()
-        .map(|(k, v)| vec![k.to_string(), format!("{v:.4e}")])
-        .collect();
-    print!("{}", table(&["parameter", "seconds per access"], &rows));
+    let out = write_learned(&args, &new_text, &result)?;
     println!(
         "R² (per-configuration medians): fast {:.3}, slow {:.3}; {} samples; {:.0} s",
         result.r2_fast,
@@ -483,6 +467,32 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
     }
     println!("wrote {}", out.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes what `learn` found: the raw measurements (with --keep-data), the machine file
+/// (atomically, to --out or over --machine), and prints the parameters. Returns the file written.
+pub(crate) fn write_learned<'a>(
+    args: &'a LearnArgs,
+    new_text: &str,
+    result: &absinthe_learn::LearnResult,
+) -> anyhow::Result<&'a std::path::Path> {
+    if let Some(dir) = &args.keep_data {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        write_atomic(
+            &dir.join("measurements.csv"),
+            measure::to_csv(&result.measurements).as_bytes(),
+        )?;
+    }
+    let out = args.out.as_ref().unwrap_or(&args.machine);
+    write_atomic(out, new_text.as_bytes())?;
+    let rows: Vec<Vec<String>> = result
+        .params
+        .named()
+        .iter()
+        .map(|(k, v)| vec![k.to_string(), format!("{v:.4e}")])
+        .collect();
+    print!("{}", table(&["parameter", "seconds per access"], &rows));
+    Ok(out)
 }
 
 /// The operation-weight measurement: per kind the first and second operation per cell in adds,

@@ -9,12 +9,12 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use absinthe_learn::gpu::{self, Manifest};
 use absinthe_learn::machine_file::{self, utc_timestamp};
-use absinthe_learn::{fit_measurements, kernels, measure, synthetic_r2};
+use absinthe_learn::{fit_measurements, kernels, synthetic_r2};
 use absinthe_model::machine::{FitQuality, Learned, Machine};
 use anyhow::{bail, Context};
 
 use crate::learn_cmd::LearnArgs;
-use crate::output::{table, write_atomic};
+use crate::output::write_atomic;
 
 /// The manifest and output file names inside the bundle directory.
 pub const MANIFEST: &str = "manifest.json";
@@ -242,23 +242,7 @@ fn fit_dir(
         kernel_refit: refit.as_ref().map(|r| r.record(&kernel_rows, synthetic)),
     };
     let new_text = machine_file::rewrite(text, &result.params, &learned, &[])?;
-    if let Some(keep) = &args.keep_data {
-        std::fs::create_dir_all(keep)
-            .with_context(|| format!("cannot create {}", keep.display()))?;
-        write_atomic(
-            &keep.join("measurements.csv"),
-            measure::to_csv(&result.measurements).as_bytes(),
-        )?;
-    }
-    let out = args.out.as_ref().unwrap_or(&args.machine);
-    write_atomic(out, new_text.as_bytes())?;
-    let rows: Vec<Vec<String>> = result
-        .params
-        .named()
-        .iter()
-        .map(|(k, v)| vec![k.to_string(), format!("{v:.4e}")])
-        .collect();
-    print!("{}", table(&["parameter", "seconds per access"], &rows));
+    let out = crate::learn_cmd::write_learned(args, &new_text, &result)?;
     println!(
         "{device}: R² (one median per configuration): fast {:.3}, slow {:.3}; {} configurations",
         result.r2_fast,

@@ -807,41 +807,21 @@ fn learn_target_cuda_emits_bundles_nvcc_compiles_and_fits_their_output() {
     }
 
     // An output made from known coefficients: every case verified, times through the counts.
-    let ones: Vec<gpu::Timing> = manifest
-        .bundles
-        .iter()
-        .flat_map(|b| &b.cases)
-        .map(|c| gpu::Timing {
-            label: c.label.clone(),
-            verified: true,
-            seconds: 1.0,
-            device: String::new(),
-        })
-        .collect();
+    let placeholders = gpu::placeholder_timings(&manifest);
+    let (kernel_ones, ones): (Vec<gpu::Timing>, Vec<gpu::Timing>) = placeholders
+        .into_iter()
+        .partition(|t| t.label.starts_with("kernel/"));
     // The times come from the shipped file's parameters through the model's counts (±1%):
     // the training cases through their family's columns, the kernels' variants through the
     // model's time of their configuration.
     let truth = h100().params.unwrap();
     let counted = gpu::measurements(&manifest, &ones).unwrap();
-    let kernel_labels: Vec<String> = manifest
-        .kernels
-        .iter()
-        .flat_map(|b| b.cases.iter().map(|c| c.label.clone()))
-        .collect();
+    let kernel_labels: Vec<String> = kernel_ones.iter().map(|t| t.label.clone()).collect();
     assert_eq!(
         kernel_labels.len(),
         4 * 3,
         "the optimum and 2 random configurations of 4 kernels"
     );
-    let kernel_ones: Vec<gpu::Timing> = kernel_labels
-        .iter()
-        .map(|label| gpu::Timing {
-            label: label.clone(),
-            verified: true,
-            seconds: 1.0,
-            device: String::new(),
-        })
-        .collect();
     let rows = gpu::kernel_rows(&manifest, &kernel_ones, &h100(), &truth).unwrap();
     let line = |label: &str, seconds: f64| {
         format!(

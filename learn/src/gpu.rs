@@ -555,6 +555,29 @@ pub fn kernel_rows(
     Ok(rows)
 }
 
+/// Every case of `manifest` (training, then kernels) as verified and taking one second: what
+/// [`measurements`] and [`kernel_rows`] need to give a manifest's counts without a GPU (to
+/// make up an output from known parameters, as the tests do).
+pub fn placeholder_timings(manifest: &Manifest) -> Vec<Timing> {
+    let training = manifest
+        .bundles
+        .iter()
+        .flat_map(|b| b.cases.iter().map(|c| &c.label));
+    let kernels = manifest
+        .kernels
+        .iter()
+        .flat_map(|b| b.cases.iter().map(|c| &c.label));
+    training
+        .chain(kernels)
+        .map(|label| Timing {
+            label: label.clone(),
+            verified: true,
+            seconds: 1.0,
+            device: String::new(),
+        })
+        .collect()
+}
+
 /// The device the timings ran on (the first one named), for the machine file's `learned.host`.
 pub fn device_name(timings: &[Timing]) -> Option<&str> {
     timings

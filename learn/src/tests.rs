@@ -1199,17 +1199,7 @@ fn gpu_timings_fit_the_parameters_they_were_made_from() {
     // Times made by known coefficients through the model's counts, ±2% noise.
     let fast = [3.0e-12, 4.0e-13, 1.0e-12, 2.0e-13];
     let slow = [0.0, 0.0, 2.0e-11, 1.5e-12, 0.0];
-    let ones: Vec<gpu::Timing> = manifest
-        .bundles
-        .iter()
-        .flat_map(|b| &b.cases)
-        .map(|c| gpu::Timing {
-            label: c.label.clone(),
-            verified: true,
-            seconds: 1.0,
-            device: String::new(),
-        })
-        .collect();
+    let ones = gpu::placeholder_timings(&manifest);
     let counted = gpu::measurements(&manifest, &ones).unwrap();
     let mut rng = Rng::new(7);
     let mut output = String::new();
