@@ -5,15 +5,18 @@
 //! group streamed along z as the CUDA kernels run them (one thread block per x-y tile, walking
 //! its z range through rolling shared-memory or register windows). The tile shapes are those
 //! the GPU view of the model admits ([`shapes`]: every buffer a block keeps in shared memory,
-//! halos included, within the machine's capacity, and enough blocks for the device). Each
-//! program's shapes become one CUDA bundle ([`emit`]); every case verifies against the CPU
-//! reference, then times its launches with CUDA events. The timings are read back
-//! ([`parse_output`]) into [`Measurement`]s with the model's counts ([`measurements`]) and fitted
-//! by [`crate::fit_measurements`], exactly as the CPU ones.
+//! halos included, within the machine's capacity, and enough blocks for the device). Beside
+//! them, the CPU refit's real kernels ([`kernel_programs`]): each one's optimum and random
+//! configurations. [`emit`] renders the cases into CUDA bundles (as many per program as the
+//! device's constant memory requires); every case verifies against the CPU reference, then
+//! times its launches with CUDA events. The timings are read back ([`parse_output`]) into
+//! [`Measurement`]s and [`KernelRow`]s with the model's counts ([`measurements`],
+//! [`kernel_rows`]) and fitted by [`crate::fit_measurements`] and [`kernels::refit`], exactly
+//! as the CPU ones.
 //!
-//! Two steps, so that the machine with the GPU needs only nvcc: `emit` writes the sources and a
-//! manifest, a GPU builds and runs them (`scripts/gpu_learn.sh`, or `absinthe learn --target
-//! cuda` itself when nvcc and a GPU are here), and the fit reads the manifest and the output.
+//! Two steps, so that the machine with the GPU needs only nvcc: `emit` writes the sources, a
+//! manifest and `run.sh`, the GPU machine runs `run.sh` (or `absinthe learn --target cuda`
+//! does all of it where nvcc and a GPU are), and the fit reads the manifest and the output.
 
 use std::collections::HashMap;
 
@@ -584,12 +587,4 @@ pub fn device_name(timings: &[Timing]) -> Option<&str> {
         .iter()
         .map(|t| t.device.as_str())
         .find(|d| !d.is_empty())
-}
-
-/// Families present in the measurements, in order (the fit needs both).
-pub fn families(measurements: &[Measurement]) -> Vec<Family> {
-    [Family::Fast, Family::Slow]
-        .into_iter()
-        .filter(|f| measurements.iter().any(|m| m.family == *f))
-        .collect()
 }
