@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::kernels::{self, KernelRow};
 use crate::measure::Measurement;
-use crate::training::{self, Family, TrainingProgram};
+use crate::training::{self, TrainingProgram};
 use crate::variants::{self, PlanSettings, Variant};
 use crate::LearnError;
 
