@@ -92,6 +92,19 @@ pub fn run(args: &LearnArgs) -> anyhow::Result<ExitCode> {
     let dir = match (&args.timings, &args.emit) {
         (Some(dir), _) => dir.clone(),
         (None, emit) => {
+            if emit.is_none() {
+                // Measured here: nvcc must be here (a missing GPU shows as every case failing).
+                let nvcc = std::env::var("NVCC").unwrap_or_else(|_| "nvcc".into());
+                let found = Command::new(&nvcc)
+                    .arg("--version")
+                    .output()
+                    .is_ok_and(|o| o.status.success());
+                if !found {
+                    bail!(
+                        "--target cuda measures here only with nvcc and a GPU, and `{nvcc}` does not run (set NVCC); on a machine without them, write the bundles with --emit DIR, run `sh DIR/{RUN_SCRIPT}` where the GPU is, and fit here with --timings DIR"
+                    );
+                }
+            }
             let kernel_variants = if args.no_kernel_refit {
                 0
             } else {

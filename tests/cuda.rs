@@ -913,6 +913,21 @@ fn learn_target_cuda_emits_bundles_nvcc_compiles_and_fits_their_output() {
         "{}",
         stderr(&o)
     );
+    // Measuring here without nvcc is refused before anything is built, and says what to do.
+    let o = Command::new(env!("CARGO_BIN_EXE_absinthe"))
+        .args([
+            "learn",
+            "--machine",
+            "machines/h100.yaml",
+            "--target",
+            "cuda",
+        ])
+        .env("NVCC", "/nonexistent/nvcc")
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--emit DIR"), "{}", stderr(&o));
     // --emit is for --target cuda only.
     let o = absinthe(&["learn", "--machine", "machines/h100.yaml", "--emit", "x"]);
     assert!(!o.status.success());
