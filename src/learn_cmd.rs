@@ -115,7 +115,8 @@ pub struct LearnArgs {
     /// configurations, 8 runs each, caches flushed, every run verified) and refits the parameters to the
     /// training programs and these kernels together, each kernel stencil through the model's
     /// max of its fast and slow sides (docs/ARCHITECTURE.md, "The kernel refit"). About 40
-    /// seconds.
+    /// seconds. With --target cuda the kernels run in the bundles on the GPU; this flag leaves
+    /// them out of --emit's bundles, or out of --timings' fit.
     #[arg(long)]
     pub no_kernel_refit: bool,
     /// Random configurations per kernel in the refit [default: 8].

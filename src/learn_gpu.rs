@@ -119,6 +119,7 @@ pub fn run(args: &LearnArgs) -> anyhow::Result<ExitCode> {
                 &args.solver,
             )?;
             let cases: usize = manifest.bundles.iter().map(|b| b.cases.len()).sum();
+            let kernel_cases: usize = manifest.kernels.iter().map(|b| b.cases.len()).sum();
             let dir = match emit {
                 Some(dir) => dir.clone(),
                 None => {
@@ -131,14 +132,14 @@ pub fn run(args: &LearnArgs) -> anyhow::Result<ExitCode> {
             write_bundles(&dir, &manifest, &files)?;
             if emit.is_some() {
                 println!(
-                    "wrote {} bundles ({cases} cases: the training programs on {}x{}x{} at the tile shapes the model admits with {} bytes of shared memory per block and cache_fraction {}) to {}",
+                    "wrote {} bundles to {}: {cases} training cases (the training programs on {}x{}x{} at the tile shapes the model admits with {} bytes of shared memory per block and cache_fraction {}) and {kernel_cases} kernel variants for the refit",
                     files.len(),
+                    dir.display(),
                     gpu::DOMAIN[0],
                     gpu::DOMAIN[1],
                     gpu::DOMAIN[2],
                     g.shared_bytes_per_block,
                     machine.cache_fraction,
-                    dir.display()
                 );
                 println!("on a machine with the GPU and nvcc: sh {0}/{RUN_SCRIPT}   (writes {0}/{OUTPUT})", dir.display());
                 println!(
@@ -150,7 +151,7 @@ pub fn run(args: &LearnArgs) -> anyhow::Result<ExitCode> {
             }
             if !args.quiet {
                 eprintln!(
-                    "building and running {} CUDA bundles ({cases} cases) in {} ...",
+                    "building and running {} CUDA bundles ({cases} training cases, {kernel_cases} kernel variants) in {} ...",
                     files.len(),
                     dir.display()
                 );
@@ -218,9 +219,13 @@ fn fit_dir(
         fast: result.r2_fast,
         slow: result.r2_slow,
     };
-    // The refit to the real kernels' variants, when the bundles timed them.
-    let kernel_rows = gpu::kernel_rows(&manifest, &timings, machine, &result.params)
-        .with_context(|| output_path.display().to_string())?;
+    // The refit to the real kernels' variants, when the bundles timed them and it is wanted.
+    let kernel_rows = if args.no_kernel_refit {
+        Vec::new()
+    } else {
+        gpu::kernel_rows(&manifest, &timings, machine, &result.params)
+            .with_context(|| output_path.display().to_string())?
+    };
     let refit = if kernel_rows.is_empty() {
         None
     } else {
