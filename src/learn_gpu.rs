@@ -191,12 +191,8 @@ fn fit_dir(
     started: Option<Instant>,
 ) -> anyhow::Result<ExitCode> {
     let manifest_path = dir.join(MANIFEST);
-    let manifest: Manifest = serde_json::from_str(&read(&manifest_path)?).with_context(|| {
-        format!(
-            "{}: not a manifest of `learn --target cuda --emit`",
-            manifest_path.display()
-        )
-    })?;
+    let manifest = gpu::parse_manifest(&read(&manifest_path)?)
+        .with_context(|| manifest_path.display().to_string())?;
     if manifest.machine != machine.name {
         bail!(
             "{} was emitted for machine `{}`, not `{}` ({}): the tile shapes depend on the machine",

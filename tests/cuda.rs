@@ -762,7 +762,7 @@ fn learn_target_cuda_emits_bundles_nvcc_compiles_and_fits_their_output() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("run.sh"), "{}", stdout(&o));
     let manifest: Manifest =
-        serde_json::from_str(&std::fs::read_to_string(bundles.join("manifest.json")).unwrap())
+        gpu::parse_manifest(&std::fs::read_to_string(bundles.join("manifest.json")).unwrap())
             .unwrap();
     assert!(bundles.join("run.sh").exists());
     for b in &manifest.bundles {

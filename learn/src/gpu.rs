@@ -25,7 +25,7 @@ use absinthe_codegen::lower_cuda;
 use absinthe_codegen::render::{Flush, HarnessOptions, Renderer};
 use absinthe_model::cost::{evaluate, Configuration};
 use absinthe_model::machine::{Machine, ModelMachine, Params};
-use absinthe_model::program::Program;
+use absinthe_model::program::{check_group_indices, Program};
 use absinthe_model::Analysis;
 use absinthe_solvers::inline::apply as inline_apply;
 use serde::{Deserialize, Serialize};
@@ -121,6 +121,22 @@ pub struct Manifest {
     pub kernels: Vec<KernelBundle>,
 }
 
+/// A manifest from its JSON text, of this format.
+pub fn parse_manifest(text: &str) -> Result<Manifest, LearnError> {
+    let manifest: Manifest = serde_json::from_str(text).map_err(|e| {
+        LearnError::Run(format!(
+            "not a manifest of `learn --target cuda --emit`: {e}"
+        ))
+    })?;
+    if manifest.format != FORMAT {
+        return Err(LearnError::Run(format!(
+            "manifest format {} (this absinthe reads {FORMAT})",
+            manifest.format
+        )));
+    }
+    Ok(manifest)
+}
+
 /// The GPU view of `machine` for the training programs (doubles). A file without `params` is
 /// viewed with zero parameters: the tile shapes depend on the capacity, not on them.
 pub fn view(machine: &Machine) -> Result<ModelMachine, LearnError> {
@@ -208,17 +224,18 @@ type Rendered = (
     usize,
 );
 
-/// Renders `cases` into bundles `{stem}_{k}.cu`, consecutive cases in each while their
-/// loop-bound tables fit [`CONSTANT_BYTES`] (one case at least): (file, text, how many cases).
-fn render_bundles(
+/// Renders `cases` (each with what the manifest records of it) into bundles `{stem}_{k}.cu`,
+/// consecutive cases in each while their loop-bound tables fit [`CONSTANT_BYTES`] (one case at
+/// least): per bundle its file name, its text and its cases' records.
+fn render_bundles<C: Clone>(
     renderer: &Renderer,
     stem: &str,
-    cases: &[Rendered],
+    cases: &[(Rendered, C)],
     runs: usize,
-) -> Result<Vec<(String, String, usize)>, LearnError> {
-    let mut chunks: Vec<&[Rendered]> = Vec::new();
+) -> Result<Vec<(String, String, Vec<C>)>, LearnError> {
+    let mut chunks: Vec<&[(Rendered, C)]> = Vec::new();
     let (mut first, mut bytes) = (0, 0);
-    for (k, case) in cases.iter().enumerate() {
+    for (k, (case, _)) in cases.iter().enumerate() {
         if k > first && bytes + case.3 > CONSTANT_BYTES {
             chunks.push(&cases[first..k]);
             (first, bytes) = (k, 0);
@@ -232,7 +249,7 @@ fn render_bundles(
     for (k, chunk) in chunks.into_iter().enumerate() {
         let harnesses: Vec<HarnessOptions> = chunk
             .iter()
-            .map(|c| HarnessOptions {
+            .map(|(c, _)| HarnessOptions {
                 runs,
                 flush: Flush::NONE,
                 label: c.0.clone(),
@@ -242,7 +259,7 @@ fn render_bundles(
         let bundle: Vec<CudaBundleCase> = chunk
             .iter()
             .zip(&harnesses)
-            .map(|(c, h)| CudaBundleCase {
+            .map(|((c, _), h)| CudaBundleCase {
                 s: &c.1,
                 c: &c.2,
                 h,
@@ -251,7 +268,7 @@ fn render_bundles(
         out.push((
             format!("{stem}_{k}.cu"),
             renderer.cuda_device_bundle(&bundle)?,
-            chunk.len(),
+            chunk.iter().map(|(_, record)| record.clone()).collect(),
         ));
     }
     Ok(out)
@@ -289,8 +306,7 @@ pub fn emit(
     let mut bundles = Vec::new();
     let mut files = Vec::new();
     for p in training::programs(domain)? {
-        let mut rendered: Vec<Rendered> = Vec::new();
-        let mut cases = Vec::new();
+        let mut cases: Vec<(Rendered, Case)> = Vec::new();
         for size in shapes(&p, &view, count) {
             let tiles = training::tile_counts(size, domain);
             let config = training::configuration(&p.analysis, tiles, true);
@@ -304,19 +320,20 @@ pub fn emit(
             )?;
             let cuda = plan(&schedule, &limits)?;
             let label = label(&p.program.name, size);
-            rendered.push((label.clone(), schedule, cuda, constant_bytes(&config)));
-            cases.push(Case { label, size, tiles });
+            let bytes = constant_bytes(&config);
+            cases.push((
+                (label.clone(), schedule, cuda, bytes),
+                Case { label, size, tiles },
+            ));
         }
-        let mut taken = 0;
-        for (file, text, n) in render_bundles(&renderer, &p.program.name, &rendered, runs)? {
+        for (file, text, cases) in render_bundles(&renderer, &p.program.name, &cases, runs)? {
             bundles.push(Bundle {
                 file: file.clone(),
                 program: p.program.name.clone(),
                 family: p.family.name().to_string(),
-                cases: cases[taken..taken + n].to_vec(),
+                cases,
             });
             files.push((file, text));
-            taken += n;
         }
     }
     if bundles.is_empty() {
@@ -334,8 +351,7 @@ pub fn emit(
             analysis.weigh_operations(view.params.operations);
             let planned = variants::plan(&wanted, &program, &analysis, &view, &settings)
                 .map_err(|e| LearnError::Kernels(format!("{name}: {e}")))?;
-            let mut rendered: Vec<Rendered> = Vec::new();
-            let mut cases = Vec::new();
+            let mut cases: Vec<(Rendered, KernelCase)> = Vec::new();
             for p in planned.into_iter().filter(|p| p.skipped.is_none()) {
                 let (prog, an, _) = inline_apply(&program, view.params.operations, &p.inline)
                     .map_err(|e| LearnError::Kernels(format!("{name}: {e}")))?;
@@ -344,24 +360,25 @@ pub fn emit(
                     .with_reference(&program, &analysis);
                 let cuda = plan(&schedule, &limits)?;
                 let label = format!("kernel/{name}/{}", p.name);
-                rendered.push((label.clone(), schedule, cuda, constant_bytes(&p.config)));
-                cases.push(KernelCase {
-                    label,
-                    variant: p.name,
-                    inline: p.inline,
-                    config: p.config,
-                });
+                let bytes = constant_bytes(&p.config);
+                cases.push((
+                    (label.clone(), schedule, cuda, bytes),
+                    KernelCase {
+                        label,
+                        variant: p.name,
+                        inline: p.inline,
+                        config: p.config,
+                    },
+                ));
             }
             let stem = format!("kernel_{name}");
-            let mut taken = 0;
-            for (file, text, n) in render_bundles(&renderer, &stem, &rendered, runs)? {
+            for (file, text, cases) in render_bundles(&renderer, &stem, &cases, runs)? {
                 kernel_bundles.push(KernelBundle {
                     file: file.clone(),
                     program: name.clone(),
-                    cases: cases[taken..taken + n].to_vec(),
+                    cases,
                 });
                 files.push((file, text));
-                taken += n;
             }
         }
     }
@@ -437,12 +454,6 @@ pub fn measurements(
     manifest: &Manifest,
     timings: &[Timing],
 ) -> Result<Vec<Measurement>, LearnError> {
-    if manifest.format != FORMAT {
-        return Err(LearnError::Run(format!(
-            "manifest format {} (this absinthe reads {FORMAT})",
-            manifest.format
-        )));
-    }
     let programs = training::programs(manifest.domain)?;
     let by_label: HashMap<&str, &Timing> = timings.iter().map(|t| (t.label.as_str(), t)).collect();
     let mut out = Vec::new();
@@ -535,20 +546,16 @@ pub fn kernel_rows(
             let t = checked(&by_label, &c.label)?;
             let (_, an, _) = inline_apply(program, view.params.operations, &c.inline)
                 .map_err(|e| LearnError::Run(format!("manifest: {}: {e}", c.label)))?;
-            let g = &c.config.groups;
-            let steps_ok =
-                g.first() == Some(&0) && g.windows(2).all(|w| w[1] == w[0] || w[1] == w[0] + 1);
-            if g.len() != an.stencils.len()
-                || !steps_ok
-                || c.config.tiles.len() != g[g.len() - 1] + 1
-            {
-                return Err(LearnError::Run(format!(
-                    "manifest: {}: configuration {:?} does not fit the kernel's {} stencils",
-                    c.label,
-                    c.config,
-                    an.stencils.len()
-                )));
-            }
+            let groups = c.config.groups.last().map_or(0, |g| g + 1);
+            check_group_indices(&c.config.groups, an.stencils.len())
+                .and_then(|()| match c.config.tiles.len() == groups {
+                    true => Ok(()),
+                    false => Err(format!(
+                        "{} tile counts for {groups} groups",
+                        c.config.tiles.len()
+                    )),
+                })
+                .map_err(|e| LearnError::Run(format!("manifest: {}: {e}", c.label)))?;
             let cost = evaluate(&an, &view, &c.config);
             let mut row = KernelRow::of(&b.program, &c.variant, &cost);
             row.seconds = t.seconds;
