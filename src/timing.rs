@@ -285,6 +285,16 @@ impl Bench {
     /// Builds, runs and verifies `planned` (skipped ones are reported, not run): one row per
     /// planned variant, in order, and whether some variant failed verification.
     pub fn time(&self, planned: &[Planned]) -> anyhow::Result<(Vec<Row>, bool)> {
+        self.time_runs(planned, self.runs)
+    }
+
+    /// [`Bench::time`] with `runs` timed runs per variant instead of the bench's own (the
+    /// builds are the same, so a variant timed before is not built again).
+    pub fn time_runs(
+        &self,
+        planned: &[Planned],
+        runs: usize,
+    ) -> anyhow::Result<(Vec<Row>, bool)> {
         let (program, analysis, view) = (&self.program, &self.analysis, &self.view);
         let mut models: Vec<Option<ModelCounts>> = vec![None; planned.len()];
         let schedules: Vec<Option<Schedule>> = planned
@@ -365,8 +375,8 @@ impl Bench {
             })
             .collect::<anyhow::Result<_>>()?;
         let env = self.env_refs();
-        let rounds = rounds_for(self.runs);
-        let per_round = self.runs.div_ceil(rounds);
+        let rounds = rounds_for(runs);
+        let per_round = runs.div_ceil(rounds);
         let mut results: Vec<Option<HarnessResult>> = vec![None; planned.len()];
         let mut warm_results: Vec<Option<HarnessResult>> = vec![None; planned.len()];
         // With `--warm`, each variant's flushed runs are followed by as many with no flush (the

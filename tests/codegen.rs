@@ -344,11 +344,13 @@ fn generated_row_loops_vectorise() {
     }
 }
 
-/// Runs `tune PROGRAM --top TOP --inline-sets SETS --refine 0` (exact build, a few runs) and
-/// checks what every run must hold: every candidate verified, ranked 1.. in the model's order,
-/// the winner the fastest, and the solution file that of the winner (inline set, tiles,
-/// `tuned` section), which `codegen --harness` accepts. Returns the report.
-fn tune_and_check(program: &str, top: &str, sets: &str) -> serde_json::Value {
+/// Runs `tune PROGRAM --top TOP --inline-sets SETS --refine 0 --confirm CONFIRM` (exact build,
+/// a few runs) and checks what every run must hold: every candidate verified, ranked 1.. in the
+/// model's order, the CONFIRM fastest (all when fewer; none when CONFIRM < 2) timed again with
+/// four times the runs and the winner the fastest of those (of all, without a confirmation),
+/// and the solution file that of the winner (inline set, tiles, `tuned` section), which
+/// `codegen --harness` accepts. Returns the report.
+fn tune_and_check(program: &str, top: &str, sets: &str, confirm: usize) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("tuned.yaml");
     let o = absinthe(&[
@@ -360,6 +362,8 @@ fn tune_and_check(program: &str, top: &str, sets: &str) -> serde_json::Value {
         sets,
         "--refine",
         "0",
+        "--confirm",
+        &confirm.to_string(),
         "--runs",
         "3",
         "--flush-bytes",
@@ -373,6 +377,13 @@ fn tune_and_check(program: &str, top: &str, sets: &str) -> serde_json::Value {
     assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let candidates = v["candidates"].as_array().unwrap();
+    let confirmed = if confirm < 2 {
+        0
+    } else {
+        confirm.min(candidates.len())
+    };
+    assert_eq!(v["confirmed"], confirmed, "{v}");
+    assert_eq!((&v["runs"], &v["confirm_runs"]), (&3.into(), &12.into()));
     let mut last = 0.0;
     let mut fastest = (0, f64::INFINITY);
     for (k, c) in candidates.iter().enumerate() {
@@ -382,10 +393,16 @@ fn tune_and_check(program: &str, top: &str, sets: &str) -> serde_json::Value {
         assert!(p >= last, "candidates not in the model's order: {v}");
         last = p;
         let m = c["measured_seconds"].as_f64().unwrap();
-        if m < fastest.1 {
+        let eligible = confirmed == 0 || c["confirmed"] == true;
+        if eligible && m < fastest.1 {
             fastest = (k + 1, m);
         }
     }
+    assert_eq!(
+        candidates.iter().filter(|c| c["confirmed"] == true).count(),
+        confirmed,
+        "{v}"
+    );
     assert_eq!(v["winner_rank"], fastest.0, "{v}");
     let solution = absinthe_model::solution::Solution::load(&out).unwrap();
     let tuned = solution.tuned.as_ref().expect("a tuned section");
@@ -409,11 +426,12 @@ fn tune_and_check(program: &str, top: &str, sets: &str) -> serde_json::Value {
     v
 }
 
-/// `tune` times the model's best few configurations, cheapest first, and writes the fastest
-/// verified one as a solution file that `codegen` accepts.
+/// `tune` times the model's best few configurations, cheapest first, times them again together
+/// (the default `--confirm 4` takes all three), and writes the fastest verified one as a
+/// solution file that `codegen` accepts.
 #[test]
 fn tune_times_the_models_best_and_writes_the_fastest() {
-    let v = tune_and_check("configs/example2.yaml", "3", "0");
+    let v = tune_and_check("configs/example2.yaml", "3", "0", 4);
     assert_eq!(v["candidates"].as_array().unwrap().len(), 3, "{v}");
 }
 
@@ -435,6 +453,8 @@ fn tune_refines_the_fastest_by_a_measured_sweep() {
         "0",
         "--refine",
         "4",
+        "--confirm",
+        "0",
         "--runs",
         "3",
         "--flush-bytes",
@@ -554,10 +574,11 @@ fn tune_refines_the_fastest_by_a_measured_sweep() {
 }
 
 /// `tune --inline-sets` also times the optima of other inline sets than the optimum's, and the
-/// solution carries the winner's set.
+/// solution carries the winner's set; `--confirm 2` times the two fastest of the five again and
+/// writes the faster of them.
 #[test]
 fn tune_times_other_inline_sets_and_writes_the_winners_set() {
-    let v = tune_and_check("configs/hdiff.yaml", "2", "3");
+    let v = tune_and_check("configs/hdiff.yaml", "2", "3", 2);
     let candidates = v["candidates"].as_array().unwrap();
     // hdiff has three candidates for inlining (lap, fli, flj): the exhaustive search solves
     // all eight sets, so three others than the optimum's exist.
