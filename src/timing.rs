@@ -290,11 +290,7 @@ impl Bench {
 
     /// [`Bench::time`] with `runs` timed runs per variant instead of the bench's own (the
     /// builds are the same, so a variant timed before is not built again).
-    pub fn time_runs(
-        &self,
-        planned: &[Planned],
-        runs: usize,
-    ) -> anyhow::Result<(Vec<Row>, bool)> {
+    pub fn time_runs(&self, planned: &[Planned], runs: usize) -> anyhow::Result<(Vec<Row>, bool)> {
         let (program, analysis, view) = (&self.program, &self.analysis, &self.view);
         let mut models: Vec<Option<ModelCounts>> = vec![None; planned.len()];
         let schedules: Vec<Option<Schedule>> = planned
