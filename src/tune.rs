@@ -420,9 +420,10 @@ fn finalists(timed: &[Timed], count: usize) -> Vec<usize> {
 /// The confirmation round (`--confirm`): times the `count` fastest candidates again in one run
 /// with [`CONFIRM_RUNS_FACTOR`] times `runs` each, updates their rows and marks them confirmed,
 /// and returns the fastest of them (`best` when there are fewer than two to compare) and
-/// whether one failed verification. Simulated on the twelve stored auto-tuning grids with 2-3%
-/// noise per timing, the four fastest confirmed end within 3% of the grid's best in 87-90% of
-/// searches, against 78-86% without (docs/PERFORMANCE.md, twenty-fourth session).
+/// whether one failed verification. Replayed on the thirteen stored auto-tuning grids with 2%
+/// (3%) noise per timing, 90% (87%) of searches end within 3% of the grid's best with four
+/// confirmed, 86% (78%) without; on the machine, three repetitions of the six programs with and
+/// without showed no difference (docs/PERFORMANCE.md, twenty-fourth session).
 fn confirm(
     bench: &Bench,
     timed: &mut [Timed],
