@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use absinthe_codegen::render::{default_flush_bytes, Flush, Renderer};
 use absinthe_model::analysis::Analysis;
 use absinthe_model::inline::indices_of;
+use absinthe_model::limits;
 use absinthe_model::machine::{Machine, ModelMachine};
 use absinthe_model::milp::{Encoding, MilpOptions};
 use absinthe_model::program::{check_group_indices, Program, DIMS};
@@ -80,6 +81,28 @@ impl FlushArgs {
     }
 }
 
+/// A `--runs` value: 1 to [`limits::MAX_RUNS`].
+pub fn parse_runs(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if (1..=limits::MAX_RUNS).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "expected a number of timed runs from 1 to {}, found `{text}`",
+            limits::MAX_RUNS
+        )),
+    }
+}
+
+/// A `--threads` value for the solvers: 1 to [`limits::MAX_SOLVER_THREADS`].
+pub fn parse_threads(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if (1..=limits::MAX_SOLVER_THREADS).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "expected a number of threads from 1 to {}, found `{text}`",
+            limits::MAX_SOLVER_THREADS
+        )),
+    }
+}
+
 /// A `--group-arrays` value: a limit, or none.
 #[derive(Clone, Copy, Debug)]
 pub struct GroupArrays(pub Option<usize>);
@@ -136,8 +159,8 @@ pub struct SearchArgs {
     /// Relative optimality gap at which the solver stops.
     #[arg(long, default_value_t = 1e-4)]
     pub gap: f64,
-    /// Solver threads [default: the solver's own].
-    #[arg(long)]
+    /// Solver threads, 1 to 256 [default: the solver's own].
+    #[arg(long, value_parser = parse_threads)]
     pub threads: Option<usize>,
     /// Fix the group index of each stencil, e.g. 0,0,1,1 (starts at 0, steps of 0 or 1).
     #[arg(long, value_delimiter = ',', value_name = "G,G,...")]

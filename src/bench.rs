@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use absinthe_codegen::render::Flush;
 use absinthe_model::program::Program;
 use clap::Args;
 
@@ -55,7 +56,7 @@ pub struct BenchArgs {
     #[arg(long, default_value = "naive,unfused,opt")]
     pub variants: String,
     /// Timed runs per variant; the first quarter is discarded.
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, value_parser = crate::args::parse_runs)]
     pub runs: usize,
     #[command(flatten)]
     pub flush: FlushArgs,
@@ -121,6 +122,18 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         seed: args.seed,
     })?;
     let (rows, failed) = bench.time(&planned)?;
+    if args.format != Format::Table {
+        for r in rows
+            .iter()
+            .filter(|r| r.roofline_fraction.is_some_and(|f| f > 1.0))
+        {
+            eprintln!(
+                "warning: {} measured faster than the bandwidth bound allows ({:.0}%): the timing was disturbed; run again",
+                r.variant,
+                r.roofline_fraction.unwrap_or(0.0) * 100.0
+            );
+        }
+    }
     let (program, bw) = (&bench.program, bench.bandwidth);
     let points = accuracy_points(planned.iter().zip(&rows));
     if let Some(path) = &args.plot {
@@ -138,7 +151,14 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             "{}",
             absinthe_model::yaml::to_string(&rows).map_err(anyhow::Error::msg)?
         ),
-        Format::Table => print_table(program, &rows, bw, args.runs, bench.build),
+        Format::Table => print_table(
+            program,
+            &rows,
+            bw,
+            args.runs,
+            bench.build,
+            args.flush.flush()?,
+        ),
     }
     // R² and rank correlation over two points say nothing.
     if points.len() >= 3 {
@@ -160,7 +180,14 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn print_table(program: &Program, rows: &[Row], bw: Option<f64>, runs: usize, build: &str) {
+fn print_table(
+    program: &Program,
+    rows: &[Row],
+    bw: Option<f64>,
+    runs: usize,
+    build: &str,
+    flush: Flush,
+) {
     let rounds = rounds_for(runs);
     let opt = |x: Option<f64>| x.map_or("-".to_string(), human_seconds);
     // `--warm`: a column after `measured`.
@@ -180,8 +207,10 @@ fn print_table(program: &Program, rows: &[Row], bw: Option<f64>, runs: usize, bu
                 opt(r.measured_seconds),
                 opt(r.min),
                 opt(r.max),
-                r.roofline_fraction
-                    .map_or("-".into(), |f| format!("{:.1}%", f * 100.0)),
+                r.roofline_fraction.map_or("-".into(), |f| {
+                    let mark = if f > 1.0 { " (!)" } else { "" };
+                    format!("{:.1}%{mark}", f * 100.0)
+                }),
                 r.schedule.clone(),
                 match r.verified {
                     Some(true) if r.verification.as_deref() == Some("tolerance") => {
@@ -200,11 +229,16 @@ fn print_table(program: &Program, rows: &[Row], bw: Option<f64>, runs: usize, bu
         })
         .collect();
     println!(
-        "{}: median of the runs kept from {} ({} interleaved round(s) of {}, the first quarter of each discarded), caches flushed before each run{}; {}",
+        "{}: median of the runs kept from {} ({} interleaved round(s) of {}, the first quarter of each discarded), {}{}; {}",
         program.name,
         rounds * runs.div_ceil(rounds),
         rounds,
         runs.div_ceil(rounds),
+        if flush == Flush::NONE {
+            "caches not flushed between runs (--flush-bytes 0)".to_string()
+        } else {
+            format!("caches flushed before each run ({flush})")
+        },
         if warm {
             " (`warm`: as many runs with none flushed)"
         } else {
@@ -242,11 +276,23 @@ fn print_table(program: &Program, rows: &[Row], bw: Option<f64>, runs: usize, bu
         headers.insert(5, "warm");
     }
     print!("{}", table(&headers, &body));
+    if rows
+        .iter()
+        .any(|r| r.roofline_fraction.is_some_and(|f| f > 1.0))
+    {
+        println!(
+            "(!) faster than the bandwidth bound allows: the timing or the bandwidth measurement was disturbed (other load on the machine?); not a result, run again"
+        );
+    }
 }
 
 /// One paragraph for people: what `opt` chose, how much faster it ran than `naive` and
 /// `unfused` (when measured), and how far the model's prediction was from the measurement.
+/// None when a variant failed verification: a wrong result's speed means nothing.
 fn speedup_summary(program: &Program, rows: &[Row]) -> Option<String> {
+    if rows.iter().any(|r| r.verified == Some(false)) {
+        return None;
+    }
     let opt = rows.iter().find(|r| r.variant == "opt")?;
     let measured = opt.measured_seconds?;
     let ranges = absinthe_model::cost::ranges_of(&opt.groups);

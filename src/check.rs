@@ -36,6 +36,9 @@ struct Report {
     inputs: Vec<String>,
     outputs: Vec<String>,
     stencils: Vec<StencilReport>,
+    /// Likely mistakes that do not make the program invalid.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    warnings: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -102,6 +105,18 @@ fn report(program: &Program, a: &Analysis) -> Report {
                 extent: s.extent,
             })
             .collect(),
+        warnings: if program.inputs.is_some() {
+            Vec::new()
+        } else {
+            a.near_miss_inputs()
+                .into_iter()
+                .map(|(input, stencil)| {
+                    format!(
+                        "the input `{input}` is one letter away from the stencil `{stencil}`: a misspelling? Declare the inputs (`inputs: [...]`) to have undeclared names refused"
+                    )
+                })
+                .collect()
+        },
     }
 }
 
@@ -204,6 +219,9 @@ fn print_table(r: &Report) {
 pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let (program, analysis) = load(&args.program)?;
     let r = report(&program, &analysis);
+    for w in &r.warnings {
+        eprintln!("warning: {}: {w}", args.program.display());
+    }
     match args.format {
         Format::Table => print_table(&r),
         Format::Json => println!("{}", serde_json::to_string_pretty(&r)?),

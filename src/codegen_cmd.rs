@@ -68,7 +68,7 @@ pub struct CodegenArgs {
     #[arg(long)]
     pub harness: bool,
     /// Timed runs the harness does by default (the first quarter is discarded).
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, value_parser = crate::args::parse_runs)]
     pub runs: usize,
     /// Read templates from this directory first (a copy of codegen/templates).
     #[arg(long, value_name = "DIR")]

@@ -9,6 +9,7 @@ mod compare;
 mod learn_cmd;
 mod learn_gpu;
 mod output;
+mod progress;
 mod solve;
 mod solving;
 mod timing;

@@ -5,12 +5,14 @@ use std::path::Path;
 use absinthe_model::analysis::Analysis;
 use absinthe_model::machine::{Machine, ModelMachine};
 use absinthe_model::program::Program;
+use absinthe_model::search::tile_count_note;
 use absinthe_model::solution::{Solution, SolverReport};
 use absinthe_solvers::inline::{choose_inline, InlineChoice};
 use absinthe_solvers::optimize::{optimize_with, Optimum};
 use anyhow::Context;
 
 use crate::args::{load_on, MachineArg, SearchArgs};
+use crate::progress::Progress;
 
 /// Everything a solve produced, for the commands built on it.
 pub struct Solved {
@@ -55,12 +57,23 @@ pub fn solve_program(
     let (original, original_analysis, machine, view) = load_on(program_path, machine_arg)?;
     let options = search.milp_options(&original)?;
     let solve_options = search.solve_options()?;
+    if let Some(note) = tile_count_note(original.domain, &view, &options) {
+        eprintln!("note: {}: {note}", program_path.display());
+    }
+    let progress = Progress::start(format!("solving {}", program_path.display()));
+    progress.phase("choosing the inline set");
     let inline = inline_choice(&original, &original_analysis, &view, search)
         .with_context(|| format!("choosing what to inline in {}", program_path.display()))?;
     let program = inline.program.clone();
     let analysis = inline.analysis.clone();
+    progress.phase(format!(
+        "{solver_name} on {} stencils, {} inlined",
+        analysis.stencils.len(),
+        inline.names.len()
+    ));
     let optimum = optimize_with(&analysis, &view, &options, solver_name, &solve_options)
         .with_context(|| format!("solving {}", program_path.display()))?;
+    drop(progress);
     let mut solution = Solution::describe(&program.name, &analysis, &optimum.config, &optimum.cost);
     solution.inline = inline.names.clone();
     solution.machine = Some(machine.name.clone());

@@ -93,7 +93,7 @@ pub struct TuneArgs {
     #[arg(long, default_value = "auto", value_parser = parse_refine)]
     pub refine: Refine,
     /// Timed runs per candidate; the first quarter of each round is discarded.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_parser = crate::args::parse_runs)]
     pub runs: usize,
     /// At the end, time this many of the fastest candidates again, together, with
     /// `CONFIRM_RUNS_FACTOR` times the runs, and write the fastest of that run (0-16; 0 or 1:

@@ -107,19 +107,6 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         .map_err(|d| FileError::new(&args.solution, d))?;
     let options = args.search.milp_options(&program)?;
     let solve_options = args.search.solve_options()?;
-    if solution.program != program.name {
-        return Err(FileError::single(
-            &args.solution,
-            absinthe_model::Diagnostic::new(
-                "program",
-                format!(
-                    "the solution is for `{}`, not `{}`",
-                    solution.program, program.name
-                ),
-            ),
-        )
-        .into());
-    }
     if view.gpu && !(skips("soundness") && skips("optimality")) {
         anyhow::bail!(
             "{}; on a GPU machine `verify` checks the estimate only: add --skip soundness --skip optimality",

@@ -52,9 +52,10 @@ fn is_harness(name: &str) -> bool {
 
 /// `$ABSINTHE_CACHE_DIR`, else `$XDG_CACHE_HOME/absinthe/build`, else
 /// `$HOME/.cache/absinthe/build`, else a directory under the system temporary directory.
+/// A relative `ABSINTHE_CACHE_DIR` is taken from the current directory.
 pub fn default_cache_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("ABSINTHE_CACHE_DIR") {
-        return PathBuf::from(d);
+        return absolute(PathBuf::from(d));
     }
     if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
         return PathBuf::from(d).join("absinthe").join("build");
@@ -66,6 +67,28 @@ pub fn default_cache_dir() -> PathBuf {
             .join("build");
     }
     std::env::temp_dir().join("absinthe-build")
+}
+
+/// `dir` from the current directory when relative: the compiler runs inside the cache
+/// directory, so every path handed to it must not depend on the caller's directory.
+fn absolute(dir: PathBuf) -> PathBuf {
+    std::path::absolute(&dir).unwrap_or(dir)
+}
+
+/// The stamp beside a cached executable: its length and FNV-1a hash, written after a build, so
+/// that an executable truncated or changed since is rebuilt instead of run.
+fn stamp_of(exe: &Path) -> Option<String> {
+    let bytes = std::fs::read(exe).ok()?;
+    Some(format!("{} {:016x}\n", bytes.len(), fnv1a(&[&bytes])))
+}
+
+/// Whether the cached executable `exe` is whole: present, and matching the stamp its build
+/// wrote.
+fn cached_build_is_whole(exe: &Path, stamp: &Path) -> bool {
+    match (std::fs::read_to_string(stamp), stamp_of(exe)) {
+        (Ok(written), Some(now)) => written == now,
+        _ => false,
+    }
 }
 
 /// FNV-1a, 64 bit: stable across Rust versions, good enough for a cache key.
@@ -116,7 +139,7 @@ impl Toolchain {
     }
 
     pub fn with_cache_dir(mut self, dir: PathBuf) -> Toolchain {
-        self.cache_dir = dir;
+        self.cache_dir = absolute(dir);
         self
     }
 
@@ -177,7 +200,8 @@ impl Toolchain {
         let key = format!("{:016x}", fnv1a(&parts));
         let dir = self.cache_dir.join(&key);
         let exe = dir.join("a.out");
-        if exe.is_file() {
+        let stamp = dir.join("a.out.stamp");
+        if cached_build_is_whole(&exe, &stamp) {
             return Ok(exe);
         }
         let io = |e: std::io::Error, p: &Path| CodegenError::Io(format!("{}: {e}", p.display()));
@@ -227,6 +251,17 @@ impl Toolchain {
             cmd.arg("-o").arg(&tmp);
             self.run_compiler(cmd, &dir)?;
         }
+        // The stamp is written before the rename: a reader that finds the new executable also
+        // finds its stamp (a concurrent identical build writes the same text).
+        let written = stamp_of(&tmp).ok_or_else(|| {
+            CodegenError::Io(format!(
+                "{}: cannot read the built executable",
+                tmp.display()
+            ))
+        })?;
+        let stamp_tmp = dir.join(format!("a.out.stamp.tmp{unique}"));
+        std::fs::write(&stamp_tmp, &written).map_err(|e| io(e, &stamp_tmp))?;
+        std::fs::rename(&stamp_tmp, &stamp).map_err(|e| io(e, &stamp))?;
         std::fs::rename(&tmp, &exe).map_err(|e| io(e, &exe))?;
         Ok(exe)
     }

@@ -39,6 +39,10 @@ pub enum Variant {
     Solution(std::path::PathBuf),
 }
 
+/// The most configurations `random:N`, `top:K` and `sets:M` may ask for: each is built and
+/// timed.
+pub const MAX_DRAWN: usize = 4096;
+
 /// Splits the variant list; the numbers after `groups:` belong to it.
 pub fn parse_variants(list: &str) -> Result<Vec<Variant>, String> {
     let mut out = Vec::new();
@@ -71,22 +75,21 @@ pub fn parse_variants(list: &str) -> Result<Vec<Variant>, String> {
                     .map_err(|_| format!("`{t}`: expected groups:0,0,1,..."))?;
                 Variant::Groups(vec![g])
             }
-            t if t.starts_with("random:") => Variant::Random(
-                t["random:".len()..]
-                    .parse()
-                    .map_err(|_| format!("`{t}`: expected random:N"))?,
-            ),
+            t if t.starts_with("random:") => match t["random:".len()..].parse() {
+                Ok(n) if (1..=MAX_DRAWN).contains(&n) => Variant::Random(n),
+                _ => return Err(format!("`{t}`: expected random:N with N from 1 to {MAX_DRAWN}")),
+            },
             t if t.starts_with("top:") => match t["top:".len()..].parse() {
-                Ok(k) if k > 0 => Variant::Top(k),
-                _ => return Err(format!("`{t}`: expected top:K with K at least 1")),
+                Ok(k) if (1..=MAX_DRAWN).contains(&k) => Variant::Top(k),
+                _ => return Err(format!("`{t}`: expected top:K with K from 1 to {MAX_DRAWN}")),
             },
             t if t.starts_with("solution:") => match &t["solution:".len()..] {
                 "" => return Err(format!("`{t}`: expected solution:FILE")),
                 path => Variant::Solution(path.into()),
             },
             t if t.starts_with("sets:") => match t["sets:".len()..].parse() {
-                Ok(m) if m > 0 => Variant::InlineSets(m),
-                _ => return Err(format!("`{t}`: expected sets:M with M at least 1")),
+                Ok(m) if (1..=MAX_DRAWN).contains(&m) => Variant::InlineSets(m),
+                _ => return Err(format!("`{t}`: expected sets:M with M from 1 to {MAX_DRAWN}")),
             },
             t => {
                 return Err(format!(

@@ -11,6 +11,7 @@
 /// Input formats: program, machine and solution files, the YAML reader, file-located errors.
 pub mod formats {
     pub mod diagnostic;
+    pub mod limits;
     pub mod machine;
     pub mod program;
     pub mod solution;
@@ -60,7 +61,7 @@ pub mod support {
 pub use cost_model::evaluate as cost;
 pub use cost_model::{boxes, exact, formula, search};
 pub use encodings::{linearize, lp, milp, ranges, smt};
-pub use formats::{diagnostic, machine, program, solution, yaml};
+pub use formats::{diagnostic, limits, machine, program, solution, yaml};
 pub use language::{analysis, expr, inline, interp};
 #[cfg(any(test, feature = "generate"))]
 pub use support::generate;

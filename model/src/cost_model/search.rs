@@ -14,21 +14,105 @@ use crate::analysis::Analysis;
 use crate::cost::{
     even_tiles, group_shape, parallel_ok, term_seconds, Configuration, GroupShape, StreamShape,
 };
+use crate::formats::limits::MAX_TILINGS;
 use crate::machine::ModelMachine;
 use crate::milp::MilpOptions;
 use crate::parallel::parallel_map;
 
 /// Tile counts per dimension that satisfy the user's bounds and the even-tiles constraint.
+///
+/// Every such count, unless their triples would exceed [`MAX_TILINGS`] or a dimension spans more
+/// than [`EXACT_SCAN`] counts: then the longest dimensions keep a ladder of counts instead (see
+/// [`thinned_counts`]), so that the search's memory and time stay bounded on any domain `check`
+/// accepts. [`tile_count_note`] says when that happens.
 pub fn admissible_tile_counts(
     domain: [usize; 3],
     machine: &ModelMachine,
     options: &MilpOptions,
 ) -> [Vec<usize>; 3] {
+    tile_counts_and_ratios(domain, machine, options).0
+}
+
+/// Counts along one dimension spanning at most this many are listed exactly (before the
+/// [`MAX_TILINGS`] bound on their triples).
+pub const EXACT_SCAN: usize = 1 << 16;
+
+/// The counts per dimension and, for each thinned dimension, the ladder ratio it was thinned
+/// with.
+fn tile_counts_and_ratios(
+    domain: [usize; 3],
+    machine: &ModelMachine,
+    options: &MilpOptions,
+) -> ([Vec<usize>; 3], [Option<f64>; 3]) {
     let range = options.tile_range(domain);
-    [0, 1, 2].map(|d| {
-        (range[d].0..=range[d].1)
-            .filter(|&n| even_tiles(domain[d], n, machine.slack.size))
-            .collect()
+    let slack = machine.slack.size;
+    let mut ratio: [Option<f64>; 3] =
+        [0, 1, 2].map(|d| (range[d].1 - range[d].0 >= EXACT_SCAN).then_some(1.01));
+    loop {
+        let counts = [0, 1, 2].map(|d| match ratio[d] {
+            None => (range[d].0..=range[d].1)
+                .filter(|&n| even_tiles(domain[d], n, slack))
+                .collect(),
+            Some(r) => thinned_counts(domain[d], range[d], slack, r),
+        });
+        let triples: u128 = counts.iter().map(|c| c.len() as u128).product();
+        let longest = (0..3).max_by_key(|&d| counts[d].len()).unwrap_or(0);
+        let coarsest = ratio[longest].is_some_and(|r| r >= 16.0);
+        if triples <= MAX_TILINGS as u128 || coarsest {
+            return (counts, ratio);
+        }
+        ratio[longest] = Some(ratio[longest].map_or(1.01, |r| 1.0 + (r - 1.0) * 2.0));
+    }
+}
+
+/// A ladder of tile counts along a dimension of `extent` cells, within `range`, that tile
+/// evenly: the 16 smallest counts, the counts whose tiles are 1 to 16 cells, and the counts whose
+/// tiles grow from there by the factor `ratio`.
+pub fn thinned_counts(extent: usize, range: (usize, usize), slack: f64, ratio: f64) -> Vec<usize> {
+    let (lo, hi) = range;
+    let mut counts: Vec<usize> = (lo..=hi.min(lo.saturating_add(15))).collect();
+    let mut size = 1usize;
+    while size <= extent {
+        counts.push(extent.div_ceil(size).clamp(lo, hi));
+        let next = if size < 16 {
+            size + 1
+        } else {
+            (size as f64 * ratio).ceil() as usize
+        };
+        size = next.max(size + 1);
+    }
+    counts.retain(|&n| even_tiles(extent, n, slack));
+    counts.sort_unstable();
+    counts.dedup();
+    counts
+}
+
+/// A note for the user when [`admissible_tile_counts`] thins a dimension: which, how many counts
+/// it keeps, and by what ladder. None when every admissible count is searched.
+pub fn tile_count_note(
+    domain: [usize; 3],
+    machine: &ModelMachine,
+    options: &MilpOptions,
+) -> Option<String> {
+    let (counts, ratio) = tile_counts_and_ratios(domain, machine, options);
+    let parts: Vec<String> = (0..3)
+        .filter_map(|d| {
+            ratio[d].map(|r| {
+                format!(
+                    "{} tile counts along {} (extent {}; tile sizes 1 to 16, then growing by {:.0}%)",
+                    counts[d].len(),
+                    crate::program::DIMS[d],
+                    domain[d],
+                    (r - 1.0) * 100.0
+                )
+            })
+        })
+        .collect();
+    (!parts.is_empty()).then(|| {
+        format!(
+            "the domain admits too many tilings to list them all (the bound is {MAX_TILINGS} triples); the search keeps {}",
+            parts.join(", ")
+        )
     })
 }
 

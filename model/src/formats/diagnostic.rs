@@ -15,6 +15,23 @@ pub struct Snippet {
     pub len: usize,
 }
 
+/// The most characters of a message or key path a diagnostic keeps.
+pub const MAX_MESSAGE: usize = 2000;
+
+/// The most characters of source text a snippet shows.
+pub const SNIPPET_WINDOW: usize = 120;
+
+/// `text` cut to its first and last `max / 2` characters when longer than `max`.
+fn shorten(text: String, max: usize) -> String {
+    let count = text.chars().count();
+    if count <= max {
+        return text;
+    }
+    let head: String = text.chars().take(max / 2).collect();
+    let tail: String = text.chars().skip(count - max / 2).collect();
+    format!("{head} ... ({} characters omitted) ... {tail}", count - max)
+}
+
 /// One problem found in a file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnostic {
@@ -25,22 +42,76 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
+    /// A problem at `path`; a message longer than [`MAX_MESSAGE`] characters (one that quotes a
+    /// huge value) keeps its head and tail.
     pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
         Diagnostic {
-            path: path.into(),
-            message: message.into(),
+            path: shorten(path.into(), MAX_MESSAGE),
+            message: shorten(message.into(), MAX_MESSAGE),
             snippet: None,
         }
     }
 
+    /// Marks `len` characters from the 1-based `column` of `text`. Of a text longer than
+    /// [`SNIPPET_WINDOW`] characters only a window around the mark is kept, with `...` where it
+    /// was cut.
     pub fn with_snippet(mut self, text: &str, column: usize, len: usize) -> Self {
-        self.snippet = Some(Snippet {
-            text: text.to_string(),
-            column: column.max(1),
-            len: len.max(1),
-        });
+        let chars: Vec<char> = text.chars().collect();
+        let column = column.max(1);
+        let len = len.max(1);
+        let snippet = if chars.len() <= SNIPPET_WINDOW {
+            Snippet {
+                text: text.to_string(),
+                column,
+                len,
+            }
+        } else {
+            let at = (column - 1).min(chars.len());
+            let start = at.saturating_sub(SNIPPET_WINDOW / 2);
+            let end = (start + SNIPPET_WINDOW).min(chars.len());
+            let head = if start > 0 { "..." } else { "" };
+            let tail = if end < chars.len() { "..." } else { "" };
+            let window: String = chars[start..end].iter().collect();
+            Snippet {
+                text: format!("{head}{window}{tail}"),
+                column: at - start + head.len() + 1,
+                len: len.min(end.saturating_sub(at)).max(1),
+            }
+        };
+        self.snippet = Some(snippet);
         self
     }
+}
+
+/// Edit distance (insertions, deletions, substitutions) between two names.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let next = (diagonal + usize::from(ca != cb))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            diagonal = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+/// The candidate closest to `name` when it is a likely misspelling of it (at most one edit in
+/// a name of up to four characters, two in a longer one); ties go to the first.
+pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let allowed = if name.chars().count() <= 4 { 1 } else { 2 };
+    candidates
+        .into_iter()
+        .filter(|c| *c != name)
+        .map(|c| (edit_distance(name, c), c))
+        .filter(|&(d, _)| d <= allowed)
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, c)| c)
 }
 
 /// All problems found in one file. Displayed one per paragraph:

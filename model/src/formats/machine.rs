@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::diagnostic::{Diagnostic, FileError};
 use crate::expr::OperationWeights;
+use crate::formats::limits;
 use crate::yaml;
 
 /// Seconds per counted access for the peel (per row start) and body (per cell) terms.
@@ -299,7 +300,7 @@ fn default_blocks_per_sm() -> usize {
 impl Gpu {
     /// T of the model: enough tiles for a few resident blocks per SM.
     pub fn model_threads(&self) -> usize {
-        self.blocks_per_sm * self.sm_count
+        self.blocks_per_sm.saturating_mul(self.sm_count)
     }
 }
 
@@ -383,8 +384,16 @@ impl Machine {
     /// Range checks on every number present.
     pub fn validate(&self) -> Vec<Diagnostic> {
         let mut errors = Vec::new();
-        if self.cores == Some(0) {
-            errors.push(Diagnostic::new("cores", "cores must be at least 1"));
+        if let Some(c) = self.cores {
+            if !(1..=limits::MAX_THREADS).contains(&c) {
+                errors.push(Diagnostic::new(
+                    "cores",
+                    format!(
+                        "cores must be between 1 and {}, found {c}",
+                        limits::MAX_THREADS
+                    ),
+                ));
+            }
         }
         if self.group_arrays.is_some_and(|a| a < 2) {
             errors.push(Diagnostic::new(
@@ -392,11 +401,16 @@ impl Machine {
                 "group_arrays must be at least 2 (one input and one output), or absent for no limit",
             ));
         }
-        if self.cache_bytes == Some(0) {
-            errors.push(Diagnostic::new(
-                "cache_bytes",
-                "cache_bytes must be at least 1",
-            ));
+        if let Some(b) = self.cache_bytes {
+            if !(1..=limits::MAX_CACHE_BYTES).contains(&b) {
+                errors.push(Diagnostic::new(
+                    "cache_bytes",
+                    format!(
+                        "cache_bytes must be between 1 and {} (1 TiB), found {b}",
+                        limits::MAX_CACHE_BYTES
+                    ),
+                ));
+            }
         }
         if !(self.cache_fraction > 0.0 && self.cache_fraction <= 1.0) {
             errors.push(Diagnostic::new(
@@ -433,15 +447,38 @@ impl Machine {
             ));
         }
         if let Some(g) = &self.gpu {
-            for (key, v) in [
-                ("gpu.sm_count", g.sm_count as u64),
-                ("gpu.shared_bytes_per_block", g.shared_bytes_per_block),
-                ("gpu.registers_per_thread", g.registers_per_thread as u64),
-                ("gpu.max_threads_per_block", g.max_threads_per_block as u64),
-                ("gpu.blocks_per_sm", g.blocks_per_sm as u64),
+            for (key, v, max) in [
+                (
+                    "gpu.sm_count",
+                    g.sm_count as u64,
+                    limits::MAX_GPU_SMS as u64,
+                ),
+                (
+                    "gpu.shared_bytes_per_block",
+                    g.shared_bytes_per_block,
+                    limits::MAX_GPU_SHARED_BYTES,
+                ),
+                (
+                    "gpu.registers_per_thread",
+                    g.registers_per_thread as u64,
+                    limits::MAX_GPU_REGISTERS as u64,
+                ),
+                (
+                    "gpu.max_threads_per_block",
+                    g.max_threads_per_block as u64,
+                    limits::MAX_GPU_THREADS_PER_BLOCK as u64,
+                ),
+                (
+                    "gpu.blocks_per_sm",
+                    g.blocks_per_sm as u64,
+                    limits::MAX_GPU_BLOCKS_PER_SM as u64,
+                ),
             ] {
-                if v == 0 {
-                    errors.push(Diagnostic::new(key, format!("{key} must be at least 1")));
+                if !(1..=max).contains(&v) {
+                    errors.push(Diagnostic::new(
+                        key,
+                        format!("{key} must be between 1 and {max}, found {v}"),
+                    ));
                 }
             }
         }

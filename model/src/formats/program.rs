@@ -1,4 +1,4 @@
-//! Stencil programs as read from YAML (formats.md, "Program"): the file shape, its validation,
+//! Stencil programs as read from YAML (docs/MODEL.md, "Program file"): the file shape, its validation,
 //! and the parsed [`Program`] every later stage uses.
 
 use std::collections::{BTreeMap, HashSet};
@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::diagnostic::{Diagnostic, FileError};
 use crate::expr::{parse_expr_spanned, AccessSpan, Expr, Func};
+use crate::formats::limits;
 use crate::yaml;
 
 /// The three dimensions, in memory order: x (contiguous, index `i`), y (`j`), z (`k`).
@@ -87,6 +88,9 @@ pub struct Program {
     pub halo: [usize; 3],
     pub outputs: Vec<String>,
     pub value_type: ValueType,
+    /// The input arrays, when the file declares them (`inputs:`): then reading any other array
+    /// that no stencil writes is an error (`Analysis::new`).
+    pub inputs: Option<Vec<String>>,
     pub stencils: Vec<Stencil>,
     pub constraints: Constraints,
 }
@@ -100,6 +104,8 @@ struct ProgramFile {
     outputs: Vec<String>,
     #[serde(default, rename = "type")]
     value_type: ValueType,
+    #[serde(default)]
+    inputs: Option<Vec<String>>,
     stencils: Vec<StencilFile>,
     #[serde(default)]
     constraints: Option<Constraints>,
@@ -181,33 +187,40 @@ impl Program {
         let mut domain = [1usize; 3];
         let mut halo = [0usize; 3];
         for d in 0..3 {
-            if file.domain[d] <= 0 {
-                errors.push(Diagnostic::new(
+            match usize::try_from(file.domain[d]) {
+                Ok(n) if (1..=limits::MAX_EXTENT).contains(&n) => domain[d] = n,
+                _ => errors.push(Diagnostic::new(
                     format!("domain[{d}]"),
                     format!(
-                        "the domain extent along {} must be at least 1, found {}",
-                        DIMS[d], file.domain[d]
+                        "the domain extent along {} must be between 1 and {}, found {}",
+                        DIMS[d],
+                        limits::MAX_EXTENT,
+                        file.domain[d]
                     ),
-                ));
-            } else {
-                domain[d] = file.domain[d] as usize;
+                )),
             }
-            if file.halo[d] < 0 {
-                errors.push(Diagnostic::new(
+            match usize::try_from(file.halo[d]) {
+                Ok(n) if n <= limits::MAX_HALO => halo[d] = n,
+                _ => errors.push(Diagnostic::new(
                     format!("halo[{d}]"),
                     format!(
-                        "the halo along {} must be 0 or more, found {}",
-                        DIMS[d], file.halo[d]
+                        "the halo along {} must be between 0 and {}, found {}",
+                        DIMS[d],
+                        limits::MAX_HALO,
+                        file.halo[d]
                     ),
-                ));
-            } else {
-                halo[d] = file.halo[d] as usize;
+                )),
             }
         }
-        if domain.iter().map(|&d| d as u128).product::<u128>() > (1u128 << 40) {
+        let padded: u128 = (0..3)
+            .map(|d| domain[d] as u128 + 2 * halo[d] as u128)
+            .product();
+        if padded > limits::MAX_CELLS {
             errors.push(Diagnostic::new(
                 "domain",
-                "the domain has more than 2^40 cells; absinthe does not handle domains that large",
+                format!(
+                    "the domain with its halos has {padded} cells, more than the 2^40 absinthe handles"
+                ),
             ));
         }
         if file.stencils.is_empty() {
@@ -329,6 +342,31 @@ impl Program {
             );
         }
 
+        if let Some(inputs) = &file.inputs {
+            let mut inputs_seen = HashSet::new();
+            for (n, name) in inputs.iter().enumerate() {
+                let path = format!("inputs[{n}]");
+                if !is_identifier(name) {
+                    errors.push(Diagnostic::new(
+                        path,
+                        format!("`{name}` is not an identifier ([A-Za-z_][A-Za-z0-9_]*)"),
+                    ));
+                } else if let Some(why) = reserved_reason(name) {
+                    errors.push(Diagnostic::new(
+                        path,
+                        format!("`{name}` {why} and cannot name an input"),
+                    ));
+                } else if let Some(&m) = seen.get(name.as_str()) {
+                    errors.push(Diagnostic::new(
+                        path,
+                        format!("`{name}` is written by stencils[{m}], so it is not an input"),
+                    ));
+                } else if !inputs_seen.insert(name) {
+                    errors.push(Diagnostic::new(path, format!("`{name}` is listed twice")));
+                }
+            }
+        }
+
         let mut outputs_seen = HashSet::new();
         for (n, o) in file.outputs.iter().enumerate() {
             if !outputs_seen.insert(o) {
@@ -389,6 +427,7 @@ impl Program {
             halo,
             outputs: file.outputs,
             value_type: file.value_type,
+            inputs: file.inputs,
             stencils,
             constraints,
         })

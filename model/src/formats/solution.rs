@@ -173,8 +173,18 @@ impl Solution {
     }
 
     /// The program `groups` describes: `program` with the stencils of `inline` inlined
-    /// (`model::inline`). Errors name the entry of `inline` at fault.
+    /// (`model::inline`). A solution for another program (its `program:` key) is refused; errors
+    /// name the key at fault.
     pub fn program_for(&self, program: &Program) -> Result<Program, Vec<Diagnostic>> {
+        if self.program != program.name {
+            return Err(vec![Diagnostic::new(
+                "program",
+                format!(
+                    "the solution is for the program `{}`, not `{}`",
+                    self.program, program.name
+                ),
+            )]);
+        }
         if self.inline.is_empty() {
             return Ok(program.clone());
         }

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use petgraph::graph::{DiGraph, NodeIndex};
 
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{closest, edit_distance, Diagnostic};
 use crate::expr::{OperationCounts, OperationWeights};
 use crate::program::{access_snippet, Program, DIMS};
 
@@ -85,7 +85,64 @@ pub struct Analysis {
     pub operation_weights: OperationWeights,
 }
 
+/// Whether `name`, which no stencil writes, is missing from the program's declared `inputs:`.
+fn undeclared(program: &Program, name: &str) -> bool {
+    program
+        .inputs
+        .as_ref()
+        .is_some_and(|inputs| !inputs.iter().any(|i| i == name))
+}
+
+/// The error for a read of `name`, neither a stencil nor a declared input, with the closest
+/// declared name as a hint.
+fn undeclared_error(
+    program: &Program,
+    name: &str,
+    path: String,
+    src: &str,
+    spans: &[crate::expr::AccessSpan],
+) -> Diagnostic {
+    let known = program
+        .stencils
+        .iter()
+        .map(|s| s.name.as_str())
+        .chain(program.inputs.iter().flatten().map(String::as_str));
+    let hint = match closest(name, known) {
+        Some(c) => format!("; did you mean `{c}`?"),
+        None => "; add it to `inputs:` if it is one".to_string(),
+    };
+    let mut d = Diagnostic::new(
+        path,
+        format!("`{name}` is neither a stencil nor a declared input{hint}"),
+    );
+    if let Some((col, len)) = access_snippet(src, spans, name) {
+        d = d.with_snippet(src, col, len);
+    }
+    d
+}
+
 impl Analysis {
+    /// Inputs of three or more characters whose names are one edit away from a stencil's:
+    /// likely misspellings when the program declares no `inputs:` (`check` warns about them).
+    /// Pairs (input, stencil).
+    pub fn near_miss_inputs(&self) -> Vec<(String, String)> {
+        self.inputs
+            .iter()
+            .filter_map(|&a| {
+                let name = &self.arrays[a].name;
+                if name.chars().count() < 3 {
+                    return None;
+                }
+                let close = self
+                    .stencils
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .find(|s| edit_distance(name, s) == 1)?;
+                Some((name.clone(), close.to_string()))
+            })
+            .collect()
+    }
+
     /// Analyses a parsed program; every data-flow problem found is returned.
     pub fn new(program: &Program) -> Result<Analysis, Vec<Diagnostic>> {
         let mut errors = Vec::new();
@@ -107,6 +164,18 @@ impl Analysis {
                 expr.visit_accesses(&mut |name, offset| {
                     let id = match ids.get(name) {
                         Some(&id) => id,
+                        None if undeclared(program, name) => {
+                            if reported.insert(name.to_string()) {
+                                errors.push(undeclared_error(
+                                    program,
+                                    name,
+                                    path.clone(),
+                                    src,
+                                    spans,
+                                ));
+                            }
+                            return;
+                        }
                         None => {
                             let id = arrays.len();
                             arrays.push(Array {

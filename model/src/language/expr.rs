@@ -739,12 +739,17 @@ fn lex_number(src: &str, start: usize) -> Result<(usize, f64), ParseError> {
     // Only ASCII bytes were consumed, so both ends are character boundaries.
     let text = src.get(start..pos).unwrap_or_default();
     let span = Span { start, end: pos };
+    // What an error quotes of the literal: its first 40 characters.
+    let shown = match text.get(..40) {
+        Some(head) if head.len() < text.len() => format!("{head}..."),
+        _ => text.to_string(),
+    };
     let value = match text.parse::<f64>() {
         Ok(value) if !malformed => value,
         _ => {
             return Err(ParseError::new(
                 src,
-                format!("invalid number literal `{text}`"),
+                format!("invalid number literal `{shown}`"),
                 span,
             ))
         }
@@ -752,7 +757,7 @@ fn lex_number(src: &str, start: usize) -> Result<(usize, f64), ParseError> {
     if !value.is_finite() {
         return Err(ParseError::new(
             src,
-            format!("number literal `{text}` is too large for a double"),
+            format!("number literal `{shown}` is too large for a double"),
             span,
         ));
     }
@@ -833,9 +838,15 @@ impl<'s> Parser<'s> {
     }
 
     /// The current token for a "found ..." clause.
+    /// The next token as an error quotes it: its first 40 characters.
     fn found(&self) -> String {
         match self.peek() {
-            Some(t) => format!("`{}`", self.text(t.span)),
+            Some(t) => {
+                let text = self.text(t.span);
+                let shown: String = text.chars().take(40).collect();
+                let more = if shown.len() < text.len() { "..." } else { "" };
+                format!("`{shown}{more}`")
+            }
             None => "end of expression".to_string(),
         }
     }
@@ -1311,7 +1322,8 @@ impl<'s> Parser<'s> {
         }))
     }
 
-    /// After the sign of an offset: an integer literal that fits an `i32` once signed.
+    /// After the sign of an offset: an integer literal of at most
+    /// [`MAX_OFFSET`](crate::formats::limits::MAX_OFFSET).
     fn parse_offset(&mut self, negative: bool) -> Parse<i32> {
         let token = self.peek();
         let digits = match token {
@@ -1330,15 +1342,18 @@ impl<'s> Parser<'s> {
             ));
         };
         self.bump();
-        let value = text
-            .parse::<i64>()
-            .ok()
-            .map(|m| if negative { -m } else { m })
-            .and_then(|v| i32::try_from(v).ok());
+        let max = crate::formats::limits::MAX_OFFSET;
+        let value =
+            text.parse::<i32>()
+                .ok()
+                .filter(|m| *m <= max)
+                .map(|m| if negative { -m } else { m });
         value.ok_or_else(|| {
             let sign = if negative { "-" } else { "+" };
+            let shown: String = text.chars().take(24).collect();
+            let more = if shown.len() < text.len() { "..." } else { "" };
             self.error(
-                format!("offset `{sign}{text}` does not fit in a 32-bit integer"),
+                format!("offset `{sign}{shown}{more}` is out of range: an offset is at most {max} cells (the largest halo absinthe accepts)"),
                 span,
             )
         })
@@ -1683,7 +1698,8 @@ mod tests {
             ("f(x)", "the first index of an access must be `i`", 3),
             ("in(i+1.5, j, k)", "offset must be an integer constant, found `1.5`", 6),
             ("in(i, j, k+x)", "offset must be an integer constant, found `x`", 12),
-            ("in(i+99999999999, j, k)", "offset `+99999999999` does not fit in a 32-bit integer", 6),
+            ("in(i+99999999999, j, k)", "offset `+99999999999` is out of range: an offset is at most 65536 cells", 6),
+            ("in(i-65537, j, k)", "offset `-65537` is out of range", 6),
             ("in(i, j)", "an access to `in` needs three indices (i, j, k), found 2", 8),
             ("in()", "an access to `in` needs three indices (i, j, k), found 0", 4),
             ("in(i, j, k, l)", "an access to `in` takes exactly three indices", 11),

@@ -1,0 +1,46 @@
+//! The bounds absinthe puts on every number a user supplies, in one place. `check` (the program
+//! and machine readers) enforces them, so that no later stage overflows: with every bound
+//! below, the padded array sizes, element offsets and byte offsets the code generator prints fit
+//! a signed 64-bit integer, and every access offset after inlining fits an `i32` (an inlined
+//! read lies within the halo, which the analysis checks).
+
+/// Cells of the domain plus its halos, `(nx + 2hx) (ny + 2hy) (nz + 2hz)`: 2^40, an 8 TiB array
+/// of doubles.
+pub const MAX_CELLS: u128 = 1 << 40;
+
+/// Cells along one dimension of the domain: 2^31 - 1, so that loop bounds fit an `int`.
+pub const MAX_EXTENT: usize = i32::MAX as usize;
+
+/// Halo width along a dimension, and so the farthest cell a program may read beyond the
+/// domain, inlined reads included: 2^16.
+pub const MAX_HALO: usize = 1 << 16;
+
+/// Largest constant offset of an access as written, `|o|`: the halo bound (a larger one reads
+/// beyond any halo absinthe accepts).
+pub const MAX_OFFSET: i32 = MAX_HALO as i32;
+
+/// Threads of a machine (`cores`): 4096.
+pub const MAX_THREADS: usize = 4096;
+
+/// Solver and search threads (`--threads`): 256. Each is an operating-system thread, and a
+/// solver gains nothing from more threads than the machine has cores.
+pub const MAX_SOLVER_THREADS: usize = 256;
+
+/// Tile-count triples one group's search lists at most. Above it the candidate tile counts of
+/// the longest dimensions are thinned to a ladder of tile sizes (`search::admissible_tile_counts`);
+/// each entry takes 32 bytes, so the list stays under 64 MiB.
+pub const MAX_TILINGS: usize = 1 << 21;
+
+/// Bytes of a cache level (`cache_bytes`): 1 TiB.
+pub const MAX_CACHE_BYTES: u64 = 1 << 40;
+
+/// Bounds of a machine file's `gpu:` section: streaming multiprocessors, resident blocks the
+/// model asks for per SM, threads per block, shared memory per block, registers per thread.
+pub const MAX_GPU_SMS: usize = 1 << 12;
+pub const MAX_GPU_BLOCKS_PER_SM: usize = 1 << 10;
+pub const MAX_GPU_THREADS_PER_BLOCK: usize = 1 << 12;
+pub const MAX_GPU_SHARED_BYTES: u64 = 1 << 30;
+pub const MAX_GPU_REGISTERS: usize = 1 << 16;
+
+/// Timed runs per variant (`bench --runs`, `tune --runs`).
+pub const MAX_RUNS: usize = 1 << 20;
