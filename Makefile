@@ -38,7 +38,7 @@ lint: setup
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-# Program x machine x solver x encoding: MILP size, status, seconds, gap (docs/PERFORMANCE.md).
+# Program x machine x solver x encoding: MILP size, status, seconds, gap (docs/RESULTS.md).
 # Options via BENCH_MILP_ARGS, e.g. BENCH_MILP_ARGS="--time-limit 10 --machines default".
 bench-milp: setup
 	$(CARGO) run --release -p absinthe-solvers --example milp_table -- $(BENCH_MILP_ARGS)

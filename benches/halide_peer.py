@@ -326,7 +326,7 @@ def visit_locals(e, out):
 
 
 # ---------------------------------------------------------------------------------------------
-# The program file (../shared/design/formats.md) and its analysis (model/src/language/analysis.rs)
+# The program file (docs/MODEL.md, "Files") and its analysis (model/src/language/analysis.rs)
 # ---------------------------------------------------------------------------------------------
 
 class Program:
