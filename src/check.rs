@@ -19,7 +19,7 @@ use crate::output::{table, Format};
 #[derive(Args)]
 #[command(verbatim_doc_comment)]
 pub struct CheckArgs {
-    /// The program file (YAML, see docs/ARCHITECTURE.md and formats).
+    /// The program file (YAML, see docs/MODEL.md, "Program file").
     program: PathBuf,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]

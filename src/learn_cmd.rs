@@ -22,7 +22,7 @@ use crate::args::FlushArgs;
 use crate::codegen_cmd::Target;
 use crate::output::{human_seconds, table, write_atomic};
 
-/// Measure this machine and write the model's eight parameters into its machine file.
+/// Measure this machine and write the model's parameters into its machine file.
 ///
 /// Builds fifteen synthetic training programs (fast memory: chains of nine stencils reading one
 /// input at 12 or 20 positions, or at 12 with twelve products of differences on top so that
@@ -34,21 +34,21 @@ use crate::output::{human_seconds, table, write_atomic};
 /// optima take, per five of them, at most four), in 4 rounds that interleave the programs, and fits
 /// the parameters by least absolute deviations (the slow base body held at zero: every slow
 /// training stencil touches slow memory, so it cannot be told from the stream body; see
-/// docs/ARCHITECTURE.md). It times what a division, a `sqrt` and `exp` cost against an add in a
-/// vectorised row loop over cache-resident planes and writes them as `params.operations` (in adds:
-/// the mean of a first and a second one per cell). Then it times real kernels, four shipped example
-/// programs (j3d7pt, example2, streams8, chain16: the model's optimum and 8 random configurations
-/// of each), and refits the parameters to them and the training programs together, each kernel
-/// stencil through the model's max of its fast and slow sides: the training programs alone
-/// predicted real programs within 20% for 25-40% of their variants, the refit for 62-70%
-/// (--no-kernel-refit skips it). Then it chooses `cache_fraction`, the share of `cache_bytes` a
-/// tile may fill: it solves two calibration programs (chains of six gradients touching 19 arrays,
-/// on 256x128x60 and 64x64x60) with the new parameters at fractions 0.25, 1/3, 0.5, 0.75, 1 and the
-/// file's own, times every distinct optimum, and keeps the fraction whose optima ran fastest (the
-/// file's own when within 2%; --keep-cache-fraction skips this). The file may lack `params`,
-/// `cores` (default: this machine's CPUs) and `cache_bytes` (default: the L2 size sysfs reports).
-/// Only `params`, `learned` and `cache_fraction` are rewritten (and missing `cores`/`cache_bytes`
-/// added); comments and every other key stay as written.
+/// docs/decisions/0008-slow-base-body-held-at-zero.md). It times what a division, a `sqrt` and
+/// `exp` cost against an add in a vectorised row loop over cache-resident planes and writes them as
+/// `params.operations` (in adds: the mean of a first and a second one per cell). Then it times real
+/// kernels, four shipped example programs (j3d7pt, example2, streams8, chain16: the model's optimum
+/// and 8 random configurations of each), and refits the parameters to them and the training
+/// programs together, each kernel stencil through the model's max of its fast and slow sides: the
+/// training programs alone predict real programs within 20% for 25-40% of their variants, the refit
+/// for 62-70% (--no-kernel-refit skips it). Then it chooses `cache_fraction`, the share of
+/// `cache_bytes` a tile may fill: it solves two calibration programs (chains of six gradients
+/// touching 19 arrays, on 256x128x60 and 64x64x60) with the new parameters at fractions 0.25, 1/3,
+/// 0.5, 0.75, 1 and the file's own, times every distinct optimum, and keeps the fraction whose
+/// optima ran fastest (the file's own when within 2%; --keep-cache-fraction skips this). The file
+/// may lack `params`, `cores` (default: this machine's CPUs) and `cache_bytes` (default: the L2
+/// size sysfs reports). Only `params`, `learned` and `cache_fraction` are rewritten (and missing
+/// `cores`/`cache_bytes` added); comments and every other key stay as written.
 ///
 /// Examples:
 ///   absinthe learn --machine machines/mybox.yaml
@@ -85,14 +85,14 @@ pub struct LearnArgs {
     pub solver: String,
     /// Time the generated kernels, one per tile shape bundled per program (the code `bench`
     /// times and `codegen` ships), instead of one runtime-tiled kernel per program. About two
-    /// minutes longer from a cold build cache; neither predicted the real programs clearly
-    /// better (docs/PERFORMANCE.md).
+    /// minutes longer from a cold build cache; neither predicts the real programs clearly
+    /// better (docs/decisions/0009-training-design.md).
     #[arg(long)]
     pub generated_kernels: bool,
     /// Also time the slow programs streamed, as generated kernels, at up to four whole-row
     /// tilings with contiguous faces whose streamed window fits the cache (an experiment: the
-    /// predictions of real programs were not clearly better; docs/PERFORMANCE.md, "Streamed
-    /// training shapes").
+    /// predictions of real programs are not clearly better;
+    /// docs/decisions/0010-streamed-training-shapes-off.md).
     #[arg(long, hide = true)]
     pub streamed_shapes: bool,
     /// Keep the machine file's `cache_fraction` instead of choosing it by measurement. By
@@ -114,7 +114,7 @@ pub struct LearnArgs {
     /// example programs (j3d7pt, example2, streams8, chain16: each one's optimum and 8 random
     /// configurations, 8 runs each, caches flushed, every run verified) and refits the parameters to the
     /// training programs and these kernels together, each kernel stencil through the model's
-    /// max of its fast and slow sides (docs/ARCHITECTURE.md, "The kernel refit"). About 40
+    /// max of its fast and slow sides (docs/decisions/0011-kernel-refit-four-kernels.md). About 40
     /// seconds. With --target cuda the kernels run in the bundles on the GPU; this flag leaves
     /// them out of --emit's bundles, or out of --timings' fit.
     #[arg(long)]

@@ -53,11 +53,12 @@ use crate::timing::{accuracy_points, Bench, BenchTarget, PlanRequest, Row, Timin
 /// Last, the four fastest (`--confirm`) are timed again together with four times the runs, and
 /// the fastest of that run is written: the fastest of many single timings is the one noise
 /// favoured most, and the confirmation adds no configuration to the count timed.
-/// The model ranks the space well but not exactly: on cosmo_pgrad its best tiling was the
+/// The model ranks the space well but not exactly: on cosmo_pgrad its best tiling is the
 /// 73rd of the 294 the original auto-tuning times, and the sweeps reach it in 11 timings; on
 /// hdiff the sweeps of the model's best (whole planes 32 deep, streamed) find nothing faster,
-/// and the grid's best is reached from a near tie (docs/PERFORMANCE.md, twentieth and
-/// twenty-second sessions). `--refine 0` times the model's best only.
+/// and the grid's best is reached from a near tie
+/// (docs/decisions/0022-tune-sweeps-and-confirmation.md). `--refine 0` times the model's best
+/// only.
 ///
 /// Where the sweeps end (the fastest so far, each step decided within one run; without sweeps
 /// the fastest of the model's best) is written as a solution file for `codegen` and `verify`,
@@ -423,7 +424,7 @@ fn finalists(timed: &[Timed], count: usize) -> Vec<usize> {
 /// whether one failed verification. Replayed on the thirteen stored auto-tuning grids with 2%
 /// (3%) noise per timing, 90% (87%) of searches end within 3% of the grid's best with four
 /// confirmed, 86% (78%) without; on the machine, three repetitions of the six programs with and
-/// without showed no difference (docs/PERFORMANCE.md, twenty-fourth session).
+/// without show no difference (docs/decisions/0022-tune-sweeps-and-confirmation.md).
 fn confirm(
     bench: &Bench,
     timed: &mut [Timed],

@@ -5,6 +5,7 @@ mod cli;
 mod codegen;
 mod common;
 mod cuda;
+mod hostile;
 mod learn;
 mod linearize;
 mod milp_exact;

@@ -5,7 +5,7 @@
 //! The data flow is `Program` → `Analysis` → (`evaluate` | `milp`), with `Machine` beside it.
 
 // Loops over dimensions `d` and stencils `i` index several parallel arrays at once, as the
-// formulas of milp.md do; iterator chains would hide that correspondence.
+// formulas of docs/MODEL.md do; iterator chains would hide that correspondence.
 #![allow(clippy::needless_range_loop)]
 
 /// Input formats: program, machine and solution files, the YAML reader, file-located errors.
@@ -73,5 +73,7 @@ pub use expr::Expr;
 pub use machine::Machine;
 pub use program::Program;
 
+#[cfg(test)]
+mod fuzz;
 #[cfg(test)]
 mod tests;

@@ -138,11 +138,11 @@ fn bad_programs_are_rejected_with_precise_messages() {
         ),
         (
             "name: t\ndomain: [0, 8, -1]\nhalo: [1,1,1]\noutputs: [a]\nstencils:\n  - name: a\n    expr: x(i,j,k)\n".into(),
-            "domain[0]: the domain extent along i must be at least 1, found 0",
+            "domain[0]: the domain extent along i must be between 1 and 2147483647, found 0",
         ),
         (
             "name: t\ndomain: [4, 8, 8]\nhalo: [1,-1,1]\noutputs: [a]\nstencils:\n  - name: a\n    expr: x(i,j,k)\n".into(),
-            "halo[1]: the halo along j must be 0 or more, found -1",
+            "halo[1]: the halo along j must be between 0 and 65536, found -1",
         ),
         (
             "name: t\ndomain: [4, 8, 8]\nhalo: [1,1,1]\nouputs: [a]\nstencils:\n  - name: a\n    expr: x(i,j,k)\n".into(),
@@ -184,7 +184,8 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-12 * b.abs().max(1e-30)
 }
 
-/// The arithmetic of milp.md worked by hand for example2 (D = 64 x 64 x 60, n = (1, 4, 6)).
+/// The model's arithmetic (docs/MODEL.md) worked by hand for example2 (D = 64 x 64 x 60,
+/// n = (1, 4, 6)).
 #[test]
 fn example2_evaluate_fused_by_hand() {
     let a = analyse(EXAMPLE2);

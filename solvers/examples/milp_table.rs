@@ -1,7 +1,7 @@
 //! Program x machine x solver x encoding: MILP size, status, wall seconds (build included) and gap.
 //!
 //! `cargo run --release -p absinthe-solvers --example milp_table -- [options]` (`make bench-milp`)
-//! prints a markdown table (the one in docs/PERFORMANCE.md). Options:
+//! prints a markdown table (the one in docs/RESULTS.md, "Solve times"). Options:
 //!   --time-limit S        per solve (default 30)
 //!   --programs a,b        program files under configs/ without .yaml (default: the benchmark set)
 //!   --machines a,b        machine files under machines/ without .yaml (default: every shipped one

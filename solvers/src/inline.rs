@@ -1,5 +1,5 @@
-//! Which stencils to inline (issue 13): a search over inline sets, each rewritten
-//! (`model::inline`) and solved exactly.
+//! Which stencils to inline: a search over inline sets, each rewritten (`model::inline`) and
+//! solved exactly (docs/decisions/0005-inlining-by-search-over-sets.md).
 //!
 //! Inlining changes the program itself: the readers' access sets, the stencils a group holds,
 //! the arrays its tiles touch. So an inline set is chosen outside the MILP: every set tried is

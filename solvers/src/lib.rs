@@ -11,8 +11,8 @@
 //! the same [`Milp`] as CPLEX LP or MPS text for external solvers.
 //!
 //! All backends get the same settings ([`SolveOptions`]): a relative gap (default `1e-4`, see
-//! `design/milp.md`, "Scaling"), an absolute gap small enough that the relative one governs, an
-//! optional time limit and thread count, and silence unless `verbose`.
+//! docs/MODEL.md, "Encodings", on scaling), an absolute gap small enough that the relative one
+//! governs, an optional time limit and thread count, and silence unless `verbose`.
 //!
 //! ```
 //! use absinthe_model::lp::{LinExpr, Milp, Sense};

@@ -1,4 +1,4 @@
-//! The ABSINTHE cost model (milp.md): the one definition of what a configuration costs.
+//! The ABSINTHE cost model (docs/MODEL.md): the one definition of what a configuration costs.
 //!
 //! A [`Configuration`] is a group index per stencil and tile counts per group. [`evaluate`]
 //! derives everything else — evaluation widths, loads, stores, load boundaries — and returns
@@ -52,10 +52,10 @@ impl Configuration {
     /// The same groups and tiles, each group streaming exactly when its whole tiles fail the
     /// cache test (streaming is then what makes it fit). The model's time does not depend on
     /// streaming, so this is the choice `solve` reports: measured, streaming a group whose
-    /// tiles already fit was slower (cosmo_hdiff4, docs/PERFORMANCE.md). On a GPU
-    /// (`shape.always`) every group streams: a smaller shared-memory footprint is more resident
-    /// blocks, and streaming never grows it. With `shape` None (streaming off) no group
-    /// streams.
+    /// tiles already fit is slower (cosmo_hdiff4, docs/decisions/0023-streaming-on-a-cpu.md).
+    /// On a GPU (`shape.always`) every group streams: a smaller shared-memory footprint is more
+    /// resident blocks, and streaming never grows it. With `shape` None (streaming off) no
+    /// group streams.
     pub fn canonical_stream(
         mut self,
         analysis: &Analysis,
@@ -211,7 +211,7 @@ fn stream_shape_along(analysis: &Analysis, dim: usize, always: bool) -> StreamSh
 /// a tile's y extent along z); split along x, it is one short run per row, and each starts a
 /// new stream for the prefetchers. The model has no count for that: cosmo_pgrad_256 streamed
 /// along z in tiles 2-4 wide along x ran 39-44 ms against 26.8 ms in whole-row tiles, both
-/// predicted at 10-14 ms (docs/PERFORMANCE.md, eighth session), and the training programs'
+/// predicted at 10-14 ms (docs/decisions/0023-streaming-on-a-cpu.md), and the training programs'
 /// streamed shapes have whole rows (`learn::training::streamed_sizes`). Not on a GPU, where
 /// thread blocks own x-y tiles.
 pub const STREAM_TILES_X: usize = 1;
@@ -264,7 +264,7 @@ pub fn tile_cells(
 /// whole cross-section, one long run per array: cosmo_pgrad ran 1.15x slower when a limit of
 /// 10 split its one group. Unstreamed groups of such programs are limited too, or the optimum
 /// escapes the limit by not streaming: the four-field calibration program at 256x128x60 did
-/// so and ran 1.34x slower (docs/PERFORMANCE.md, tenth session).
+/// so and ran 1.34x slower (docs/decisions/0013-group-arrays-limit.md).
 pub fn limits_arrays(shape: StreamShape) -> bool {
     shape.dim == 1
 }
@@ -276,7 +276,7 @@ pub fn limits_arrays(shape: StreamShape) -> bool {
 /// planes `D^y D^z / (n^y n^z)`. Compared in integers: `s D^z > limit n^z`, or `s D^y D^z >
 /// limit n^y n^z`. Whether the group streams does not enter: refitted to the six programs'
 /// measured times, exempting streamed groups (3 lines per array) predicted no better
-/// (docs/PERFORMANCE.md, fourteenth session), and so the time stays independent of streaming.
+/// (docs/decisions/0014-crowding-charge.md), and so the time stays independent of streaming.
 /// `limit` 0: never crowded (the machine charges nothing).
 pub fn crowded(domain: [usize; 3], tiles: [usize; 3], stream_weight: u64, limit: u64) -> bool {
     if limit == 0 {
@@ -339,10 +339,9 @@ impl Counts {
 
 /// What a store counts in the stream weights, against 1 for a load: a store to slow memory
 /// first reads the line it writes (write-allocate) and later writes it back, so it moves
-/// twice the bytes of a load. milp.md counts it once; `learn` then fits the base parameter
-/// `B` to the stores of its training stencils (every one of which stored), and `B` charged
-/// every loading stencil of a real program for a store it does not make (see
-/// docs/ARCHITECTURE.md, "Stores count twice").
+/// twice the bytes of a load. Counted once, `learn` fits the base parameter `B` to the stores
+/// of its training stencils, and `B` charges every loading stencil of a real program for a
+/// store it does not make (docs/decisions/0006-stores-count-twice.md).
 pub const STORE_WEIGHT: u64 = 2;
 
 /// Weights (w, w^x, w^y, w^z) of one part of the model for one stencil.

@@ -1,9 +1,9 @@
-//! The cost model in exact rational arithmetic, for verification (milp.md, face 1 "in exact
-//! rationals").
+//! The cost model in exact rational arithmetic, for verification (docs/MODEL.md, "Exact
+//! arithmetic and verification", step 1).
 //!
 //! [`evaluate`](crate::cost::evaluate) already counts every access exactly (integer
 //! [`Counts`]); only the last step, parameters × counts, is done in f64 there. Here that step is
-//! done in rationals, with every decimal input (the six parameters, the two slacks) taken as
+//! done in rationals, with every decimal input (the cost parameters, the two slacks) taken as
 //! the decimal it is written as: an f64 is converted through its shortest round-trip decimal
 //! representation (`format!("{x:?}")`, e.g. `0.05` → 5/100), not its binary value
 //! (0.05000000000000000277…). That is the number the user wrote in the machine file, and the

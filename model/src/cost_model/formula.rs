@@ -1,7 +1,8 @@
 //! The model's cost formulas, written once over any number system.
 //!
-//! milp.md's cost of one stencil is, for each of its three parts (fast memory, slow-memory base,
-//! slow-memory stream) with weights `(w, w^x, w^y, w^z)`:
+//! The cost of one stencil (docs/MODEL.md, "The time of a configuration") is, for each part of
+//! the model (fast memory, slow-memory base, slow-memory stream, compute) with weights
+//! `(w, w^x, w^y, w^z)`:
 //!
 //! - peel count `n^x (D^y D^z w + D^z n^y w^y + D^y n^z w^z)`, written as the sum
 //!   `D^y D^z (n^x w) + D^z (n^x (n^y w^y)) + D^y (n^x (n^z w^z))` ([`peel_count`]);
@@ -9,16 +10,16 @@
 //!   ([`body_count`]);
 //! - seconds: `peel = max(F^p c_peel, B^p m_peel + V^p s_peel)` and the same for the body
 //!   ([`stencil_terms`]);
-//! - a fourth part, compute, with weights `(f, f E^x, f E^y, f E^z)` where `f` is the
-//!   stencil's arithmetic per cell (`Expr::operations`): its seconds add to the fast side,
-//!   `max(F^p c_peel + K^p f_peel, ...)` and `max(F^b c_body + K^b f_body, ...)`. It is not in milp.md:
-//!   without it recomputation (overlapped halos, inlining) costs nothing beyond its loads
-//!   (docs/ARCHITECTURE.md, "A compute part");
+//! - the compute part has weights `(f, f E^x, f E^y, f E^z)` where `f` is the stencil's
+//!   arithmetic per cell (`Expr::operations`); its seconds add to the fast side,
+//!   `max(F^p c_peel + K^p f_peel, ...)` and `max(F^b c_body + K^b f_body, ...)`, so that
+//!   recomputation (overlapped halos, inlining) costs more than its loads
+//!   (docs/decisions/0016-operation-weights-measured.md);
 //!
-//! and each group adds the loop-bound overhead `6 n^x n^y n^z (B^b + B^v)` per stencil
+//! and each group adds the loop-bound overhead `6 n^x n^y n^z (B^b + V^b)` per stencil
 //! ([`overhead`]). A *crowded* group (more row streams in flight than the machine's limit,
-//! `cost::crowded`) adds `Q^b s_body` to each stencil's slow body ([`Algebra::crowding`]; not
-//! in milp.md, docs/ARCHITECTURE.md, "Crowded groups").
+//! `cost::crowded`) adds `Q^b s_body` to each stencil's slow body ([`Algebra::crowding`];
+//! docs/decisions/0014-crowding-charge.md).
 //!
 //! The same functions give integer access counts and f64 seconds (`cost::evaluate`), exact
 //! rationals (`exact`), the MILP's linear expressions with linearized products (`milp`), and SMT

@@ -1,6 +1,6 @@
-//! The linearization primitives of the MILP (milp.md, "Linearization"), each exact over its
-//! whole domain and tested in isolation against brute force. All take the MILP being built and
-//! return the linear expression standing for the nonlinear value.
+//! The linearization primitives of the digits MILP (docs/MODEL.md, "Encodings"), each exact
+//! over its whole domain and tested in isolation against brute force. All take the MILP being
+//! built and return the linear expression standing for the nonlinear value.
 
 use crate::lp::{LinExpr, Milp, Sense, VarId};
 

@@ -1,4 +1,4 @@
-//! The linearized MILP of the ABSINTHE model (milp.md, "Linearization").
+//! The linearized MILP of the ABSINTHE model, the digits encoding (docs/MODEL.md, "Encodings").
 //!
 //! Variables, per stencil i: group-cut binaries `cut_i = g_{i+1} - g_i` and integer group
 //! indices `g_i`; tile counts `n_i^d` as sums of binary digits; evaluation widths `e_i^{d±}`;

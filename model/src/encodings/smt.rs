@@ -1,6 +1,6 @@
-//! The ABSINTHE optimisation problem for an SMT solver, in exact arithmetic (milp.md, face 3),
-//! written as SMT-LIB 2 text so that any SMT solver can read it (`solve --emit smt2`) and the
-//! `solvers` crate's Z3 backend can parse it.
+//! The ABSINTHE optimisation problem for an SMT solver, in exact arithmetic (docs/MODEL.md,
+//! "Exact arithmetic and verification"), written as SMT-LIB 2 text so that any SMT solver can
+//! read it (`solve --emit smt2`) and the `solvers` crate's Z3 backend can parse it.
 //!
 //! Two encodings of the same problem:
 //! - [`Encoding::Linear`]: the linearized MILP of [`crate::milp::milp`] row for row (integer and

@@ -21,6 +21,23 @@ pub const MAX_MESSAGE: usize = 2000;
 /// The most characters of source text a snippet shows.
 pub const SNIPPET_WINDOW: usize = 120;
 
+/// `text` with each control character written as an escape (`\n`, `\u{0}`), so that a
+/// diagnostic stays one line.
+fn escape_controls(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// `text` cut to its first and last `max / 2` characters when longer than `max`.
 fn shorten(text: String, max: usize) -> String {
     let count = text.chars().count();
@@ -46,8 +63,8 @@ impl Diagnostic {
     /// huge value) keeps its head and tail.
     pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
         Diagnostic {
-            path: shorten(path.into(), MAX_MESSAGE),
-            message: shorten(message.into(), MAX_MESSAGE),
+            path: shorten(escape_controls(&path.into()), MAX_MESSAGE),
+            message: shorten(escape_controls(&message.into()), MAX_MESSAGE),
             snippet: None,
         }
     }
@@ -55,15 +72,36 @@ impl Diagnostic {
     /// Marks `len` characters from the 1-based `column` of `text`. Of a text longer than
     /// [`SNIPPET_WINDOW`] characters only a window around the mark is kept, with `...` where it
     /// was cut.
+    /// Of a text of several lines only the line holding the mark is shown; control characters
+    /// show as spaces.
     pub fn with_snippet(mut self, text: &str, column: usize, len: usize) -> Self {
-        let chars: Vec<char> = text.chars().collect();
-        let column = column.max(1);
+        let mut column = column.max(1);
+        let mut line_start = 0;
+        let mut line_end = text.chars().count();
+        for (n, c) in text.chars().enumerate() {
+            if c == '\n' {
+                if n + 1 < column {
+                    line_start = n + 1;
+                } else {
+                    line_end = n;
+                    break;
+                }
+            }
+        }
+        let chars: Vec<char> = text
+            .chars()
+            .skip(line_start)
+            .take(line_end.saturating_sub(line_start))
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        let text: &str = &chars.iter().collect::<String>();
+        column -= line_start;
         let len = len.max(1);
         let snippet = if chars.len() <= SNIPPET_WINDOW {
             Snippet {
                 text: text.to_string(),
                 column,
-                len,
+                len: len.min((chars.len() + 1).saturating_sub(column)).max(1),
             }
         } else {
             let at = (column - 1).min(chars.len());

@@ -1,4 +1,4 @@
-//! Machine files (formats.md, "Machine"): the target's threads, cache, compiler and the six
+//! Machine files (docs/MODEL.md, "Machine file"): the target's threads, cache, compiler and the
 //! learned parameters of the cost model. A GPU machine adds a `gpu:` section; the model then
 //! sees one thread block as a "thread" and shared memory per block as the "cache" (see
 //! [`Machine::model_view`]), so the MILP and `evaluate` stay one model.
@@ -20,9 +20,9 @@ pub struct PeelBody {
     pub body: f64,
 }
 
-/// The parameters of the model: fast memory, slow-memory base, slow-memory stream (milp.md's
-/// six), the compute part's per-operation cost and the crowding charge (each absent in older
-/// files: zero).
+/// The parameters of the model (docs/MODEL.md, "Parameters"): fast memory, slow-memory base,
+/// slow-memory stream, the compute part's per-operation cost and the crowding charge (the last
+/// two zero when absent).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
@@ -40,7 +40,7 @@ pub struct Params {
     pub operations: OperationWeights,
 }
 
-/// The charge of a crowded group (absent in older files: none). A group's sweep keeps `s`
+/// The charge of a crowded group (absent: none). A group's sweep keeps `s`
 /// row streams in flight per row of a tile step that does not continue the previous one in
 /// memory, where `s` is the group's stream weight (arrays loaded, a store twice): the tile's
 /// planes when its rows span the domain along x (a plane's rows then follow each other), else
@@ -48,7 +48,7 @@ pub struct Params {
 /// stream-body access of the group's stencils costs `stream_body` seconds more
 /// (`cost::crowded`). Measured on cosmo_pgrad: tiles of whole rows one row tall ran 0.92-1.0 ms
 /// one or two planes deep and 2.2-2.6 ms twelve to sixty planes deep, which the eight other
-/// parameters predict flat (docs/PERFORMANCE.md, fourteenth session).
+/// parameters predict flat (docs/decisions/0014-crowding-charge.md).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Crowded {
@@ -319,8 +319,8 @@ pub struct Machine {
     /// The most arrays (inputs, outputs and tile buffers) one group may touch in a program
     /// whose groups stream along y (`cost::limits_arrays`); absent: no limit. `learn` measures
     /// it ([`GroupArraysCalibration`]): on the development machine a group walking 13 arrays
-    /// ran 1.25x slower than the same stencils split into two groups of 7, which the six
-    /// parameters predict 0.5% cheaper (docs/PERFORMANCE.md, tenth session).
+    /// ran 1.25x slower than the same stencils split into two groups of 7, which the cost
+    /// parameters predict 0.5% cheaper (docs/decisions/0013-group-arrays-limit.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group_arrays: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

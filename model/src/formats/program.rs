@@ -433,6 +433,57 @@ impl Program {
         })
     }
 
+    /// The program as a program file: parsing the text gives back the same program (the
+    /// expressions as the printer writes them).
+    pub fn to_yaml(&self) -> String {
+        use crate::yaml::{Mapping, Value};
+        let text = |s: &str| Value::String(s.to_string());
+        let numbers = |v: &[usize]| Value::Sequence(v.iter().map(|&n| Value::from(n)).collect());
+        let names = |v: &[String]| Value::Sequence(v.iter().map(|n| text(n)).collect());
+        let mut m = Mapping::new();
+        m.insert(text("name"), text(&self.name));
+        m.insert(text("domain"), numbers(&self.domain));
+        m.insert(text("halo"), numbers(&self.halo));
+        m.insert(text("type"), text(self.value_type.c_name()));
+        m.insert(text("outputs"), names(&self.outputs));
+        if let Some(inputs) = &self.inputs {
+            m.insert(text("inputs"), names(inputs));
+        }
+        let stencils = self
+            .stencils
+            .iter()
+            .map(|st| {
+                let mut s = Mapping::new();
+                s.insert(text("name"), text(&st.name));
+                if !st.lets.is_empty() {
+                    let mut lets = Mapping::new();
+                    for l in &st.lets {
+                        lets.insert(text(&l.name), text(&l.expr.to_string()));
+                    }
+                    s.insert(text("let"), Value::Mapping(lets));
+                }
+                s.insert(text("expr"), text(&st.expr.to_string()));
+                Value::Mapping(s)
+            })
+            .collect();
+        m.insert(text("stencils"), Value::Sequence(stencils));
+        let c = &self.constraints;
+        if c.groups.is_some() || c.tiles_min.is_some() || c.tiles_max.is_some() {
+            let mut cm = Mapping::new();
+            if let Some(g) = &c.groups {
+                cm.insert(text("groups"), numbers(g));
+            }
+            if let Some(t) = &c.tiles_min {
+                cm.insert(text("tiles_min"), numbers(t));
+            }
+            if let Some(t) = &c.tiles_max {
+                cm.insert(text("tiles_max"), numbers(t));
+            }
+            m.insert(text("constraints"), Value::Mapping(cm));
+        }
+        crate::yaml::to_string(&Value::Mapping(m)).unwrap_or_default()
+    }
+
     /// Index of the stencil named `name`.
     pub fn stencil_index(&self, name: &str) -> Option<usize> {
         self.stencils.iter().position(|s| s.name == name)

@@ -1,4 +1,5 @@
-//! Solution files (formats.md, "Solution"): what `solve` writes and `codegen`/`verify` read.
+//! Solution files (docs/MODEL.md, "Solution file"): what `solve` writes and `codegen`/`verify`
+//! read.
 
 use std::path::Path;
 

@@ -1,7 +1,7 @@
-//! Access analysis (formats.md "Semantics", milp.md "Inputs"): per stencil the distinct
-//! (array, offset) reads `A_i`, the per-array bounding boxes `B_i^d(a)`, the fetch weight
-//! `c_i = 1 + |A_i|`, the dependency graph, and the extents the reference semantics evaluates
-//! each stencil on. Construction validates the data flow: forward reads and cycles, dead
+//! Access analysis (docs/MODEL.md, "Per-stencil quantities" and "Program file"): per stencil
+//! the distinct (array, offset) reads `A_i`, the per-array bounding boxes `B_i^d(a)`, the fetch
+//! weight `c_i = 1 + |A_i|`, the dependency graph, and the extents the reference semantics
+//! evaluates each stencil on. Construction validates the data flow: forward reads and cycles, dead
 //! stencils, outputs that are not stencils, reads beyond the halo.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};

@@ -110,10 +110,10 @@ const KNOWN_FOREIGN_FUNCTIONS: &[&str] = &[
 /// What a division counts in [`Expr::operations`], against 1 for an add or a multiply, where
 /// the machine file has no measured weight ([`OperationWeights`]). Measured in a vectorised
 /// row loop over cache-resident planes (`codegen/templates/operations.cpp.j2`, built as the generated
-/// kernels are): one division per cell added 18 adds' time, a second one 41 (the divider's
-/// throughput, 16 cycles per 8 lanes with AVX-512, is the limit; sixteenth session,
-/// docs/PERFORMANCE.md). It was 4, and the optima of division-heavy programs, whose inlining
-/// copies the divisions, were predicted 1.5-2.2x too fast.
+/// kernels are): one division per cell adds 18 adds' time, a second one 41 (the divider's
+/// throughput, 16 cycles per 8 lanes with AVX-512, is the limit;
+/// docs/decisions/0016-operation-weights-measured.md). At 4, the optima of division-heavy
+/// programs, whose inlining copies the divisions, are predicted 1.5-2.2x too fast.
 pub const DIVIDE_OPERATION: u64 = 30;
 /// What `sqrt` counts in [`Expr::operations`] by default: 36 and 63 adds for a first and a
 /// second per cell, measured as [`DIVIDE_OPERATION`] (with `-fno-math-errno`, which every build
@@ -459,9 +459,12 @@ impl fmt::Display for Expr {
             Expr::Access { array, offset } => Expr::fmt_access(f, array, offset),
             Expr::Unary { op, operand } => {
                 f.write_str(op.symbol())?;
-                let parenthesize = operand.precedence() < UNARY_PRECEDENCE
-                    || (*op == UnaryOp::Neg && operand.prints_with_leading_minus());
-                operand.fmt_operand(f, parenthesize)
+                // `- -a`, not `--a` (which reads as C's decrement) nor `-(-a)` (which nests one
+                // level deeper than the source, past the parser's limit for long chains).
+                if *op == UnaryOp::Neg && operand.prints_with_leading_minus() {
+                    f.write_str(" ")?;
+                }
+                operand.fmt_operand(f, operand.precedence() < UNARY_PRECEDENCE)
             }
             Expr::Binary { op, lhs, rhs } => {
                 let p = op.precedence();
@@ -1476,8 +1479,8 @@ mod tests {
         );
         assert_eq!(parse("sin(i, j, k)"), access("sin", [0, 0, 0]));
         assert_eq!(
-            parse("a(i-2147483648, j+2147483647, k)"),
-            access("a", [i32::MIN, i32::MAX, 0])
+            parse("a(i-65536, j+65536, k)"),
+            access("a", [-65536, 65536, 0])
         );
     }
 
@@ -1606,7 +1609,7 @@ mod tests {
             (binary(Mul, binary(Add, a(), b()), c()), "(a + b) * c"),
             (binary(Add, a(), binary(Mul, b(), c())), "a + b * c"),
             (binary(Mul, a(), binary(Div, b(), c())), "a * (b / c)"),
-            (unary(Neg, unary(Neg, a())), "-(-a)"),
+            (unary(Neg, unary(Neg, a())), "- -a"),
             (unary(Neg, num("1")), "-1"),
             (unary(Not, unary(Not, a())), "!!a"),
             (binary(Sub, a(), unary(Neg, b())), "a - -b"),

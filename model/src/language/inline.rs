@@ -1,4 +1,5 @@
-//! Inlining: a stencil computed where it is read instead of stored (issue 13).
+//! Inlining: a stencil computed where it is read instead of stored
+//! (docs/decisions/0005-inlining-by-search-over-sets.md).
 //!
 //! [`inline_program`] rewrites a program so that each inlined stencil `P` disappears and every
 //! reader evaluates `P`'s expression, shifted by the offset of each of its reads of `P`, as a

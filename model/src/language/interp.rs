@@ -1,11 +1,11 @@
-//! An interpreter of stencil programs: the reference semantics of formats.md computed in Rust,
-//! straight from the expression trees, with no C printing involved. It is the independent
-//! reference the generated code is checked against (`tests/reference.rs`): a wrong translation
-//! of an expression into C would pass the harness's own bit-for-bit check, whose reference is
-//! printed by the same C printer, but not this one.
+//! An interpreter of stencil programs: the reference semantics (docs/MODEL.md, "Program file")
+//! computed in Rust, straight from the expression trees, with no C printing involved. It is the
+//! independent reference the generated code is checked against (`tests/reference.rs`): a wrong
+//! translation of an expression into C would pass the harness's own bit-for-bit check, whose
+//! reference is printed by the same C printer, but not this one.
 //!
 //! # Semantics
-//! What README.md and formats.md say, and where they are silent, what is written here:
+//! What docs/MODEL.md states, and where it is silent, what is written here:
 //! - Every array holds values of the program's type. For `type: float` every operation is done
 //!   in `f32` and rounded after each operation (as C does on machines that evaluate float
 //!   arithmetic in float, `FLT_EVAL_METHOD == 0`); for `double` in `f64`.

@@ -1,0 +1,409 @@
+//! Hostile and odd inputs: each gets a clear error naming the file and key, or a correct
+//! result; none panics, runs away with memory, or exits 0 with a wrong result.
+
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::Path;
+use std::process::{Command, Output};
+
+use crate::common::{absinthe, root, stderr, stdout, temp_file};
+
+fn hdiff() -> String {
+    std::fs::read_to_string(root().join("configs/hdiff.yaml")).unwrap()
+}
+
+/// hdiff with its `domain:` or `halo:` line replaced.
+fn hdiff_with(key: &str, value: &str) -> String {
+    hdiff()
+        .lines()
+        .map(|l| {
+            if l.starts_with(&format!("{key}:")) {
+                format!("{key}: {value}")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// An exit that is an error the tool chose (1 or clap's 2), not a panic (101) or a signal.
+fn assert_clean_error(o: &Output, needles: &[&str]) {
+    let err = stderr(o);
+    assert!(
+        matches!(o.status.code(), Some(1) | Some(2)),
+        "status {:?}: {err}",
+        o.status
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    for n in needles {
+        assert!(err.contains(n), "missing `{n}` in: {err}");
+    }
+}
+
+fn absinthe_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_absinthe"));
+    c.args(args).current_dir(root());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run absinthe")
+}
+
+const GPU_MACHINE: &str = "name: wraps
+cores: 2
+cache_bytes: 1000000
+params:
+  fast: {peel: 1e-10, body: 1e-11}
+  slow_base: {peel: 1e-10, body: 1e-11}
+  slow_stream: {peel: 1e-10, body: 1e-11}
+gpu: {sm_count: 4294967296, blocks_per_sm: 4294967296, shared_bytes_per_block: 1000, registers_per_thread: 255, max_threads_per_block: 1024}
+";
+
+/// Device limits whose product wrapped to 0 and divided by it.
+#[test]
+fn gpu_limits_out_of_range_are_errors_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = temp_file(dir.path(), "gpu.yaml", GPU_MACHINE);
+    let m = m.to_str().unwrap();
+    for target in ["openmp", "cuda"] {
+        let out = dir.path().join(target);
+        let o = absinthe(&[
+            "codegen",
+            "configs/hdiff.yaml",
+            "--machine",
+            m,
+            "--target",
+            target,
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert_clean_error(&o, &["gpu.yaml", "gpu.sm_count", "gpu.blocks_per_sm"]);
+    }
+    let o = absinthe(&["solve", "configs/hdiff.yaml", "--machine", m]);
+    assert_clean_error(&o, &["gpu.sm_count must be between 1 and 4096"]);
+}
+
+/// Domains `check` accepted whose tilings the search listed one by one, and domains past the
+/// limits.
+#[test]
+fn huge_domains_are_bounded_or_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = temp_file(
+        dir.path(),
+        "far.yaml",
+        &hdiff_with("domain", "[1099511627776, 1, 1]"),
+    );
+    let o = absinthe(&["check", p.to_str().unwrap()]);
+    assert_clean_error(&o, &["far.yaml: domain[0]", "between 1 and 2147483647"]);
+    let p = temp_file(
+        dir.path(),
+        "cells.yaml",
+        &hdiff_with("domain", "[2000000, 2000000, 1]"),
+    );
+    let o = absinthe(&["check", p.to_str().unwrap()]);
+    assert_clean_error(&o, &["cells.yaml: domain:", "more than the 2^40"]);
+    // Accepted, and solved over a thinned set of tilings, saying so, with progress lines.
+    let p = temp_file(
+        dir.path(),
+        "big.yaml",
+        &hdiff_with("domain", "[10000, 10000, 10000]"),
+    );
+    let o = absinthe_env(
+        &["solve", p.to_str().unwrap(), "--solver", "dp"],
+        &[("ABSINTHE_PROGRESS", "1")],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the search keeps"),
+        "no note on the thinned tilings: {}",
+        stderr(&o)
+    );
+    assert!(stdout(&o).contains("estimated"), "{}", stdout(&o));
+}
+
+/// A halo so large that the generated code's pointer offsets overflowed, and offsets whose
+/// inlined sum wrapped.
+#[test]
+fn halos_and_offsets_past_the_limits_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = temp_file(
+        dir.path(),
+        "halo.yaml",
+        &hdiff_with("halo", "[9223372036854775807, 1, 0]"),
+    );
+    let out = dir.path().join("out");
+    let out = out.to_str().unwrap();
+    for args in [vec!["check"], vec!["solve"], vec!["codegen", "-o", out]] {
+        let o = absinthe(&[&args[..], &[p.to_str().unwrap()]].concat());
+        assert_clean_error(&o, &["halo.yaml: halo[0]", "between 0 and 65536"]);
+    }
+    let text = "name: wrap\ndomain: [16, 16, 4]\nhalo: [4, 0, 0]\noutputs: [b]\nstencils:\n  - name: a\n    expr: in(i+2147483647, j, k)\n  - name: b\n    expr: a(i+2147483647, j, k)\n";
+    let p = temp_file(dir.path(), "wrap.yaml", text);
+    let o = absinthe(&["check", p.to_str().unwrap()]);
+    assert_clean_error(&o, &["wrap.yaml: stencils[0].expr", "out of range", "^^^"]);
+    // Offsets within the bound whose inlined sum leaves the halo: the analysis refuses them.
+    let text = text.replace("2147483647", "40000");
+    let p = temp_file(dir.path(), "far.yaml", &text);
+    let o = absinthe(&["check", p.to_str().unwrap()]);
+    assert_clean_error(&o, &["the halo along i is 4, it must be at least 80000"]);
+}
+
+#[test]
+fn thread_and_run_counts_are_bounded() {
+    for threads in ["100000000", "10000", "0"] {
+        let o = absinthe(&["solve", "configs/hdiff.yaml", "--threads", threads]);
+        assert_clean_error(&o, &["--threads", "from 1 to 256"]);
+    }
+    for cmd in ["bench", "tune"] {
+        let o = absinthe(&[cmd, "configs/hdiff.yaml", "--runs", "0"]);
+        assert_clean_error(&o, &["--runs", "from 1 to"]);
+    }
+    let o = absinthe(&["bench", "configs/hdiff.yaml", "--variants", "random:0"]);
+    assert_clean_error(&o, &["random:N with N from 1 to 4096"]);
+    let m = "name: many\ncores: 100000\ncache_bytes: 1000\n";
+    let dir = tempfile::tempdir().unwrap();
+    let p = temp_file(dir.path(), "many.yaml", m);
+    let o = absinthe(&[
+        "solve",
+        "configs/hdiff.yaml",
+        "--machine",
+        p.to_str().unwrap(),
+    ]);
+    assert_clean_error(&o, &["many.yaml: cores: cores must be between 1 and 4096"]);
+}
+
+fn solve_to(out: &Path) -> Output {
+    absinthe(&[
+        "solve",
+        "configs/hdiff.yaml",
+        "--format",
+        "yaml",
+        "-o",
+        out.to_str().unwrap(),
+    ])
+}
+
+/// `-o` writes through a symbolic link, into a FIFO, fails on a full device, and keeps the
+/// mode of the file it replaces.
+#[test]
+fn output_paths_are_written_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = temp_file(dir.path(), "target.yaml", "old\n");
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let link = dir.path().join("link.yaml");
+    std::os::unix::fs::symlink("target.yaml", &link).unwrap();
+    let o = solve_to(&link);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let meta = std::fs::symlink_metadata(&link).unwrap();
+    assert!(meta.file_type().is_symlink(), "the link was replaced");
+    let written = std::fs::read_to_string(&target).unwrap();
+    assert!(written.starts_with("program: hdiff"), "{written}");
+    let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+
+    // A dangling link: its target is created.
+    let dangling = dir.path().join("dangling.yaml");
+    std::os::unix::fs::symlink("made.yaml", &dangling).unwrap();
+    assert!(solve_to(&dangling).status.success());
+    assert!(dir.path().join("made.yaml").is_file());
+    assert!(std::fs::symlink_metadata(&dangling)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+
+    // A FIFO is written to, not replaced.
+    let fifo = dir.path().join("fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    let o = solve_to(&fifo);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(reader.join().unwrap().starts_with("program: hdiff"));
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+
+    // A device that refuses the write: an error, and the device stays a device.
+    if Path::new("/dev/full").exists() {
+        let o = solve_to(Path::new("/dev/full"));
+        assert_clean_error(&o, &["/dev/full", "No space left on device"]);
+        let m = std::fs::metadata("/dev/full").unwrap();
+        assert!(m.file_type().is_char_device());
+    }
+}
+
+/// A relative `ABSINTHE_CACHE_DIR`, and a cached executable truncated behind the tool's back.
+#[test]
+fn relative_and_corrupt_build_caches_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_absinthe"));
+        c.args([
+            "bench",
+            root().join("configs/example2.yaml").to_str().unwrap(),
+            "--machine",
+            root().join("machines/default.yaml").to_str().unwrap(),
+            "--variants",
+            "opt",
+            "--runs",
+            "2",
+            "--no-roofline",
+        ])
+        .current_dir(dir.path())
+        .env("ABSINTHE_CACHE_DIR", "relcache");
+        c.output().unwrap()
+    };
+    let o = run();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let entries: Vec<_> = std::fs::read_dir(dir.path().join("relcache"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(!entries.is_empty());
+    for e in &entries {
+        let exe = e.join("a.out");
+        let len = std::fs::metadata(&exe).unwrap().len();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&exe)
+            .unwrap()
+            .set_len(len / 2)
+            .unwrap();
+    }
+    let o = run();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("yes"), "{}", stdout(&o));
+}
+
+/// A byte-order mark before a valid program or machine file.
+#[test]
+fn byte_order_marks_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = temp_file(dir.path(), "bom.yaml", &format!("\u{feff}{}", hdiff()));
+    let machine = std::fs::read_to_string(root().join("machines/default.yaml")).unwrap();
+    let m = temp_file(dir.path(), "bomm.yaml", &format!("\u{feff}{machine}"));
+    let o = absinthe(&[
+        "solve",
+        p.to_str().unwrap(),
+        "--machine",
+        m.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn diagnostics_point_at_the_byte_and_stay_short() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lines: Vec<String> = hdiff().lines().map(String::from).collect();
+    let at = lines.iter().position(|l| l.contains("name: lap")).unwrap();
+    lines[at].push('\0');
+    let p = temp_file(dir.path(), "nul.yaml", &lines.join("\n"));
+    let o = absinthe(&["check", p.to_str().unwrap()]);
+    let column = lines[at].chars().count();
+    assert_clean_error(
+        &o,
+        &[
+            "nul.yaml",
+            &format!("U+0000 at line {} column {column}", at + 1),
+        ],
+    );
+
+    let huge = hdiff().replace("-4.0 *", &format!("{} *", "1".repeat(1_000_000)));
+    let p = temp_file(dir.path(), "literal.yaml", &huge);
+    let o = absinthe(&["check", p.to_str().unwrap()]);
+    assert_clean_error(&o, &["literal.yaml: stencils[0].expr"]);
+    assert!(stderr(&o).len() < 2000, "{} bytes", stderr(&o).len());
+
+    let deep = hdiff().replace("-4.0 *", &"1 +".repeat(100_000));
+    let p = temp_file(dir.path(), "deep.yaml", &deep);
+    let o = absinthe(&["check", p.to_str().unwrap()]);
+    assert_clean_error(&o, &["deep.yaml: stencils[0].expr", "too deep"]);
+    assert!(stderr(&o).len() < 2000, "{} bytes", stderr(&o).len());
+}
+
+/// hdiff's solution handed to heat4.
+#[test]
+fn a_solution_for_another_program_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let sol = dir.path().join("hdiff.solution.yaml");
+    assert!(solve_to(&sol).status.success());
+    let sol = sol.to_str().unwrap();
+    let out = dir.path().join("out");
+    let expect = [
+        "hdiff.solution.yaml: program:",
+        "for the program `hdiff`, not `heat4`",
+    ];
+    let o = absinthe(&[
+        "codegen",
+        "configs/heat4.yaml",
+        "--solution",
+        sol,
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_clean_error(&o, &expect);
+    assert!(!out.exists(), "codegen wrote files for a refused solution");
+    let variant = format!("solution:{sol}");
+    let o = absinthe(&["bench", "configs/heat4.yaml", "--variants", &variant]);
+    assert_clean_error(&o, &expect);
+}
+
+/// `--flush-bytes 0` times with no flush, and the header says so.
+#[test]
+fn no_flush_is_reported_as_no_flush() {
+    let o = absinthe(&[
+        "bench",
+        "configs/example2.yaml",
+        "--variants",
+        "opt",
+        "--runs",
+        "2",
+        "--flush-bytes",
+        "0",
+        "--no-roofline",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("caches not flushed between runs"), "{out}");
+    assert!(!out.contains("caches flushed before each run"), "{out}");
+}
+
+/// A misspelt array name: refused with a hint when inputs are declared, warned about when not.
+#[test]
+fn misspelt_inputs_are_caught() {
+    let dir = tempfile::tempdir().unwrap();
+    let declared = hdiff()
+        .replace("outputs: [out]", "outputs: [out]\ninputs: [in, wgt]")
+        .replace("wgt(i,j,k)", "wgtt(i,j,k)");
+    let p = temp_file(dir.path(), "declared.yaml", &declared);
+    let o = absinthe(&["check", p.to_str().unwrap()]);
+    assert_clean_error(
+        &o,
+        &[
+            "declared.yaml: stencils[3].expr",
+            "`wgtt` is neither a stencil nor a declared input; did you mean `wgt`?",
+            "^^^",
+        ],
+    );
+    let ok = hdiff().replace("outputs: [out]", "outputs: [out]\ninputs: [in, wgt]");
+    let p = temp_file(dir.path(), "ok.yaml", &ok);
+    assert!(absinthe(&["check", p.to_str().unwrap()]).status.success());
+    let bad = hdiff().replace("outputs: [out]", "outputs: [out]\ninputs: [in, wgt, lap]");
+    let p = temp_file(dir.path(), "stencil.yaml", &bad);
+    let o = absinthe(&["check", p.to_str().unwrap()]);
+    assert_clean_error(&o, &["inputs[2]", "written by stencils[0]"]);
+
+    let undeclared = hdiff().replace("in(i-1,j,k)", "lapp(i-1,j,k)");
+    let p = temp_file(dir.path(), "undeclared.yaml", &undeclared);
+    let o = absinthe(&["check", p.to_str().unwrap(), "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("warning:")
+            && stderr(&o).contains("`lapp` is one letter away from the stencil `lap`"),
+        "{}",
+        stderr(&o)
+    );
+    let report: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(report["warnings"].as_array().map(Vec::len), Some(1));
+}
