@@ -219,7 +219,7 @@ fn codegen_writes_kernel_and_harness_for_both_targets() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    // CUDA is implemented now (tests/cuda.rs covers it); the target writes the .cu.
+    // The CUDA target writes the .cu (tests/cuda.rs covers the rest).
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(out.join("hdiff.cu").is_file());
 }
@@ -1074,7 +1074,8 @@ fn operation_times_build_run_and_read_back() {
 /// The harness's default flush (`evict`) writes back and invalidates every cache line of the
 /// arrays a run touches and of every tile buffer alive (the arenas list themselves), and the
 /// result line says how many bytes that was; a read flush reads its buffer, and `0` nothing.
-/// Whether the lines really leave the caches is measured, not asserted (docs/PERFORMANCE.md).
+/// Whether the lines really leave the caches is measured, not asserted
+/// (docs/decisions/0015-flush-by-eviction-to-dram.md).
 #[test]
 fn the_evict_flush_covers_the_arrays_and_the_tile_buffers() {
     use absinthe_codegen::render::Flush;

@@ -1,4 +1,4 @@
-//! CUDA generation (codegen.md, "CUDA"): the shared [`Schedule`] (lowered by
+//! CUDA generation (docs/USAGE.md, "CUDA"): the shared [`Schedule`] (lowered by
 //! [`crate::lower_cuda`]) laid out as one kernel per group and one thread block per tile.
 //!
 //! The kernels are written once (`templates/cuda_kernels.j2`) with the `ABS_*` macros of

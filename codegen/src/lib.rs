@@ -1,8 +1,8 @@
-//! Code generation for absinthe (codegen.md): a configuration is lowered once into a
-//! [`schedule::Schedule`] (tile grids, per-tile loop boxes, where every array lives, the
-//! expressions as C) and the templates under `codegen/templates/` lay it out as OpenMP C++:
-//! a kernel header and source, and optionally a verification and timing harness; [`cuda`]
-//! lays the same schedule out as CUDA kernels plus a host emulation of them.
+//! Code generation for absinthe (docs/ARCHITECTURE.md, "codegen/"): a configuration is
+//! lowered once into a [`schedule::Schedule`] (tile grids, per-tile loop boxes, where every
+//! array lives, the expressions as C) and the templates under `codegen/templates/` lay it out
+//! as OpenMP C++: a kernel header and source, and optionally a verification and timing
+//! harness; [`cuda`] lays the same schedule out as CUDA kernels plus a host emulation of them.
 //! [`compile`] builds and runs generated code with the machine's compiler.
 //!
 //! ```no_run

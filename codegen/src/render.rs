@@ -103,8 +103,9 @@ impl Default for HarnessOptions {
     }
 }
 
-/// How a timing harness empties the caches before each timed run (its second argument).
-/// docs/ARCHITECTURE.md, "Flushing the caches before a timed run".
+/// How a timing harness empties the caches before each timed run (its second argument):
+/// docs/USAGE.md, "Flushing the caches before a timed run", and
+/// docs/decisions/0015-flush-by-eviction-to-dram.md.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flush {
     /// Evict every cache line of the arrays and tile buffers a run touches (`clflushopt`):

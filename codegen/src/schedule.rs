@@ -1,4 +1,4 @@
-//! Schedule lowering: one schedule drives every target (codegen.md).
+//! Schedule lowering: one schedule drives every target (docs/ARCHITECTURE.md, "codegen/").
 //!
 //! [`lower`] turns a program, its analysis and a configuration into a [`Schedule`]: per group
 //! the tile grid and, per stencil, the loop box of every tile (the tile core grown by the
@@ -784,7 +784,7 @@ pub fn lower_cuda(
 /// page-aligned; without a stagger every buffer would start at offset 0 of a page, and the same
 /// row of two buffers of one group would alias in the L1 modulo 4 KiB (the harness staggers its
 /// arrays for the same reason). On cosmo_hdiff4_256 (two buffers in separate groups) offsets of
-/// 0-2240 bytes measured within 2% of each other (docs/PERFORMANCE.md, twelfth session).
+/// 0-2240 bytes measured within 2% of each other (docs/decisions/0025-harness-memory-layout.md).
 pub fn buffer_page_offset(stencil: usize) -> usize {
     (stencil * 9 % 64) * 64
 }
@@ -792,11 +792,11 @@ pub fn buffer_page_offset(stencil: usize) -> usize {
 /// Threads' tile buffers start this many bytes apart at least (a page). Packed at `size`, the
 /// two threads' rolling buffers of cosmo_hdiff4 (1728 bytes each) shared a 128-byte line pair,
 /// which the L2's adjacent-line prefetcher fetches together: the kernel ran 1.17-1.26 ms with
-/// packed buffers against 1.01-1.03 ms with page-separated ones, in one run (docs/PERFORMANCE.md,
-/// eighth session). A page-multiple stride alone is not enough: from a 64-byte aligned base
-/// the two threads' buffers of cosmo_hdiff4 at 256x256x60 still shared a page, and the L2
-/// streamer, which prefetches within a page, ran the kernel at 13.2 ms against 12.0 ms with a
-/// page-aligned arena (docs/PERFORMANCE.md, twelfth session).
+/// packed buffers against 1.01-1.03 ms with page-separated ones, in one run. A page-multiple
+/// stride alone is not enough: from a 64-byte aligned base the two threads' buffers of
+/// cosmo_hdiff4 at 256x256x60 still shared a page, and the L2 streamer, which prefetches within
+/// a page, ran the kernel at 13.2 ms against 12.0 ms with a page-aligned arena
+/// (docs/decisions/0025-harness-memory-layout.md).
 pub const THREAD_STRIDE_BYTES: usize = 4096;
 
 /// The OpenMP layout of a tile buffer of `shape` (see [`HostLayout`]): rows padded to 64 bytes,

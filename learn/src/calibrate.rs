@@ -1,18 +1,17 @@
 //! Choosing `cache_fraction` by measurement (`absinthe learn`, after the fit).
 //!
-//! The model admits a tile when its working set fits `cache_bytes * cache_fraction`
-//! (milp.md's capacity constraint). The original work fixes the fraction at 1/3 of L2, which
-//! leaves room for the hardware's own use of the cache. How much room a machine needs is a
-//! property of its prefetchers and of the caches behind L2, not of the model: on the AMD EPYC
-//! the project develops on (512 KiB L2 per core, 32 MiB L3), the optimum of cosmo_pgrad_256
-//! that streams whole rows is ruled out at 1/3 and ran 1.5x faster than the one chosen there
-//! (docs/PERFORMANCE.md, ninth session). So `learn` measures it: for each fraction of
-//! [`CACHE_FRACTIONS`] it solves the calibration programs ([`training::wide_program`]: chains
-//! of gradients that touch 19 arrays, on a wide and a small domain) with the parameters just
-//! fitted, builds each distinct optimum once, times them all in interleaved rounds (caches
-//! flushed, every run verified), and keeps the fraction whose optima ran fastest (the
-//! geometric mean of their medians) — the file's own fraction when it is within
-//! [`KEEP_TOLERANCE`] of the fastest.
+//! The model admits a tile when its working set fits `cache_bytes * cache_fraction` (the model's
+//! cache constraint, docs/MODEL.md, "Constraints"). The original work fixes the fraction at 1/3 of
+//! L2, which leaves room for the hardware's own use of the cache. How much room a machine needs is
+//! a property of its prefetchers and of the caches behind L2, not of the model: on an AMD EPYC
+//! (512 KiB L2 per core, 32 MiB L3), the optimum of cosmo_pgrad_256 that streams whole rows is
+//! ruled out at 1/3 and ran 1.5x faster than the one chosen there
+//! (docs/decisions/0012-learned-cache-fraction.md). So `learn` measures it: for each fraction of
+//! [`CACHE_FRACTIONS`] it solves the calibration programs ([`training::wide_program`]: chains of
+//! gradients that touch 19 arrays, on a wide and a small domain) with the parameters just fitted,
+//! builds each distinct optimum once, times them all in interleaved rounds (caches flushed, every
+//! run verified), and keeps the fraction whose optima ran fastest (the geometric mean of their
+//! medians) — the file's own fraction when it is within [`KEEP_TOLERANCE`] of the fastest.
 
 use absinthe_codegen::compile::run_harness;
 use absinthe_codegen::lower;
@@ -230,7 +229,7 @@ pub fn choose_limit(results: &[LimitResult], current: Option<usize>) -> Option<u
 /// ([`training::fields_programs`] and [`training::wide_programs`] on `domains`) under each limit
 /// of [`limits_to_try`] and chooses one. The fields programs stream along y, where the limit
 /// applies (`cost::limits_arrays`; one group of four fields walks 13 arrays); the chains
-/// stream along z and keep their optima under every limit today, and stay in the score so that
+/// stream along z and keep their optima under every limit, and stay in the score so that
 /// a rule that reaches them is measured on them. `machine` holds the parameters and the
 /// fraction to solve with.
 pub fn calibrate_group_arrays(

@@ -1,5 +1,5 @@
-//! The fit: least absolute deviations with non-negative coefficients, solved as a linear
-//! program through the project's solver layer (learn.md, "Fitting"), and the R² of a fit on
+//! The fit: least absolute deviations with non-negative coefficients, solved as a linear program
+//! through the project's solver layer (docs/ARCHITECTURE.md, "learn/"), and the R² of a fit on
 //! per-configuration medians.
 //!
 //! `min Σ u_r` subject to `-u_r ≤ Σ_k a_rk p_k - t_r ≤ u_r`, `p_k ≥ 0`. Columns are scaled to

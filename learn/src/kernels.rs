@@ -1,14 +1,13 @@
 //! The kernel refit (`absinthe learn`, after the synthetic fit): real stencil programs timed
 //! and fitted together with the training programs.
 //!
-//! The synthetic fits see each family on its own side of the model's `max(fast, slow)`: the
-//! fast programs barely touch slow memory and the slow ones barely compute. Real programs sit
-//! in between, and refitted to their own times the same form predicted the six accuracy
-//! programs within 20% for 72% of their variants (left one program out), against 46% for the
-//! learned parameters (docs/PERFORMANCE.md, fourteenth session). Where the training programs
-//! mislead most is the slow peel, the cost of a row start in slow memory: with the kernels,
-//! the stream peel fell from 5.3e-10 to 1.6e-10 s and the base peel from 1.4e-9 to 1.1e-9 s
-//! (docs/PERFORMANCE.md, fifteenth session).
+//! The synthetic fits see each family on its own side of the model's `max(fast, slow)`: the fast
+//! programs barely touch slow memory and the slow ones barely compute. Real programs sit in
+//! between, and refitted to their own times the same form predicted the six accuracy programs
+//! within 20% for 72% of their variants (left one program out), against 46% for the learned
+//! parameters. Where the training programs mislead most is the slow peel, the cost of a row
+//! start in slow memory: the kernels move the stream peel from 5.3e-10 to 1.6e-10 s and the base
+//! peel from 1.4e-9 to 1.1e-9 s (docs/decisions/0011-kernel-refit-four-kernels.md).
 //!
 //! So after the synthetic fit `learn` times [`KERNELS`], shipped example programs that are
 //! none of the programs the model's accuracy is reported on: each one's optimum under the
@@ -60,9 +59,9 @@ pub const KERNELS: [(&str, &str); 4] = [
 pub const KERNEL_VARIANTS: usize = 8;
 
 /// The kernel variants' share of the refit's objective against the synthetic samples' (each
-/// set's rows weigh equally within it). At 1, 2 and 4 the six accuracy programs were predicted
+/// set's rows weigh equally within it). At 1, 2 and 4 the six accuracy programs are predicted
 /// within 20% for 57%, 60% and 60% of their variants, offline on the same measurements
-/// (docs/PERFORMANCE.md, fifteenth session).
+/// (docs/decisions/0011-kernel-refit-four-kernels.md).
 pub const KERNEL_WEIGHT: f64 = 2.0;
 
 /// The kernels' timed runs: [`KERNEL_ROUNDS`] interleaved rounds of four (the first of each

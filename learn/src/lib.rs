@@ -1,5 +1,6 @@
-//! `absinthe learn` (learn.md): measures the machine it runs on and fits the six parameters of
-//! the cost model, and the tools that check the model against measurements afterwards.
+//! `absinthe learn` (docs/ARCHITECTURE.md, "learn/"): measures the machine it runs on and fits
+//! the parameters of the cost model (docs/MODEL.md, "Parameters"), and the tools that check the
+//! model against measurements afterwards.
 //!
 //! - [`training`]: the fast- and slow-memory training programs, their tile shapes, and the
 //!   model's counts for one run (from `absinthe_model::cost`, never a second copy).
@@ -76,8 +77,8 @@ pub struct LearnOptions {
     /// Which kernels are timed.
     pub kernels: Kernels,
     /// Also time the slow programs streamed ([`training::streamed_sizes`]), as generated
-    /// kernels. Off by default: the predictions of real programs were not clearly better
-    /// (docs/PERFORMANCE.md, "Streamed training shapes").
+    /// kernels. Off by default: the predictions of real programs are not clearly better
+    /// (docs/decisions/0010-streamed-training-shapes-off.md).
     pub streamed_shapes: bool,
 }
 
@@ -132,10 +133,10 @@ pub struct LearnResult {
 }
 
 /// The row-stream limits the slow fit tries for the crowding charge (`Params::crowded`; 0: no
-/// charge): it keeps the one whose fit deviates least from the measurements. Refitted to the
-/// six real programs' times, 128 predicted best of 64, 128 and 256 (docs/PERFORMANCE.md,
-/// fourteenth session); the training programs' groups keep 19-37 streams per row, so their
-/// tiles fall on both sides of every limit here.
+/// charge): it keeps the one whose fit deviates least from the measurements. Refitted to the six
+/// real programs' times, 128 predicted best of 64, 128 and 256
+/// (docs/decisions/0014-crowding-charge.md); the training programs' groups keep 19-37 streams per
+/// row, so their tiles fall on both sides of every limit here.
 pub const CROWDING_LIMITS: [u64; 7] = [0, 32, 64, 128, 256, 512, 1024];
 
 /// Builds, measures and fits.
@@ -307,8 +308,8 @@ pub fn learn(
 /// cosmo_adv5 2.4 ms per extra stored intermediate at 256x256x60 (whose traffic is the same),
 /// and the search inlined flux producers that ran faster stored. Held at zero, more
 /// predictions fell within 20% of the measured time on five of nine real programs (fewer on
-/// two), and the chosen configuration ran faster on six of nine (docs/PERFORMANCE.md,
-/// seventh session).
+/// two), and the chosen configuration ran faster on six of nine
+/// (docs/decisions/0008-slow-base-body-held-at-zero.md).
 pub const SLOW_FIT_HELD_AT_ZERO: usize = 1;
 
 /// The samples of one family: configurations numbered by (program, tile counts, streamed),

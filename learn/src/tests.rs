@@ -89,7 +89,7 @@ fn lad_recovers_fast_parameters_despite_noise_and_outliers() {
 
 #[test]
 fn lad_recovers_slow_parameters_and_keeps_a_zero_parameter_at_zero() {
-    // The slow base peel is zero, as in formats.md's example; crowded groups (above 128 row
+    // The slow base peel is zero, as in machines/default.yaml; crowded groups (above 128 row
     // streams) pay half the stream body again.
     let truth = [0.0, 4.0e-11, 5.0e-9, 3.0e-10, 1.5e-10];
     let samples = synthetic(Family::Slow, &truth, 128, 2);
@@ -1265,7 +1265,7 @@ fn gpu_timings_fit_the_parameters_they_were_made_from() {
 /// output `sh run.sh` made of it) fit and refit to the parameters machines/h100-learned.yaml
 /// ships, with the R² and refit figures it records: the shipped GPU parameters are what
 /// `learn --target cuda` makes of real measurements, and a change to the counts, the fit or
-/// the refit shows here. The manifest's training cases are also what `emit` writes today.
+/// the refit shows here. The manifest's training cases are also what `emit` writes.
 #[test]
 fn the_h100_timings_fit_to_the_shipped_learned_file() {
     use crate::gpu;

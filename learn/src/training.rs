@@ -1,6 +1,6 @@
-//! The training programs (learn.md, "Training programs") and their tile shapes, and the
-//! model's counts for one run — taken from `absinthe_model::cost::group_cost`, the function
-//! `solve` uses, never recomputed here.
+//! The training programs (docs/decisions/0009-training-design.md) and their tile shapes, and the
+//! model's counts for one run — taken from `absinthe_model::cost::group_cost`, the function `solve`
+//! uses, never recomputed here.
 //!
 //! - **Fast memory**: a chain of nine stencils that read one input at 12 or 20 distinct
 //!   positions of its 3x3x3 neighbourhood in all, with their predecessor, only the last one
@@ -307,10 +307,10 @@ pub fn arrays_touched(analysis: &Analysis) -> usize {
 }
 
 /// The smallest tile volume (cells) trained on: below it the per-tile constants that the model
-/// does not count dominate (a 10x1x1 tile makes 50,000 tiles, and its time was predicted 3.3x
+/// does not count dominate (a 10x1x1 tile makes 50,000 tiles, and its time is predicted 3.3x
 /// too slow). Narrow tiles (1, 2 or 4 cells along x) are trained on: the solver and `random:N`
-/// choose them, and without them the fitted per-row costs predicted such variants of real
-/// programs 3-5x too slow (docs/PERFORMANCE.md, "Learning: cause checks").
+/// choose them, and without them the fitted per-row costs predict such variants of real
+/// programs 3-5x too slow (docs/decisions/0009-training-design.md).
 pub const MIN_TILE_VOLUME: usize = 64;
 
 /// The most full-row shapes trained on beside the even spread (see [`tile_sizes`]).
@@ -329,9 +329,9 @@ pub fn full_row_shapes(count: usize) -> usize {
 /// the largest first.
 ///
 /// The solver's optima take whole rows (one tile along x) nearly always; without such shapes
-/// the longest trained row was 80 of 128 cells in tiles of at most about 1,400 cells, and the
-/// optima of real programs were predicted 1.9-2.7x too slow (docs/PERFORMANCE.md, "Full-row
-/// training shapes").
+/// the longest trained row is 80 of 128 cells in tiles of at most about 1,400 cells, and the
+/// optima of real programs are predicted 1.9-2.7x too slow
+/// (docs/decisions/0009-training-design.md).
 pub fn tile_sizes(
     arrays: usize,
     value_bytes: usize,
@@ -376,7 +376,7 @@ pub fn tile_sizes(
         // The tallest faces one and two planes deep too: their groups keep few row streams in
         // flight (`cost::crowded`: `s` per plane), the faces above keep many, so the slow fit
         // sees both sides of a crowding limit where the optima are (whole rows, shallow tiles
-        // on cosmo_pgrad's grid, docs/PERFORMANCE.md, fourteenth session).
+        // on cosmo_pgrad's grid, docs/decisions/0014-crowding-charge.md).
         let shallow: Vec<[usize; 3]> = if wanted > 0 {
             SHALLOW_DEPTHS
                 .iter()
@@ -420,11 +420,11 @@ pub const STREAMED_SHAPES: usize = 4;
 ///
 /// The runtime-tiled training kernels cannot stream, so every tile they time fits the cache
 /// whole (at most about 1,400 cells for the slow programs' 9-31 arrays), while the optima are
-/// tiles of 100,000 cells and more. Measured (docs/PERFORMANCE.md, "Streamed training
-/// shapes"): streamed tiles with narrow faces, whose rows each start a plane away from the
-/// last, ran 1.5-3x slower than the model predicts, which has no count for that; trained on,
-/// they made four real programs' predictions of six worse. Hence the contiguous faces; with
-/// them the predictions were not clearly better either, and the option is off by default.
+/// tiles of 100,000 cells and more. Measured (docs/decisions/0010-streamed-training-shapes-off.md):
+/// streamed tiles with narrow faces, whose rows each start a plane away from the last, run
+/// 1.5-3x slower than the model predicts, which has no count for that; trained on, they make
+/// four real programs' predictions of six worse. Hence the contiguous faces; with them the
+/// predictions are not clearly better either, and the option is off by default.
 pub fn streamed_sizes(
     analysis: &Analysis,
     value_bytes: usize,

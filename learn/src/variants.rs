@@ -294,15 +294,16 @@ pub fn sweep(
 }
 
 /// The dimensions a measured search sweeps, in order: z, y, x (on cosmo_pgrad the order that
-/// reached the auto-tuning grid's best in the fewest timings; docs/PERFORMANCE.md, twentieth
-/// session).
+/// reaches the auto-tuning grid's best in the fewest timings;
+/// docs/decisions/0022-tune-sweeps-and-confirmation.md).
 pub const SWEEP_ORDER: [usize; 3] = [2, 1, 0];
 
 /// A candidate measured within this fraction of the fastest so far is not clearly slower, so a
 /// measured search sweeps it along z and y before it sweeps the fastest along x. On the shared
 /// machine one configuration's medians differ by up to 4% between two runs, and a start 5-7%
 /// slower than the fastest can lead to a faster valley (hdiff: its model optimum with every
-/// flux and the laplacian inlined against the laplacian stored, twenty-second session).
+/// flux and the laplacian inlined against the laplacian stored;
+/// docs/decisions/0022-tune-sweeps-and-confirmation.md).
 pub const NEAR_FASTEST: f64 = 0.10;
 
 /// A configuration a measured search knows: where it came from and its latest time.
@@ -355,16 +356,16 @@ pub struct StepTimes {
 /// 3. along z, then y, every other probe, fastest first.
 ///
 /// So where coordinate sweeps stall at a configuration none of whose single moves ran faster
-/// (hdiff's best by the model, whole planes 32 deep, streamed, within noise of its z
-/// neighbours and of the model's optimum with another inline set), the search goes on from
-/// those instead of stopping. A model tie is swept however slowly it ran: the model cannot
-/// rank it, and the valley may be one move from it (cosmo_hdiff4's whole rows one row tall,
-/// two planes deep, are a y sweep from whole planes two deep, which the model predicts equal
-/// to its optimum and which ran 24% slower than it). Sweeps along x start only from the
-/// fastest so far, and after its near ties: every optimum of the twelve auto-tuning grids of
-/// the twentieth and twenty-first sessions has rows spanning the domain or half of it, and an
-/// x sweep costs a timing per rung of the longest ladder. The search ends when the budget is
-/// spent or no sweep has an untimed configuration left. Returns the fastest probe.
+/// (hdiff's best by the model, whole planes 32 deep, streamed, within noise of its z neighbours and
+/// of the model's optimum with another inline set), the search goes on from those instead of
+/// stopping. A model tie is swept however slowly it ran: the model cannot rank it, and the valley
+/// may be one move from it (cosmo_hdiff4's whole rows one row tall, two planes deep, are a y sweep
+/// from whole planes two deep, which the model predicts equal to its optimum and which ran 24%
+/// slower than it). Sweeps along x start only from the fastest so far, and after its near ties:
+/// every optimum of twelve measured auto-tuning grids of the six accuracy programs has rows
+/// spanning the domain or half of it, and an x sweep costs a timing per rung of the longest ladder.
+/// The search ends when the budget is spent or no sweep has an untimed configuration left. Returns
+/// the fastest probe.
 pub fn measured_sweeps<E>(
     spaces: &[Analysis],
     view: &ModelMachine,
@@ -555,12 +556,12 @@ pub const TOP_SCAN: usize = 8;
 pub const TIE: f64 = 1e-3;
 
 /// The first `k` of `ranked` (cheapest first) that are not ties of one taken before: a
-/// configuration is skipped when one already taken has the same groups and the same streamed
-/// groups and a prediction within [`TIE`] of its own. On cosmo_hdiff4 the model's eight best
-/// were one streamed tiling with 2 to 60 tiles along z, predicted within 0.04% of each other,
-/// while the measured best of the original work's auto-tuning grid (unstreamed 1x4x60) was
-/// the model's 26th (docs/PERFORMANCE.md, ninth session): measuring eight ties teaches `tune`
-/// no more than measuring one.
+/// configuration is skipped when one already taken has the same groups and the same streamed groups
+/// and a prediction within [`TIE`] of its own. On cosmo_hdiff4 the model's eight best were one
+/// streamed tiling with 2 to 60 tiles along z, predicted within 0.04% of each other, while the
+/// measured best of the original work's auto-tuning grid (unstreamed 1x4x60) was the model's 26th
+/// (docs/decisions/0022-tune-sweeps-and-confirmation.md): measuring eight ties teaches `tune` no
+/// more than measuring one.
 pub fn distinct_best(ranked: Vec<(Configuration, f64)>, k: usize) -> Vec<(Configuration, f64)> {
     let mut taken: Vec<(Configuration, f64)> = Vec::new();
     for (config, t) in ranked {

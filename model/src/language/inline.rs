@@ -231,7 +231,7 @@ fn substitute(st: &Stencil, bodies: &HashMap<String, (Vec<Let>, Expr)>) -> (Vec<
 /// whose expression, with earlier duplicates renamed, equals an earlier hoisted let's is
 /// dropped, and every later use reads the earlier one. Along a chain the same producer value
 /// is reached through several paths (`out` reads `flx` at 0 and -1, each reads `lap` at
-/// its own 0 and +1: `lap` at 0 twice); each value is now computed once per cell, which is
+/// its own 0 and +1: `lap` at 0 twice); each value is computed once per cell, which is
 /// what the compute part of the model counts (`Expr::operations`) and what the C++ compiler
 /// would find anyway. Values do not change: equal expressions over the same reads evaluate to
 /// the same bits.
