@@ -5,7 +5,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use absinthe_codegen::render::Flush;
 use absinthe_model::program::Program;
 use clap::Args;
 
@@ -157,7 +156,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             bw,
             args.runs,
             bench.build,
-            args.flush.flush()?,
+            &bench.flush_phrase(),
         ),
     }
     // R² and rank correlation over two points say nothing.
@@ -186,7 +185,7 @@ fn print_table(
     bw: Option<f64>,
     runs: usize,
     build: &str,
-    flush: Flush,
+    flush: &str,
 ) {
     let rounds = rounds_for(runs);
     let opt = |x: Option<f64>| x.map_or("-".to_string(), human_seconds);
@@ -234,11 +233,7 @@ fn print_table(
         rounds * runs.div_ceil(rounds),
         rounds,
         runs.div_ceil(rounds),
-        if flush == Flush::NONE {
-            "caches not flushed between runs (--flush-bytes 0)".to_string()
-        } else {
-            format!("caches flushed before each run ({flush})")
-        },
+        flush,
         if warm {
             " (`warm`: as many runs with none flushed)"
         } else {

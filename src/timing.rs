@@ -5,9 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use absinthe_codegen::compile::{
-    compulsory_bytes, run_harness, stream_bandwidth, HarnessResult, Toolchain,
-};
+use absinthe_codegen::compile::{run_harness, stream_bandwidth, HarnessResult, Toolchain};
 use absinthe_codegen::cuda::{plan as cuda_plan, GpuLimits};
 use absinthe_codegen::render::{default_flush_bytes, Flush, HarnessOptions};
 use absinthe_codegen::{lower, lower_cuda, Schedule};
@@ -196,6 +194,15 @@ pub struct Bench {
 }
 
 impl Bench {
+    /// How the runs treat the caches, for a table's header.
+    pub fn flush_phrase(&self) -> String {
+        if self.flush == Flush::NONE {
+            "caches not flushed between runs (--flush-bytes 0)".to_string()
+        } else {
+            format!("caches flushed before each run ({})", self.flush)
+        }
+    }
+
     /// Loads the program and machine of `args` and sets up the toolchain (and measures the
     /// streaming bandwidth when asked).
     pub fn new(args: &TimingOptions) -> anyhow::Result<Bench> {
@@ -356,7 +363,8 @@ impl Bench {
                     .as_ref()
                     .map(|files| self.tc.build(files, &[]).map_err(anyhow::Error::from))
             });
-        let compulsory_bytes = compulsory_bytes(analysis, program.value_type.bytes());
+        let compulsory_bytes =
+            absinthe_model::traffic::compulsory_bytes(analysis, program.value_type.bytes());
 
         // Run the variants round-robin, `ROUNDS` rounds of a quarter of the runs each, so that a
         // burst of load on a shared machine spreads over all variants instead of spoiling one;

@@ -622,12 +622,13 @@ fn print_table(bench: &Bench, report: &Report) {
         s.len()
     };
     println!(
-        "{} on {}: {} configurations over {sets} inline set(s), the model's best and {} from measured sweeps, built, verified and timed (median of {} runs, caches flushed)",
+        "{} on {}: {} configurations over {sets} inline set(s), the model's best and {} from measured sweeps, built, verified and timed (median of {} runs, {})",
         bench.program.name,
         bench.machine.name,
         report.candidates.len(),
         report.refined,
-        report.runs
+        report.runs,
+        bench.flush_phrase()
     );
     println!();
     print!(

@@ -226,7 +226,7 @@ pub struct Schedule {
     /// is 128-byte aligned (with `alloc[0]` a multiple of 128 bytes).
     pub lead: [usize; 3],
     /// Bytes a run must move at least: each input read once over the box its readers touch,
-    /// each output written once over its reference box (`compile::compulsory_bytes`).
+    /// each output written once over its reference box (`absinthe_model::traffic::compulsory_bytes`).
     pub compulsory_bytes: u64,
     /// The C type of indices in the kernels: `int` on the CUDA target when every index fits
     /// (32-bit arithmetic), else `long`.
@@ -664,7 +664,7 @@ fn lower_with(
         alloc,
         origin_offset,
         lead,
-        compulsory_bytes: crate::compile::compulsory_bytes(analysis, vt.bytes()),
+        compulsory_bytes: absinthe_model::traffic::compulsory_bytes(analysis, vt.bytes()),
         index_type: index_type.to_string(),
         arrays,
         stencil_arrays,

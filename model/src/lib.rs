@@ -36,6 +36,7 @@ pub mod cost_model {
     pub mod exact;
     pub mod formula;
     pub mod search;
+    pub mod traffic;
 }
 
 /// The optimisation problem written for solvers: the solver-neutral MILP (`lp`), the exact
@@ -59,7 +60,7 @@ pub mod support {
 
 // The short paths (`absinthe_model::cost`, `absinthe_model::milp`, ...) the other crates use.
 pub use cost_model::evaluate as cost;
-pub use cost_model::{boxes, exact, formula, search};
+pub use cost_model::{boxes, exact, formula, search, traffic};
 pub use encodings::{linearize, lp, milp, ranges, smt};
 pub use formats::{diagnostic, limits, machine, program, solution, yaml};
 pub use language::{analysis, expr, inline, interp};

@@ -19,6 +19,11 @@ pub const MAX_HALO: usize = 1 << 16;
 /// beyond any halo absinthe accepts).
 pub const MAX_OFFSET: i32 = MAX_HALO as i32;
 
+/// Stencils of a program: 4096. The exact search keeps the best tilings of every contiguous
+/// range of stencils that fits the cache, up to `n (n + 1) / 2` ranges, so this bounds its
+/// memory.
+pub const MAX_STENCILS: usize = 4096;
+
 /// Threads of a machine (`cores`): 4096.
 pub const MAX_THREADS: usize = 4096;
 

@@ -532,7 +532,7 @@ impl Machine {
             let Some(params) = self.params else {
                 return Err(vec![Diagnostic::new(
                     "params",
-                    "missing: the model needs the six cost parameters",
+                    "missing: the model needs the cost parameters (`params`)",
                 )]);
             };
             let value_bytes = self.value_bytes.unwrap_or(program_value_bytes);

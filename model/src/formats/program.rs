@@ -229,6 +229,16 @@ impl Program {
                 "a program needs at least one stencil",
             ));
         }
+        if file.stencils.len() > limits::MAX_STENCILS {
+            errors.push(Diagnostic::new(
+                "stencils",
+                format!(
+                    "the program has {} stencils; absinthe handles at most {}",
+                    file.stencils.len(),
+                    limits::MAX_STENCILS
+                ),
+            ));
+        }
 
         let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
         let mut stencils = Vec::new();

@@ -1,0 +1,58 @@
+//! Compulsory traffic: the bytes any schedule of a program must move between memory and the
+//! caches, the bound `bench`'s roofline column divides by the measured bandwidth.
+
+use crate::analysis::Analysis;
+
+/// Compulsory traffic of a program, in bytes: every input read once over the box its readers
+/// touch (the domain grown by their reference extents and access offsets: halo included), every
+/// output written once over the box the reference evaluates. Counted as the triad bandwidth
+/// counts (a write is one transfer).
+pub fn compulsory_bytes(analysis: &Analysis, value_bytes: usize) -> u64 {
+    let dom = analysis.domain.map(|d| d as i64);
+    let volume = |lo: [i64; 3], hi: [i64; 3]| -> u64 {
+        (0..3).map(|d| (hi[d] - lo[d]).max(0) as u64).product()
+    };
+    let mut total = 0u64;
+    for &a in &analysis.inputs {
+        let (mut lo, mut hi) = ([i64::MAX; 3], [i64::MIN; 3]);
+        for s in &analysis.stencils {
+            for (array, off) in &s.accesses {
+                if *array != a {
+                    continue;
+                }
+                for d in 0..3 {
+                    lo[d] = lo[d].min(-(s.extent[d][0] as i64) + off[d] as i64);
+                    hi[d] = hi[d].max(dom[d] + s.extent[d][1] as i64 + off[d] as i64);
+                }
+            }
+        }
+        if lo[0] != i64::MAX {
+            total += volume(lo, hi);
+        }
+    }
+    for &s in &analysis.outputs {
+        let e = analysis.stencils[s].extent;
+        let lo = [0, 1, 2].map(|d| -(e[d][0] as i64));
+        let hi = [0, 1, 2].map(|d| dom[d] + e[d][1] as i64);
+        total += volume(lo, hi);
+    }
+    total * value_bytes as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::program::Program;
+
+    /// hdiff at 128x128x64 with halo [2, 2, 0]: `in` is read over the domain grown by two
+    /// cells in i and j (lap's extent 1 plus its offset 1), `wgt` over the domain, `out` written
+    /// over the domain.
+    #[test]
+    fn hdiff_moves_its_inputs_over_their_halo_and_its_output_once() {
+        let program = Program::from_yaml(include_str!("../../../configs/hdiff.yaml")).unwrap();
+        let analysis = Analysis::new(&program).unwrap();
+        let cells = |x: u64, y: u64| x * y * 64;
+        let expected = cells(132, 132) + cells(128, 128) + cells(128, 128);
+        assert_eq!(compulsory_bytes(&analysis, 8), expected * 8);
+    }
+}
