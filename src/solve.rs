@@ -10,7 +10,7 @@ use absinthe_model::solution::Solution;
 use anyhow::bail;
 use clap::{Args, ValueEnum};
 
-use absinthe_solvers::inline::InlineSearch;
+use absinthe_model::inline_search::InlineSearch;
 
 use crate::args::{load_on, MachineArg, SearchArgs};
 use crate::output::{human_seconds, table, write_atomic, Format};

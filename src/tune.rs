@@ -10,10 +10,10 @@ use std::process::ExitCode;
 
 use absinthe_learn::variants::{autotune_tilings, measured_sweeps, Planned, Probe, StepTimes};
 use absinthe_model::cost::evaluate;
+use absinthe_model::inline_search::apply as inline_apply;
 use absinthe_model::milp::MilpOptions;
 use absinthe_model::program::DIMS;
 use absinthe_model::solution::{Solution, TuneReport};
-use absinthe_solvers::inline::apply as inline_apply;
 use anyhow::bail;
 use clap::Args;
 use serde::Serialize;

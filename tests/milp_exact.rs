@@ -366,15 +366,15 @@ fn large_programs_report_what_evaluate_gives() {
     }
 }
 
-/// The inline search (`solvers::inline`) against brute force: on random programs with at most
+/// The inline search (`model::inline_search`) against brute force: on random programs with at most
 /// `EXHAUSTIVE_CANDIDATES` stencils that may be inlined, its optimum equals the least cost
 /// over every inline set, grouping, tiling and streaming flag (fully naive enumeration per
 /// set), the empty set among them; the solved optimum of the chosen program equals it too.
 #[test]
 fn inline_search_equals_brute_force_over_inline_sets() {
     use absinthe_model::inline::{candidates, inline_program};
+    use absinthe_model::inline_search::{choose_inline, InlinePolicy, InlineSearch};
     use absinthe_model::program::Program;
-    use absinthe_solvers::inline::{choose_inline, InlinePolicy, InlineSearch};
 
     let shape = RandomShape {
         min_stencils: 2,
@@ -457,9 +457,9 @@ fn inline_search_equals_brute_force_over_inline_sets() {
 #[test]
 fn greedy_inline_search_records_its_sets_and_tries_everything_inlined() {
     use absinthe_model::inline::{candidates, inline_program};
+    use absinthe_model::inline_search::EXHAUSTIVE_CANDIDATES;
+    use absinthe_model::inline_search::{choose_inline, InlinePolicy, InlineSearch};
     use absinthe_model::program::Program;
-    use absinthe_solvers::inline::EXHAUSTIVE_CANDIDATES;
-    use absinthe_solvers::inline::{choose_inline, InlinePolicy, InlineSearch};
 
     let shape = RandomShape {
         min_stencils: 8,

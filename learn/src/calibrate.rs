@@ -17,9 +17,9 @@ use absinthe_codegen::compile::run_harness;
 use absinthe_codegen::lower;
 use absinthe_codegen::render::Renderer;
 use absinthe_model::cost::{evaluate, Configuration};
+use absinthe_model::inline_search::apply as inline_apply;
 use absinthe_model::machine::{CacheCalibration, GroupArraysCalibration, Machine};
 use absinthe_model::parallel::parallel_map;
-use absinthe_solvers::inline::apply as inline_apply;
 
 use crate::variants::{plan, PlanSettings, Variant};
 use crate::{measure, training, LearnError, LearnOptions, Progress, ROUNDS};

@@ -24,10 +24,10 @@ use absinthe_codegen::cuda::{plan, CudaBundleCase, GpuLimits};
 use absinthe_codegen::lower_cuda;
 use absinthe_codegen::render::{Flush, HarnessOptions, Renderer};
 use absinthe_model::cost::{evaluate, Configuration};
+use absinthe_model::inline_search::apply as inline_apply;
 use absinthe_model::machine::{Machine, ModelMachine, Params};
 use absinthe_model::program::{check_group_indices, Program};
 use absinthe_model::Analysis;
-use absinthe_solvers::inline::apply as inline_apply;
 use serde::{Deserialize, Serialize};
 
 use crate::kernels::{self, KernelRow};

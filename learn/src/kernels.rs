@@ -29,12 +29,12 @@ use absinthe_model::cost::{
     evaluate, overhead_count, overhead_seconds, stencil_seconds, Cost, Counts,
 };
 use absinthe_model::expr::OperationWeights;
+use absinthe_model::inline_search::apply as inline_apply;
 use absinthe_model::machine::{
     Compute, Crowded, FitQuality, KernelRefit, Machine, Params, PeelBody,
 };
 use absinthe_model::program::Program;
 use absinthe_model::Analysis;
-use absinthe_solvers::inline::apply as inline_apply;
 
 use crate::accuracy::{summarize, Point};
 use crate::calibrate::time_cases;

@@ -4,13 +4,15 @@
 
 use absinthe_model::analysis::Analysis;
 use absinthe_model::cost::{evaluate, group_shape, ranges_of, Configuration};
+use absinthe_model::inline_search::{
+    apply as inline_apply, choose_inline, InlineChoice, InlinePolicy,
+};
 use absinthe_model::machine::ModelMachine;
 use absinthe_model::milp::MilpOptions;
 use absinthe_model::program::check_group_indices;
 use absinthe_model::program::Program;
 use absinthe_model::rng::Rng;
 use absinthe_model::search::{admissible_tilings, k_best};
-use absinthe_solvers::inline::{apply as inline_apply, choose_inline, InlineChoice, InlinePolicy};
 use absinthe_solvers::optimize::{optimize_with, OptimizeError};
 use absinthe_solvers::SolveOptions;
 
@@ -109,7 +111,7 @@ pub fn parse_variants(list: &str) -> Result<Vec<Variant>, String> {
 pub struct Planned {
     pub name: String,
     /// The stencils inlined (sorted indices into the program): `config` is a configuration of
-    /// the program with them inlined (`solvers::inline::apply`). Empty for most variants.
+    /// the program with them inlined (`inline_search::apply`). Empty for most variants.
     pub inline: Vec<usize>,
     pub config: Configuration,
     pub predicted: f64,
@@ -151,6 +153,8 @@ pub enum PlanError {
     Variant(String),
     #[error(transparent)]
     Solve(#[from] OptimizeError),
+    #[error(transparent)]
+    Inline(#[from] absinthe_model::inline_search::InlineSearchError),
     /// A file a variant names (`solution:FILE`) is unreadable or does not fit the program.
     #[error(transparent)]
     File(#[from] absinthe_model::diagnostic::FileError),

@@ -35,6 +35,7 @@ pub mod cost_model {
     pub mod evaluate;
     pub mod exact;
     pub mod formula;
+    pub mod inline_search;
     pub mod search;
     pub mod traffic;
 }
@@ -60,7 +61,7 @@ pub mod support {
 
 // The short paths (`absinthe_model::cost`, `absinthe_model::milp`, ...) the other crates use.
 pub use cost_model::evaluate as cost;
-pub use cost_model::{boxes, exact, formula, search, traffic};
+pub use cost_model::{boxes, exact, formula, inline_search, search, traffic};
 pub use encodings::{linearize, lp, milp, ranges, smt};
 pub use formats::{diagnostic, limits, machine, program, solution, yaml};
 pub use language::{analysis, expr, inline, interp};

@@ -44,7 +44,6 @@ mod cbc;
 pub mod certify;
 #[cfg(feature = "highs")]
 mod highs;
-pub mod inline;
 pub mod optimize;
 pub mod write;
 #[cfg(feature = "z3")]

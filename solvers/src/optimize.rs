@@ -52,6 +52,16 @@ pub enum OptimizeError {
     Solver(#[from] SolverError),
 }
 
+impl From<absinthe_model::inline_search::InlineSearchError> for OptimizeError {
+    fn from(e: absinthe_model::inline_search::InlineSearchError) -> Self {
+        use absinthe_model::inline_search::InlineSearchError;
+        match e {
+            InlineSearchError::Invalid(m) => OptimizeError::Invalid(m),
+            InlineSearchError::Mismatch(m) => OptimizeError::Mismatch(m),
+        }
+    }
+}
+
 /// Finds the optimal configuration of `analysis` on `machine` with `solver`.
 pub fn optimize(
     analysis: &Analysis,

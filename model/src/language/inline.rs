@@ -17,7 +17,7 @@
 //!
 //! What inlining changes in the model follows from the rewritten program alone: the reader's
 //! distinct reads (its fetch weight), the group's stencil count and the arrays its tiles touch.
-//! `solvers::inline` searches the inline sets; the rest of the tool sees an ordinary program.
+//! `cost_model::inline_search` searches the inline sets; the rest of the tool sees an ordinary program.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

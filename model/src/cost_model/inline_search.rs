@@ -8,7 +8,8 @@
 //! cheapest optimum wins, and the requested solver then solves that program once.
 //! - With at most [`EXHAUSTIVE_CANDIDATES`] candidates (stencils that are not outputs) every
 //!   subset is tried: the result is the exact optimum over inlining, grouping, tiling and
-//!   streaming together (`tests/inline.rs` holds it equal to brute force).
+//!   streaming together (`inline_search_equals_brute_force_over_inline_sets` in
+//!   tests/milp_exact.rs holds it equal to brute force).
 //! - With more, up to [`GREEDY_CANDIDATES`], the search is greedy: from the empty set, add the
 //!   one stencil that lowers the optimum most, until none does (at most `c (c + 1) / 2` solves);
 //!   the set of every candidate (recompute everything, Halide's default) is solved too and
@@ -20,15 +21,24 @@
 
 use std::time::Instant;
 
-use absinthe_model::analysis::Analysis;
-use absinthe_model::expr::OperationWeights;
-use absinthe_model::inline::{candidates, inline_program, kept, InlineError};
-use absinthe_model::machine::ModelMachine;
-use absinthe_model::milp::MilpOptions;
-use absinthe_model::program::Program;
-use absinthe_model::search::{range_table, shortest_grouping};
+use crate::analysis::Analysis;
+use crate::expr::OperationWeights;
+use crate::inline::{candidates, inline_program, kept, InlineError};
+use crate::machine::ModelMachine;
+use crate::milp::MilpOptions;
+use crate::program::Program;
+use crate::search::{range_table, shortest_grouping};
 
-use crate::optimize::OptimizeError;
+/// Why an inline set cannot be chosen or applied.
+#[derive(Debug, thiserror::Error)]
+pub enum InlineSearchError {
+    /// A request that cannot be carried out as given (an inline set naming an output).
+    #[error("{0}")]
+    Invalid(String),
+    /// A rewritten program that fails analysis: a bug.
+    #[error("BUG: {0}")]
+    Mismatch(String),
+}
 
 /// Every subset is tried up to this many candidates (64 solves).
 pub const EXHAUSTIVE_CANDIDATES: usize = 6;
@@ -106,9 +116,9 @@ pub fn apply(
     program: &Program,
     weights: OperationWeights,
     inline: &[usize],
-) -> Result<(Program, Analysis, Vec<usize>), OptimizeError> {
+) -> Result<(Program, Analysis, Vec<usize>), InlineSearchError> {
     let rewritten =
-        inline_program(program, inline).map_err(|e| OptimizeError::Invalid(e.to_string()))?;
+        inline_program(program, inline).map_err(|e| InlineSearchError::Invalid(e.to_string()))?;
     analysed(program, rewritten, weights, inline)
 }
 
@@ -119,9 +129,9 @@ fn analysed(
     rewritten: Program,
     weights: OperationWeights,
     inline: &[usize],
-) -> Result<(Program, Analysis, Vec<usize>), OptimizeError> {
+) -> Result<(Program, Analysis, Vec<usize>), InlineSearchError> {
     let analysis = Analysis::weighed(&rewritten, weights).map_err(|d| {
-        OptimizeError::Mismatch(format!(
+        InlineSearchError::Mismatch(format!(
             "the program with {inline:?} inlined fails analysis: {}",
             d.iter()
                 .map(|d| format!("{}: {}", d.path, d.message))
@@ -151,7 +161,7 @@ pub fn choose_inline(
     options: &MilpOptions,
     policy: &InlinePolicy,
     threads: usize,
-) -> Result<InlineChoice, OptimizeError> {
+) -> Result<InlineChoice, InlineSearchError> {
     let started = Instant::now();
     let cands = candidates(analysis);
     // The program itself, weighed with the machine's operation weights whatever its caller did.
@@ -178,7 +188,7 @@ pub fn choose_inline(
                   without: Option<f64>,
                   with: Option<f64>,
                   mut tried: Vec<(Vec<usize>, f64)>|
-     -> Result<InlineChoice, OptimizeError> {
+     -> Result<InlineChoice, InlineSearchError> {
         tried.sort_by(|a, b| a.1.total_cmp(&b.1));
         let (rewritten, a, kept) = apply(program, machine.params.operations, &inline)?;
         Ok(InlineChoice {
@@ -204,7 +214,7 @@ pub fn choose_inline(
         InlinePolicy::Off => return Ok(none(InlineSearch::None, None)),
         InlinePolicy::Fixed(set) => {
             if options.fixed_groups.is_some() && !set.is_empty() {
-                return Err(OptimizeError::Invalid(
+                return Err(InlineSearchError::Invalid(
                     "--inline cannot be combined with fixed groups (they index the original stencils)"
                         .into(),
                 ));
@@ -233,14 +243,14 @@ pub fn choose_inline(
     }
     let mut solved = 0usize;
     let mut tried: Vec<(Vec<usize>, f64)> = Vec::new();
-    let mut time_of = |set: &[usize]| -> Result<Option<f64>, OptimizeError> {
+    let mut time_of = |set: &[usize]| -> Result<Option<f64>, InlineSearchError> {
         if let Some((_, t)) = tried.iter().find(|(s, _)| s == set) {
             return Ok(Some(*t));
         }
         let rewritten = match inline_program(program, set) {
             Ok(p) => p,
             Err(InlineError::TooLarge { .. }) => return Ok(None),
-            Err(e) => return Err(OptimizeError::Invalid(e.to_string())),
+            Err(e) => return Err(InlineSearchError::Invalid(e.to_string())),
         };
         let (_, a, _) = analysed(program, rewritten, machine.params.operations, set)?;
         solved += 1;
