@@ -271,6 +271,11 @@ fn print_table(
         headers.insert(5, "warm");
     }
     print!("{}", table(&headers, &body));
+    print_noise_note(rows);
+}
+
+/// The footnote of a roofline fraction over 100% (marked `(!)`): timing noise, not a result.
+fn print_noise_note(rows: &[Row]) {
     if rows
         .iter()
         .any(|r| r.roofline_fraction.is_some_and(|f| f > 1.0))

@@ -184,61 +184,7 @@ impl Program {
                 ),
             ));
         }
-        let mut domain = [1usize; 3];
-        let mut halo = [0usize; 3];
-        for d in 0..3 {
-            match usize::try_from(file.domain[d]) {
-                Ok(n) if (1..=limits::MAX_EXTENT).contains(&n) => domain[d] = n,
-                _ => errors.push(Diagnostic::new(
-                    format!("domain[{d}]"),
-                    format!(
-                        "the domain extent along {} must be between 1 and {}, found {}",
-                        DIMS[d],
-                        limits::MAX_EXTENT,
-                        file.domain[d]
-                    ),
-                )),
-            }
-            match usize::try_from(file.halo[d]) {
-                Ok(n) if n <= limits::MAX_HALO => halo[d] = n,
-                _ => errors.push(Diagnostic::new(
-                    format!("halo[{d}]"),
-                    format!(
-                        "the halo along {} must be between 0 and {}, found {}",
-                        DIMS[d],
-                        limits::MAX_HALO,
-                        file.halo[d]
-                    ),
-                )),
-            }
-        }
-        let padded: u128 = (0..3)
-            .map(|d| domain[d] as u128 + 2 * halo[d] as u128)
-            .product();
-        if padded > limits::MAX_CELLS {
-            errors.push(Diagnostic::new(
-                "domain",
-                format!(
-                    "the domain with its halos has {padded} cells, more than the 2^40 absinthe handles"
-                ),
-            ));
-        }
-        if file.stencils.is_empty() {
-            errors.push(Diagnostic::new(
-                "stencils",
-                "a program needs at least one stencil",
-            ));
-        }
-        if file.stencils.len() > limits::MAX_STENCILS {
-            errors.push(Diagnostic::new(
-                "stencils",
-                format!(
-                    "the program has {} stencils; absinthe handles at most {}",
-                    file.stencils.len(),
-                    limits::MAX_STENCILS
-                ),
-            ));
-        }
+        let (domain, halo) = domain_and_halo(&file, &mut errors);
 
         let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
         let mut stencils = Vec::new();
@@ -353,28 +299,7 @@ impl Program {
         }
 
         if let Some(inputs) = &file.inputs {
-            let mut inputs_seen = HashSet::new();
-            for (n, name) in inputs.iter().enumerate() {
-                let path = format!("inputs[{n}]");
-                if !is_identifier(name) {
-                    errors.push(Diagnostic::new(
-                        path,
-                        format!("`{name}` is not an identifier ([A-Za-z_][A-Za-z0-9_]*)"),
-                    ));
-                } else if let Some(why) = reserved_reason(name) {
-                    errors.push(Diagnostic::new(
-                        path,
-                        format!("`{name}` {why} and cannot name an input"),
-                    ));
-                } else if let Some(&m) = seen.get(name.as_str()) {
-                    errors.push(Diagnostic::new(
-                        path,
-                        format!("`{name}` is written by stencils[{m}], so it is not an input"),
-                    ));
-                } else if !inputs_seen.insert(name) {
-                    errors.push(Diagnostic::new(path, format!("`{name}` is listed twice")));
-                }
-            }
+            check_inputs(inputs, &seen, &mut errors);
         }
 
         let mut outputs_seen = HashSet::new();
@@ -394,39 +319,7 @@ impl Program {
         }
 
         let constraints = file.constraints.unwrap_or_default();
-        if let Some(groups) = &constraints.groups {
-            if let Err(msg) = check_group_indices(groups, stencils.len()) {
-                errors.push(Diagnostic::new("constraints.groups", msg));
-            }
-        }
-        for (key, bound) in [
-            ("tiles_min", constraints.tiles_min),
-            ("tiles_max", constraints.tiles_max),
-        ] {
-            if let Some(b) = bound {
-                for d in 0..3 {
-                    if b[d] < 1 || b[d] > domain[d] {
-                        errors.push(Diagnostic::new(
-                            format!("constraints.{key}[{d}]"),
-                            format!(
-                                "a tile count along {} must be between 1 and the domain extent {}, found {}",
-                                DIMS[d], domain[d], b[d]
-                            ),
-                        ));
-                    }
-                }
-            }
-        }
-        if let (Some(lo), Some(hi)) = (constraints.tiles_min, constraints.tiles_max) {
-            for d in 0..3 {
-                if lo[d] > hi[d] {
-                    errors.push(Diagnostic::new(
-                        format!("constraints.tiles_min[{d}]"),
-                        format!("tiles_min {} exceeds tiles_max {}", lo[d], hi[d]),
-                    ));
-                }
-            }
-        }
+        check_constraints(&constraints, domain, stencils.len(), &mut errors);
 
         if !errors.is_empty() {
             return Err(errors);
@@ -497,6 +390,136 @@ impl Program {
     /// Index of the stencil named `name`.
     pub fn stencil_index(&self, name: &str) -> Option<usize> {
         self.stencils.iter().position(|s| s.name == name)
+    }
+}
+
+/// The domain and halo of a program file, each number within [`limits`] (errors pushed, and a
+/// placeholder kept, for those that are not), and the stencil count's bounds.
+fn domain_and_halo(file: &ProgramFile, errors: &mut Vec<Diagnostic>) -> ([usize; 3], [usize; 3]) {
+    let mut domain = [1usize; 3];
+    let mut halo = [0usize; 3];
+    for d in 0..3 {
+        match usize::try_from(file.domain[d]) {
+            Ok(n) if (1..=limits::MAX_EXTENT).contains(&n) => domain[d] = n,
+            _ => errors.push(Diagnostic::new(
+                format!("domain[{d}]"),
+                format!(
+                    "the domain extent along {} must be between 1 and {}, found {}",
+                    DIMS[d],
+                    limits::MAX_EXTENT,
+                    file.domain[d]
+                ),
+            )),
+        }
+        match usize::try_from(file.halo[d]) {
+            Ok(n) if n <= limits::MAX_HALO => halo[d] = n,
+            _ => errors.push(Diagnostic::new(
+                format!("halo[{d}]"),
+                format!(
+                    "the halo along {} must be between 0 and {}, found {}",
+                    DIMS[d],
+                    limits::MAX_HALO,
+                    file.halo[d]
+                ),
+            )),
+        }
+    }
+    let padded: u128 = (0..3)
+        .map(|d| domain[d] as u128 + 2 * halo[d] as u128)
+        .product();
+    if padded > limits::MAX_CELLS {
+        errors.push(Diagnostic::new(
+            "domain",
+            format!(
+                "the domain with its halos has {padded} cells, more than the 2^40 absinthe handles"
+            ),
+        ));
+    }
+    if file.stencils.is_empty() {
+        errors.push(Diagnostic::new(
+            "stencils",
+            "a program needs at least one stencil",
+        ));
+    }
+    if file.stencils.len() > limits::MAX_STENCILS {
+        errors.push(Diagnostic::new(
+            "stencils",
+            format!(
+                "the program has {} stencils; absinthe handles at most {}",
+                file.stencils.len(),
+                limits::MAX_STENCILS
+            ),
+        ));
+    }
+    (domain, halo)
+}
+
+/// Checks a program's declared `inputs:`: identifiers, not reserved, not written by a stencil
+/// (`stencils` maps each stencil's name to its index), each listed once.
+fn check_inputs(inputs: &[String], stencils: &BTreeMap<&str, usize>, errors: &mut Vec<Diagnostic>) {
+    let mut inputs_seen = HashSet::new();
+    for (n, name) in inputs.iter().enumerate() {
+        let path = format!("inputs[{n}]");
+        if !is_identifier(name) {
+            errors.push(Diagnostic::new(
+                path,
+                format!("`{name}` is not an identifier ([A-Za-z_][A-Za-z0-9_]*)"),
+            ));
+        } else if let Some(why) = reserved_reason(name) {
+            errors.push(Diagnostic::new(
+                path,
+                format!("`{name}` {why} and cannot name an input"),
+            ));
+        } else if let Some(&m) = stencils.get(name.as_str()) {
+            errors.push(Diagnostic::new(
+                path,
+                format!("`{name}` is written by stencils[{m}], so it is not an input"),
+            ));
+        } else if !inputs_seen.insert(name) {
+            errors.push(Diagnostic::new(path, format!("`{name}` is listed twice")));
+        }
+    }
+}
+
+/// Checks a program's `constraints:` against its domain and stencil count.
+fn check_constraints(
+    constraints: &Constraints,
+    domain: [usize; 3],
+    stencils: usize,
+    errors: &mut Vec<Diagnostic>,
+) {
+    if let Some(groups) = &constraints.groups {
+        if let Err(msg) = check_group_indices(groups, stencils) {
+            errors.push(Diagnostic::new("constraints.groups", msg));
+        }
+    }
+    for (key, bound) in [
+        ("tiles_min", constraints.tiles_min),
+        ("tiles_max", constraints.tiles_max),
+    ] {
+        if let Some(b) = bound {
+            for d in 0..3 {
+                if b[d] < 1 || b[d] > domain[d] {
+                    errors.push(Diagnostic::new(
+                        format!("constraints.{key}[{d}]"),
+                        format!(
+                            "a tile count along {} must be between 1 and the domain extent {}, found {}",
+                            DIMS[d], domain[d], b[d]
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    if let (Some(lo), Some(hi)) = (constraints.tiles_min, constraints.tiles_max) {
+        for d in 0..3 {
+            if lo[d] > hi[d] {
+                errors.push(Diagnostic::new(
+                    format!("constraints.tiles_min[{d}]"),
+                    format!("tiles_min {} exceeds tiles_max {}", lo[d], hi[d]),
+                ));
+            }
+        }
     }
 }
 
