@@ -81,6 +81,18 @@ impl FlushArgs {
     }
 }
 
+/// A `--solver` value: `dp` or a MILP backend compiled into this build.
+pub fn parse_method(text: &str) -> Result<absinthe_solvers::method::Method, String> {
+    text.parse()
+        .map_err(|e: absinthe_solvers::SolverError| e.to_string())
+}
+
+/// A `--solver` value where only an LP/MILP backend will do (`learn`'s fit).
+pub fn parse_backend(text: &str) -> Result<absinthe_solvers::method::Backend, String> {
+    text.parse()
+        .map_err(|e: absinthe_solvers::SolverError| e.to_string())
+}
+
 /// A `--runs` value: 1 to [`limits::MAX_RUNS`].
 pub fn parse_runs(text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {

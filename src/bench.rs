@@ -48,9 +48,9 @@ pub struct BenchArgs {
     pub machine: MachineArg,
     #[command(flatten)]
     pub search: SearchArgs,
-    /// The MILP backend.
-    #[arg(long, default_value = "highs")]
-    pub solver: String,
+    /// How to solve: highs, cbc or z3 (MILP backends), or dp (exact dynamic program).
+    #[arg(long, default_value = "highs", value_parser = crate::args::parse_method)]
+    pub solver: absinthe_solvers::method::Method,
     /// Variants to run, e.g. naive,unfused,opt,groups:0,0,1,random:3.
     #[arg(long, default_value = "naive,unfused,opt")]
     pub variants: String,
@@ -117,7 +117,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let planned = bench.plan(&PlanRequest {
         variants: &args.variants,
         search: &args.search,
-        solver: &args.solver,
+        solver: args.solver,
         seed: args.seed,
     })?;
     let (rows, failed) = bench.time(&planned)?;

@@ -59,9 +59,9 @@ pub struct CodegenArgs {
     pub solution: Option<PathBuf>,
     #[command(flatten)]
     pub search: SearchArgs,
-    /// The MILP backend used when solving.
-    #[arg(long, default_value = "highs")]
-    pub solver: String,
+    /// How to solve: highs, cbc or z3 (MILP backends), or dp (exact dynamic program).
+    #[arg(long, default_value = "highs", value_parser = crate::args::parse_method)]
+    pub solver: absinthe_solvers::method::Method,
     #[arg(long, value_enum, default_value_t = Target::Openmp)]
     pub target: Target,
     /// Also emit the verification and timing harness (`<program>_harness.cpp`).
@@ -114,7 +114,7 @@ fn schedule(args: &CodegenArgs) -> anyhow::Result<(Schedule, String)> {
             format!("{}", sol.display()),
         ))
     } else {
-        let solved = solve_program(&args.program, &args.machine, &args.search, &args.solver)?;
+        let solved = solve_program(&args.program, &args.machine, &args.search, args.solver)?;
         let s = lower(
             &solved.program,
             &solved.analysis,

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use absinthe_model::milp::Encoded;
-use absinthe_solvers::optimize::{method_names, optimize_with, DP};
+use absinthe_solvers::method::Method;
+use absinthe_solvers::optimize::optimize_with;
 use absinthe_solvers::Status;
 use clap::Args;
 use serde::Serialize;
@@ -39,8 +40,8 @@ pub struct CompareArgs {
     #[command(flatten)]
     pub search: SearchArgs,
     /// The solvers to compare, comma-separated [default: dp and every MILP backend in this build].
-    #[arg(long, value_delimiter = ',', value_name = "SOLVER,...")]
-    pub solvers: Option<Vec<String>>,
+    #[arg(long, value_delimiter = ',', value_name = "SOLVER,...", value_parser = crate::args::parse_method)]
+    pub solvers: Option<Vec<Method>>,
     /// Output format on standard output (table or json).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -109,26 +110,22 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let analysis = inline.analysis;
-    let names: Vec<String> = match &args.solvers {
+    let methods: Vec<Method> = match &args.solvers {
         Some(list) => list.clone(),
-        None => method_names().iter().map(|s| s.to_string()).collect(),
+        None => Method::available(),
     };
     let size = Encoded::build(&analysis, &view, &options).milp().size();
     let mut rows = Vec::new();
-    for name in &names {
-        let name = name.trim().to_ascii_lowercase();
-        if name != DP {
-            // An unknown name is an error before anything runs.
-            absinthe_solvers::by_name(&name)?;
-        }
+    for &method in &methods {
+        let name = method.name().to_string();
         // The DP builds no MILP.
-        let size = if name == DP {
+        let size = if method == Method::Dp {
             absinthe_model::lp::MilpSize::default()
         } else {
             size
         };
         let started = std::time::Instant::now();
-        let row = match optimize_with(&analysis, &view, &options, &name, &solve_options) {
+        let row = match optimize_with(&analysis, &view, &options, method, &solve_options) {
             Ok(o) => Row {
                 solver: name.clone(),
                 status: RowStatus::Solved(o.solution.status),

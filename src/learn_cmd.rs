@@ -81,8 +81,8 @@ pub struct LearnArgs {
     #[command(flatten)]
     pub flush: FlushArgs,
     /// The LP backend of the fit.
-    #[arg(long, default_value = "highs")]
-    pub solver: String,
+    #[arg(long, default_value = "highs", value_parser = crate::args::parse_backend)]
+    pub solver: absinthe_solvers::method::Backend,
     /// Time the generated kernels, one per tile shape bundled per program (the code `bench`
     /// times and `codegen` ships), instead of one runtime-tiled kernel per program. About two
     /// minutes longer from a cold build cache; neither predicts the real programs clearly
@@ -248,7 +248,7 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
         tile_bytes: cache_bytes as f64 * machine.cache_fraction,
         flush: args.flush.flush()?,
         toolchain: Toolchain::new(&machine.compiler.cxx, &machine.compiler.flags),
-        solver: args.solver.clone(),
+        solver: args.solver,
         jobs: cpus,
         kernels: if args.generated_kernels {
             Kernels::Generated
@@ -341,7 +341,7 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
             None
         } else {
             let refit =
-                kernels::refit(&result.measurements, &rows, &result.params, &options.solver)?;
+                kernels::refit(&result.measurements, &rows, &result.params, options.solver)?;
             result.params = refit.params;
             (result.r2_fast, result.r2_slow) =
                 absinthe_learn::synthetic_r2(&result.measurements, &refit.params);

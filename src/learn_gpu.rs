@@ -116,7 +116,7 @@ pub fn run(args: &LearnArgs) -> anyhow::Result<ExitCode> {
                 shapes,
                 runs,
                 kernel_variants,
-                &args.solver,
+                args.solver,
             )?;
             let cases: usize = manifest.bundles.iter().map(|b| b.cases.len()).sum();
             let kernel_cases: usize = manifest.kernels.iter().map(|b| b.cases.len()).sum();
@@ -210,7 +210,7 @@ fn fit_dir(
     let device = gpu::device_name(&timings)
         .unwrap_or("unknown GPU")
         .to_string();
-    let mut result = fit_measurements(measurements, &args.solver)?;
+    let mut result = fit_measurements(measurements, args.solver)?;
     let synthetic = FitQuality {
         fast: result.r2_fast,
         slow: result.r2_slow,
@@ -229,7 +229,7 @@ fn fit_dir(
             &result.measurements,
             &kernel_rows,
             &result.params,
-            &args.solver,
+            args.solver,
         )?;
         result.params = refit.params;
         (result.r2_fast, result.r2_slow) = synthetic_r2(&result.measurements, &refit.params);

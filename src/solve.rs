@@ -50,8 +50,8 @@ pub struct SolveArgs {
     #[command(flatten)]
     pub search: SearchArgs,
     /// The solver: highs, cbc or z3 (MILP backends), or dp (exact dynamic program).
-    #[arg(long, default_value = "highs")]
-    pub solver: String,
+    #[arg(long, default_value = "highs", value_parser = crate::args::parse_method)]
+    pub solver: absinthe_solvers::method::Method,
     /// Also write the problem as a file for another solver: `--emit lp FILE`, `--emit mps FILE`
     /// (the MILP of --encoding), or `--emit smt2 FILE` (SMT-LIB 2, the digits MILP in exact
     /// rationals, with Z3's `minimize`).
@@ -258,7 +258,7 @@ pub fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {
         let options = args.search.milp_options(&inline.program)?;
         emit_milp(&inline.analysis, &view, &options, emit)?;
     }
-    let solved = solve_program(&args.program, &args.machine, &args.search, &args.solver)?;
+    let solved = solve_program(&args.program, &args.machine, &args.search, args.solver)?;
     match args.format {
         Format::Table => print_table(&solved),
         Format::Json => print!("{}", solution_text(&solved.solution, true)?),

@@ -8,6 +8,7 @@ use absinthe_model::machine::{Machine, ModelMachine};
 use absinthe_model::program::Program;
 use absinthe_model::search::tile_count_note;
 use absinthe_model::solution::{Solution, SolverReport};
+use absinthe_solvers::method::Method;
 use absinthe_solvers::optimize::{optimize_with, Optimum};
 use anyhow::Context;
 
@@ -52,7 +53,7 @@ pub fn solve_program(
     program_path: &Path,
     machine_arg: &MachineArg,
     search: &SearchArgs,
-    solver_name: &str,
+    method: Method,
 ) -> anyhow::Result<Solved> {
     let (original, original_analysis, machine, view) = load_on(program_path, machine_arg)?;
     let options = search.milp_options(&original)?;
@@ -67,11 +68,11 @@ pub fn solve_program(
     let program = inline.program.clone();
     let analysis = inline.analysis.clone();
     progress.phase(format!(
-        "{solver_name} on {} stencils, {} inlined",
+        "{method} on {} stencils, {} inlined",
         analysis.stencils.len(),
         inline.names.len()
     ));
-    let optimum = optimize_with(&analysis, &view, &options, solver_name, &solve_options)
+    let optimum = optimize_with(&analysis, &view, &options, method, &solve_options)
         .with_context(|| format!("solving {}", program_path.display()))?;
     drop(progress);
     let mut solution = Solution::describe(&program.name, &analysis, &optimum.config, &optimum.cost);

@@ -49,7 +49,7 @@ pub struct PlanRequest<'a> {
     pub variants: &'a str,
     pub search: &'a SearchArgs,
     /// `dp` or a MILP backend.
-    pub solver: &'a str,
+    pub solver: absinthe_solvers::method::Method,
     /// The seed of `random:N`.
     pub seed: u64,
 }

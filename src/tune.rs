@@ -254,7 +254,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
     let planned = bench.plan(&PlanRequest {
         variants: &variants,
         search: &args.search,
-        solver: "dp",
+        solver: absinthe_solvers::method::Method::Dp,
         seed: 1,
     })?;
     let (rows, mut failed) = bench.time(&planned)?;

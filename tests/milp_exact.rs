@@ -8,6 +8,7 @@ use absinthe_model::generate::{random_program, RandomShape, Rng};
 use absinthe_model::machine::ModelMachine;
 use absinthe_model::milp::{Encoding, MilpOptions};
 use absinthe_model::search::{exhaustive, k_best};
+use absinthe_solvers::method::{Backend, Method};
 use absinthe_solvers::optimize::{agree, optimize, optimize_dp, optimize_with, OptimizeError};
 use absinthe_solvers::SolveOptions;
 
@@ -338,7 +339,7 @@ fn large_programs_report_what_evaluate_gives() {
                 time_limit: Some(10.0),
                 ..SolveOptions::default()
             };
-            let opt = optimize_with(&a, &machine, &options, name, &solve)
+            let opt = optimize_with(&a, &machine, &options, name.parse().unwrap(), &solve)
                 .unwrap_or_else(|e| panic!("{} stencils, {name}: {e}", a.stencils.len()));
             let cost = evaluate(&a, &machine, &opt.config);
             assert!(cost.is_feasible());
@@ -430,9 +431,14 @@ fn inline_search_equals_brute_force_over_inline_sets() {
                     agree(b, t),
                     "seed {seed}: search {t}, brute force {b}\n{text}"
                 );
-                let solved =
-                    optimize_with(&choice.analysis, &m, &options, "highs", &exact_options())
-                        .unwrap();
+                let solved = optimize_with(
+                    &choice.analysis,
+                    &m,
+                    &options,
+                    Method::Milp(Backend::Highs),
+                    &exact_options(),
+                )
+                .unwrap();
                 assert!(
                     agree(solved.cost.total, b),
                     "seed {seed}: HiGHS {}",
@@ -487,7 +493,7 @@ fn greedy_inline_search_records_its_sets_and_tries_everything_inlined() {
         let optimum_of = |set: &[usize]| -> Option<f64> {
             let q = inline_program(&p, set).ok()?;
             let qa = Analysis::new(&q).unwrap();
-            optimize_with(&qa, &m, &options, "dp", &exact_options())
+            optimize_with(&qa, &m, &options, Method::Dp, &exact_options())
                 .ok()
                 .map(|o| o.cost.total)
         };

@@ -287,7 +287,7 @@ fn measure_optima(
     options: &LearnOptions,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Optima, LearnError> {
-    let settings = PlanSettings::learn(&options.solver);
+    let settings = PlanSettings::learn(options.solver);
     let renderer = Renderer::embedded();
     // Per program: the distinct optima (inline set, configuration, lowered kernel), and each
     // setting's case.

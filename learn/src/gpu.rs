@@ -297,7 +297,7 @@ pub fn emit(
     count: usize,
     runs: usize,
     kernel_variants: usize,
-    solver: &str,
+    solver: absinthe_solvers::method::Backend,
 ) -> Result<(Manifest, Vec<(String, String)>), LearnError> {
     let view = view(machine)?;
     let gpu = machine.gpu.as_ref().expect("view checked the gpu section");

@@ -138,7 +138,7 @@ pub fn measure_kernels(
     options: &LearnOptions,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Vec<KernelRow>, LearnError> {
-    let settings = PlanSettings::learn(&options.solver);
+    let settings = PlanSettings::learn(options.solver);
     let renderer = Renderer::embedded();
     let mut names = Vec::new();
     let mut sources = Vec::new();
@@ -381,9 +381,11 @@ pub fn refit(
     measurements: &[Measurement],
     rows: &[KernelRow],
     start: &Params,
-    solver: &str,
+    solver: absinthe_solvers::method::Backend,
 ) -> Result<Refit, LearnError> {
-    let solver = absinthe_solvers::by_name(solver).map_err(|e| LearnError::Fit(e.to_string()))?;
+    let solver = solver
+        .solver()
+        .map_err(|e| LearnError::Fit(e.to_string()))?;
     let limit = start.crowded.row_streams;
     let mut synthetic: Vec<([f64; COLUMNS], f64)> = Vec::new();
     for family in [Family::Fast, Family::Slow] {

@@ -71,7 +71,7 @@ pub struct LearnOptions {
     pub flush: Flush,
     pub toolchain: Toolchain,
     /// The LP backend of the fit.
-    pub solver: String,
+    pub solver: absinthe_solvers::method::Backend,
     /// Compilers run at a time.
     pub jobs: usize,
     /// Which kernels are timed.
@@ -297,7 +297,7 @@ pub fn learn(
         }
         done += per_round;
     }
-    fit_measurements(measurements, &options.solver)
+    fit_measurements(measurements, options.solver)
 }
 
 /// The slow fit's column that is held at zero: the base body, `B^b` (seconds per cell of a
@@ -373,9 +373,11 @@ pub fn synthetic_r2(measurements: &[Measurement], params: &Params) -> (f64, f64)
 /// Fits both families' parameters to measurements.
 pub fn fit_measurements(
     measurements: Vec<Measurement>,
-    solver: &str,
+    solver: absinthe_solvers::method::Backend,
 ) -> Result<LearnResult, LearnError> {
-    let solver = absinthe_solvers::by_name(solver).map_err(|e| LearnError::Fit(e.to_string()))?;
+    let solver = solver
+        .solver()
+        .map_err(|e| LearnError::Fit(e.to_string()))?;
     let fast = samples(&measurements, Family::Fast, 0);
     let pf = fit::lad_fit(&fast, solver.as_ref())?;
     let fast_medians = fit::medians(&fast, &pf);

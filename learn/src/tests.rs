@@ -1,6 +1,9 @@
 //! The fit against synthetic data from the model itself, the machine-file rewrite, the
 //! accuracy statistics.
 
+use absinthe_solvers::method::Backend;
+
+const HIGHS: Backend = Backend::Highs;
 use absinthe_model::cost::Configuration;
 use absinthe_model::expr::OperationWeights;
 use absinthe_model::machine::{
@@ -146,7 +149,7 @@ fn the_slow_fit_finds_the_crowding_limit_and_charge() {
     for (limit, charge) in [(128, 1.5e-10), (512, 2.0e-10), (0, 0.0)] {
         let truth_slow = [2.0e-9, 0.0, 5.0e-9, 3.0e-10, charge];
         let measurements = exact_measurements(&truth_fast, &truth_slow, limit, 30);
-        let r = crate::fit_measurements(measurements.clone(), "highs").unwrap();
+        let r = crate::fit_measurements(measurements.clone(), HIGHS).unwrap();
         assert_eq!(r.crowding.limits, crate::CROWDING_LIMITS.to_vec());
         let kept = r.params.crowded;
         if charge == 0.0 {
@@ -492,7 +495,7 @@ fn the_slow_fit_holds_the_base_body_at_zero() {
     assert!(slow.iter().all(|s| s.counts[3] > 0.0));
     let fast = crate::samples(&measurements, Family::Fast, 0);
     assert!(fast.iter().all(|s| s.counts.iter().all(|&c| c > 0.0)));
-    let r = crate::fit_measurements(measurements, "highs").unwrap();
+    let r = crate::fit_measurements(measurements, HIGHS).unwrap();
     assert_eq!(r.params.slow_base.body, 0.0);
     assert!(r.params.slow_stream.body > truth_slow[3], "{:?}", r.params);
 }
@@ -841,7 +844,7 @@ fn the_kernel_refit_fits_exact_times_of_both_kinds() {
     let mut start = truth;
     start.slow_stream.body *= 0.5;
     start.fast.body *= 2.0;
-    let refit = crate::kernels::refit(&measurements, &rows, &start, "highs").unwrap();
+    let refit = crate::kernels::refit(&measurements, &rows, &start, HIGHS).unwrap();
     assert!(refit.within_20_before < 1.0, "{refit:?}");
     assert_eq!(refit.within_20_after, 1.0, "{refit:?}");
     assert!(refit.rounds >= 1, "{refit:?}");
@@ -871,7 +874,7 @@ fn the_kernel_refit_fits_exact_times_of_both_kinds() {
     for r in rows.iter_mut() {
         r.seconds = crate::kernels::kernel_prediction(r, &other);
     }
-    let refit = crate::kernels::refit(&measurements, &rows, &truth, "highs").unwrap();
+    let refit = crate::kernels::refit(&measurements, &rows, &truth, HIGHS).unwrap();
     assert!(refit.within_20_after > refit.within_20_before, "{refit:?}");
 }
 
@@ -1126,7 +1129,7 @@ fn gpu_training_shapes_are_warp_aligned_admissible_and_few() {
     use crate::gpu;
     let machine = h100();
     let view = gpu::view(&machine).unwrap();
-    let (manifest, files) = gpu::emit(&machine, gpu::DOMAIN, gpu::SHAPES, 8, 0, "highs").unwrap();
+    let (manifest, files) = gpu::emit(&machine, gpu::DOMAIN, gpu::SHAPES, 8, 0, HIGHS).unwrap();
     // Every training program has shapes on the H100, both families, split over bundles whose
     // loop-bound tables fit the device's 64 KiB of constant memory.
     assert_eq!(files.len(), manifest.bundles.len());
@@ -1180,7 +1183,7 @@ fn gpu_training_shapes_are_warp_aligned_admissible_and_few() {
     // says so.
     let mut tiny = machine.clone();
     tiny.gpu.as_mut().unwrap().sm_count = 1 << 20;
-    let e = gpu::emit(&tiny, gpu::DOMAIN, gpu::SHAPES, 8, 0, "highs").unwrap_err();
+    let e = gpu::emit(&tiny, gpu::DOMAIN, gpu::SHAPES, 8, 0, HIGHS).unwrap_err();
     assert!(e.to_string().contains("no tile shape"), "{e}");
     // A CPU machine file is refused.
     let mut cpu = machine;
@@ -1195,7 +1198,7 @@ fn gpu_training_shapes_are_warp_aligned_admissible_and_few() {
 fn gpu_timings_fit_the_parameters_they_were_made_from() {
     use crate::gpu;
     let machine = h100();
-    let (manifest, _) = gpu::emit(&machine, gpu::DOMAIN, gpu::SHAPES, 8, 0, "highs").unwrap();
+    let (manifest, _) = gpu::emit(&machine, gpu::DOMAIN, gpu::SHAPES, 8, 0, HIGHS).unwrap();
     // Times made by known coefficients through the model's counts, ±2% noise.
     let fast = [3.0e-12, 4.0e-13, 1.0e-12, 2.0e-13];
     let slow = [0.0, 0.0, 2.0e-11, 1.5e-12, 0.0];
@@ -1218,7 +1221,7 @@ fn gpu_timings_fit_the_parameters_they_were_made_from() {
     assert_eq!(timings.len(), counted.len());
     assert_eq!(gpu::device_name(&timings), Some("NVIDIA H100 80GB HBM3"));
     let measured = gpu::measurements(&manifest, &timings).unwrap();
-    let result = crate::fit_measurements(measured, "highs").unwrap();
+    let result = crate::fit_measurements(measured, HIGHS).unwrap();
     assert!(
         result.r2_fast > 0.99 && result.r2_slow > 0.99,
         "{} {}",
@@ -1275,8 +1278,7 @@ fn the_h100_timings_fit_to_the_shipped_learned_file() {
     let shipped = Machine::from_yaml(&text).unwrap();
     let manifest: gpu::Manifest =
         gpu::parse_manifest(&std::fs::read_to_string(data.join("manifest.json")).unwrap()).unwrap();
-    let (emitted, _) =
-        gpu::emit(&shipped, gpu::DOMAIN, gpu::SHAPES, gpu::RUNS, 0, "highs").unwrap();
+    let (emitted, _) = gpu::emit(&shipped, gpu::DOMAIN, gpu::SHAPES, gpu::RUNS, 0, HIGHS).unwrap();
     assert_eq!(emitted.bundles, manifest.bundles);
     assert_eq!(
         manifest
@@ -1291,7 +1293,7 @@ fn the_h100_timings_fit_to_the_shipped_learned_file() {
     assert_eq!(gpu::device_name(&timings), Some("NVIDIA H100 80GB HBM3"));
     let measured = gpu::measurements(&manifest, &timings).unwrap();
     assert_eq!(measured.len(), 240);
-    let result = crate::fit_measurements(measured, "highs").unwrap();
+    let result = crate::fit_measurements(measured, HIGHS).unwrap();
     let learned = shipped.learned.as_ref().unwrap();
     let refit_record = learned.kernel_refit.as_ref().unwrap();
     let close = |a: f64, b: f64| (a - b).abs() < 1e-3;
@@ -1307,8 +1309,7 @@ fn the_h100_timings_fit_to_the_shipped_learned_file() {
     );
     let rows = gpu::kernel_rows(&manifest, &timings, &shipped, &result.params).unwrap();
     assert_eq!(rows.len(), 36);
-    let refit =
-        crate::kernels::refit(&result.measurements, &rows, &result.params, "highs").unwrap();
+    let refit = crate::kernels::refit(&result.measurements, &rows, &result.params, HIGHS).unwrap();
     assert!(close(refit.within_20_before, refit_record.within_20_before));
     assert!(close(refit.within_20_after, refit_record.within_20_after));
     let (fast, slow) = crate::synthetic_r2(&result.measurements, &refit.params);

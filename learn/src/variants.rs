@@ -13,6 +13,7 @@ use absinthe_model::program::check_group_indices;
 use absinthe_model::program::Program;
 use absinthe_model::rng::Rng;
 use absinthe_model::search::{admissible_tilings, k_best};
+use absinthe_solvers::method::{Backend, Method};
 use absinthe_solvers::optimize::{optimize_with, OptimizeError};
 use absinthe_solvers::SolveOptions;
 
@@ -123,23 +124,23 @@ pub struct Planned {
 
 /// How variants are solved: the search restrictions, the solver (`dp` or a MILP backend) and its
 /// settings, and the seed of `random:N`.
-pub struct PlanSettings<'a> {
+pub struct PlanSettings {
     pub options: MilpOptions,
     /// What `opt` (and `top:K`, `autotune`, which start from its program) inline.
     pub inline: InlinePolicy,
-    pub solver: &'a str,
+    pub solver: Method,
     pub solve_options: SolveOptions,
     pub seed: u64,
 }
 
-impl<'a> PlanSettings<'a> {
+impl PlanSettings {
     /// What `learn`'s calibrations and kernel refit plan with: the full search space, the
     /// inline search, `solver` at its defaults, seed 1.
-    pub fn learn(solver: &'a str) -> PlanSettings<'a> {
+    pub fn learn(solver: Backend) -> PlanSettings {
         PlanSettings {
             options: Default::default(),
             inline: InlinePolicy::Search,
-            solver,
+            solver: Method::Milp(solver),
             solve_options: SolveOptions::default(),
             seed: 1,
         }

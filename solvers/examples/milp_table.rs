@@ -18,7 +18,8 @@ use absinthe_model::analysis::Analysis;
 use absinthe_model::machine::Machine;
 use absinthe_model::milp::{Encoded, Encoding, MilpOptions};
 use absinthe_model::program::Program;
-use absinthe_solvers::optimize::{optimize_with, DP};
+use absinthe_solvers::method::Method;
+use absinthe_solvers::optimize::optimize_with;
 use absinthe_solvers::SolveOptions;
 
 const PROGRAMS: &[&str] = &[
@@ -85,7 +86,7 @@ fn main() {
                 .expect("machine view");
             for run in &runs {
                 let parts: Vec<&str> = run.split('/').collect();
-                let solver = parts[0];
+                let solver: Method = parts[0].parse().expect("solver");
                 let encoding =
                     Encoding::parse(parts.get(1).copied().unwrap_or("ranges")).expect("encoding");
                 let cold = parts.get(2) == Some(&"cold");
@@ -94,7 +95,7 @@ fn main() {
                     warm_start: !cold,
                     ..MilpOptions::default()
                 };
-                let size = if solver == DP {
+                let size = if solver == Method::Dp {
                     None
                 } else {
                     Some(Encoded::build(&analysis, &view, &options).milp().size())
@@ -118,7 +119,7 @@ fn main() {
                         "-".into(),
                     ),
                 };
-                let encoding_label = match (solver == DP, cold) {
+                let encoding_label = match (solver == Method::Dp, cold) {
                     (true, _) => "-".to_string(),
                     (false, true) => format!("{} (cold)", encoding.name()),
                     (false, false) if encoding == Encoding::Digits => {

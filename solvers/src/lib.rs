@@ -44,6 +44,7 @@ mod cbc;
 pub mod certify;
 #[cfg(feature = "highs")]
 mod highs;
+pub mod method;
 pub mod optimize;
 pub mod write;
 #[cfg(feature = "z3")]

@@ -11,6 +11,7 @@ use absinthe_model::machine::ModelMachine;
 use absinthe_model::milp::{AbsintheMilp, Encoded, Encoding, MilpOptions, OBJECTIVE_SCALE};
 use absinthe_model::search::{explain_infeasible, range_table, shortest_grouping};
 
+use crate::method::Method;
 use crate::{MilpSolution, SolveOptions, Solver, SolverError, Status};
 
 /// Relative tolerance between the solver's objective and `evaluate`.
@@ -175,30 +176,21 @@ pub fn optimize(
     })
 }
 
-/// The name of the exact dynamic-programming search among the solver names.
-pub const DP: &str = "dp";
-
-/// The solver names `optimize_with` accepts: the DP and the MILP backends compiled in.
-pub fn method_names() -> Vec<&'static str> {
-    let mut names = vec![DP];
-    names.extend(crate::available());
-    names
-}
-
-/// [`optimize`] with a solver given by name: `dp` for the exact dynamic program
-/// ([`optimize_dp`]), otherwise a MILP backend (see [`crate::by_name`]).
+/// [`optimize`] by a [`Method`]: the exact dynamic program ([`optimize_dp`]) or a MILP backend.
 pub fn optimize_with(
     analysis: &Analysis,
     machine: &ModelMachine,
     options: &MilpOptions,
-    solver: &str,
+    method: Method,
     solve_options: &SolveOptions,
 ) -> Result<Optimum, OptimizeError> {
-    if solver.trim().eq_ignore_ascii_case(DP) {
-        return optimize_dp(analysis, machine, options, solve_options);
+    match method {
+        Method::Dp => optimize_dp(analysis, machine, options, solve_options),
+        Method::Milp(backend) => {
+            let solver = backend.solver()?;
+            optimize(analysis, machine, options, solver.as_ref(), solve_options)
+        }
     }
-    let backend = crate::by_name(solver)?;
-    optimize(analysis, machine, options, backend.as_ref(), solve_options)
 }
 
 /// The exact optimum by dynamic programming over group boundaries (`search::range_table` and
@@ -248,7 +240,7 @@ pub fn optimize_dp(
             best_bound: objective,
             gap: 0.0,
             seconds,
-            solver: DP,
+            solver: Method::Dp.name(),
         },
         build_seconds: 0.0,
     })

@@ -484,6 +484,28 @@ fn models_without_variables() {
     }
 }
 
+/// `--solver` values parse to methods, case-insensitively; an unknown one lists every method
+/// of this build, the DP first.
+#[test]
+fn methods_parse_from_their_names() {
+    use crate::method::{Backend, Method};
+    assert_eq!("dp".parse::<Method>().unwrap(), Method::Dp);
+    assert_eq!(" DP ".parse::<Method>().unwrap(), Method::Dp);
+    for m in Method::available() {
+        assert_eq!(m.name().parse::<Method>().unwrap(), m);
+        assert_eq!(m.to_string().to_uppercase().parse::<Method>().unwrap(), m);
+    }
+    assert_eq!(Method::available()[0], Method::Dp);
+    let error = "gurobi".parse::<Method>().unwrap_err().to_string();
+    assert!(
+        error.contains("unknown solver `gurobi`; available: dp"),
+        "{error}"
+    );
+    assert!("dp".parse::<Backend>().is_err(), "the DP is no LP backend");
+    #[cfg(feature = "highs")]
+    assert_eq!("highs".parse::<Backend>().unwrap(), Backend::Highs);
+}
+
 #[test]
 fn backends_by_name() {
     for name in available() {
