@@ -85,6 +85,218 @@ pub struct Analysis {
     pub operation_weights: OperationWeights,
 }
 
+/// `B_i^d(a)`: per array read, the least and greatest offset along each dimension.
+fn bounds_of(reads: &BTreeSet<(ArrayId, [i32; 3])>) -> BTreeMap<ArrayId, Bounds> {
+    let mut bounds: BTreeMap<ArrayId, Bounds> = BTreeMap::new();
+    for &(a, off) in reads {
+        let b = bounds
+            .entry(a)
+            .or_insert([(off[0], off[0]), (off[1], off[1]), (off[2], off[2])]);
+        for d in 0..3 {
+            b[d].0 = b[d].0.min(off[d]);
+            b[d].1 = b[d].1.max(off[d]);
+        }
+    }
+    bounds
+}
+
+/// What the analysis knows of each stencil before linking: its reads (arrays not written by a
+/// stencil become inputs, in order of first read), bounds, fetch weight and operations. Reads of
+/// later stencils, of itself, and of undeclared names are errors.
+fn stencil_infos(
+    program: &Program,
+    arrays: &mut Vec<Array>,
+    ids: &mut HashMap<String, ArrayId>,
+    inputs: &mut Vec<ArrayId>,
+    errors: &mut Vec<Diagnostic>,
+) -> Vec<StencilInfo> {
+    let mut stencils = Vec::new();
+    for (n, s) in program.stencils.iter().enumerate() {
+        let mut reads: BTreeSet<(ArrayId, [i32; 3])> = BTreeSet::new();
+        let mut reported: BTreeSet<String> = BTreeSet::new();
+        let mut visit = |expr: &crate::expr::Expr, src: &str, spans, path: String| {
+            expr.visit_accesses(&mut |name, offset| {
+                let id = match ids.get(name) {
+                    Some(&id) => id,
+                    None if undeclared(program, name) => {
+                        if reported.insert(name.to_string()) {
+                            errors.push(undeclared_error(
+                                program,
+                                name,
+                                path.clone(),
+                                src,
+                                spans,
+                            ));
+                        }
+                        return;
+                    }
+                    None => {
+                        let id = arrays.len();
+                        arrays.push(Array {
+                            name: name.to_string(),
+                            kind: ArrayKind::Input,
+                        });
+                        ids.insert(name.to_string(), id);
+                        inputs.push(id);
+                        id
+                    }
+                };
+                if let ArrayKind::Stencil(m) = arrays[id].kind {
+                    if m >= n && reported.insert(name.to_string()) {
+                        let message = if m == n {
+                            format!(
+                                "stencil `{}` reads its own array `{name}`: a stencil may not read what it writes (a cycle)",
+                                s.name
+                            )
+                        } else {
+                            format!(
+                                "stencil `{}` reads `{name}`, which is defined later (stencils[{m}]); a stencil may read only inputs and earlier stencils",
+                                s.name
+                            )
+                        };
+                        let mut d = Diagnostic::new(path.clone(), message);
+                        if let Some((col, len)) = access_snippet(src, spans, name) {
+                            d = d.with_snippet(src, col, len);
+                        }
+                        errors.push(d);
+                    }
+                }
+                reads.insert((id, offset));
+            });
+        };
+        for (l, (src, spans)) in s.lets.iter().zip(&s.sources.lets) {
+            visit(&l.expr, src, spans, format!("stencils[{n}].let.{}", l.name));
+        }
+        visit(
+            &s.expr,
+            &s.sources.expr,
+            &s.sources.expr_accesses,
+            format!("stencils[{n}].expr"),
+        );
+        let bounds = bounds_of(&reads);
+        stencils.push(StencilInfo {
+            name: s.name.clone(),
+            array: n,
+            fetch_weight: 1 + reads.len() as u64,
+            operations: 0,
+            operation_counts: s
+                .lets
+                .iter()
+                .map(|l| l.expr.operation_counts())
+                .sum::<OperationCounts>()
+                + s.expr.operation_counts(),
+            accesses: reads.into_iter().collect(),
+            bounds,
+            readers: Vec::new(),
+            is_output: program.outputs.contains(&s.name),
+            extent: [[0; 2]; 3],
+        });
+    }
+    stencils
+}
+
+/// The data-flow graph (one node per array, an edge from each array to each stencil reading
+/// it) and every stencil's readers; a stencil neither output nor read is an error (dead code).
+fn link_readers(
+    stencils: &mut [StencilInfo],
+    arrays: &[Array],
+    errors: &mut Vec<Diagnostic>,
+) -> DiGraph<ArrayId, ()> {
+    let mut graph = DiGraph::new();
+    for id in 0..arrays.len() {
+        graph.add_node(id);
+    }
+    for n in 0..stencils.len() {
+        let reads: Vec<ArrayId> = stencils[n].reads().collect();
+        for a in reads {
+            graph.add_edge(NodeIndex::new(a), NodeIndex::new(n), ());
+            if let ArrayKind::Stencil(m) = arrays[a].kind {
+                stencils[m].readers.push(n);
+            }
+        }
+    }
+    debug_assert!(!petgraph::algo::is_cyclic_directed(&graph));
+
+    for (n, s) in stencils.iter().enumerate() {
+        if !s.is_output && s.readers.is_empty() {
+            errors.push(Diagnostic::new(
+                format!("stencils[{n}].name"),
+                format!(
+                    "stencil `{}` is neither an output nor read by another stencil (dead code): list it in `outputs` or remove it",
+                    s.name
+                ),
+            ));
+        }
+    }
+    graph
+}
+
+/// The extents the reference evaluates each stencil on, from the last stencil backwards: each
+/// reader widens what it reads by its access offsets.
+fn widen_extents(stencils: &mut [StencilInfo], arrays: &[Array]) {
+    for n in (0..stencils.len()).rev() {
+        let ext = stencils[n].extent;
+        let reads: Vec<(ArrayId, Bounds)> =
+            stencils[n].bounds.iter().map(|(&a, &b)| (a, b)).collect();
+        for (a, b) in reads {
+            if let ArrayKind::Stencil(m) = arrays[a].kind {
+                for d in 0..3 {
+                    let e = &mut stencils[m].extent[d];
+                    e[0] = e[0].max(ext[d][0] + (-b[d].0).max(0) as usize);
+                    e[1] = e[1].max(ext[d][1] + b[d].1.max(0) as usize);
+                }
+            }
+        }
+    }
+}
+
+/// Everything read must lie in domain + halo: an error per read that leaves it, at the access.
+fn check_halo(
+    program: &Program,
+    stencils: &[StencilInfo],
+    arrays: &[Array],
+    errors: &mut Vec<Diagnostic>,
+) {
+    for (n, s) in stencils.iter().enumerate() {
+        for (&a, b) in &s.bounds {
+            for d in 0..3 {
+                for side in 0..2 {
+                    let reach = if side == 0 { -b[d].0 } else { b[d].1 }.max(0) as usize;
+                    let need = s.extent[d][side] + reach;
+                    if need > program.halo[d] {
+                        let sign = if side == 0 { "-" } else { "+" };
+                        let name = &arrays[a].name;
+                        let message = format!(
+                            "stencil `{}` reads `{name}` {need} cell(s) beyond the domain on the {}{sign} side (it is evaluated {} cell(s) beyond the domain there and reads up to offset {sign}{reach}); the halo along {} is {}, it must be at least {need}",
+                            s.name, DIMS[d], s.extent[d][side], DIMS[d], program.halo[d]
+                        );
+                        let src = &program.stencils[n].sources;
+                        let mut d = Diagnostic::new(format!("stencils[{n}].expr"), message);
+                        if let Some((col, len)) =
+                            access_snippet(&src.expr, &src.expr_accesses, name)
+                        {
+                            d = d.with_snippet(&src.expr, col, len);
+                        } else if let Some((k, (text, spans))) = src
+                            .lets
+                            .iter()
+                            .enumerate()
+                            .find(|(_, (t, sp))| access_snippet(t, sp, name).is_some())
+                        {
+                            let (col, len) = access_snippet(text, spans, name).unwrap_or((1, 1));
+                            d = Diagnostic::new(
+                                format!("stencils[{n}].let.{}", program.stencils[n].lets[k].name),
+                                d.message,
+                            )
+                            .with_snippet(text, col, len);
+                        }
+                        errors.push(d);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Whether `name`, which no stencil writes, is missing from the program's declared `inputs:`.
 fn undeclared(program: &Program, name: &str) -> bool {
     program
@@ -156,99 +368,7 @@ impl Analysis {
             });
         }
         let mut inputs = Vec::new();
-        let mut stencils = Vec::new();
-        for (n, s) in program.stencils.iter().enumerate() {
-            let mut reads: BTreeSet<(ArrayId, [i32; 3])> = BTreeSet::new();
-            let mut reported: BTreeSet<String> = BTreeSet::new();
-            let mut visit = |expr: &crate::expr::Expr, src: &str, spans, path: String| {
-                expr.visit_accesses(&mut |name, offset| {
-                    let id = match ids.get(name) {
-                        Some(&id) => id,
-                        None if undeclared(program, name) => {
-                            if reported.insert(name.to_string()) {
-                                errors.push(undeclared_error(
-                                    program,
-                                    name,
-                                    path.clone(),
-                                    src,
-                                    spans,
-                                ));
-                            }
-                            return;
-                        }
-                        None => {
-                            let id = arrays.len();
-                            arrays.push(Array {
-                                name: name.to_string(),
-                                kind: ArrayKind::Input,
-                            });
-                            ids.insert(name.to_string(), id);
-                            inputs.push(id);
-                            id
-                        }
-                    };
-                    if let ArrayKind::Stencil(m) = arrays[id].kind {
-                        if m >= n && reported.insert(name.to_string()) {
-                            let message = if m == n {
-                                format!(
-                                    "stencil `{}` reads its own array `{name}`: a stencil may not read what it writes (a cycle)",
-                                    s.name
-                                )
-                            } else {
-                                format!(
-                                    "stencil `{}` reads `{name}`, which is defined later (stencils[{m}]); a stencil may read only inputs and earlier stencils",
-                                    s.name
-                                )
-                            };
-                            let mut d = Diagnostic::new(path.clone(), message);
-                            if let Some((col, len)) = access_snippet(src, spans, name) {
-                                d = d.with_snippet(src, col, len);
-                            }
-                            errors.push(d);
-                        }
-                    }
-                    reads.insert((id, offset));
-                });
-            };
-            for (l, (src, spans)) in s.lets.iter().zip(&s.sources.lets) {
-                visit(&l.expr, src, spans, format!("stencils[{n}].let.{}", l.name));
-            }
-            visit(
-                &s.expr,
-                &s.sources.expr,
-                &s.sources.expr_accesses,
-                format!("stencils[{n}].expr"),
-            );
-            let mut bounds: BTreeMap<ArrayId, Bounds> = BTreeMap::new();
-            for &(a, off) in &reads {
-                let b = bounds.entry(a).or_insert([
-                    (off[0], off[0]),
-                    (off[1], off[1]),
-                    (off[2], off[2]),
-                ]);
-                for d in 0..3 {
-                    b[d].0 = b[d].0.min(off[d]);
-                    b[d].1 = b[d].1.max(off[d]);
-                }
-            }
-            stencils.push(StencilInfo {
-                name: s.name.clone(),
-                array: n,
-                fetch_weight: 1 + reads.len() as u64,
-                operations: 0,
-                operation_counts: s
-                    .lets
-                    .iter()
-                    .map(|l| l.expr.operation_counts())
-                    .sum::<OperationCounts>()
-                    + s.expr.operation_counts(),
-                accesses: reads.into_iter().collect(),
-                bounds,
-                readers: Vec::new(),
-                is_output: program.outputs.contains(&s.name),
-                extent: [[0; 2]; 3],
-            });
-        }
+        let mut stencils = stencil_infos(program, &mut arrays, &mut ids, &mut inputs, &mut errors);
         let mut outputs = Vec::new();
         for (n, o) in program.outputs.iter().enumerate() {
             match ids.get(o).map(|&id| arrays[id].kind) {
@@ -268,93 +388,10 @@ impl Analysis {
             return Err(errors);
         }
 
-        // Readers and the graph.
-        let mut graph = DiGraph::new();
-        for id in 0..arrays.len() {
-            graph.add_node(id);
-        }
-        for n in 0..stencils.len() {
-            let reads: Vec<ArrayId> = stencils[n].reads().collect();
-            for a in reads {
-                graph.add_edge(NodeIndex::new(a), NodeIndex::new(n), ());
-                if let ArrayKind::Stencil(m) = arrays[a].kind {
-                    stencils[m].readers.push(n);
-                }
-            }
-        }
-        debug_assert!(!petgraph::algo::is_cyclic_directed(&graph));
+        let graph = link_readers(&mut stencils, &arrays, &mut errors);
 
-        for (n, s) in stencils.iter().enumerate() {
-            if !s.is_output && s.readers.is_empty() {
-                errors.push(Diagnostic::new(
-                    format!("stencils[{n}].name"),
-                    format!(
-                        "stencil `{}` is neither an output nor read by another stencil (dead code): list it in `outputs` or remove it",
-                        s.name
-                    ),
-                ));
-            }
-        }
-
-        // Extents, from the last stencil backwards: each reader widens what it reads.
-        for n in (0..stencils.len()).rev() {
-            let ext = stencils[n].extent;
-            let reads: Vec<(ArrayId, Bounds)> =
-                stencils[n].bounds.iter().map(|(&a, &b)| (a, b)).collect();
-            for (a, b) in reads {
-                if let ArrayKind::Stencil(m) = arrays[a].kind {
-                    for d in 0..3 {
-                        let e = &mut stencils[m].extent[d];
-                        e[0] = e[0].max(ext[d][0] + (-b[d].0).max(0) as usize);
-                        e[1] = e[1].max(ext[d][1] + b[d].1.max(0) as usize);
-                    }
-                }
-            }
-        }
-
-        // Halo: everything read must lie in domain + halo.
-        for (n, s) in stencils.iter().enumerate() {
-            for (&a, b) in &s.bounds {
-                for d in 0..3 {
-                    for side in 0..2 {
-                        let reach = if side == 0 { -b[d].0 } else { b[d].1 }.max(0) as usize;
-                        let need = s.extent[d][side] + reach;
-                        if need > program.halo[d] {
-                            let sign = if side == 0 { "-" } else { "+" };
-                            let name = &arrays[a].name;
-                            let message = format!(
-                                "stencil `{}` reads `{name}` {need} cell(s) beyond the domain on the {}{sign} side (it is evaluated {} cell(s) beyond the domain there and reads up to offset {sign}{reach}); the halo along {} is {}, it must be at least {need}",
-                                s.name, DIMS[d], s.extent[d][side], DIMS[d], program.halo[d]
-                            );
-                            let src = &program.stencils[n].sources;
-                            let mut d = Diagnostic::new(format!("stencils[{n}].expr"), message);
-                            if let Some((col, len)) =
-                                access_snippet(&src.expr, &src.expr_accesses, name)
-                            {
-                                d = d.with_snippet(&src.expr, col, len);
-                            } else if let Some((k, (text, spans))) = src
-                                .lets
-                                .iter()
-                                .enumerate()
-                                .find(|(_, (t, sp))| access_snippet(t, sp, name).is_some())
-                            {
-                                let (col, len) =
-                                    access_snippet(text, spans, name).unwrap_or((1, 1));
-                                d = Diagnostic::new(
-                                    format!(
-                                        "stencils[{n}].let.{}",
-                                        program.stencils[n].lets[k].name
-                                    ),
-                                    d.message,
-                                )
-                                .with_snippet(text, col, len);
-                            }
-                            errors.push(d);
-                        }
-                    }
-                }
-            }
-        }
+        widen_extents(&mut stencils, &arrays);
+        check_halo(program, &stencils, &arrays, &mut errors);
         if !errors.is_empty() {
             return Err(errors);
         }
