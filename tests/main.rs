@@ -1,6 +1,7 @@
 //! End-to-end and cross-crate tests, in one test binary: the CLI on real files, the MILP against
 //! brute force, the linearization primitives against brute force.
 
+mod architecture;
 mod cli;
 mod codegen;
 mod common;
