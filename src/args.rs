@@ -18,6 +18,16 @@ use clap::Args;
 /// The machine file used when `--machine` is not given.
 pub const DEFAULT_MACHINE: &str = "machines/default.yaml";
 
+/// Code generation targets (`codegen --target`, `learn --target`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Target {
+    /// Tiled OpenMP C++.
+    Openmp,
+    /// CUDA: one kernel per group, one thread block per tile (`<program>.cu`), plus the host
+    /// emulation of the same kernels (`<program>_emu.cpp`, builds with g++).
+    Cuda,
+}
+
 /// Which machine file to use.
 #[derive(Args, Clone)]
 pub struct MachineArg {

@@ -12,23 +12,14 @@ use absinthe_model::machine::Machine;
 use absinthe_model::solution::Solution;
 use absinthe_model::{Analysis, FileError};
 use anyhow::Context;
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 use crate::args::load;
 use crate::args::renderer;
+use crate::args::Target;
 use crate::args::{MachineArg, SearchArgs};
 use crate::output::write_atomic;
 use crate::solving::solve_program;
-
-/// Code generation targets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Target {
-    /// Tiled OpenMP C++.
-    Openmp,
-    /// CUDA: one kernel per group, one thread block per tile (`<program>.cu`), plus the host
-    /// emulation of the same kernels (`<program>_emu.cpp`, builds with g++).
-    Cuda,
-}
 
 /// Emit tiled OpenMP C++ or CUDA for a program: the kernels and, with `--harness`, a main
 /// program that verifies them against the naive reference bit for bit and times them.

@@ -7,7 +7,6 @@ mod check;
 mod codegen_cmd;
 mod compare;
 mod learn_cmd;
-mod learn_gpu;
 mod output;
 mod progress;
 mod solve;

@@ -6,14 +6,13 @@ use std::process::ExitCode;
 use absinthe_model::analysis::Analysis;
 use absinthe_model::machine::ModelMachine;
 use absinthe_model::milp::{milp, Encoded, Encoding, MilpOptions};
-use absinthe_model::solution::Solution;
 use anyhow::bail;
 use clap::{Args, ValueEnum};
 
 use absinthe_model::inline_search::InlineSearch;
 
 use crate::args::{load_on, MachineArg, SearchArgs};
-use crate::output::{human_seconds, table, write_atomic, Format};
+use crate::output::{human_seconds, solution_text, table, write_atomic, Format};
 use crate::solving::{inline_choice, solve_program, Solved};
 
 /// Choose which stencils to fuse and how to tile them, by solving one MILP.
@@ -238,15 +237,6 @@ pub fn print_table(solved: &Solved) {
     );
     let overhead: f64 = cost.groups.iter().map(|g| g.overhead).sum();
     println!("\ntile-loop overhead: {}", human_seconds(overhead));
-}
-
-/// Serialises a solution as YAML or JSON.
-pub fn solution_text(solution: &Solution, json: bool) -> anyhow::Result<String> {
-    Ok(if json {
-        serde_json::to_string_pretty(solution)? + "\n"
-    } else {
-        absinthe_model::yaml::to_string(solution).map_err(anyhow::Error::msg)?
-    })
 }
 
 pub fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {

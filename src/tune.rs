@@ -19,8 +19,9 @@ use clap::Args;
 use serde::Serialize;
 
 use crate::args::{FlushArgs, MachineArg, SearchArgs};
-use crate::output::{groups_cell, human_seconds, table, tiles_cell, write_atomic, Format};
-use crate::solve::solution_text;
+use crate::output::{
+    groups_cell, human_seconds, solution_text, table, tiles_cell, write_atomic, Format,
+};
 use crate::timing::{accuracy_points, Bench, BenchTarget, PlanRequest, Row, TimingOptions};
 
 /// Model-guided auto-tuning: build, verify and time the model's K best configurations, refine

@@ -2,6 +2,8 @@
 //! their provenance) into the machine file. Nothing is written before the end, and then
 //! atomically, so an interrupted run (Ctrl-C) leaves the file untouched.
 
+mod gpu;
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,7 +21,7 @@ use anyhow::Context;
 use clap::Args;
 
 use crate::args::FlushArgs;
-use crate::codegen_cmd::Target;
+use crate::args::Target;
 use crate::output::{human_seconds, table, write_atomic};
 
 /// Measure this machine and write the model's parameters into its machine file.
@@ -209,7 +211,7 @@ impl Bar {
 pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     if args.target == Target::Cuda {
-        return crate::learn_gpu::run(&args);
+        return gpu::run(&args);
     }
     if args.emit.is_some() || args.timings.is_some() {
         anyhow::bail!("--emit and --timings go with --target cuda");

@@ -13,7 +13,7 @@ use absinthe_learn::{fit_measurements, kernels, synthetic_r2};
 use absinthe_model::machine::{FitQuality, Learned, Machine};
 use anyhow::{bail, Context};
 
-use crate::learn_cmd::LearnArgs;
+use super::LearnArgs;
 use crate::output::write_atomic;
 
 /// The manifest and output file names inside the bundle directory.
@@ -256,7 +256,7 @@ fn fit_dir(
         kernel_refit: refit.as_ref().map(|r| r.record(&kernel_rows, synthetic)),
     };
     let new_text = machine_file::rewrite(text, &result.params, &learned, &[])?;
-    let out = crate::learn_cmd::write_learned(args, &new_text, &result)?;
+    let out = super::write_learned(args, &new_text, &result)?;
     println!(
         "{device}: R² (one median per configuration): fast {:.3}, slow {:.3}; {} configurations",
         result.r2_fast,
@@ -268,7 +268,7 @@ fn fit_dir(
             fast: result.r2_fast,
             slow: result.r2_slow,
         };
-        crate::learn_cmd::print_refit(r, &kernel_rows, synthetic, refitted);
+        super::print_refit(r, &kernel_rows, synthetic, refitted);
     }
     println!("wrote {}", out.display());
     Ok(ExitCode::SUCCESS)
