@@ -103,26 +103,24 @@ pub fn parse_backend(text: &str) -> Result<absinthe_solvers::method::Backend, St
         .map_err(|e: absinthe_solvers::SolverError| e.to_string())
 }
 
-/// A `--runs` value: 1 to [`limits::MAX_RUNS`].
-pub fn parse_runs(text: &str) -> Result<usize, String> {
+/// A count from 1 to `max`, or a message naming what was expected.
+fn parse_count(text: &str, what: &str, max: usize) -> Result<usize, String> {
     match text.parse::<usize>() {
-        Ok(n) if (1..=limits::MAX_RUNS).contains(&n) => Ok(n),
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
         _ => Err(format!(
-            "expected a number of timed runs from 1 to {}, found `{text}`",
-            limits::MAX_RUNS
+            "expected a number of {what} from 1 to {max}, found `{text}`"
         )),
     }
 }
 
+/// A `--runs` value: 1 to [`limits::MAX_RUNS`].
+pub fn parse_runs(text: &str) -> Result<usize, String> {
+    parse_count(text, "timed runs", limits::MAX_RUNS)
+}
+
 /// A `--threads` value for the solvers: 1 to [`limits::MAX_SOLVER_THREADS`].
 pub fn parse_threads(text: &str) -> Result<usize, String> {
-    match text.parse::<usize>() {
-        Ok(n) if (1..=limits::MAX_SOLVER_THREADS).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "expected a number of threads from 1 to {}, found `{text}`",
-            limits::MAX_SOLVER_THREADS
-        )),
-    }
+    parse_count(text, "threads", limits::MAX_SOLVER_THREADS)
 }
 
 /// A `--group-arrays` value: a limit, or none.
