@@ -155,15 +155,33 @@ fn parse_refine(s: &str) -> Result<Refine, String> {
     }
 }
 
+/// How a candidate was chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Stage {
+    /// The model's best, or another inline set's optimum.
+    Model,
+    /// A measured sweep of a candidate's tile counts.
+    Refine,
+}
+
+impl Stage {
+    fn name(self) -> &'static str {
+        match self {
+            Stage::Model => "model",
+            Stage::Refine => "refine",
+        }
+    }
+}
+
 /// One timed candidate.
 #[derive(Serialize)]
 struct Candidate {
     /// The model's rank among the candidates: the feasible ones by predicted time (1 = its
     /// optimum), then those the model rules out (cache, parallel efficiency) by predicted time.
     rank: usize,
-    /// How it was chosen: `model` (the model's best, or another inline set's optimum) or
-    /// `refine` (a measured sweep).
-    stage: &'static str,
+    /// How it was chosen: `model` or `refine`.
+    stage: Stage,
     /// For `refine`: the rank of the candidate whose sweep tried it (and was timed with it).
     #[serde(skip_serializing_if = "Option::is_none")]
     swept_from: Option<usize>,
@@ -214,7 +232,7 @@ struct Report {
 struct Timed {
     planned: Planned,
     row: Row,
-    stage: &'static str,
+    stage: Stage,
     /// Whether the model finds it feasible (the model's best are; a sweep may time others).
     feasible: bool,
     /// The configuration written: the fastest of the model's best, or where the sweeps ended.
@@ -267,7 +285,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         .map(|(order, (planned, row))| Timed {
             planned,
             row,
-            stage: "model",
+            stage: Stage::Model,
             feasible: true,
             winner: false,
             order,
@@ -322,7 +340,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
     // configuration the model ties with it may rank before it.
     let optimum = timed.iter().position(|t| t.order == 0).unwrap_or(0);
     let optimum_seconds = timed[optimum].seconds();
-    let refined = timed.iter().filter(|t| t.stage == "refine").count();
+    let refined = timed.iter().filter(|t| t.stage == Stage::Refine).count();
     let mut rank_of = vec![0; timed.len()];
     for (k, t) in timed.iter().enumerate() {
         rank_of[t.order] = k + 1;
@@ -555,7 +573,7 @@ fn refine(
                 timed.push(Timed {
                     planned,
                     row,
-                    stage: "refine",
+                    stage: Stage::Refine,
                     feasible: step.swept[k].feasible,
                     winner: false,
                     order: start + k,
@@ -589,7 +607,7 @@ fn print_table(bench: &Bench, report: &Report) {
                     groups_cell(&c.stream)
                 },
                 c.inline.len().to_string(),
-                c.stage.into(),
+                c.stage.name().into(),
                 if c.feasible {
                     human_seconds(c.predicted_seconds)
                 } else {
