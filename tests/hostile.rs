@@ -102,7 +102,8 @@ fn huge_domains_are_bounded_or_refused() {
     );
     let o = absinthe(&["check", p.to_str().unwrap()]);
     assert_clean_error(&o, &["cells.yaml: domain:", "more than the 2^40"]);
-    // Accepted, and solved over a thinned set of tilings, saying so, with progress lines.
+    // Accepted, and solved over a thinned set of tilings, saying so (progress lines on, not
+    // asserted: the solve may end within their first 2 s).
     let p = temp_file(
         dir.path(),
         "big.yaml",

@@ -41,7 +41,10 @@ impl FromStr for Backend {
         let wanted = text.trim().to_ascii_lowercase();
         match Backend::ALL.into_iter().find(|b| b.name() == wanted) {
             Some(b) => b.solver().map(|_| b),
-            None => by_name(text).map(|_| Backend::Highs),
+            None => Err(SolverError::Unknown {
+                name: text.to_string(),
+                available: available().join(", "),
+            }),
         }
     }
 }

@@ -137,6 +137,41 @@ impl Params {
             ("params.crowded.stream_body", self.crowded.stream_body),
         ]
     }
+
+    /// Range checks of the cost parameters: finite, non-negative, operation weights bounded.
+    fn validate(&self, errors: &mut Vec<Diagnostic>) {
+        if self.crowded.stream_body > 0.0 && self.crowded.row_streams == 0 {
+            errors.push(Diagnostic::new(
+                "params.crowded.row_streams",
+                "row_streams must be at least 1 when crowded.stream_body is charged",
+            ));
+        }
+        for (key, v) in self.named() {
+            if !v.is_finite() || v < 0.0 {
+                errors.push(Diagnostic::new(
+                    key,
+                    format!(
+                        "parameters must be finite and non-negative, found {v} (the model's max and >= encodings are exact only for non-negative costs)"
+                    ),
+                ));
+            }
+        }
+        let w = self.operations;
+        for (key, v) in [
+            ("params.operations.divide", w.divide),
+            ("params.operations.sqrt", w.sqrt),
+            ("params.operations.call", w.call),
+        ] {
+            if !(1..=MAX_OPERATION_WEIGHT).contains(&v) {
+                errors.push(Diagnostic::new(
+                    key,
+                    format!(
+                        "an operation weight counts adds and must be in 1..={MAX_OPERATION_WEIGHT}, found {v}"
+                    ),
+                ));
+            }
+        }
+    }
 }
 
 /// The largest weight `params.operations` may give an operation, in adds: a library call
@@ -302,36 +337,33 @@ impl Gpu {
     pub fn model_threads(&self) -> usize {
         self.blocks_per_sm.saturating_mul(self.sm_count)
     }
-}
 
-impl Gpu {
     /// Range checks of the device limits: each in 1 and its bound in [`limits`].
     fn validate(&self, errors: &mut Vec<Diagnostic>) {
-        let g = self;
         for (key, v, max) in [
             (
                 "gpu.sm_count",
-                g.sm_count as u64,
+                self.sm_count as u64,
                 limits::MAX_GPU_SMS as u64,
             ),
             (
                 "gpu.shared_bytes_per_block",
-                g.shared_bytes_per_block,
+                self.shared_bytes_per_block,
                 limits::MAX_GPU_SHARED_BYTES,
             ),
             (
                 "gpu.registers_per_thread",
-                g.registers_per_thread as u64,
+                self.registers_per_thread as u64,
                 limits::MAX_GPU_REGISTERS as u64,
             ),
             (
                 "gpu.max_threads_per_block",
-                g.max_threads_per_block as u64,
+                self.max_threads_per_block as u64,
                 limits::MAX_GPU_THREADS_PER_BLOCK as u64,
             ),
             (
                 "gpu.blocks_per_sm",
-                g.blocks_per_sm as u64,
+                self.blocks_per_sm as u64,
                 limits::MAX_GPU_BLOCKS_PER_SM as u64,
             ),
         ] {
@@ -339,44 +371,6 @@ impl Gpu {
                 errors.push(Diagnostic::new(
                     key,
                     format!("{key} must be between 1 and {max}, found {v}"),
-                ));
-            }
-        }
-    }
-}
-
-impl Params {
-    /// Range checks of the cost parameters: finite, non-negative, operation weights bounded.
-    fn validate(&self, errors: &mut Vec<Diagnostic>) {
-        let p = self;
-        if p.crowded.stream_body > 0.0 && p.crowded.row_streams == 0 {
-            errors.push(Diagnostic::new(
-                "params.crowded.row_streams",
-                "row_streams must be at least 1 when crowded.stream_body is charged",
-            ));
-        }
-        for (key, v) in p.named() {
-            if !v.is_finite() || v < 0.0 {
-                errors.push(Diagnostic::new(
-                    key,
-                    format!(
-                        "parameters must be finite and non-negative, found {v} (the model's max and >= encodings are exact only for non-negative costs)"
-                    ),
-                ));
-            }
-        }
-        let w = p.operations;
-        for (key, v) in [
-            ("params.operations.divide", w.divide),
-            ("params.operations.sqrt", w.sqrt),
-            ("params.operations.call", w.call),
-        ] {
-            if !(1..=MAX_OPERATION_WEIGHT).contains(&v) {
-                errors.push(Diagnostic::new(
-                    key,
-                    format!(
-                        "an operation weight counts adds and must be in 1..={MAX_OPERATION_WEIGHT}, found {v}"
-                    ),
                 ));
             }
         }
