@@ -3,6 +3,9 @@
 use std::path::{Path, PathBuf};
 
 use absinthe_codegen::render::{default_flush_bytes, Flush, Renderer};
+use absinthe_measure::bench::BenchOptions;
+use absinthe_measure::variants::{PlanError, PlanSettings, Planned, Variant};
+use absinthe_measure::Bench;
 use absinthe_model::analysis::Analysis;
 use absinthe_model::inline::indices_of;
 use absinthe_model::inline_search::InlinePolicy;
@@ -11,6 +14,7 @@ use absinthe_model::machine::{Machine, ModelMachine};
 use absinthe_model::milp::{Encoding, MilpOptions};
 use absinthe_model::program::{check_group_indices, Program, DIMS};
 use absinthe_model::FileError;
+use absinthe_solvers::method::Method;
 use absinthe_solvers::SolveOptions;
 use anyhow::{bail, Context};
 use clap::Args;
@@ -292,6 +296,23 @@ impl SearchArgs {
         })
     }
 
+    /// How variants are planned: these restrictions on `program`, `solver`, and the seed of
+    /// `random:N`.
+    pub fn plan_settings(
+        &self,
+        program: &Program,
+        solver: Method,
+        seed: u64,
+    ) -> anyhow::Result<PlanSettings> {
+        Ok(PlanSettings {
+            options: self.milp_options(program)?,
+            inline: self.inline_policy(program)?,
+            solver,
+            solve_options: self.solve_options()?,
+            seed,
+        })
+    }
+
     pub fn solve_options(&self) -> anyhow::Result<SolveOptions> {
         if !(self.gap >= 0.0 && self.gap < 1.0) {
             bail!("--gap must be in [0, 1), found {}", self.gap);
@@ -340,4 +361,43 @@ pub fn renderer(templates: Option<&Path>) -> anyhow::Result<Renderer> {
         Some(dir) => Renderer::from_dir(dir)?,
         None => Renderer::embedded(),
     })
+}
+
+/// Sets up the timing of `program` on `machine` (`bench`, `tune`): progress and warnings go to
+/// standard error.
+pub fn bench_of(
+    program: &Path,
+    machine: &MachineArg,
+    templates: Option<&Path>,
+    options: BenchOptions,
+) -> anyhow::Result<Bench> {
+    let (program, analysis, machine_file, view) = load_on(program, machine)?;
+    let renderer = renderer(templates)?;
+    if options.roofline {
+        eprintln!("measuring streaming bandwidth ...");
+    }
+    let bench = Bench::new((program, analysis), (machine_file, view), renderer, options)?
+        .on_progress(|line| eprintln!("{line}"));
+    if let Some(warning) = bench.flush_mismatch() {
+        eprintln!("warning: {}: {warning}", machine.path()?.display());
+    }
+    Ok(bench)
+}
+
+/// Plans `variants` on `bench` with `settings`, the planner's notes to standard error and a
+/// file's errors shown as its own diagnostics (`output::format_error`).
+pub fn plan_on(
+    bench: &Bench,
+    variants: &[Variant],
+    settings: &PlanSettings,
+) -> anyhow::Result<Vec<Planned>> {
+    eprintln!("planning variants of {} ...", bench.program.name);
+    let plan = bench.plan(variants, settings).map_err(|e| match e {
+        PlanError::File(f) => anyhow::Error::new(f),
+        e => e.into(),
+    })?;
+    for note in &plan.notes {
+        eprintln!("{note}");
+    }
+    Ok(plan.planned)
 }

@@ -8,12 +8,15 @@ use std::process::ExitCode;
 use absinthe_model::program::Program;
 use clap::Args;
 
-use crate::args::{FlushArgs, MachineArg, SearchArgs};
+use absinthe_measure::bench::Verification;
+use absinthe_measure::bench::{accuracy_points, BenchOptions, BenchTarget, Build, Row};
+use absinthe_measure::runner::rounds_for;
+use absinthe_measure::variants::{parse_variants, Variant};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+
+use crate::args::{bench_of, plan_on, FlushArgs, MachineArg, SearchArgs};
 use crate::output::human_seconds;
 use crate::output::{groups_cell, table, tiles_cell, Format};
-use crate::timing::{
-    accuracy_points, rounds_for, Bench, BenchTarget, PlanRequest, Row, TimingOptions,
-};
 
 /// Generate, compile, run and verify variants of a program; compare predicted and measured.
 ///
@@ -52,8 +55,8 @@ pub struct BenchArgs {
     #[arg(long, default_value = "highs", value_parser = crate::args::parse_method)]
     pub solver: absinthe_solvers::method::Method,
     /// Variants to run, e.g. naive,unfused,opt,groups:0,0,1,random:3.
-    #[arg(long, default_value = "naive,unfused,opt")]
-    pub variants: String,
+    #[arg(long, default_value = "naive,unfused,opt", value_parser = |s: &str| parse_variants(s).map(Variants))]
+    pub variants: Variants,
     /// Timed runs per variant; the first quarter is discarded.
     #[arg(long, default_value_t = 64, value_parser = crate::args::parse_runs)]
     pub runs: usize,
@@ -97,29 +100,33 @@ pub struct BenchArgs {
     /// What to build: the OpenMP kernels, or the host emulation of the CUDA kernels (one
     /// block at a time on the CPU; it verifies the GPU index arithmetic, its times are not GPU
     /// times).
-    #[arg(long, value_enum, default_value_t = BenchTarget::Openmp)]
+    #[arg(long, default_value = "openmp", value_parser = PossibleValuesParser::new(BenchTarget::NAMES).try_map(|s| s.parse::<BenchTarget>()))]
     pub target: BenchTarget,
 }
 
+/// The parsed `--variants` list.
+#[derive(Clone, Debug)]
+pub struct Variants(Vec<Variant>);
+
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
-    let bench = Bench::new(&TimingOptions {
-        program: &args.program,
-        machine: &args.machine,
-        templates: args.templates.as_deref(),
+    let options = BenchOptions {
         runs: args.runs,
         flush: args.flush.flush()?,
         warm: args.warm,
-        exact: args.exact,
-        relaxed_math: args.relaxed_math,
+        build: Build::of_flags(args.exact, args.relaxed_math),
         target: args.target,
         roofline: !args.no_roofline,
-    })?;
-    let planned = bench.plan(&PlanRequest {
-        variants: &args.variants,
-        search: &args.search,
-        solver: args.solver,
-        seed: args.seed,
-    })?;
+    };
+    let bench = bench_of(
+        &args.program,
+        &args.machine,
+        args.templates.as_deref(),
+        options,
+    )?;
+    let settings = args
+        .search
+        .plan_settings(&bench.program, args.solver, args.seed)?;
+    let planned = plan_on(&bench, &args.variants.0, &settings)?;
     let (rows, failed) = bench.time(&planned)?;
     if args.format != Format::Table {
         for r in rows
@@ -141,7 +148,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             program.name,
             points.len()
         );
-        absinthe_learn::accuracy::plot(path, &title, &points)?;
+        absinthe_measure::accuracy::plot(path, &title, &points)?;
         eprintln!("wrote {}", path.display());
     }
     match args.format {
@@ -155,13 +162,13 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
             &rows,
             bw,
             args.runs,
-            bench.build,
+            bench.options.build,
             &bench.flush_phrase(),
         ),
     }
     // R² and rank correlation over two points say nothing.
     if points.len() >= 3 {
-        let summary = accuracy_summary(&absinthe_learn::accuracy::summarize(&points));
+        let summary = accuracy_summary(&absinthe_measure::accuracy::summarize(&points));
         // The summary goes with the table; beside JSON or YAML it goes to standard error.
         if args.format == Format::Table {
             println!("\n{summary}");
@@ -184,7 +191,7 @@ fn print_table(
     rows: &[Row],
     bw: Option<f64>,
     runs: usize,
-    build: &str,
+    build: Build,
     flush: &str,
 ) {
     let rounds = rounds_for(runs);
@@ -212,14 +219,14 @@ fn print_table(
                 }),
                 r.schedule.clone(),
                 match r.verified {
-                    Some(true) if r.verification.as_deref() == Some("tolerance") => {
+                    Some(true) if r.verification == Some(Verification::Tolerance) => {
                         "yes (tol)".into()
                     }
                     Some(true) => "yes".into(),
                     Some(false) => "NO".into(),
                     None => "-".into(),
                 },
-                r.status.clone(),
+                r.status.to_string(),
             ];
             if warm {
                 cells.insert(5, opt(r.measured_warm_seconds));
@@ -239,9 +246,9 @@ fn print_table(
         } else {
             ""
         },
-        match rows.iter().find_map(|r| r.verification.as_deref()) {
-            Some("tolerance") if build == "relaxed-math" => "relaxed-math build (FMA, reassociation and reciprocals in the kernels; the reference IEEE), verified within 1024 ulps of each array's largest magnitude",
-            Some("tolerance") => "FMA build, verified within 1024 ulps of each array's largest magnitude (--exact: bit for bit)",
+        match rows.iter().find_map(|r| r.verification) {
+            Some(Verification::Tolerance) if build == Build::RelaxedMath => "relaxed-math build (FMA, reassociation and reciprocals in the kernels; the reference IEEE), verified within 1024 ulps of each array's largest magnitude",
+            Some(Verification::Tolerance) => "FMA build, verified within 1024 ulps of each array's largest magnitude (--exact: bit for bit)",
             _ => "exact build (-ffp-contract=off), verified bit for bit",
         }
     );
@@ -293,7 +300,7 @@ fn speedup_summary(program: &Program, rows: &[Row]) -> Option<String> {
     if rows.iter().any(|r| r.verified == Some(false)) {
         return None;
     }
-    let opt = rows.iter().find(|r| r.variant == "opt")?;
+    let opt = rows.iter().find(|r| r.of == Some(Variant::Opt))?;
     let measured = opt.measured_seconds?;
     let ranges = absinthe_model::cost::ranges_of(&opt.groups);
     // `groups` index the stencils that are not inlined.
@@ -336,10 +343,10 @@ fn speedup_summary(program: &Program, rows: &[Row]) -> Option<String> {
             opt.inline.join(" ")
         ));
     }
-    for base in ["naive", "unfused"] {
+    for (base, variant) in [("naive", Variant::Naive), ("unfused", Variant::Unfused)] {
         if let Some(m) = rows
             .iter()
-            .find(|r| r.variant == base)
+            .find(|r| r.of.as_ref() == Some(&variant))
             .and_then(|r| r.measured_seconds)
         {
             out.push_str(&format!(
@@ -361,7 +368,7 @@ fn speedup_summary(program: &Program, rows: &[Row]) -> Option<String> {
     Some(out)
 }
 
-fn accuracy_summary(s: &absinthe_learn::accuracy::Summary) -> String {
+fn accuracy_summary(s: &absinthe_measure::accuracy::Summary) -> String {
     format!(
         "model accuracy over {} generated variants: R² {:.3}, {:.0}% within 20% of measured, Spearman rank correlation {:.3}",
         s.variants,

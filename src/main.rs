@@ -11,7 +11,6 @@ mod output;
 mod progress;
 mod solve;
 mod solving;
-mod timing;
 mod tune;
 #[cfg(feature = "z3")]
 mod verify;

@@ -12,22 +12,17 @@ use crate::common::root;
 const KNOWN_LONG_FUNCTIONS: &[&str] = &[
     "codegen/src/schedule.rs::lower_with",
     "src/learn_cmd/mod.rs::run",
-    "learn/src/variants.rs::plan",
-    "src/timing.rs::time_runs",
     "model/src/encodings/smt.rs::nonlinear",
     "model/src/encodings/milp.rs::milp",
-    "src/tune.rs::run",
     "model/src/cost_model/inline_search.rs::choose_inline",
     "learn/src/lib.rs::learn",
     "model/src/language/interp.rs::call",
     "model/src/encodings/smt.rs::soundness_queries_of",
     "solvers/src/highs.rs::solve_validated",
     "src/solve.rs::print_table",
-    "learn/src/variants.rs::measured_sweeps",
     "model/src/language/interp.rs::run",
     "solvers/src/write.rs::write_mps",
     "solvers/src/optimize.rs::optimize",
-    "learn/src/accuracy.rs::draw",
     "src/compare.rs::run",
     "src/learn_cmd/gpu.rs::run",
     "src/tune.rs::print_table",
@@ -41,7 +36,6 @@ const KNOWN_LONG_FILES: &[&str] = &[
     "model/src/encodings/milp.rs",
     "model/src/language/interp.rs",
     "codegen/src/schedule.rs",
-    "learn/src/variants.rs",
     "model/src/encodings/smt.rs",
 ];
 
@@ -70,6 +64,7 @@ const CRATES: &[(&str, &str)] = &[
     ("model", "model/src"),
     ("codegen", "codegen/src"),
     ("solvers", "solvers/src"),
+    ("measure", "measure/src"),
     ("learn", "learn/src"),
 ];
 

@@ -5,7 +5,7 @@ use std::process::Command;
 
 use absinthe_codegen::compile::Toolchain;
 use absinthe_codegen::{lower, lower_plain, runtime_tiles};
-use absinthe_learn::accuracy::{plot, Point};
+use absinthe_measure::accuracy::{plot, Point};
 use absinthe_model::cost::{evaluate, Configuration};
 use absinthe_model::machine::Machine;
 use absinthe_model::program::Program;
@@ -81,7 +81,11 @@ fn tiny_learn_writes_params_and_provenance_and_keeps_the_rest() {
     assert!(learned.r2.fast.is_finite() && learned.r2.slow.is_finite());
     assert!(learned.wall_seconds.unwrap() > 0.0);
     // Learned with the default flush, and timing another way is flagged.
-    assert_eq!(learned.flush.as_deref(), Some("evict"), "{text}");
+    assert_eq!(
+        learned.flush,
+        Some(absinthe_model::machine::FlushKind::Evict),
+        "{text}"
+    );
     let bench = Command::new(env!("CARGO_BIN_EXE_absinthe"))
         .args(["bench", "configs/example2.yaml", "--machine"])
         .arg(&path)

@@ -119,11 +119,11 @@ impl Flush {
     /// No flush: the caches keep what the previous run left.
     pub const NONE: Flush = Flush::Read(0);
 
-    /// As a machine file records it (`learned.flush`): `evict` or `read BYTES`.
-    pub fn record(self) -> String {
+    /// As a machine file records it (`learned.flush`).
+    pub fn record(self) -> absinthe_model::machine::FlushKind {
         match self {
-            Flush::Evict => "evict".into(),
-            Flush::Read(bytes) => format!("read {bytes}"),
+            Flush::Evict => absinthe_model::machine::FlushKind::Evict,
+            Flush::Read(bytes) => absinthe_model::machine::FlushKind::Read(bytes),
         }
     }
 

@@ -13,16 +13,16 @@
 //! run verified), and keeps the fraction whose optima ran fastest (the geometric mean of their
 //! medians) — the file's own fraction when it is within [`KEEP_TOLERANCE`] of the fastest.
 
-use absinthe_codegen::compile::run_harness;
 use absinthe_codegen::lower;
 use absinthe_codegen::render::Renderer;
 use absinthe_model::cost::{evaluate, Configuration};
 use absinthe_model::inline_search::apply as inline_apply;
 use absinthe_model::machine::{CacheCalibration, GroupArraysCalibration, Machine};
-use absinthe_model::parallel::parallel_map;
 
-use crate::variants::{plan, PlanSettings, Variant};
-use crate::{measure, training, LearnError, LearnOptions, Progress, ROUNDS};
+use absinthe_measure::runner::{median, Rounds, RunEvent, Runner, Sources, ROUNDS};
+use absinthe_measure::variants::{plan, PlanSettings, Variant};
+
+use crate::{measure, training, LearnError, LearnOptions, Progress};
 
 /// The fractions of `cache_bytes` tried (the file's own is tried too).
 pub const CACHE_FRACTIONS: [f64; 5] = [0.25, 1.0 / 3.0, 0.5, 0.75, 1.0];
@@ -304,7 +304,7 @@ fn measure_optima(
                 .map_err(|d| LearnError::MachineFile(format!("{d:?}")))?;
             let planned = plan(&[Variant::Opt], &p.program, &p.analysis, &view, &settings)
                 .map_err(|e| LearnError::Calibrate(format!("{}: {e}", p.program.name)))?;
-            let Some(opt) = planned.into_iter().find(|o| o.skipped.is_none()) else {
+            let Some(opt) = planned.planned.into_iter().find(|o| o.skipped.is_none()) else {
                 case_of.push(None);
                 continue;
             };
@@ -378,67 +378,65 @@ pub(crate) fn time_cases(
     progress(Progress::Start {
         total: names.len() * (1 + rounds),
     });
-    let exes: Vec<Option<std::path::PathBuf>> =
-        parallel_map(sources.len(), options.jobs.max(1), |k| {
-            let exe = sources[k]
-                .as_ref()
-                .map(|src| {
-                    options
-                        .toolchain
-                        .build(&[("bundle.cpp".to_string(), src.clone())], &[])
-                })
-                .transpose();
-            progress(Progress::Step {
-                what: "build".into(),
-            });
-            exe
+    let runner = Runner {
+        toolchain: &options.toolchain,
+        env: vec![("OMP_NUM_THREADS".into(), options.threads.to_string())],
+        jobs: options.jobs,
+    };
+    let sources: Vec<Sources> = sources
+        .iter()
+        .map(|s| {
+            s.as_ref()
+                .map(|src| vec![("bundle.cpp".to_string(), src.clone())])
         })
+        .collect();
+    let built = |_| {
+        progress(Progress::Step {
+            what: "build".into(),
+        })
+    };
+    let exes: Vec<Option<std::path::PathBuf>> = runner
+        .build(&sources, &built)
         .into_iter()
+        .map(Option::transpose)
         .collect::<Result<_, _>>()?;
     // Rounds interleave the programs, as in the fit's measurements.
-    let threads = options.threads.to_string();
-    let mut times: Vec<Vec<Vec<f64>>> = cases.iter().map(|d| vec![Vec::new(); d.len()]).collect();
-    for _ in 0..rounds {
-        for (k, name) in names.iter().enumerate() {
-            if let Some(exe) = &exes[k] {
-                let results = run_harness(
-                    exe,
-                    &[per_round.to_string(), options.flush.arg(), "kernel".into()],
-                    &[("OMP_NUM_THREADS", threads.as_str())],
-                )?;
-                if results.len() != times[k].len() {
-                    return Err(LearnError::Run(format!(
-                        "{name}: {} result lines for {} cases",
-                        results.len(),
-                        times[k].len()
-                    )));
-                }
-                for (case, r) in results.into_iter().enumerate() {
-                    if !r.verified {
-                        return Err(LearnError::Run(format!(
-                            "{name}: the configuration {} differs from the reference",
-                            cases[k][case]
-                        )));
-                    }
-                    times[k][case].extend(r.times);
-                }
-            }
-            progress(Progress::Step { what: name.clone() });
+    let mut ran = |e: RunEvent| {
+        if let RunEvent::Ran { index, .. } = e {
+            progress(Progress::Step {
+                what: names[index].clone(),
+            });
         }
-    }
-    Ok(times
-        .iter()
-        .map(|cases| cases.iter().map(|t| median(t)).collect())
-        .collect())
-}
-
-/// The median of `times` (NaN when empty).
-fn median(times: &[f64]) -> f64 {
-    let mut t = times.to_vec();
-    t.sort_by(f64::total_cmp);
-    match t.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => t[n / 2],
-        n => 0.5 * (t[n / 2 - 1] + t[n / 2]),
-    }
+    };
+    let rounds = Rounds { rounds, per_round };
+    let pooled = runner.run_rounds(&exes, rounds, &[options.flush], &|_| "kernel", &mut ran)?;
+    pooled
+        .into_iter()
+        .zip(names.iter().zip(cases))
+        .map(|(pooled, (name, cases))| {
+            let Some(results) = pooled.and_then(|mut flushes| flushes.pop()) else {
+                return Ok(vec![f64::NAN; cases.len()]);
+            };
+            if results.len() != cases.len() {
+                return Err(LearnError::Run(format!(
+                    "{name}: {} result lines for {} cases",
+                    results.len(),
+                    cases.len()
+                )));
+            }
+            results
+                .iter()
+                .zip(cases)
+                .map(|(r, case)| {
+                    if r.verified {
+                        Ok(median(&r.times))
+                    } else {
+                        Err(LearnError::Run(format!(
+                            "{name}: the configuration {case} differs from the reference"
+                        )))
+                    }
+                })
+                .collect()
+        })
+        .collect()
 }

@@ -9,6 +9,8 @@
 use absinthe_model::lp::{LinExpr, Milp, Sense};
 use absinthe_solvers::{SolveOptions, Solver};
 
+use absinthe_measure::runner::median;
+
 use crate::LearnError;
 
 /// One sample of a fit: the model's counts (one per coefficient) and the measured seconds.
@@ -114,37 +116,4 @@ pub fn medians(samples: &[Sample], coefficients: &[f64]) -> Vec<(f64, f64)> {
             (predict(coefficients, &of[0].counts), median(&times))
         })
         .collect()
-}
-
-/// R² of predictions against measurements: `1 - Σ(m - p)² / Σ(m - mean m)²`.
-pub fn r_squared(pairs: &[(f64, f64)]) -> f64 {
-    if pairs.is_empty() {
-        return f64::NAN;
-    }
-    let mean = pairs.iter().map(|p| p.1).sum::<f64>() / pairs.len() as f64;
-    let total: f64 = pairs.iter().map(|p| (p.1 - mean).powi(2)).sum();
-    let residual: f64 = pairs.iter().map(|p| (p.1 - p.0).powi(2)).sum();
-    if total == 0.0 {
-        return if residual == 0.0 {
-            1.0
-        } else {
-            f64::NEG_INFINITY
-        };
-    }
-    1.0 - residual / total
-}
-
-/// The median (mean of the middle two for an even count); NaN when empty.
-pub fn median(values: &[f64]) -> f64 {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    }
 }

@@ -33,8 +33,8 @@ use serde::{Deserialize, Serialize};
 use crate::kernels::{self, KernelRow};
 use crate::measure::Measurement;
 use crate::training::{self, TrainingProgram};
-use crate::variants::{self, PlanSettings, Variant};
 use crate::LearnError;
+use absinthe_measure::variants::{self, PlanSettings, Variant};
 
 /// The domain the GPU training programs run on: 4 Mi cells, so that a run fills an H100 (one
 /// array is 32 MiB) and takes tens of microseconds.
@@ -352,7 +352,7 @@ pub fn emit(
             let planned = variants::plan(&wanted, &program, &analysis, &view, &settings)
                 .map_err(|e| LearnError::Kernels(format!("{name}: {e}")))?;
             let mut cases: Vec<(Rendered, KernelCase)> = Vec::new();
-            for p in planned.into_iter().filter(|p| p.skipped.is_none()) {
+            for p in planned.planned.into_iter().filter(|p| p.skipped.is_none()) {
                 let (prog, an, _) = inline_apply(&program, view.params.operations, &p.inline)
                     .map_err(|e| LearnError::Kernels(format!("{name}: {e}")))?;
                 let cost = evaluate(&an, &view, &p.config);

@@ -36,13 +36,13 @@ use absinthe_model::machine::{
 use absinthe_model::program::Program;
 use absinthe_model::Analysis;
 
-use crate::accuracy::{summarize, Point};
 use crate::calibrate::time_cases;
 use crate::fit::{self, Sample};
 use crate::measure::{self, Measurement};
 use crate::training::Family;
-use crate::variants::{plan, PlanSettings, Variant};
 use crate::{samples, LearnError, LearnOptions, Progress};
+use absinthe_measure::accuracy::{summarize, Point};
+use absinthe_measure::variants::{plan, PlanSettings, Variant};
 
 /// The kernels timed: shipped example programs (`configs/`), none of them one of the six the
 /// model's accuracy is reported on (hdiff, heat4, chain8 and the three COSMO-like kernels).
@@ -156,7 +156,7 @@ pub fn measure_kernels(
         let mut schedules = Vec::new();
         let mut labels = Vec::new();
         let mut own = Vec::new();
-        for p in planned.into_iter().filter(|p| p.skipped.is_none()) {
+        for p in planned.planned.into_iter().filter(|p| p.skipped.is_none()) {
             let (prog, an, _) = inline_apply(&program, view.params.operations, &p.inline)
                 .map_err(|e| LearnError::Kernels(format!("{name}: {e}")))?;
             let cost = evaluate(&an, &view, &p.config);

@@ -12,10 +12,7 @@
 //!   programs at several fractions.
 //! - [`machine_file`]: writes `params` and `learned` into a machine file, keeping the rest of
 //!   its text (comments included) as it was.
-//! - [`accuracy`]: predicted-versus-measured summaries (R², share within 20%, Spearman) and
-//!   the plot `absinthe bench --plot` draws.
 
-pub mod accuracy;
 pub mod calibrate;
 pub mod fit;
 pub mod gpu;
@@ -23,10 +20,11 @@ pub mod kernels;
 pub mod machine_file;
 pub mod measure;
 pub mod training;
-pub mod variants;
 
 use absinthe_codegen::compile::Toolchain;
 use absinthe_codegen::render::Flush;
+use absinthe_measure::accuracy::r_squared;
+use absinthe_measure::runner::ROUNDS;
 use absinthe_model::expr::OperationWeights;
 use absinthe_model::machine::{Compute, Crowded, CrowdingCalibration, Params, PeelBody};
 
@@ -105,9 +103,6 @@ impl LearnOptions {
         }
     }
 }
-
-/// Rounds the timed runs are split into (see [`learn`]).
-pub const ROUNDS: usize = 4;
 
 /// Progress events.
 #[derive(Clone, Debug)]
@@ -362,7 +357,7 @@ pub fn family_coefficients(params: &Params, family: Family) -> Vec<f64> {
 pub fn synthetic_r2(measurements: &[Measurement], params: &Params) -> (f64, f64) {
     let r2 = |family| {
         let samples = samples(measurements, family, params.crowded.row_streams);
-        fit::r_squared(&fit::medians(
+        r_squared(&fit::medians(
             &samples,
             &family_coefficients(params, family),
         ))
@@ -404,7 +399,7 @@ pub fn fit_measurements(
         let medians = fit::medians(&slow, &ps);
         crowding.limits.push(limit);
         crowding.deviations.push(deviation);
-        crowding.r2_slow.push(fit::r_squared(&medians));
+        crowding.r2_slow.push(r_squared(&medians));
         if best.as_ref().is_none_or(|b| deviation < b.0 * (1.0 - 1e-9)) {
             best = Some((deviation, limit, ps, medians));
         }
@@ -437,8 +432,8 @@ pub fn fit_measurements(
             // Measured apart (`compile::operation_times`); the caller sets them.
             operations: OperationWeights::default(),
         },
-        r2_fast: fit::r_squared(&fast_medians),
-        r2_slow: fit::r_squared(&slow_medians),
+        r2_fast: r_squared(&fast_medians),
+        r2_slow: r_squared(&slow_medians),
         measurements,
         fast_medians,
         slow_medians,

@@ -13,9 +13,11 @@ use absinthe_model::machine::{
 use absinthe_model::rng::Rng;
 
 use crate::calibrate::{choose, fractions_to_try, FractionResult, KEEP_TOLERANCE};
-use crate::fit::{lad_fit, medians, r_squared, Sample};
+use crate::fit::{lad_fit, medians, Sample};
+use crate::machine_file;
 use crate::training::{self, Family};
-use crate::{accuracy, machine_file};
+use absinthe_measure::accuracy;
+use absinthe_measure::accuracy::r_squared;
 
 /// Samples of one family whose times come from `coefficients` through the model's counts
 /// (the crowding column at the row-stream limit `limit`), with ±3% noise and 8% gross
@@ -226,7 +228,7 @@ fn learned() -> (Params, Learned) {
             slow: 0.91,
         },
         wall_seconds: Some(281.5),
-        flush: Some("evict".into()),
+        flush: Some(absinthe_model::machine::FlushKind::Evict),
         cache_calibration: Some(CacheCalibration {
             fractions: vec![0.25, 0.5, 1.0],
             seconds: vec![Some(5.25e-3), None, Some(4.5e-3)],
@@ -340,7 +342,7 @@ fn spearman_and_summary() {
 /// and y, 1, 2, 4, 12, 30, 60 along z, as tile counts.
 #[test]
 fn autotune_grid_is_the_original_works() {
-    use crate::variants::{autotune_tilings, parse_variants, Variant};
+    use absinthe_measure::variants::{autotune_tilings, parse_variants, Variant};
     let t = autotune_tilings([64, 64, 60]);
     assert_eq!(t.len(), 7 * 7 * 6);
     assert_eq!(t[0], [64, 64, 60]);
@@ -366,7 +368,7 @@ fn autotune_grid_is_the_original_works() {
 
 #[test]
 fn top_k_variants_parse() {
-    use crate::variants::{parse_variants, Variant};
+    use absinthe_measure::variants::{parse_variants, Variant};
     assert_eq!(
         parse_variants("top:8,opt").unwrap(),
         vec![Variant::Top(8), Variant::Opt]
@@ -694,7 +696,7 @@ fn fields_programs_share_one_coefficient() {
 /// `TIE`; a different grouping, stream set or a prediction beyond the tie is kept.
 #[test]
 fn top_k_skips_ties_of_configurations_already_taken() {
-    use crate::variants::{distinct_best, TIE};
+    use absinthe_measure::variants::{distinct_best, TIE};
     use absinthe_model::cost::Configuration;
     let config = |groups: Vec<usize>, tiles: Vec<[usize; 3]>, stream: Vec<usize>| {
         let mut c = Configuration::new(groups, tiles);
@@ -884,7 +886,7 @@ fn the_kernel_refit_fits_exact_times_of_both_kinds() {
 #[test]
 fn sweeps_change_one_tile_count_to_every_other_rung_of_the_ladder() {
     use crate::kernels::kernel_programs;
-    use crate::variants::{autotune_counts, sweep};
+    use absinthe_measure::variants::{autotune_counts, sweep};
     use absinthe_model::cost::evaluate;
     use absinthe_model::milp::MilpOptions;
     let view = view_with(refit_truth());
@@ -962,14 +964,16 @@ fn sweep_landscape(
     tie_seconds: f64,
     tie_given: bool,
 ) -> (
-    Vec<crate::variants::Probe>,
+    Vec<absinthe_measure::variants::Probe>,
     usize,
     Vec<(usize, usize, usize, usize)>,
     [usize; 3],
     [usize; 3],
 ) {
     use crate::kernels::kernel_programs;
-    use crate::variants::{autotune_counts, measured_sweeps, Probe, StepTimes, SweepStep};
+    use absinthe_measure::variants::{
+        autotune_counts, measured_sweeps, Probe, StepTimes, SweepStep,
+    };
     use absinthe_model::cost::evaluate;
     use absinthe_model::milp::MilpOptions;
     let view = view_with(refit_truth());

@@ -230,6 +230,48 @@ pub struct FitQuality {
     pub slow: f64,
 }
 
+/// How `learn` emptied the caches before each timed run (`learned.flush`): `evict` (every
+/// cache line of the arrays evicted) or `read BYTES` (a buffer of that size read).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlushKind {
+    Evict,
+    Read(u64),
+}
+
+impl std::fmt::Display for FlushKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            FlushKind::Evict => f.write_str("evict"),
+            FlushKind::Read(bytes) => write!(f, "read {bytes}"),
+        }
+    }
+}
+
+impl std::str::FromStr for FlushKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<FlushKind, String> {
+        let bad = || format!("`{s}` is not `evict` or `read BYTES`");
+        match s.split_whitespace().collect::<Vec<_>>()[..] {
+            ["evict"] => Ok(FlushKind::Evict),
+            ["read", bytes] => bytes.parse().map(FlushKind::Read).map_err(|_| bad()),
+            _ => Err(bad()),
+        }
+    }
+}
+
+impl Serialize for FlushKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for FlushKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<FlushKind, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// Provenance written by `absinthe learn`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -244,7 +286,7 @@ pub struct Learned {
     /// `evict`, or `read BYTES` (files without it were learned with a read of 1.25 x the
     /// last-level cache). `bench` and `tune` warn when they time another way.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub flush: Option<String>,
+    pub flush: Option<FlushKind>,
     /// How `learn` chose `cache_fraction`, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_calibration: Option<CacheCalibration>,

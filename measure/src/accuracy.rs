@@ -6,8 +6,7 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use crate::fit::r_squared;
-use crate::LearnError;
+use crate::MeasureError;
 
 /// One variant: predicted and measured seconds.
 #[derive(Clone, Debug, PartialEq)]
@@ -120,7 +119,7 @@ fn register_font() -> bool {
 
 /// Draws predicted against measured seconds on log axes with the diagonal and the ±20% lines,
 /// the optimum marked; PNG or SVG by the file's extension.
-pub fn plot(path: &Path, title: &str, points: &[Point]) -> Result<(), LearnError> {
+pub fn plot(path: &Path, title: &str, points: &[Point]) -> Result<(), MeasureError> {
     let ext = path
         .extension()
         .and_then(|e| e.to_str())
@@ -138,7 +137,7 @@ pub fn plot(path: &Path, title: &str, points: &[Point]) -> Result<(), LearnError
             title,
             points,
         ),
-        _ => Err(LearnError::Plot(format!(
+        _ => Err(MeasureError::Plot(format!(
             "{}: the plot file must end in .png or .svg",
             path.display()
         ))),
@@ -157,12 +156,9 @@ fn milliseconds(seconds: &f64) -> String {
     }
 }
 
-fn draw<DB: DrawingBackend>(
-    area: DrawingArea<DB, plotters::coord::Shift>,
-    title: &str,
-    points: &[Point],
-) -> Result<(), LearnError> {
-    let err = |e: &dyn std::fmt::Display| LearnError::Plot(e.to_string());
+/// The points a plot can show (a positive, finite prediction and measurement) and the range of
+/// both axes, half as much again beyond them.
+fn plotted(points: &[Point]) -> Result<(Vec<&Point>, f64, f64), MeasureError> {
     let good: Vec<&Point> = points
         .iter()
         .filter(|p| {
@@ -173,7 +169,7 @@ fn draw<DB: DrawingBackend>(
         })
         .collect();
     if good.is_empty() {
-        return Err(LearnError::Plot(
+        return Err(MeasureError::Plot(
             "no variant has both a prediction and a measurement".into(),
         ));
     }
@@ -187,6 +183,16 @@ fn draw<DB: DrawingBackend>(
         .map(|p| p.predicted.max(p.measured))
         .fold(0.0, f64::max)
         * 1.5;
+    Ok((good, lo, hi))
+}
+
+fn draw<DB: DrawingBackend>(
+    area: DrawingArea<DB, plotters::coord::Shift>,
+    title: &str,
+    points: &[Point],
+) -> Result<(), MeasureError> {
+    let err = |e: &dyn std::fmt::Display| MeasureError::Plot(e.to_string());
+    let (good, lo, hi) = plotted(points)?;
     let text = register_font();
     area.fill(&WHITE).map_err(|e| err(&e))?;
     let mut builder = ChartBuilder::on(&area);
@@ -267,4 +273,22 @@ fn draw<DB: DrawingBackend>(
     }
     area.present().map_err(|e| err(&e))?;
     Ok(())
+}
+
+/// R² of predictions against measurements: `1 - Σ(m - p)² / Σ(m - mean m)²`.
+pub fn r_squared(pairs: &[(f64, f64)]) -> f64 {
+    if pairs.is_empty() {
+        return f64::NAN;
+    }
+    let mean = pairs.iter().map(|p| p.1).sum::<f64>() / pairs.len() as f64;
+    let total: f64 = pairs.iter().map(|p| (p.1 - mean).powi(2)).sum();
+    let residual: f64 = pairs.iter().map(|p| (p.1 - p.0).powi(2)).sum();
+    if total == 0.0 {
+        return if residual == 0.0 {
+            1.0
+        } else {
+            f64::NEG_INFINITY
+        };
+    }
+    1.0 - residual / total
 }
