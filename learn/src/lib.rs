@@ -19,6 +19,7 @@ pub mod gpu;
 pub mod kernels;
 pub mod machine_file;
 pub mod measure;
+pub mod pipeline;
 pub mod training;
 
 use absinthe_codegen::compile::Toolchain;

@@ -7,16 +7,16 @@ mod gpu;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::Mutex;
+use std::time::Instant;
 
-use absinthe_codegen::compile::{operation_times, OperationTimes, Toolchain};
-use absinthe_codegen::render::Renderer;
-use absinthe_learn::machine_file::{self, host_description, sysfs_cache_bytes, utc_timestamp};
-use absinthe_learn::{
-    calibrate, kernels, learn, measure, training, Kernels, LearnOptions, Progress,
-};
+use absinthe_codegen::compile::{OperationTimes, Toolchain};
+use absinthe_learn::machine_file::sysfs_cache_bytes;
+use absinthe_learn::pipeline::{self, Event, Step, Steps};
+use absinthe_learn::{calibrate, kernels, measure, training, Kernels, LearnOptions, Progress};
 use absinthe_model::expr::OperationWeights;
-use absinthe_model::machine::{CrowdingCalibration, FitQuality, Learned, Machine, Params};
+use absinthe_model::machine::{CrowdingCalibration, FitQuality, Machine, Params};
 use anyhow::Context;
 use clap::Args;
 
@@ -158,25 +158,33 @@ pub struct LearnArgs {
 
 /// A one-line progress bar on standard error.
 struct Bar {
-    total: std::sync::atomic::AtomicUsize,
-    done: std::sync::atomic::AtomicUsize,
-    started: Instant,
+    total: AtomicUsize,
+    done: AtomicUsize,
+    started: Mutex<Instant>,
     quiet: bool,
 }
 
 impl Bar {
-    /// A bar started now.
-    fn new(quiet: bool) -> Bar {
+    /// A bar started at `started`.
+    fn new(started: Instant, quiet: bool) -> Bar {
         Bar {
             total: 0.into(),
             done: 0.into(),
-            started: Instant::now(),
+            started: Mutex::new(started),
             quiet,
         }
     }
 
+    /// Empties the bar for the next step, its clock started now.
+    fn restart(&self) {
+        self.total.store(0, SeqCst);
+        self.done.store(0, SeqCst);
+        if let Ok(mut started) = self.started.lock() {
+            *started = Instant::now();
+        }
+    }
+
     fn update(&self, event: Progress) {
-        use std::sync::atomic::Ordering::SeqCst;
         let what = match event {
             Progress::Start { total } => {
                 self.total.store(total, SeqCst);
@@ -199,7 +207,9 @@ impl Bar {
             "\r[{}{}] {done}/{total} {:>5.0}s  {what:<24}",
             "#".repeat(filled),
             " ".repeat(width - filled),
-            self.started.elapsed().as_secs_f64()
+            self.started
+                .lock()
+                .map_or(0.0, |s| s.elapsed().as_secs_f64())
         );
         if done >= total {
             let _ = writeln!(err);
@@ -217,18 +227,7 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--emit and --timings go with --target cuda");
     }
     if let Some(dir) = &args.write_programs {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let mut calibration = training::wide_programs(&calibrate::CALIBRATION_DOMAINS)?;
-        calibration.extend(training::fields_programs(&calibrate::CALIBRATION_DOMAINS)?);
-        for p in training::programs(training::DOMAIN)?
-            .into_iter()
-            .chain(calibration)
-        {
-            let path = dir.join(format!("{}.yaml", p.program.name));
-            write_atomic(&path, p.text.as_bytes())?;
-            println!("{}", path.display());
-        }
-        return Ok(ExitCode::SUCCESS);
+        return write_programs(dir);
     }
     let machine = Machine::load(&args.machine)?;
     let text = std::fs::read_to_string(&args.machine)
@@ -259,8 +258,14 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
         },
         streamed_shapes: args.streamed_shapes,
     };
-    // Checked before the long part.
-    let domains = calibration_domains(&args.calibration_domain)?;
+    let steps = Steps {
+        kernel_refit: (!args.no_kernel_refit)
+            .then(|| args.kernel_variants.unwrap_or(kernels::KERNEL_VARIANTS)),
+        cache_fraction: !args.keep_cache_fraction,
+        group_arrays: !args.keep_group_arrays,
+        // Checked before the long part.
+        domains: calibration_domains(&args.calibration_domain)?,
+    };
     if !args.quiet {
         eprintln!(
             "learning {} with {threads} threads, tiles for {} KiB of cache: {} shapes (and up to {} full-row ones) x {} runs per program ...",
@@ -271,205 +276,99 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
             options.repeats
         );
     }
-    let bar = Bar {
-        total: 0.into(),
-        done: 0.into(),
-        started,
-        quiet: args.quiet,
-    };
-    let mut result = learn(&options, &|p| bar.update(p))?;
-    // The operation weights, measured before the refit (its kernels are costed with them). A
-    // GPU machine's compute is not this CPU's: its file's weights stay.
-    let file_weights = machine.params.map(|p| p.operations).unwrap_or_default();
-    let operations = if machine.gpu.is_some() {
-        None
-    } else {
-        let env = [("OMP_NUM_THREADS", threads.to_string())];
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        // In the build `bench` times and `codegen` ships (contraction into FMA allowed): its
-        // add costs what the learned `compute.body` charges per operation.
-        let timed_build = options.toolchain.clone().fused_multiply_add();
-        let times = operation_times(&timed_build, &Renderer::embedded(), threads, &env)
-            .context("measuring the operation weights")?;
-        Some(times)
-    };
-    result.params.operations = match operations.as_ref().map(|t| (t, t.weights())) {
-        Some((_, Some(w))) => w,
-        Some((t, None)) => {
-            eprintln!(
-                "warning: the operation-weight measurement was swamped by noise (one add {:.3e} s per cell); keeping {:?}",
-                t.add_seconds(),
-                file_weights
-            );
-            file_weights
-        }
-        None => file_weights,
-    };
-    let synthetic_r2 = FitQuality {
-        fast: result.r2_fast,
-        slow: result.r2_slow,
-    };
-    // The machine the later steps solve with: this one's cores and cache, `params`, `fraction`.
-    let solved_with = |params: &Params, fraction: f64| Machine {
-        cores: Some(threads),
-        cache_bytes: Some(cache_bytes),
-        cache_fraction: fraction,
-        params: Some(*params),
-        ..machine.clone()
-    };
-    // A GPU machine's file is not refitted: the kernels would be drawn for its GPU capacity
-    // and timed on this CPU.
-    let refit = if args.no_kernel_refit || machine.gpu.is_some() {
-        None
-    } else {
-        let variants = args.kernel_variants.unwrap_or(kernels::KERNEL_VARIANTS);
-        if !args.quiet {
-            eprintln!(
-                "refitting to real kernels: the optimum and {variants} random configurations of {} ...",
-                kernels::KERNELS
-                    .iter()
-                    .map(|(n, _)| *n)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-        let bar = Bar::new(args.quiet);
-        let solved = solved_with(&result.params, machine.cache_fraction);
-        let rows = kernels::measure_kernels(&solved, variants, &options, &|p| bar.update(p))?;
-        if rows.is_empty() {
-            eprintln!(
-                "warning: no kernel variant was feasible on this machine; the synthetic fit stands"
-            );
-            None
-        } else {
-            let refit =
-                kernels::refit(&result.measurements, &rows, &result.params, options.solver)?;
-            result.params = refit.params;
-            (result.r2_fast, result.r2_slow) =
-                absinthe_learn::synthetic_r2(&result.measurements, &refit.params);
-            Some((refit, rows))
+    let bar = Bar::new(started, args.quiet);
+    let events = |e: Event| match e {
+        Event::Progress(p) => bar.update(p),
+        Event::Warning(w) => eprintln!("warning: {w}"),
+        Event::Step(step) => {
+            bar.restart();
+            if !args.quiet {
+                eprintln!("{}", step_phrase(&step));
+            }
         }
     };
-
-    // A GPU machine's capacity is shared memory per block, which the CPU kernels timed here
-    // do not use.
-    let calibration = if args.keep_cache_fraction || machine.gpu.is_some() {
-        None
-    } else {
-        if !args.quiet {
-            eprintln!(
-                "choosing cache_fraction: the model's optima of {} calibration program(s) at fractions {} ...",
-                domains.len(),
-                calibrate::fractions_to_try(machine.cache_fraction)
-                    .iter()
-                    .map(|f| format!("{f:.3}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-        let solved = solved_with(&result.params, machine.cache_fraction);
-        let bar = Bar::new(args.quiet);
-        Some(calibrate::calibrate(&solved, &options, &domains, &|p| {
-            bar.update(p)
-        })?)
-    };
-    let limit_calibration = if args.keep_group_arrays || machine.gpu.is_some() {
-        None
-    } else {
-        if !args.quiet {
-            eprintln!(
-                "choosing group_arrays: the model's optima of {} calibration program(s) under limits {} ...",
-                2 * domains.len(),
-                calibrate::limits_to_try(machine.group_arrays)
-                    .iter()
-                    .map(|l| limit_label(*l))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-        let fraction = calibration
-            .as_ref()
-            .map_or(machine.cache_fraction, |c| c.chosen);
-        let solved = solved_with(&result.params, fraction);
-        let bar = Bar::new(args.quiet);
-        Some(calibrate::calibrate_group_arrays(
-            &solved,
-            &options,
-            &domains,
-            &|p| bar.update(p),
-        )?)
-    };
-    let wall = started.elapsed().as_secs_f64();
-
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let learned = Learned {
-        at: utc_timestamp(now),
-        host: host_description(),
-        samples: result.measurements.len() as u64,
-        r2: FitQuality {
-            fast: result.r2_fast,
-            slow: result.r2_slow,
-        },
-        wall_seconds: Some(wall),
-        flush: Some(options.flush.record()),
-        cache_calibration: calibration.as_ref().map(|c| c.record()),
-        group_arrays_calibration: limit_calibration.as_ref().map(|c| c.record()),
-        crowding_calibration: Some(result.crowding.clone()),
-        kernel_refit: refit.as_ref().map(|(r, rows)| r.record(rows, synthetic_r2)),
-    };
-    let extra = [
-        ("cores", threads.to_string()),
-        ("cache_bytes", cache_bytes.to_string()),
-    ];
-    let mut new_text = machine_file::rewrite(&text, &result.params, &learned, &extra)?;
-    if let Some(c) = &calibration {
-        if c.chosen != machine.cache_fraction {
-            new_text = machine_file::set_top_level(
-                &new_text,
-                "cache_fraction",
-                &format!("{:.4}", c.chosen),
-            );
-        }
-    }
-    if let Some(c) = &limit_calibration {
-        if c.chosen != machine.group_arrays {
-            new_text = match c.chosen {
-                Some(n) => machine_file::set_top_level(&new_text, "group_arrays", &n.to_string()),
-                None => machine_file::remove_top_level(&new_text, "group_arrays"),
-            };
-        }
-    }
-    Machine::from_yaml(&new_text)
-        .map_err(|d| anyhow::anyhow!("the rewritten machine file does not read back: {d:?}"))?;
-    let out = write_learned(&args, &new_text, &result)?;
+    let learning = pipeline::run(
+        &machine,
+        &text,
+        (threads, cache_bytes),
+        &options,
+        &steps,
+        &events,
+    )?;
+    let result = &learning.result;
+    let out = write_learned(&args, &learning.text, result)?;
     println!(
         "R² (per-configuration medians): fast {:.3}, slow {:.3}; {} samples; {:.0} s",
         result.r2_fast,
         result.r2_slow,
         result.measurements.len(),
-        wall
+        started.elapsed().as_secs_f64()
     );
     print_crowding(&result.crowding, &result.params);
-    if let Some(t) = &operations {
+    if let Some(t) = &learning.operations {
         print_operations(t, &result.params.operations);
     }
-    if let Some((r, rows)) = &refit {
+    if let Some((r, rows)) = &learning.refit {
         let refitted = FitQuality {
             fast: result.r2_fast,
             slow: result.r2_slow,
         };
-        print_refit(r, rows, synthetic_r2, refitted);
+        print_refit(r, rows, learning.synthetic_r2, refitted);
     }
-    if let Some(c) = &calibration {
+    if let Some(c) = &learning.calibration {
         print_calibration(c, machine.cache_fraction);
     }
-    if let Some(c) = &limit_calibration {
+    if let Some(c) = &learning.limit_calibration {
         print_limit_calibration(c, machine.group_arrays);
     }
     println!("wrote {}", out.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--write-programs DIR`: the training and calibration programs as YAML files.
+fn write_programs(dir: &std::path::Path) -> anyhow::Result<ExitCode> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut calibration = training::wide_programs(&calibrate::CALIBRATION_DOMAINS)?;
+    calibration.extend(training::fields_programs(&calibrate::CALIBRATION_DOMAINS)?);
+    for p in training::programs(training::DOMAIN)?
+        .into_iter()
+        .chain(calibration)
+    {
+        let path = dir.join(format!("{}.yaml", p.program.name));
+        write_atomic(&path, p.text.as_bytes())?;
+        println!("{}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What a step of the run is about to do, for people.
+fn step_phrase(step: &Step) -> String {
+    match step {
+        Step::KernelRefit { variants } => format!(
+            "refitting to real kernels: the optimum and {variants} random configurations of {} ...",
+            kernels::KERNELS
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Step::CacheFraction { programs, fractions } => format!(
+            "choosing cache_fraction: the model's optima of {programs} calibration program(s) at fractions {} ...",
+            fractions
+                .iter()
+                .map(|f| format!("{f:.3}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Step::GroupArrays { programs, limits } => format!(
+            "choosing group_arrays: the model's optima of {programs} calibration program(s) under limits {} ...",
+            limits
+                .iter()
+                .map(|l| limit_label(*l))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
 }
 
 /// Writes what `learn` found: the raw measurements (with --keep-data), the machine file
