@@ -240,24 +240,7 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
             "the machine file has no cache_bytes and sysfs reports no cache size; add cache_bytes",
         )?,
     };
-    let (shapes, repeats) = LearnOptions::budget(args.thorough);
-    let options = LearnOptions {
-        shapes: args.shapes.unwrap_or(shapes),
-        repeats: args.repeats.unwrap_or(repeats).max(1),
-        domain: training::DOMAIN,
-        threads,
-        tile_bytes: cache_bytes as f64 * machine.cache_fraction,
-        flush: args.flush.flush()?,
-        toolchain: Toolchain::new(&machine.compiler.cxx, &machine.compiler.flags),
-        solver: args.solver,
-        jobs: cpus,
-        kernels: if args.generated_kernels {
-            Kernels::Generated
-        } else {
-            Kernels::RuntimeTiled
-        },
-        streamed_shapes: args.streamed_shapes,
-    };
+    let options = learn_options(&args, &machine, (threads, cache_bytes), cpus)?;
     let steps = Steps {
         kernel_refit: (!args.no_kernel_refit)
             .then(|| args.kernel_variants.unwrap_or(kernels::KERNEL_VARIANTS)),
@@ -323,6 +306,34 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
     }
     println!("wrote {}", out.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// What to measure, from the flags: `threads` threads, tiles for `cache_bytes` of cache,
+/// `cpus` compilers at a time.
+fn learn_options(
+    args: &LearnArgs,
+    machine: &Machine,
+    (threads, cache_bytes): (usize, u64),
+    cpus: usize,
+) -> anyhow::Result<LearnOptions> {
+    let (shapes, repeats) = LearnOptions::budget(args.thorough);
+    Ok(LearnOptions {
+        shapes: args.shapes.unwrap_or(shapes),
+        repeats: args.repeats.unwrap_or(repeats).max(1),
+        domain: training::DOMAIN,
+        threads,
+        tile_bytes: cache_bytes as f64 * machine.cache_fraction,
+        flush: args.flush.flush()?,
+        toolchain: Toolchain::new(&machine.compiler.cxx, &machine.compiler.flags),
+        solver: args.solver,
+        jobs: cpus,
+        kernels: if args.generated_kernels {
+            Kernels::Generated
+        } else {
+            Kernels::RuntimeTiled
+        },
+        streamed_shapes: args.streamed_shapes,
+    })
 }
 
 /// `--write-programs DIR`: the training and calibration programs as YAML files.
