@@ -143,18 +143,14 @@ pub fn calibrate(
 ) -> Result<Calibration, LearnError> {
     let programs = training::wide_programs(domains)?;
     let fractions = fractions_to_try(machine.cache_fraction);
-    let machines: Vec<Machine> = fractions
-        .iter()
-        .map(|&fraction| Machine {
-            cache_fraction: fraction,
-            ..machine.clone()
-        })
-        .collect();
-    let measured = measure_optima(&machines, &programs, options, progress)?;
-    let results: Vec<FractionResult> = fractions
-        .iter()
-        .zip(measured.per_setting)
-        .map(|(&fraction, (per_program, seconds))| FractionResult {
+    let with = |fraction: f64| Machine {
+        cache_fraction: fraction,
+        ..machine.clone()
+    };
+    let (results, cases) = measure_settings(&fractions, with, &programs, options, progress)?;
+    let results: Vec<FractionResult> = results
+        .into_iter()
+        .map(|(fraction, per_program, seconds)| FractionResult {
             fraction,
             per_program,
             seconds,
@@ -164,7 +160,7 @@ pub fn calibrate(
     Ok(Calibration {
         programs: programs.iter().map(|p| p.program.name.clone()).collect(),
         results,
-        cases: measured.cases,
+        cases,
         chosen,
     })
 }
@@ -241,18 +237,14 @@ pub fn calibrate_group_arrays(
     let mut programs = training::fields_programs(domains)?;
     programs.extend(training::wide_programs(domains)?);
     let limits = limits_to_try(machine.group_arrays);
-    let machines: Vec<Machine> = limits
-        .iter()
-        .map(|&limit| Machine {
-            group_arrays: limit,
-            ..machine.clone()
-        })
-        .collect();
-    let measured = measure_optima(&machines, &programs, options, progress)?;
-    let results: Vec<LimitResult> = limits
-        .iter()
-        .zip(measured.per_setting)
-        .map(|(&limit, (per_program, seconds))| LimitResult {
+    let with = |limit: Option<usize>| Machine {
+        group_arrays: limit,
+        ..machine.clone()
+    };
+    let (results, cases) = measure_settings(&limits, with, &programs, options, progress)?;
+    let results: Vec<LimitResult> = results
+        .into_iter()
+        .map(|(limit, per_program, seconds)| LimitResult {
             limit,
             per_program,
             seconds,
@@ -262,13 +254,37 @@ pub fn calibrate_group_arrays(
     Ok(LimitCalibration {
         programs: programs.iter().map(|p| p.program.name.clone()).collect(),
         results,
-        cases: measured.cases,
+        cases,
         chosen,
     })
 }
 
+/// Per setting of `settings` (applied to the machine by `with`): the calibration programs'
+/// optima timed, per program its optimum's case and median, and their geometric mean; and
+/// the cases' descriptions per program.
+fn measure_settings<S: Copy>(
+    settings: &[S],
+    with: impl Fn(S) -> Machine,
+    programs: &[training::TrainingProgram],
+    options: &LearnOptions,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<(Vec<SettingRow<S>>, Vec<Vec<String>>), LearnError> {
+    let machines: Vec<Machine> = settings.iter().map(|&s| with(s)).collect();
+    let measured = measure_optima(&machines, programs, options, progress)?;
+    let results = settings
+        .iter()
+        .zip(measured.per_setting)
+        .map(|(&s, (per_program, seconds))| (s, per_program, seconds))
+        .collect();
+    Ok((results, measured.cases))
+}
+
 /// Per calibration program: its optimum's case and median seconds (None where infeasible).
 type PerProgram = Vec<Option<(usize, f64)>>;
+
+/// One setting's row: the setting, per program its optimum's case and median, the geometric
+/// mean of the medians.
+type SettingRow<S> = (S, PerProgram, Option<f64>);
 
 /// The optima of the calibration programs under each machine setting, timed.
 struct Optima {
