@@ -268,7 +268,7 @@ fn measure_settings<S: Copy>(
     programs: &[training::TrainingProgram],
     options: &LearnOptions,
     progress: &(dyn Fn(Progress) + Sync),
-) -> Result<(Vec<SettingRow<S>>, Vec<Vec<String>>), LearnError> {
+) -> Result<Settings<S>, LearnError> {
     let machines: Vec<Machine> = settings.iter().map(|&s| with(s)).collect();
     let measured = measure_optima(&machines, programs, options, progress)?;
     let results = settings
@@ -285,6 +285,9 @@ type PerProgram = Vec<Option<(usize, f64)>>;
 /// One setting's row: the setting, per program its optimum's case and median, the geometric
 /// mean of the medians.
 type SettingRow<S> = (S, PerProgram, Option<f64>);
+
+/// Every setting's row, and the cases' descriptions per program.
+type Settings<S> = (Vec<SettingRow<S>>, Vec<Vec<String>>);
 
 /// The optima of the calibration programs under each machine setting, timed.
 struct Optima {
