@@ -11,11 +11,9 @@ use crate::common::root;
 /// Production functions over 100 lines: `path::name`.
 const KNOWN_LONG_FUNCTIONS: &[&str] = &[
     "codegen/src/schedule.rs::lower_with",
-    "src/learn_cmd/mod.rs::run",
     "model/src/encodings/smt.rs::nonlinear",
     "model/src/encodings/milp.rs::milp",
     "model/src/cost_model/inline_search.rs::choose_inline",
-    "learn/src/lib.rs::learn",
     "model/src/language/interp.rs::call",
     "model/src/encodings/smt.rs::soundness_queries_of",
     "solvers/src/highs.rs::solve_validated",

@@ -22,6 +22,8 @@ pub mod measure;
 pub mod pipeline;
 pub mod training;
 
+use std::path::PathBuf;
+
 use absinthe_codegen::compile::Toolchain;
 use absinthe_codegen::render::Flush;
 use absinthe_measure::accuracy::r_squared;
@@ -140,30 +142,66 @@ pub fn learn(
     options: &LearnOptions,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<LearnResult, LearnError> {
-    let programs = training::programs(options.domain)?;
-    let sizes: Vec<Vec<[usize; 3]>> = programs
-        .iter()
-        .map(|p| {
-            // One shape list per family, sized for the family's largest working set.
-            let arrays = programs
-                .iter()
-                .filter(|q| q.family == p.family)
-                .map(|q| training::arrays_touched(&q.analysis))
-                .max()
-                .unwrap_or(1);
-            training::tile_sizes(
-                arrays,
-                p.program.value_type.bytes(),
-                options.tile_bytes,
-                options.shapes,
-                options.domain[0],
-            )
-        })
-        .collect();
-    // With `streamed_shapes`, the slow programs are also timed streamed over large tiles, as
-    // generated kernels (one bundle per program); the runtime-tiled kernels cannot stream.
-    let (streamed_programs, streamed_sizes): (Vec<TrainingProgram>, Vec<Vec<[usize; 3]>>) =
-        programs
+    let plan = TrainingPlan::new(options)?;
+    // The runs are split into rounds, each running every program over all its shapes, so that
+    // a burst of load on a shared machine spreads over all programs instead of shifting one
+    // program's times (which the model would have to explain by its counts); within a round,
+    // shapes run in chunks so that progress moves while a program runs.
+    let rounds = ROUNDS.min(options.repeats).max(1);
+    // Round r runs `repeats / rounds` times, one more for the first `repeats % rounds` rounds.
+    let runs_in =
+        |round: usize| options.repeats / rounds + usize::from(round < options.repeats % rounds);
+    progress(Progress::Start {
+        total: plan.builds() + rounds * plan.steps_per_round(options),
+    });
+    let (exes, streamed_exes) = plan.build(options, progress)?;
+    let mut measurements = Vec::new();
+    let mut done = 0;
+    for round in 0..rounds {
+        let per_round = runs_in(round);
+        let mut runs = plan.run_round(options, (&exes, &streamed_exes), per_round, progress)?;
+        for m in &mut runs {
+            m.repeat += done;
+        }
+        measurements.extend(runs);
+        done += per_round;
+    }
+    fit_measurements(measurements, options.solver)
+}
+
+/// Shapes per runtime-tiled run, so that progress moves while a program runs.
+const CHUNK: usize = 7;
+
+/// The training programs and the tile shapes each is timed over; with `streamed_shapes`, the
+/// slow programs again, streamed over large tiles.
+struct TrainingPlan {
+    programs: Vec<TrainingProgram>,
+    sizes: Vec<Vec<[usize; 3]>>,
+    streamed_programs: Vec<TrainingProgram>,
+    streamed_sizes: Vec<Vec<[usize; 3]>>,
+}
+
+impl TrainingPlan {
+    fn new(options: &LearnOptions) -> Result<TrainingPlan, LearnError> {
+        let programs = training::programs(options.domain)?;
+        let sizes: Vec<Vec<[usize; 3]>> = programs
+            .iter()
+            .map(|p| {
+                // One shape list per family, sized for the family's largest working set.
+                let arrays = programs
+                    .iter()
+                    .filter(|q| q.family == p.family)
+                    .map(|q| training::arrays_touched(&q.analysis))
+                    .max()
+                    .unwrap_or(1);
+                let bytes = p.program.value_type.bytes();
+                let domain_x = options.domain[0];
+                training::tile_sizes(arrays, bytes, options.tile_bytes, options.shapes, domain_x)
+            })
+            .collect();
+        // The runtime-tiled kernels cannot stream: the streamed runs are generated kernels
+        // (one bundle per program).
+        let (streamed_programs, streamed_sizes) = programs
             .iter()
             .filter(|p| options.streamed_shapes && p.family == Family::Slow)
             .map(|p| {
@@ -178,65 +216,73 @@ pub fn learn(
             })
             .filter(|(_, s)| !s.is_empty())
             .unzip();
-    // The runs are split into rounds, each running every program over all its shapes, so that
-    // a burst of load on a shared machine spreads over all programs instead of shifting one
-    // program's times (which the model would have to explain by its counts); within a round,
-    // shapes run in chunks so that progress moves while a program runs.
-    const CHUNK: usize = 7;
-    let rounds = ROUNDS.min(options.repeats).max(1);
-    // Round r runs `repeats / rounds` times, one more for the first `repeats % rounds` rounds.
-    let runs_in =
-        |round: usize| options.repeats / rounds + usize::from(round < options.repeats % rounds);
-    let generated = options.kernels == Kernels::Generated;
-    // Generated kernels run as one bundle per program and round; runtime-tiled ones in chunks.
-    let steps: usize = if generated {
-        programs.len()
-    } else {
-        sizes.iter().map(|s| s.len().div_ceil(CHUNK)).sum()
-    };
-    progress(Progress::Start {
-        total: programs.len()
-            + streamed_programs.len()
-            + rounds * (steps + streamed_programs.len()),
-    });
-    let built = || {
-        progress(Progress::Step {
-            what: "build".into(),
+        Ok(TrainingPlan {
+            programs,
+            sizes,
+            streamed_programs,
+            streamed_sizes,
         })
-    };
-    let exes = if generated {
-        measure::build_generated(
-            &programs,
-            &sizes,
-            false,
-            &options.toolchain,
-            options.threads,
-            options.jobs,
-            &built,
-        )?
-    } else {
-        measure::build_all(
-            &programs,
-            &options.toolchain,
-            options.threads,
-            options.jobs,
-            &built,
-        )?
-    };
-    let streamed_exes = measure::build_generated(
-        &streamed_programs,
-        &streamed_sizes,
-        true,
-        &options.toolchain,
-        options.threads,
-        options.jobs,
-        &built,
-    )?;
-    let mut measurements = Vec::new();
-    let mut done = 0;
-    for round in 0..rounds {
-        let per_round = runs_in(round);
-        for ((program, exe), sizes) in programs.iter().zip(&exes).zip(&sizes) {
+    }
+
+    fn builds(&self) -> usize {
+        self.programs.len() + self.streamed_programs.len()
+    }
+
+    /// Progress steps of one round: generated kernels run as one bundle per program,
+    /// runtime-tiled ones in chunks of [`CHUNK`] shapes; then each streamed program.
+    fn steps_per_round(&self, options: &LearnOptions) -> usize {
+        let steps: usize = if options.kernels == Kernels::Generated {
+            self.programs.len()
+        } else {
+            self.sizes.iter().map(|s| s.len().div_ceil(CHUNK)).sum()
+        };
+        steps + self.streamed_programs.len()
+    }
+
+    /// Builds every program, and the streamed ones.
+    fn build(
+        &self,
+        options: &LearnOptions,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<(Vec<PathBuf>, Vec<PathBuf>), LearnError> {
+        let built = || {
+            progress(Progress::Step {
+                what: "build".into(),
+            })
+        };
+        let (tc, threads, jobs) = (&options.toolchain, options.threads, options.jobs);
+        let exes = if options.kernels == Kernels::Generated {
+            measure::build_generated(
+                &self.programs,
+                &self.sizes,
+                false,
+                tc,
+                threads,
+                jobs,
+                &built,
+            )?
+        } else {
+            measure::build_all(&self.programs, tc, threads, jobs, &built)?
+        };
+        let streamed = (&self.streamed_programs, &self.streamed_sizes);
+        let streamed_exes =
+            measure::build_generated(streamed.0, streamed.1, true, tc, threads, jobs, &built)?;
+        Ok((exes, streamed_exes))
+    }
+
+    /// One round: every program over all its shapes with `per_round` runs each (repeats
+    /// numbered from 0), then the streamed ones.
+    fn run_round(
+        &self,
+        options: &LearnOptions,
+        (exes, streamed_exes): (&[PathBuf], &[PathBuf]),
+        per_round: usize,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<Vec<Measurement>, LearnError> {
+        let generated = options.kernels == Kernels::Generated;
+        let threads = options.threads;
+        let mut measurements = Vec::new();
+        for ((program, exe), sizes) in self.programs.iter().zip(exes).zip(&self.sizes) {
             let flush = match program.family {
                 Family::Fast => Flush::NONE,
                 Family::Slow => options.flush,
@@ -247,53 +293,28 @@ pub fn learn(
                 sizes.chunks(CHUNK).collect()
             };
             for chunk in chunks {
-                let mut runs = if generated {
-                    measure::run_generated(
-                        exe,
-                        program,
-                        chunk,
-                        false,
-                        per_round,
-                        flush,
-                        options.threads,
-                    )?
+                measurements.extend(if generated {
+                    measure::run_generated(exe, program, chunk, false, per_round, flush, threads)?
                 } else {
-                    measure::run_shapes(exe, program, chunk, per_round, flush, options.threads)?
-                };
-                for m in &mut runs {
-                    m.repeat += done;
-                }
-                measurements.extend(runs);
+                    measure::run_shapes(exe, program, chunk, per_round, flush, threads)?
+                });
                 progress(Progress::Step {
                     what: program.program.name.clone(),
                 });
             }
         }
-        for ((program, exe), sizes) in streamed_programs
-            .iter()
-            .zip(&streamed_exes)
-            .zip(&streamed_sizes)
-        {
-            let mut runs = measure::run_generated(
-                exe,
-                program,
-                sizes,
-                true,
-                per_round,
-                options.flush,
-                options.threads,
-            )?;
-            for m in &mut runs {
-                m.repeat += done;
-            }
-            measurements.extend(runs);
+        let streamed = self.streamed_programs.iter().zip(streamed_exes);
+        for ((program, exe), sizes) in streamed.zip(&self.streamed_sizes) {
+            let flush = options.flush;
+            measurements.extend(measure::run_generated(
+                exe, program, sizes, true, per_round, flush, threads,
+            )?);
             progress(Progress::Step {
                 what: format!("{} streamed", program.program.name),
             });
         }
-        done += per_round;
+        Ok(measurements)
     }
-    fit_measurements(measurements, options.solver)
 }
 
 /// The slow fit's column that is held at zero: the base body, `B^b` (seconds per cell of a
