@@ -22,10 +22,10 @@
 use std::time::Instant;
 
 use crate::analysis::Analysis;
+use crate::cost_model::options::MilpOptions;
 use crate::expr::OperationWeights;
 use crate::inline::{candidates, inline_program, kept, InlineError};
 use crate::machine::ModelMachine;
-use crate::milp::MilpOptions;
 use crate::program::Program;
 use crate::search::{range_table, shortest_grouping};
 

@@ -14,9 +14,9 @@ use crate::analysis::Analysis;
 use crate::cost::{
     even_tiles, group_shape, parallel_ok, term_seconds, Configuration, GroupShape, StreamShape,
 };
+use crate::cost_model::options::MilpOptions;
 use crate::formats::limits::MAX_TILINGS;
 use crate::machine::ModelMachine;
-use crate::milp::MilpOptions;
 use crate::parallel::parallel_map;
 
 /// Tile counts per dimension that satisfy the user's bounds and the even-tiles constraint.
