@@ -17,7 +17,6 @@ const KNOWN_LONG_FUNCTIONS: &[&str] = &[
     "model/src/encodings/smt.rs::nonlinear",
     "model/src/encodings/milp.rs::milp",
     "src/tune.rs::run",
-    "model/src/cost_model/inline_search.rs::choose_inline",
     "learn/src/lib.rs::learn",
     "model/src/language/interp.rs::call",
     "model/src/encodings/smt.rs::soundness_queries_of",
@@ -32,7 +31,6 @@ const KNOWN_LONG_FUNCTIONS: &[&str] = &[
     "src/learn_cmd/gpu.rs::run",
     "src/tune.rs::print_table",
     "learn/src/gpu.rs::emit",
-    "model/src/language/program.rs::from_yaml",
 ];
 
 /// Production files over 800 lines (their test modules not counted).

@@ -32,15 +32,17 @@ pub mod language {
 }
 
 /// The cost model: its formulas written once (`formula`), `evaluate` in f64 and integers,
-/// `exact` in rationals, the options that restrict every search (`options`), the exact search
-/// over groupings (`search`) and inline sets (`inline_search`), and the tile geometry the code
-/// generator and the GPU shared-memory test share (`boxes`).
+/// `exact` in rationals, the options that restrict every search (`options`), the seam the
+/// searches are written against (`model::CostModel`), the exact search over groupings
+/// (`search`) and inline sets (`inline_search`), and the tile geometry the code generator and the
+/// GPU shared-memory test share (`boxes`).
 pub mod cost_model {
     pub mod boxes;
     pub mod evaluate;
     pub mod exact;
     pub mod formula;
     pub mod inline_search;
+    pub mod model;
     pub mod options;
     pub mod search;
     pub mod traffic;
