@@ -3,6 +3,10 @@
 //!
 //! Everything here is pure: no solver, no process, no I/O beyond parsing text the caller read.
 //! The data flow is `Program` → `Analysis` → (`evaluate` | `milp`), with `Machine` beside it.
+//!
+//! The groups below are layers: `support`, `formats`, `language`, `cost_model`, `encodings`,
+//! `output`, each importing only those before it (`support` none); tests/architecture.rs fails
+//! on an import cycle between them.
 
 // Loops over dimensions `d` and stencils `i` index several parallel arrays at once, as the
 // formulas of docs/MODEL.md do; iterator chains would hide that correspondence.

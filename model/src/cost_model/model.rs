@@ -121,9 +121,9 @@ mod tests {
     use crate::search::{admissible_tilings, exhaustive, exhaustive_with};
 
     /// A model unlike ABSINTHE, to show the searches take any: a stencil weighs one plus its
-    /// accesses; a group pays a launch, recomputes a share of its weight that grows with the square of
-    /// its length and falls with its tiles along x, and pays per tile; it fits when its stencils
-    /// times the cells of one tile stay within `capacity`.
+    /// accesses; a group pays a launch, recomputes a share of its weight that grows with the
+    /// square of its length and falls with its tiles along x, and pays per tile; it fits when
+    /// its stencils times the cells of one tile stay within `capacity`.
     struct Toy {
         machine: ModelMachine,
         capacity: usize,

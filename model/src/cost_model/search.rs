@@ -5,10 +5,11 @@
 //! The cost of a group depends only on its own stencils and tiles (see `cost::group_cost`), so
 //! the optimum is a shortest path over group boundaries: for every contiguous range of stencils,
 //! the cheapest feasible tiling found by enumerating every admissible, parallel-efficient tile
-//! triple ([`range_table`], on all CPUs, the range's tile-independent [`GroupShape`] derived once);
-//! then a dynamic program over where groups end ([`shortest_grouping`]). Ranges are skipped only
-//! when provably useless: their working set fits no tiling (and then no longer range from the same
-//! start fits), or their fast-memory time alone exceeds a known configuration's cost.
+//! triple ([`range_table`], on all CPUs, the range's tile-independent [`CostModel::Group`]
+//! derived once); then a dynamic program over where groups end ([`shortest_grouping`]). Ranges
+//! are skipped only when provably useless: their working set fits no tiling (and then no longer
+//! range from the same start fits), or their fast-memory time alone exceeds a known
+//! configuration's cost.
 //!
 //! The searches are written against [`CostModel`]: the functions named `..._with` take any
 //! model, the others the ABSINTHE model ([`Absinthe`]) of the machine they are given.
@@ -536,6 +537,18 @@ pub fn k_best(
     threads: usize,
 ) -> Vec<(Configuration, f64)> {
     let table = range_table_k(analysis, machine, options, threads, k);
+    k_shortest_groupings(&table, analysis.stencils.len(), k)
+}
+
+/// [`k_best`] for any cost model: `model`'s `k` best configurations on `model.machine()`.
+pub fn k_best_with<M: CostModel>(
+    analysis: &Analysis,
+    model: &M,
+    options: &MilpOptions,
+    k: usize,
+    threads: usize,
+) -> Vec<(Configuration, f64)> {
+    let table = range_table_with(analysis, model, options, threads, k);
     k_shortest_groupings(&table, analysis.stencils.len(), k)
 }
 
