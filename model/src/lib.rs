@@ -3,39 +3,51 @@
 //!
 //! Everything here is pure: no solver, no process, no I/O beyond parsing text the caller read.
 //! The data flow is `Program` → `Analysis` → (`evaluate` | `milp`), with `Machine` beside it.
+//!
+//! The groups below are layers: `support`, `formats`, `language`, `cost_model`, `encodings`,
+//! `output`, each importing only those before it (`support` none); tests/architecture.rs fails
+//! on an import cycle between them.
 
 // Loops over dimensions `d` and stencils `i` index several parallel arrays at once, as the
 // formulas of docs/MODEL.md do; iterator chains would hide that correspondence.
 #![allow(clippy::needless_range_loop)]
 
-/// Input formats: program, machine and solution files, the YAML reader, file-located errors.
+/// Input formats: the machine file (with the model's view of it), the YAML reader, file-located
+/// errors, and the bounds on every number a user supplies.
 pub mod formats {
     pub mod diagnostic;
     pub mod limits;
     pub mod machine;
-    pub mod program;
-    pub mod solution;
     pub mod yaml;
 }
 
-/// The stencil language: expressions, the access analysis, the reference semantics evaluated
-/// in Rust, and inlining (a program rewrite).
+/// The stencil language: programs (the file and its validation), expressions, the access
+/// analysis, the reference semantics evaluated in Rust, inlining (a program rewrite), and (with
+/// the `generate` feature, which the tests and examples turn on) generated programs for tests
+/// and benchmarks.
 pub mod language {
     pub mod analysis;
     pub mod expr;
+    #[cfg(any(test, feature = "generate"))]
+    pub mod generate;
     pub mod inline;
     pub mod interp;
+    pub mod program;
 }
 
 /// The cost model: its formulas written once (`formula`), `evaluate` in f64 and integers,
-/// `exact` in rationals, the exact search over groupings (`search`), and the tile geometry the
-/// code generator and the GPU shared-memory test share (`boxes`).
+/// `exact` in rationals, the options that restrict every search (`options`), the seam the
+/// searches are written against (`model::CostModel`), the exact search over groupings
+/// (`search`) and inline sets (`inline_search`), and the tile geometry the code generator and the
+/// GPU shared-memory test share (`boxes`).
 pub mod cost_model {
     pub mod boxes;
     pub mod evaluate;
     pub mod exact;
     pub mod formula;
     pub mod inline_search;
+    pub mod model;
+    pub mod options;
     pub mod search;
     pub mod traffic;
 }
@@ -50,11 +62,13 @@ pub mod encodings {
     pub mod smt;
 }
 
-/// Support: the one work queue, a small random-number generator, and (with the `generate`
-/// feature, which the tests and examples turn on) generated programs for tests and benchmarks.
+/// What a search answers, as a file: the solution `solve` writes and `codegen`/`verify` read.
+pub mod output {
+    pub mod solution;
+}
+
+/// Support: the one work queue and a small random-number generator.
 pub mod support {
-    #[cfg(any(test, feature = "generate"))]
-    pub mod generate;
     pub mod parallel;
     pub mod rng;
 }
@@ -63,10 +77,11 @@ pub mod support {
 pub use cost_model::evaluate as cost;
 pub use cost_model::{boxes, exact, formula, inline_search, search, traffic};
 pub use encodings::{linearize, lp, milp, ranges, smt};
-pub use formats::{diagnostic, limits, machine, program, solution, yaml};
-pub use language::{analysis, expr, inline, interp};
+pub use formats::{diagnostic, limits, machine, yaml};
 #[cfg(any(test, feature = "generate"))]
-pub use support::generate;
+pub use language::generate;
+pub use language::{analysis, expr, inline, interp, program};
+pub use output::solution;
 pub use support::{parallel, rng};
 
 pub use analysis::{Analysis, ArrayId, ArrayKind};

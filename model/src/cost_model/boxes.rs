@@ -11,6 +11,7 @@
 use std::ops::Range;
 
 use crate::analysis::{Analysis, Extent};
+pub use crate::machine::MAX_BLOCK_THREADS;
 
 /// A half-open interval `[lo, hi)` along one dimension.
 pub type Interval = [i64; 2];
@@ -102,10 +103,6 @@ pub fn stream_window(
 
 /// The warp width: a CUDA block's x extent is a multiple of it.
 pub const WARP: usize = 32;
-
-/// Threads per block the CUDA kernels use at most: 8 blocks of 256 fill an SM's 2048 threads,
-/// and `__launch_bounds__(256)` leaves ptxas 255 registers per thread.
-pub const MAX_BLOCK_THREADS: usize = 256;
 
 /// Values per thread that one group's register windows may hold in all (16 doubles are 32
 /// of the 128 registers per thread the kernels budget for; `cuda::REGISTER_BUDGET`).

@@ -22,12 +22,13 @@
 use std::time::Instant;
 
 use crate::analysis::Analysis;
+use crate::cost_model::model::{Absinthe, CostModel};
+use crate::cost_model::options::MilpOptions;
 use crate::expr::OperationWeights;
 use crate::inline::{candidates, inline_program, kept, InlineError};
 use crate::machine::ModelMachine;
-use crate::milp::MilpOptions;
 use crate::program::Program;
-use crate::search::{range_table, shortest_grouping};
+use crate::search::{range_table_with, shortest_grouping};
 
 /// Why an inline set cannot be chosen or applied.
 #[derive(Debug, thiserror::Error)]
@@ -142,18 +143,8 @@ fn analysed(
     Ok((rewritten, analysis, kept(program, inline)))
 }
 
-/// The model's exact optimum of a program (seconds), None when infeasible.
-fn optimum_seconds(
-    analysis: &Analysis,
-    machine: &ModelMachine,
-    options: &MilpOptions,
-    threads: usize,
-) -> Option<f64> {
-    let table = range_table(analysis, machine, options, threads);
-    shortest_grouping(&table, analysis.stencils.len()).map(|(_, t)| t)
-}
-
-/// Chooses the inline set of `program` by `policy` (see the module documentation).
+/// Chooses the inline set of `program` by `policy` (see the module documentation), by the
+/// ABSINTHE model of `machine`.
 pub fn choose_inline(
     program: &Program,
     analysis: &Analysis,
@@ -162,56 +153,38 @@ pub fn choose_inline(
     policy: &InlinePolicy,
     threads: usize,
 ) -> Result<InlineChoice, InlineSearchError> {
-    let started = Instant::now();
-    let cands = candidates(analysis);
-    // The program itself, weighed with the machine's operation weights whatever its caller did.
-    let mut own = analysis.clone();
-    own.weigh_operations(machine.params.operations);
-    let none = |search: InlineSearch, note: Option<String>| InlineChoice {
-        inline: Vec::new(),
-        names: Vec::new(),
-        program: program.clone(),
-        analysis: own.clone(),
-        kept: (0..analysis.stencils.len()).collect(),
-        search,
-        candidates: cands.len(),
-        sets_solved: 0,
-        without_seconds: None,
-        with_seconds: None,
-        note,
+    choose_inline_with(
+        program,
+        analysis,
+        &Absinthe::new(machine),
+        options,
+        policy,
+        threads,
+    )
+}
+
+/// [`choose_inline`] for any cost model: each inline set's program is solved by `model`'s
+/// range table and DP.
+pub fn choose_inline_with<M: CostModel>(
+    program: &Program,
+    analysis: &Analysis,
+    model: &M,
+    options: &MilpOptions,
+    policy: &InlinePolicy,
+    threads: usize,
+) -> Result<InlineChoice, InlineSearchError> {
+    let mut sets = InlineSets {
+        program,
+        model,
+        options,
+        threads,
+        started: Instant::now(),
+        candidates: candidates(analysis),
+        solved: 0,
         tried: Vec::new(),
-        seconds: started.elapsed().as_secs_f64(),
-    };
-    let finish = |inline: Vec<usize>,
-                  search: InlineSearch,
-                  sets_solved: usize,
-                  without: Option<f64>,
-                  with: Option<f64>,
-                  mut tried: Vec<(Vec<usize>, f64)>|
-     -> Result<InlineChoice, InlineSearchError> {
-        tried.sort_by(|a, b| a.1.total_cmp(&b.1));
-        let (rewritten, a, kept) = apply(program, machine.params.operations, &inline)?;
-        Ok(InlineChoice {
-            names: inline
-                .iter()
-                .map(|&s| program.stencils[s].name.clone())
-                .collect(),
-            inline,
-            program: rewritten,
-            analysis: a,
-            kept,
-            search,
-            candidates: cands.len(),
-            sets_solved,
-            without_seconds: without,
-            with_seconds: with,
-            note: None,
-            tried,
-            seconds: started.elapsed().as_secs_f64(),
-        })
     };
     match policy {
-        InlinePolicy::Off => return Ok(none(InlineSearch::None, None)),
+        InlinePolicy::Off => return Ok(sets.unsearched(analysis, None)),
         InlinePolicy::Fixed(set) => {
             if options.fixed_groups.is_some() && !set.is_empty() {
                 return Err(InlineSearchError::Invalid(
@@ -219,57 +192,100 @@ pub fn choose_inline(
                         .into(),
                 ));
             }
-            return finish(set.clone(), InlineSearch::None, 0, None, None, Vec::new());
+            return sets.finish(set.clone(), InlineSearch::None, None, None);
         }
         InlinePolicy::Search => {}
     }
+    if let Some(note) = why_not_searched(&sets.candidates, options) {
+        return Ok(sets.unsearched(analysis, note));
+    }
+    let without = sets.seconds_of(&[])?;
+    let (set, with, search) = if sets.candidates.len() <= EXHAUSTIVE_CANDIDATES {
+        let (set, with) = sets.every_subset(without)?;
+        (set, with, InlineSearch::Exhaustive)
+    } else {
+        let (set, with) = sets.greedy(without)?;
+        (set, with, InlineSearch::Greedy)
+    };
+    sets.finish(set, search, without, with)
+}
+
+/// Why the search over inline sets does not run, when the policy asks for it: `Some(None)`
+/// without a note (no candidates), `Some(Some(note))` with one, `None` when it runs.
+fn why_not_searched(cands: &[usize], options: &MilpOptions) -> Option<Option<String>> {
     if cands.is_empty() {
-        return Ok(none(InlineSearch::None, None));
+        return Some(None);
     }
     if options.fixed_groups.is_some() {
-        return Ok(none(
-            InlineSearch::None,
-            Some("not searched: the groups are fixed (they index the original stencils)".into()),
+        return Some(Some(
+            "not searched: the groups are fixed (they index the original stencils)".into(),
         ));
     }
     if cands.len() > GREEDY_CANDIDATES {
-        return Ok(none(
-            InlineSearch::None,
-            Some(format!(
-                "not searched: {} stencils could be inlined (the search runs up to {GREEDY_CANDIDATES}); name a set with --inline",
-                cands.len()
-            )),
-        ));
+        return Some(Some(format!(
+            "not searched: {} stencils could be inlined (the search runs up to {GREEDY_CANDIDATES}); name a set with --inline",
+            cands.len()
+        )));
     }
-    let mut solved = 0usize;
-    let mut tried: Vec<(Vec<usize>, f64)> = Vec::new();
-    let mut time_of = |set: &[usize]| -> Result<Option<f64>, InlineSearchError> {
-        if let Some((_, t)) = tried.iter().find(|(s, _)| s == set) {
+    None
+}
+
+/// Whether the optimum `t` is better than `best` (None: infeasible), by more than rounding.
+fn better(t: Option<f64>, best: Option<f64>) -> bool {
+    match (t, best) {
+        (Some(t), Some(b)) => t < b * (1.0 - 1e-9),
+        (Some(_), None) => true,
+        _ => false,
+    }
+}
+
+/// The search over the inline sets of one program: what it solves them with, and what it has
+/// solved.
+struct InlineSets<'a, M: CostModel> {
+    program: &'a Program,
+    model: &'a M,
+    options: &'a MilpOptions,
+    threads: usize,
+    started: Instant,
+    /// The stencils that may be inlined (not outputs).
+    candidates: Vec<usize>,
+    /// Inline sets solved.
+    solved: usize,
+    /// Every set solved with a feasible optimum, and its seconds, in the order solved.
+    tried: Vec<(Vec<usize>, f64)>,
+}
+
+impl<M: CostModel> InlineSets<'_, M> {
+    /// The model's exact optimum of the program with `set` inlined (seconds), None when
+    /// infeasible or too large to rewrite; each set is solved once.
+    fn seconds_of(&mut self, set: &[usize]) -> Result<Option<f64>, InlineSearchError> {
+        if let Some((_, t)) = self.tried.iter().find(|(s, _)| s == set) {
             return Ok(Some(*t));
         }
-        let rewritten = match inline_program(program, set) {
+        let rewritten = match inline_program(self.program, set) {
             Ok(p) => p,
             Err(InlineError::TooLarge { .. }) => return Ok(None),
             Err(e) => return Err(InlineSearchError::Invalid(e.to_string())),
         };
-        let (_, a, _) = analysed(program, rewritten, machine.params.operations, set)?;
-        solved += 1;
-        let t = optimum_seconds(&a, machine, options, threads);
+        let weights = self.model.machine().params.operations;
+        let (_, a, _) = analysed(self.program, rewritten, weights, set)?;
+        self.solved += 1;
+        let table = range_table_with(&a, self.model, self.options, self.threads, 1);
+        let t = shortest_grouping(&table, a.stencils.len()).map(|(_, t)| t);
         if let Some(t) = t {
-            tried.push((set.to_vec(), t));
+            self.tried.push((set.to_vec(), t));
         }
         Ok(t)
-    };
-    let better = |t: Option<f64>, best: Option<f64>| match (t, best) {
-        (Some(t), Some(b)) => t < b * (1.0 - 1e-9),
-        (Some(_), None) => true,
-        _ => false,
-    };
-    let without = time_of(&[])?;
-    let (mut best_set, mut best) = (Vec::new(), without);
-    let search = if cands.len() <= EXHAUSTIVE_CANDIDATES {
-        // Subsets by size, then in lexicographic order of their masks: ties keep the smaller
-        // (and then the earlier) set.
+    }
+
+    /// Every subset of the candidates, by size, then in lexicographic order of their masks:
+    /// ties keep the smaller (and then the earlier) set. The best set and its optimum.
+    fn every_subset(
+        &mut self,
+        without: Option<f64>,
+    ) -> Result<(Vec<usize>, Option<f64>), InlineSearchError> {
+        let cands = self.candidates.clone();
+        let (mut best_set, mut best) = (Vec::new(), without);
         let mut masks: Vec<u32> = (1..(1u32 << cands.len())).collect();
         masks.sort_by_key(|m| (m.count_ones(), *m));
         for m in masks {
@@ -277,14 +293,24 @@ pub fn choose_inline(
                 .filter(|b| m & (1 << b) != 0)
                 .map(|b| cands[b])
                 .collect();
-            let t = time_of(&set)?;
+            let t = self.seconds_of(&set)?;
             if better(t, best) {
                 best = t;
                 best_set = set;
             }
         }
-        InlineSearch::Exhaustive
-    } else {
+        Ok((best_set, best))
+    }
+
+    /// Greedy additions from the empty set, then every candidate at once (greedy additions can
+    /// stop short of it: each single addition may cost more while all of them together cost
+    /// less). The best set and its optimum.
+    fn greedy(
+        &mut self,
+        without: Option<f64>,
+    ) -> Result<(Vec<usize>, Option<f64>), InlineSearchError> {
+        let cands = self.candidates.clone();
+        let (mut best_set, mut best) = (Vec::new(), without);
         loop {
             let mut step: Option<(Vec<usize>, Option<f64>)> = None;
             for &c in &cands {
@@ -294,7 +320,7 @@ pub fn choose_inline(
                 let mut set = best_set.clone();
                 set.push(c);
                 set.sort_unstable();
-                let t = time_of(&set)?;
+                let t = self.seconds_of(&set)?;
                 if better(t, step.as_ref().map_or(best, |s| s.1)) {
                     step = Some((set, t));
                 }
@@ -307,14 +333,65 @@ pub fn choose_inline(
                 None => break,
             }
         }
-        // Everything inlined: greedy additions can stop short of it (each single addition may
-        // cost more while all of them together cost less).
-        let all = time_of(&cands)?;
+        let all = self.seconds_of(&cands)?;
         if better(all, best) {
-            best_set = cands.clone();
+            best_set = cands;
             best = all;
         }
-        InlineSearch::Greedy
-    };
-    finish(best_set, search, solved, without, best, tried)
+        Ok((best_set, best))
+    }
+
+    /// Nothing inlined and nothing solved: the program itself, weighed with the machine's
+    /// operation weights whatever its caller did.
+    fn unsearched(&self, analysis: &Analysis, note: Option<String>) -> InlineChoice {
+        let mut own = analysis.clone();
+        own.weigh_operations(self.model.machine().params.operations);
+        InlineChoice {
+            inline: Vec::new(),
+            names: Vec::new(),
+            program: self.program.clone(),
+            analysis: own,
+            kept: (0..analysis.stencils.len()).collect(),
+            search: InlineSearch::None,
+            candidates: self.candidates.len(),
+            sets_solved: 0,
+            without_seconds: None,
+            with_seconds: None,
+            note,
+            tried: Vec::new(),
+            seconds: self.started.elapsed().as_secs_f64(),
+        }
+    }
+
+    /// The choice of `inline`, with the program it makes and what the search found.
+    fn finish(
+        self,
+        inline: Vec<usize>,
+        search: InlineSearch,
+        without: Option<f64>,
+        with: Option<f64>,
+    ) -> Result<InlineChoice, InlineSearchError> {
+        let mut tried = self.tried;
+        tried.sort_by(|a, b| a.1.total_cmp(&b.1));
+        let weights = self.model.machine().params.operations;
+        let (rewritten, a, kept) = apply(self.program, weights, &inline)?;
+        Ok(InlineChoice {
+            names: inline
+                .iter()
+                .map(|&s| self.program.stencils[s].name.clone())
+                .collect(),
+            inline,
+            program: rewritten,
+            analysis: a,
+            kept,
+            search,
+            candidates: self.candidates.len(),
+            sets_solved: self.solved,
+            without_seconds: without,
+            with_seconds: with,
+            note: None,
+            tried,
+            seconds: self.started.elapsed().as_secs_f64(),
+        })
+    }
 }

@@ -5,18 +5,21 @@
 //! The cost of a group depends only on its own stencils and tiles (see `cost::group_cost`), so
 //! the optimum is a shortest path over group boundaries: for every contiguous range of stencils,
 //! the cheapest feasible tiling found by enumerating every admissible, parallel-efficient tile
-//! triple ([`range_table`], on all CPUs, the range's tile-independent [`GroupShape`] derived once);
-//! then a dynamic program over where groups end ([`shortest_grouping`]). Ranges are skipped only
-//! when provably useless: their working set fits no tiling (and then no longer range from the same
-//! start fits), or their fast-memory time alone exceeds a known configuration's cost.
+//! triple ([`range_table`], on all CPUs, the range's tile-independent [`CostModel::Group`]
+//! derived once); then a dynamic program over where groups end ([`shortest_grouping`]). Ranges
+//! are skipped only when provably useless: their working set fits no tiling (and then no longer
+//! range from the same start fits), or their fast-memory time alone exceeds a known
+//! configuration's cost.
+//!
+//! The searches are written against [`CostModel`]: the functions named `..._with` take any
+//! model, the others the ABSINTHE model ([`Absinthe`]) of the machine they are given.
 
 use crate::analysis::Analysis;
-use crate::cost::{
-    even_tiles, group_shape, parallel_ok, term_seconds, Configuration, GroupShape, StreamShape,
-};
+use crate::cost::{even_tiles, parallel_ok, Configuration, StreamShape};
+use crate::cost_model::model::{Absinthe, CostModel};
+use crate::cost_model::options::MilpOptions;
 use crate::formats::limits::MAX_TILINGS;
 use crate::machine::ModelMachine;
-use crate::milp::MilpOptions;
 use crate::parallel::parallel_map;
 
 /// Tile counts per dimension that satisfy the user's bounds and the even-tiles constraint.
@@ -142,11 +145,12 @@ pub fn admissible_tilings(
 /// feasible triples of `tilings` (see [`admissible_tilings`]), cheapest first, ties in the order
 /// of `tilings`; empty when none fits the cache. And the least fast-memory time over the feasible
 /// tilings (`+inf` when none): a lower bound of the time of this range and of every longer range
-/// from the same start (see [`GroupShape::times`]; longer ranges also admit fewer tilings).
-fn best_tilings_and_bound(
+/// from the same start (see [`CostModel::group_seconds`]; longer ranges also admit fewer
+/// tilings).
+fn best_tilings_and_bound<M: CostModel>(
     analysis: &Analysis,
-    machine: &ModelMachine,
-    shape: &GroupShape,
+    model: &M,
+    group: &M::Group,
     tilings: &[([usize; 3], u64)],
     stream: Option<StreamShape>,
     k: usize,
@@ -154,10 +158,10 @@ fn best_tilings_and_bound(
     let mut best: Vec<Tiling> = Vec::with_capacity(k + 1);
     let mut fast_min = f64::INFINITY;
     for &(tiles, _) in tilings {
-        if !shape.fits_cache(analysis, machine, stream, tiles) {
+        if !model.fits(analysis, group, stream, tiles) {
             continue;
         }
-        let (t, fast) = shape.times(analysis, &machine.params, tiles);
+        let (t, fast) = model.group_seconds(analysis, group, tiles);
         if t.is_nan() {
             continue;
         }
@@ -181,10 +185,11 @@ pub fn best_group_tiling(
     options: &MilpOptions,
 ) -> Option<([usize; 3], f64)> {
     let tilings = admissible_tilings(analysis.domain, machine, options);
-    let shape = group_shape(analysis, range);
+    let model = Absinthe::new(machine);
+    let shape = model.group(analysis, range);
     best_tilings_and_bound(
         analysis,
-        machine,
+        &model,
         &shape,
         &tilings,
         options.stream_shape(analysis, machine),
@@ -299,6 +304,19 @@ pub fn range_table_k(
     k: usize,
 ) -> RangeTable {
     crate::cost::debug_check_weights(analysis, &machine.params);
+    range_table_with(analysis, &Absinthe::new(machine), options, threads, k)
+}
+
+/// [`range_table_k`] for any cost model: the table of `model`'s `k` best tilings of every
+/// range, on `model.machine()`'s search space.
+pub fn range_table_with<M: CostModel>(
+    analysis: &Analysis,
+    model: &M,
+    options: &MilpOptions,
+    threads: usize,
+    k: usize,
+) -> RangeTable {
+    let machine = model.machine();
     let k = k.max(1);
     let n = analysis.stencils.len();
     let tilings = admissible_tilings(analysis.domain, machine, options);
@@ -306,7 +324,7 @@ pub fn range_table_k(
         let mut row = Row::default();
         extend_row(
             analysis,
-            machine,
+            model,
             options,
             &tilings,
             start,
@@ -329,20 +347,17 @@ pub fn range_table_k(
     if first.iter().all(|r| r.closed) {
         return table;
     }
-    // lb(0..s): each stencil alone at its least fast-memory time (widths 0, one tile along x).
-    let dom = analysis.domain.map(|d| d as u128);
+    // lb(0..s): the sum of the stencils' bounds.
     let mut prefix = vec![0.0; n + 1];
     for i in 0..n {
-        let lone = group_shape(analysis, i..i + 1);
-        let t = term_seconds(&machine.params, &lone.stencils[0].counts(dom, [1, 1, 1]));
-        prefix[i + 1] = prefix[i] + t[0] + t[1];
+        prefix[i + 1] = prefix[i] + model.stencil_bound(analysis, i);
     }
     let rows = parallel_map(n, threads, |start| {
         let mut row = first[start].clone();
         if !row.closed {
             let slack = bound * (1.0 + 1e-9) - prefix[start];
             extend_row(
-                analysis, machine, options, &tilings, start, &mut row, n, slack, k,
+                analysis, model, options, &tilings, start, &mut row, n, slack, k,
             );
         }
         row
@@ -372,9 +387,9 @@ fn table_of(
 /// Extends `row` (the ranges from `start`) up to length `max_len`, closing it at the cache
 /// limit, at the end of the program, or when a range's least fast-memory time exceeds `slack`.
 #[allow(clippy::too_many_arguments)]
-fn extend_row(
+fn extend_row<M: CostModel>(
     analysis: &Analysis,
-    machine: &ModelMachine,
+    model: &M,
     options: &MilpOptions,
     tilings: &[([usize; 3], u64)],
     start: usize,
@@ -384,25 +399,25 @@ fn extend_row(
     k: usize,
 ) {
     let n = analysis.stencils.len();
-    let stream = options.stream_shape(analysis, machine);
+    let stream = options.stream_shape(analysis, model.machine());
     while !row.closed && row.best.len() < max_len {
         let end = start + row.best.len() + 1;
         if end > n {
             row.closed = true;
             break;
         }
-        let shape = group_shape(analysis, start..end);
+        let group = model.group(analysis, start..end);
         // Longer ranges touch at least as many arrays: none of them fits either.
         if !tilings
             .iter()
-            .any(|&(t, _)| shape.fits_cache(analysis, machine, stream, t))
+            .any(|&(t, _)| model.fits(analysis, &group, stream, t))
         {
             row.closed = true;
             break;
         }
         row.ranges += 1;
         row.evaluations += tilings.len();
-        let (best, fast) = best_tilings_and_bound(analysis, machine, &shape, tilings, stream, k);
+        let (best, fast) = best_tilings_and_bound(analysis, model, &group, tilings, stream, k);
         if fast > slack {
             // This range and every longer one from `start` cost more than a known
             // configuration, whatever covers the stencils before them.
@@ -425,6 +440,17 @@ pub fn exhaustive(
     options: &MilpOptions,
 ) -> Option<(Configuration, f64)> {
     let table = range_table(analysis, machine, options, 0);
+    shortest_grouping(&table, analysis.stencils.len())
+}
+
+/// [`exhaustive`] for any cost model: `model`'s optimum over all groupings and tilings allowed
+/// by `options` on `model.machine()`.
+pub fn exhaustive_with<M: CostModel>(
+    analysis: &Analysis,
+    model: &M,
+    options: &MilpOptions,
+) -> Option<(Configuration, f64)> {
+    let table = range_table_with(analysis, model, options, 0, 1);
     shortest_grouping(&table, analysis.stencils.len())
 }
 
@@ -511,6 +537,18 @@ pub fn k_best(
     threads: usize,
 ) -> Vec<(Configuration, f64)> {
     let table = range_table_k(analysis, machine, options, threads, k);
+    k_shortest_groupings(&table, analysis.stencils.len(), k)
+}
+
+/// [`k_best`] for any cost model: `model`'s `k` best configurations on `model.machine()`.
+pub fn k_best_with<M: CostModel>(
+    analysis: &Analysis,
+    model: &M,
+    options: &MilpOptions,
+    k: usize,
+    threads: usize,
+) -> Vec<(Configuration, f64)> {
+    let table = range_table_with(analysis, model, options, threads, k);
     k_shortest_groupings(&table, analysis.stencils.len(), k)
 }
 

@@ -16,9 +16,10 @@ use std::collections::HashMap;
 
 use crate::analysis::{Analysis, ArrayId, ArrayKind};
 use crate::cost::{
-    cache_capacity, limits_arrays, stream_shape, stream_shape_on, Configuration, StreamShape,
-    STORE_WEIGHT, STREAM_TILES_X,
+    cache_capacity, limits_arrays, stream_shape, Configuration, StreamShape, STORE_WEIGHT,
+    STREAM_TILES_X,
 };
+pub use crate::cost_model::options::{Encoding, MilpOptions};
 use crate::formula;
 use crate::linearize::{
     and_not, gated, gated_lower, lower_bound, mccormick, recorded_max, recorded_product,
@@ -46,38 +47,6 @@ pub fn digits_supported(machine: &ModelMachine) -> Result<(), &'static str> {
 
 /// Objective units per second: the MILP objective is in microseconds.
 pub const OBJECTIVE_SCALE: f64 = 1e6;
-
-/// How the optimisation problem is written as a MILP.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Encoding {
-    /// One binary per range that may form a group, with its best tiling (`crate::ranges`): an
-    /// integral LP relaxation; the default.
-    #[default]
-    Ranges,
-    /// The ABSINTHE encoding ([`milp`]): group-index constraints and binary-digit products of
-    /// tile counts, the formulation of the literature.
-    Digits,
-}
-
-impl Encoding {
-    pub fn name(self) -> &'static str {
-        match self {
-            Encoding::Ranges => "ranges",
-            Encoding::Digits => "digits",
-        }
-    }
-
-    /// Parses `ranges` or `digits`.
-    pub fn parse(s: &str) -> Result<Encoding, String> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "ranges" => Ok(Encoding::Ranges),
-            "digits" => Ok(Encoding::Digits),
-            other => Err(format!(
-                "unknown encoding `{other}`; the encodings are ranges (default) and digits (ABSINTHE)"
-            )),
-        }
-    }
-}
 
 /// A MILP of either encoding, with what is needed to read a configuration back.
 #[derive(Clone, Debug)]
@@ -116,59 +85,6 @@ impl Encoded {
             Encoded::Digits(m) => m.fixed_to(config),
             Encoded::Ranges(m) => m.fixed_to(config),
         }
-    }
-}
-
-/// Restrictions of the search, and the encoding of the MILP.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct MilpOptions {
-    /// The MILP encoding (the search space is the same for both).
-    pub encoding: Encoding,
-    /// Start the digits MILP from the exact DP's configuration (`solvers::optimize`).
-    pub warm_start: bool,
-    /// Fixed group index per stencil.
-    pub fixed_groups: Option<Vec<usize>>,
-    /// Lower bounds on tile counts per dimension.
-    pub tiles_min: Option<[usize; 3]>,
-    /// Upper bounds on tile counts per dimension.
-    pub tiles_max: Option<[usize; 3]>,
-    /// Keep to the original schedule space: no group streams.
-    pub no_stream: bool,
-}
-
-impl MilpOptions {
-    /// Tile-count range per dimension after clipping to 1..=D.
-    pub fn tile_range(&self, domain: [usize; 3]) -> [(usize, usize); 3] {
-        [0, 1, 2].map(|d| {
-            let lo = self.tiles_min.map_or(1, |t| t[d]).clamp(1, domain[d]);
-            let hi = self
-                .tiles_max
-                .map_or(domain[d], |t| t[d])
-                .clamp(1, domain[d]);
-            (lo, hi)
-        })
-    }
-
-    /// The program's stream shape, or None when streaming is off.
-    pub fn stream_shape(&self, analysis: &Analysis, machine: &ModelMachine) -> Option<StreamShape> {
-        (!self.no_stream && machine.streams).then(|| stream_shape_on(analysis, machine))
-    }
-
-    /// Whether a configuration respects these restrictions.
-    pub fn admits(&self, config: &Configuration, domain: [usize; 3]) -> bool {
-        if self.no_stream && !config.stream.is_empty() {
-            return false;
-        }
-        if let Some(g) = &self.fixed_groups {
-            if *g != config.groups {
-                return false;
-            }
-        }
-        let range = self.tile_range(domain);
-        config
-            .tiles
-            .iter()
-            .all(|t| (0..3).all(|d| t[d] >= range[d].0 && t[d] <= range[d].1))
     }
 }
 

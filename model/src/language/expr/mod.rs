@@ -12,10 +12,9 @@ mod printer;
 #[cfg(test)]
 mod tests;
 
+pub use crate::machine::{OperationWeights, CALL_OPERATION, DIVIDE_OPERATION, SQRT_OPERATION};
 pub use lexer::Span;
-pub use operations::{
-    OperationCounts, OperationWeights, CALL_OPERATION, DIVIDE_OPERATION, SQRT_OPERATION,
-};
+pub use operations::OperationCounts;
 pub use parser::{
     parse_expr, parse_expr_spanned, AccessSpan, ParseError, MAX_NESTING, MAX_TREE_DEPTH,
 };

@@ -1,56 +1,7 @@
 //! Operation counting: what an expression costs per evaluation, in adds.
 
 use super::{BinaryOp, Expr, Func, UnaryOp};
-
-/// What a division counts in [`Expr::operations`], against 1 for an add or a multiply, where
-/// the machine file has no measured weight ([`OperationWeights`]). Measured in a vectorised
-/// row loop over cache-resident planes (`codegen/templates/operations.cpp.j2`, built as the generated
-/// kernels are): one division per cell adds 18 adds' time, a second one 41 (the divider's
-/// throughput, 16 cycles per 8 lanes with AVX-512, is the limit;
-/// docs/decisions/0016-operation-weights-measured.md). At 4, the optima of division-heavy
-/// programs, whose inlining copies the divisions, are predicted 1.5-2.2x too fast.
-pub const DIVIDE_OPERATION: u64 = 30;
-/// What `sqrt` counts in [`Expr::operations`] by default: 36 and 63 adds for a first and a
-/// second per cell, measured as [`DIVIDE_OPERATION`] (with `-fno-math-errno`, which every build
-/// has, or GCC keeps a scalar call for `errno` and it costs 100-130).
-pub const SQRT_OPERATION: u64 = 50;
-/// What `exp`, `log` or `pow` counts in [`Expr::operations`] by default: a scalar library call
-/// per lane (GCC vectorises them only under `-ffast-math`), 220-400 adds measured as
-/// [`DIVIDE_OPERATION`].
-pub const CALL_OPERATION: u64 = 300;
-
-/// What a division, a `sqrt` and a library call (`exp`, `log`, `pow`) count in the compute part
-/// of the model, in adds. `absinthe learn` measures them on the machine it learns
-/// (`params.operations` in the machine file); files without them, and programs analysed
-/// without a machine, get the defaults ([`DIVIDE_OPERATION`], [`SQRT_OPERATION`],
-/// [`CALL_OPERATION`]), measured on an AVX-512 Xeon.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OperationWeights {
-    pub divide: u64,
-    pub sqrt: u64,
-    pub call: u64,
-}
-
-impl Default for OperationWeights {
-    fn default() -> Self {
-        OperationWeights::DEFAULT
-    }
-}
-
-impl OperationWeights {
-    /// The defaults, usable in constants (`Params::ZERO`).
-    pub const DEFAULT: OperationWeights = OperationWeights {
-        divide: DIVIDE_OPERATION,
-        sqrt: SQRT_OPERATION,
-        call: CALL_OPERATION,
-    };
-
-    /// Whether these are the defaults (a machine file then need not write them).
-    pub fn is_default(&self) -> bool {
-        *self == OperationWeights::default()
-    }
-}
+use crate::machine::OperationWeights;
 
 /// The operations an expression does per evaluation, by kind: `simple` counts `+ - *`,
 /// negation, comparisons, logic, selections, `min`, `max`, `fabs`, `abs`, `floor` and `ceil`
@@ -91,9 +42,9 @@ impl std::iter::Sum for OperationCounts {
 impl Expr {
     /// The arithmetic this expression does per evaluation, in units of one add, with the default
     /// [`OperationWeights`]: `+ - *`, negation, comparisons, logic, a selection (`?:`), `min`,
-    /// `max`, `fabs`, `abs`, `floor` and `ceil` count 1 each; a division [`DIVIDE_OPERATION`] and
-    /// `sqrt` [`SQRT_OPERATION`] (their vector throughput is tens of times an add's); `exp`,
-    /// `log` and `pow` [`CALL_OPERATION`] (a scalar library call per lane). Loads and literals
+    /// `max`, `fabs`, `abs`, `floor` and `ceil` count 1 each; a division [`DIVIDE_OPERATION`](crate::machine::DIVIDE_OPERATION) and
+    /// `sqrt` [`SQRT_OPERATION`](crate::machine::SQRT_OPERATION) (their vector throughput is tens of times an add's); `exp`,
+    /// `log` and `pow` [`CALL_OPERATION`](crate::machine::CALL_OPERATION) (a scalar library call per lane). Loads and literals
     /// (negative ones too) count nothing: the fast part of the model counts accesses. This is
     /// the weight of the model's compute part (`formula::Part::Compute`).
     pub fn operations(&self) -> u64 {

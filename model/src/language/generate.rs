@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use crate::program::program_header;
 
-pub use super::rng::Rng;
+pub use crate::rng::Rng;
 
 /// Shape of random programs.
 #[derive(Clone, Debug)]

@@ -174,7 +174,6 @@ impl Program {
     pub fn from_yaml(text: &str) -> Result<Program, Vec<Diagnostic>> {
         let file: ProgramFile = yaml::from_str(text).map_err(|d| vec![d])?;
         let mut errors = Vec::new();
-
         if !is_identifier(&file.name) {
             errors.push(Diagnostic::new(
                 "name",
@@ -185,142 +184,17 @@ impl Program {
             ));
         }
         let (domain, halo) = domain_and_halo(&file, &mut errors);
-
-        let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
-        let mut stencils = Vec::new();
-        for (n, s) in file.stencils.iter().enumerate() {
-            let base = format!("stencils[{n}]");
-            if !is_identifier(&s.name) {
-                errors.push(Diagnostic::new(
-                    format!("{base}.name"),
-                    format!("`{}` is not an identifier ([A-Za-z_][A-Za-z0-9_]*)", s.name),
-                ));
-            } else if let Some(why) = reserved_reason(&s.name) {
-                errors.push(Diagnostic::new(
-                    format!("{base}.name"),
-                    format!("`{}` {why} and cannot name a stencil", s.name),
-                ));
-            }
-            if let Some(first) = seen.insert(&s.name, n) {
-                errors.push(Diagnostic::new(
-                    format!("{base}.name"),
-                    format!(
-                        "duplicate stencil name `{}` (first defined at stencils[{first}])",
-                        s.name
-                    ),
-                ));
-            }
-            let mut lets = Vec::new();
-            let mut let_sources = Vec::new();
-            let mut let_names = HashSet::new();
-            for (name, src) in &s.lets {
-                let path = format!("{base}.let.{name}");
-                if !is_identifier(name) {
-                    errors.push(Diagnostic::new(
-                        path.clone(),
-                        format!("`{name}` is not an identifier"),
-                    ));
-                } else if let Some(why) = reserved_reason(name) {
-                    errors.push(Diagnostic::new(
-                        path.clone(),
-                        format!("`{name}` {why} and cannot name a local"),
-                    ));
-                }
-                if !let_names.insert(name.clone()) {
-                    errors.push(Diagnostic::new(
-                        path.clone(),
-                        format!("duplicate local `{name}`"),
-                    ));
-                }
-                match parse_expr_spanned(src) {
-                    Ok((expr, spans)) => {
-                        lets.push(Let {
-                            name: name.clone(),
-                            expr,
-                        });
-                        let_sources.push((src.clone(), spans));
-                    }
-                    Err(e) => errors.push(expr_diagnostic(path, src, &e)),
-                }
-            }
-            match parse_expr_spanned(&s.expr) {
-                Ok((expr, spans)) => stencils.push(Stencil {
-                    name: s.name.clone(),
-                    lets,
-                    expr,
-                    sources: StencilSources {
-                        expr: s.expr.clone(),
-                        expr_accesses: spans,
-                        lets: let_sources,
-                    },
-                }),
-                Err(e) => errors.push(expr_diagnostic(format!("{base}.expr"), &s.expr, &e)),
-            }
-        }
+        let (stencils, seen) = read_stencils(&file.stencils, &mut errors);
         if !errors.is_empty() {
             return Err(errors);
         }
-
-        // Locals: defined before use, and never the name of an array.
-        let mut arrays: HashSet<String> = HashSet::new();
-        for s in &stencils {
-            arrays.insert(s.name.clone());
-            let mut collect = |e: &Expr| {
-                e.visit_accesses(&mut |a, _| {
-                    arrays.insert(a.to_string());
-                })
-            };
-            collect(&s.expr);
-            s.lets.iter().for_each(|l| collect(&l.expr));
-        }
-        for (n, s) in stencils.iter().enumerate() {
-            let mut defined: Vec<&str> = Vec::new();
-            for (l, (src, _)) in s.lets.iter().zip(&s.sources.lets) {
-                let path = format!("stencils[{n}].let.{}", l.name);
-                if arrays.contains(&l.name) {
-                    errors.push(Diagnostic::new(
-                        path.clone(),
-                        format!(
-                            "local `{}` has the name of an array of the program; a `let` name may not shadow an array",
-                            l.name
-                        ),
-                    ));
-                }
-                check_locals(&l.expr, &defined, &path, src, &mut errors);
-                defined.push(&l.name);
-            }
-            check_locals(
-                &s.expr,
-                &defined,
-                &format!("stencils[{n}].expr"),
-                &s.sources.expr,
-                &mut errors,
-            );
-        }
-
+        check_stencil_locals(&stencils, &mut errors);
         if let Some(inputs) = &file.inputs {
             check_inputs(inputs, &seen, &mut errors);
         }
-
-        let mut outputs_seen = HashSet::new();
-        for (n, o) in file.outputs.iter().enumerate() {
-            if !outputs_seen.insert(o) {
-                errors.push(Diagnostic::new(
-                    format!("outputs[{n}]"),
-                    format!("`{o}` is listed twice"),
-                ));
-            }
-        }
-        if file.outputs.is_empty() {
-            errors.push(Diagnostic::new(
-                "outputs",
-                "a program needs at least one output",
-            ));
-        }
-
+        check_outputs(&file.outputs, &mut errors);
         let constraints = file.constraints.unwrap_or_default();
         check_constraints(&constraints, domain, stencils.len(), &mut errors);
-
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -390,6 +264,161 @@ impl Program {
     /// Index of the stencil named `name`.
     pub fn stencil_index(&self, name: &str) -> Option<usize> {
         self.stencils.iter().position(|s| s.name == name)
+    }
+}
+
+/// The stencils of a program file, their names checked and their expressions parsed (errors
+/// pushed, and the stencil dropped, for those that do not parse), and the index of each name's
+/// first definition.
+fn read_stencils<'a>(
+    files: &'a [StencilFile],
+    errors: &mut Vec<Diagnostic>,
+) -> (Vec<Stencil>, BTreeMap<&'a str, usize>) {
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut stencils = Vec::new();
+    for (n, s) in files.iter().enumerate() {
+        let base = format!("stencils[{n}]");
+        check_stencil_name(&base, &s.name, errors);
+        if let Some(first) = seen.insert(&s.name, n) {
+            errors.push(Diagnostic::new(
+                format!("{base}.name"),
+                format!(
+                    "duplicate stencil name `{}` (first defined at stencils[{first}])",
+                    s.name
+                ),
+            ));
+        }
+        let (lets, let_sources) = read_lets(&base, &s.lets, errors);
+        match parse_expr_spanned(&s.expr) {
+            Ok((expr, spans)) => stencils.push(Stencil {
+                name: s.name.clone(),
+                lets,
+                expr,
+                sources: StencilSources {
+                    expr: s.expr.clone(),
+                    expr_accesses: spans,
+                    lets: let_sources,
+                },
+            }),
+            Err(e) => errors.push(expr_diagnostic(format!("{base}.expr"), &s.expr, &e)),
+        }
+    }
+    (stencils, seen)
+}
+
+/// A stencil's name is an identifier and not a reserved word.
+fn check_stencil_name(base: &str, name: &str, errors: &mut Vec<Diagnostic>) {
+    if !is_identifier(name) {
+        errors.push(Diagnostic::new(
+            format!("{base}.name"),
+            format!("`{name}` is not an identifier ([A-Za-z_][A-Za-z0-9_]*)"),
+        ));
+    } else if let Some(why) = reserved_reason(name) {
+        errors.push(Diagnostic::new(
+            format!("{base}.name"),
+            format!("`{name}` {why} and cannot name a stencil"),
+        ));
+    }
+}
+
+/// The `let` locals of the stencil at `base`, parsed, with their source text and access spans;
+/// their names checked (identifiers, not reserved, not repeated).
+fn read_lets(
+    base: &str,
+    sources: &IndexMap<String, String>,
+    errors: &mut Vec<Diagnostic>,
+) -> (Vec<Let>, Vec<(String, Vec<AccessSpan>)>) {
+    let mut lets = Vec::new();
+    let mut let_sources = Vec::new();
+    let mut let_names = HashSet::new();
+    for (name, src) in sources {
+        let path = format!("{base}.let.{name}");
+        if !is_identifier(name) {
+            errors.push(Diagnostic::new(
+                path.clone(),
+                format!("`{name}` is not an identifier"),
+            ));
+        } else if let Some(why) = reserved_reason(name) {
+            errors.push(Diagnostic::new(
+                path.clone(),
+                format!("`{name}` {why} and cannot name a local"),
+            ));
+        }
+        if !let_names.insert(name.clone()) {
+            errors.push(Diagnostic::new(
+                path.clone(),
+                format!("duplicate local `{name}`"),
+            ));
+        }
+        match parse_expr_spanned(src) {
+            Ok((expr, spans)) => {
+                lets.push(Let {
+                    name: name.clone(),
+                    expr,
+                });
+                let_sources.push((src.clone(), spans));
+            }
+            Err(e) => errors.push(expr_diagnostic(path, src, &e)),
+        }
+    }
+    (lets, let_sources)
+}
+
+/// Locals are defined before use, and never take the name of an array.
+fn check_stencil_locals(stencils: &[Stencil], errors: &mut Vec<Diagnostic>) {
+    let mut arrays: HashSet<String> = HashSet::new();
+    for s in stencils {
+        arrays.insert(s.name.clone());
+        let mut collect = |e: &Expr| {
+            e.visit_accesses(&mut |a, _| {
+                arrays.insert(a.to_string());
+            })
+        };
+        collect(&s.expr);
+        s.lets.iter().for_each(|l| collect(&l.expr));
+    }
+    for (n, s) in stencils.iter().enumerate() {
+        let mut defined: Vec<&str> = Vec::new();
+        for (l, (src, _)) in s.lets.iter().zip(&s.sources.lets) {
+            let path = format!("stencils[{n}].let.{}", l.name);
+            if arrays.contains(&l.name) {
+                errors.push(Diagnostic::new(
+                    path.clone(),
+                    format!(
+                        "local `{}` has the name of an array of the program; a `let` name may not shadow an array",
+                        l.name
+                    ),
+                ));
+            }
+            check_locals(&l.expr, &defined, &path, src, errors);
+            defined.push(&l.name);
+        }
+        check_locals(
+            &s.expr,
+            &defined,
+            &format!("stencils[{n}].expr"),
+            &s.sources.expr,
+            errors,
+        );
+    }
+}
+
+/// A program has at least one output, none listed twice.
+fn check_outputs(outputs: &[String], errors: &mut Vec<Diagnostic>) {
+    let mut outputs_seen = HashSet::new();
+    for (n, o) in outputs.iter().enumerate() {
+        if !outputs_seen.insert(o) {
+            errors.push(Diagnostic::new(
+                format!("outputs[{n}]"),
+                format!("`{o}` is listed twice"),
+            ));
+        }
+    }
+    if outputs.is_empty() {
+        errors.push(Diagnostic::new(
+            "outputs",
+            "a program needs at least one output",
+        ));
     }
 }
 

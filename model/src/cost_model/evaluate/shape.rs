@@ -1,0 +1,273 @@
+//! What a group's stencils derive independently of its tiling: evaluation widths, loads,
+//! stores and weights ([`GroupShape`]), and from it the group's time and cache test for any
+//! tiling, so that a search derives it once per range.
+
+use std::ops::Range;
+
+use super::{
+    cache_capacity, crowded, crowding_charge, limits_arrays, overhead_seconds, prefers_stream,
+    stream_shape, tile_cells, Counts, PeelBodyCount, StreamShape,
+};
+use crate::analysis::{Analysis, ArrayId, ArrayKind, Extent};
+use crate::formula::{stencil_counts, stencil_terms, Numeric};
+use crate::machine::{ModelMachine, Params};
+
+/// What a store counts in the stream weights, against 1 for a load: a store to slow memory
+/// first reads the line it writes (write-allocate) and later writes it back, so it moves
+/// twice the bytes of a load. Counted once, `learn` fits the base parameter `B` to the stores
+/// of its training stencils, and `B` charges every loading stencil of a real program for a
+/// store it does not make (docs/decisions/0006-stores-count-twice.md).
+pub const STORE_WEIGHT: u64 = 2;
+
+/// Weights (w, w^x, w^y, w^z) of one part of the model for one stencil.
+pub type Weights = [u64; 4];
+
+/// What the model derives for one stencil of a group that does not depend on tile counts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StencilShape {
+    pub widths: Extent,
+    pub loads: Vec<ArrayId>,
+    pub store: bool,
+    pub fast_weights: Weights,
+    pub base_weights: Weights,
+    pub stream_weights: Weights,
+    pub compute_weights: Weights,
+    /// `[fast, base, stream, compute]` weights as the count formulas take them.
+    pub weights_u128: [[u128; 4]; 4],
+}
+
+/// Everything about the stencils `range` fused into one group that does not depend on its tile
+/// counts: widths, loads, stores, weights, and the arrays its tiles keep in cache. The cost for
+/// any tiling follows from it ([`GroupShape::time`], [`group_cost_of`](super::group_cost_of)), so a search over
+/// tilings derives it once per range.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupShape {
+    pub range: Range<usize>,
+    pub stencils: Vec<StencilShape>,
+    /// Distinct arrays touched by the group (the cache test counts them).
+    pub arrays_touched: usize,
+    /// `Σ s` over the group's stencils: what [`crowded`] multiplies the rows by.
+    pub stream_weight: u64,
+}
+
+/// The tile-independent part of [`group_cost`](super::group_cost).
+pub fn group_shape(analysis: &Analysis, range: Range<usize>) -> GroupShape {
+    let in_group = |s: usize| range.contains(&s);
+    let start = range.start;
+    let len = range.len();
+
+    // Evaluation widths, last stencil first.
+    let mut widths: Vec<Extent> = vec![[[0; 2]; 3]; len];
+    for i in range.clone().rev() {
+        let mut e = [[0usize; 2]; 3];
+        for &r in &analysis.stencils[i].readers {
+            if !in_group(r) {
+                continue;
+            }
+            let b = analysis.stencils[r].bounds[&analysis.stencils[i].array];
+            let er = widths[r - start];
+            for d in 0..3 {
+                e[d][0] = e[d][0].max(er[d][0] + (-b[d].0).max(0) as usize);
+                e[d][1] = e[d][1].max(er[d][1] + b[d].1.max(0) as usize);
+            }
+        }
+        widths[i - start] = e;
+    }
+
+    let mut stencils = Vec::with_capacity(len);
+    let mut touched = std::collections::BTreeSet::new();
+    for i in range.clone() {
+        touched.extend(analysis.touched(i));
+        let info = &analysis.stencils[i];
+        let e = widths[i - start];
+        let ext = |d: usize| (e[d][0] + e[d][1]) as u64;
+        let produced_in_group =
+            |a: ArrayId| matches!(analysis.arrays[a].kind, ArrayKind::Stencil(p) if in_group(p));
+        let earlier_readers =
+            |a: ArrayId| (start..i).filter(move |&j| analysis.stencils[j].bounds.contains_key(&a));
+        let mut loads = Vec::new();
+        // Lines loaded per dimension, both sides together.
+        let mut lines = [0u64; 3];
+        for &a in info.bounds.keys() {
+            if produced_in_group(a) {
+                continue;
+            }
+            let alpha = |s: usize, d: usize, side: usize| -> u64 {
+                let bd = analysis.stencils[s].bounds[&a][d];
+                let reach = if side == 0 { -bd.0 } else { bd.1 }.max(0) as usize;
+                (widths[s - start][d][side] + reach) as u64
+            };
+            let earlier: Vec<usize> = earlier_readers(a).collect();
+            if earlier.is_empty() {
+                loads.push(a);
+                for (d, l) in lines.iter_mut().enumerate() {
+                    *l += alpha(i, d, 0) + alpha(i, d, 1);
+                }
+            } else {
+                for (d, l) in lines.iter_mut().enumerate() {
+                    for side in 0..2 {
+                        let before = earlier
+                            .iter()
+                            .map(|&j| alpha(j, d, side))
+                            .max()
+                            .unwrap_or(0);
+                        *l += alpha(i, d, side).saturating_sub(before);
+                    }
+                }
+            }
+        }
+        let store = info.is_output || info.readers.iter().any(|&r| !in_group(r));
+        let w = STORE_WEIGHT * store as u64;
+        let s_weight = loads.len() as u64 + w;
+        let m = (s_weight > 0) as u64;
+        let c = info.fetch_weight;
+        let fast_weights = [c, c * ext(0), c * ext(1), c * ext(2)];
+        let f = info.operations;
+        let compute_weights = [f, f * ext(0), f * ext(1), f * ext(2)];
+        let base_weights = [m, m * ext(0), m * ext(1), m * ext(2)];
+        let stream_weights = [
+            s_weight,
+            lines[0] + w * ext(0),
+            lines[1] + w * ext(1),
+            lines[2] + w * ext(2),
+        ];
+        stencils.push(StencilShape {
+            widths: e,
+            loads,
+            store,
+            fast_weights,
+            base_weights,
+            stream_weights,
+            compute_weights,
+            weights_u128: [fast_weights, base_weights, stream_weights, compute_weights]
+                .map(|w| w.map(u128::from)),
+        });
+    }
+    let stream_weight = stencils.iter().map(|s| s.stream_weights[0]).sum();
+    GroupShape {
+        range,
+        stencils,
+        arrays_touched: touched.len(),
+        stream_weight,
+    }
+}
+
+impl StencilShape {
+    /// The access counts for tile counts `n` on a domain `dom` (`formula::stencil_counts`).
+    pub fn counts(&self, dom: [u128; 3], n: [u128; 3]) -> Counts {
+        let params = [[0.0f64; 2]; 4];
+        let mut numeric = Numeric {
+            n,
+            params: &params,
+            crowded: None,
+        };
+        let c = stencil_counts(&mut numeric, dom, &self.weights_u128);
+        let part = |p: usize| PeelBodyCount {
+            peel: c[p][0].unwrap_or(0),
+            body: c[p][1].unwrap_or(0),
+        };
+        Counts {
+            fast: part(0),
+            slow_base: part(1),
+            slow_stream: part(2),
+            compute: part(3),
+        }
+    }
+}
+
+impl GroupShape {
+    /// Whether the group is [`crowded`] with `tiles` under the machine's limit.
+    pub fn crowded(&self, domain: [usize; 3], params: &Params, tiles: [usize; 3]) -> bool {
+        crowded(
+            domain,
+            tiles,
+            self.stream_weight,
+            params.crowded.row_streams,
+        )
+    }
+
+    /// The group's time for `tiles` (feasibility not checked): the same number as
+    /// [`group_cost_of`](super::group_cost_of)'s `time`, without building the report.
+    pub fn time(&self, analysis: &Analysis, params: &Params, tiles: [usize; 3]) -> f64 {
+        self.times(analysis, params, tiles).0
+    }
+
+    /// `(time, fast)` for `tiles`: the group's time as [`GroupShape::time`], and its fast-memory
+    /// part alone (`Σ fast_peel + fast_body` plus the loop overhead), a lower bound of the time
+    /// that only grows when the range grows (widths, and so fast weights, only grow).
+    pub fn times(&self, analysis: &Analysis, params: &Params, tiles: [usize; 3]) -> (f64, f64) {
+        let dom = analysis.domain.map(|d| d as u128);
+        let table = params.table();
+        let crowded = self.crowded(analysis.domain, params, tiles);
+        let mut numeric = Numeric {
+            n: tiles.map(|t| t as u128),
+            params: &table,
+            crowded: crowding_charge(params, crowded),
+        };
+        let (mut sum, mut fast) = (0.0, 0.0);
+        for s in &self.stencils {
+            let counts = stencil_counts(&mut numeric, dom, &s.weights_u128);
+            let t = stencil_terms(&mut numeric, &counts, "");
+            sum += t.peel + t.body;
+            fast += t.fast_peel + t.fast_body;
+        }
+        let total = tiles.iter().map(|&t| t as u64).product::<u64>();
+        let overhead = overhead_seconds(params, total, self.stencils.len());
+        (sum + overhead, fast + overhead)
+    }
+
+    /// Whether the group's working set fits the cache with `tiles`, streaming where that
+    /// shrinks it ([`prefers_stream`]; `stream` None: never): `arrays * cells <= C * N`
+    /// ([`tile_cells`]), in integers, and `arrays <= group_arrays` where [`limits_arrays`].
+    pub fn fits_cache(
+        &self,
+        analysis: &Analysis,
+        machine: &ModelMachine,
+        stream: Option<StreamShape>,
+        tiles: [usize; 3],
+    ) -> bool {
+        let shape = stream.unwrap_or(StreamShape {
+            dim: 2,
+            window: 1,
+            always: false,
+        });
+        let streams = stream.is_some_and(|s| prefers_stream(analysis.domain, s, tiles));
+        if machine.gpu {
+            return self.shared_values(analysis, tiles, streams, machine.block_threads)
+                <= cache_capacity(machine);
+        }
+        let (cells, total) = tile_cells(analysis.domain, shape, tiles, streams);
+        (!limits_arrays(stream_shape(analysis)) || self.arrays_touched <= machine.group_arrays)
+            && self.arrays_touched as u128 * cells <= cache_capacity(machine) as u128 * total
+    }
+}
+
+impl GroupShape {
+    /// On a GPU: the values of shared memory one thread block of this group needs with
+    /// `tiles`, streamed along z or not, in blocks of at most `max_threads` threads: the sum of
+    /// its tile buffers' sizes as the CUDA kernels lay them out (`boxes::block_plan`, halos and
+    /// rolling windows included), less the buffers kept in register windows. Inputs and stored
+    /// arrays are read and written in global memory and not counted.
+    pub fn shared_values(
+        &self,
+        analysis: &Analysis,
+        tiles: [usize; 3],
+        stream: bool,
+        max_threads: usize,
+    ) -> u64 {
+        self.block_plan(analysis, tiles, stream, max_threads)
+            .shared_values()
+    }
+
+    /// The block shape and tile buffers of this group's CUDA kernel (`boxes::block_plan`).
+    pub fn block_plan(
+        &self,
+        analysis: &Analysis,
+        tiles: [usize; 3],
+        stream: bool,
+        max_threads: usize,
+    ) -> crate::boxes::BlockPlan {
+        let widths: Vec<Extent> = self.stencils.iter().map(|s| s.widths).collect();
+        crate::boxes::block_plan(analysis, &self.range, &widths, tiles, stream, max_threads)
+    }
+}
