@@ -14,12 +14,10 @@ const KNOWN_LONG_FUNCTIONS: &[&str] = &[
     "src/learn_cmd/mod.rs::run",
     "learn/src/variants.rs::plan",
     "src/timing.rs::time_runs",
-    "model/src/encodings/smt.rs::nonlinear",
     "src/tune.rs::run",
     "model/src/cost_model/inline_search.rs::choose_inline",
     "learn/src/lib.rs::learn",
     "model/src/language/interp.rs::call",
-    "model/src/encodings/smt.rs::soundness_queries_of",
     "solvers/src/highs.rs::solve_validated",
     "src/solve.rs::print_table",
     "learn/src/variants.rs::measured_sweeps",
@@ -40,7 +38,6 @@ const KNOWN_LONG_FILES: &[&str] = &[
     "model/src/language/interp.rs",
     "codegen/src/schedule.rs",
     "learn/src/variants.rs",
-    "model/src/encodings/smt.rs",
 ];
 
 /// Import cycles: the modules of one strongly connected component, sorted, joined by ` <-> `.
