@@ -11,7 +11,6 @@
 //! reader) wherever they feed a running maximum; the running maxima of the load growth are
 //! exact. Everything else uses `≥`, exact at the optimum because all costs are non-negative and
 //! grow with it. The objective is in microseconds (see [`OBJECTIVE_SCALE`]).
-
 //!
 //! The parts, one file each: the choice of encoding ([`Encoding`], [`Encoded`]) and the
 //! restrictions of the search ([`MilpOptions`]); the MILP under construction and its exact

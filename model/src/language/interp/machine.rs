@@ -21,6 +21,8 @@ struct Field<T> {
     computed: Vec<bool>,
 }
 
+/// The interpreter's state: every array's field over domain plus halo, and what reading and
+/// evaluating need.
 struct Machine<'a, T> {
     analysis: &'a Analysis,
     ids: HashMap<&'a str, ArrayId>,
