@@ -1,0 +1,64 @@
+//! A MILP of either encoding (`Encoded`), and the machines the digits encoding refuses.
+
+use crate::analysis::Analysis;
+use crate::cost::Configuration;
+use crate::lp::Milp;
+use crate::machine::ModelMachine;
+
+use super::{milp, AbsintheMilp, Encoding, MilpOptions};
+
+/// Why the digits MILP and the SMT encodings refuse a GPU machine: their cache rows count arrays
+/// times tile cells (the CPU test), while on a GPU the model counts the tile buffers a thread
+/// block keeps in shared memory, halos and rolling windows included
+/// (`cost::GroupShape::shared_values`), a test only the range table evaluates exactly.
+pub const GPU_DIGITS_UNSUPPORTED: &str = "the digits MILP and the SMT encodings model a CPU cache, not the shared memory of a GPU thread block; on a GPU machine use the ranges encoding (the default) or --solver dp, which evaluate the GPU model exactly";
+
+/// `Err` with [`GPU_DIGITS_UNSUPPORTED`] when `machine` is a GPU: for the commands that need the
+/// digits MILP or an SMT encoding.
+pub fn digits_supported(machine: &ModelMachine) -> Result<(), &'static str> {
+    if machine.gpu {
+        Err(GPU_DIGITS_UNSUPPORTED)
+    } else {
+        Ok(())
+    }
+}
+
+/// A MILP of either encoding, with what is needed to read a configuration back.
+#[derive(Clone, Debug)]
+pub enum Encoded {
+    Digits(AbsintheMilp),
+    Ranges(crate::ranges::RangeMilp),
+}
+
+impl Encoded {
+    /// Builds the MILP of `options.encoding`.
+    pub fn build(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) -> Encoded {
+        match options.encoding {
+            Encoding::Digits => Encoded::Digits(milp(analysis, machine, options)),
+            Encoding::Ranges => {
+                Encoded::Ranges(crate::ranges::range_milp(analysis, machine, options))
+            }
+        }
+    }
+
+    pub fn milp(&self) -> &Milp {
+        match self {
+            Encoded::Digits(m) => &m.milp,
+            Encoded::Ranges(m) => &m.milp,
+        }
+    }
+
+    pub fn decode(&self, values: &[f64]) -> Configuration {
+        match self {
+            Encoded::Digits(m) => m.decode(values),
+            Encoded::Ranges(m) => m.decode(values),
+        }
+    }
+
+    pub fn fixed_to(&self, config: &Configuration) -> Milp {
+        match self {
+            Encoded::Digits(m) => m.fixed_to(config),
+            Encoded::Ranges(m) => m.fixed_to(config),
+        }
+    }
+}
