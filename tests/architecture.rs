@@ -16,7 +16,6 @@ const KNOWN_LONG_FUNCTIONS: &[&str] = &[
     "solvers/src/write.rs::write_mps",
     "solvers/src/optimize.rs::optimize",
     "src/compare.rs::run",
-    "src/learn_cmd/gpu.rs::run",
     "src/tune.rs::print_table",
     "learn/src/gpu.rs::emit",
 ];

@@ -16,6 +16,7 @@
 pub mod calibrate;
 pub mod fit;
 pub mod gpu;
+pub mod gpu_fit;
 pub mod kernels;
 pub mod machine_file;
 pub mod measure;
