@@ -4,10 +4,13 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use absinthe_model::milp::Encoded;
+use absinthe_model::analysis::Analysis;
+use absinthe_model::lp::MilpSize;
+use absinthe_model::machine::ModelMachine;
+use absinthe_model::milp::{Encoded, MilpOptions};
 use absinthe_solvers::method::Method;
 use absinthe_solvers::optimize::optimize_with;
-use absinthe_solvers::Status;
+use absinthe_solvers::{SolveOptions, Status};
 use clap::Args;
 use serde::Serialize;
 
@@ -115,65 +118,12 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         None => Method::available(),
     };
     let size = Encoded::build(&analysis, &view, &options).milp().size();
-    let mut rows = Vec::new();
-    for &method in &methods {
-        let name = method.name().to_string();
-        // The DP builds no MILP.
-        let size = if method == Method::Dp {
-            absinthe_model::lp::MilpSize::default()
-        } else {
-            size
-        };
-        let started = std::time::Instant::now();
-        let row = match optimize_with(&analysis, &view, &options, method, &solve_options) {
-            Ok(o) => Row {
-                solver: name.clone(),
-                status: RowStatus::Solved(o.solution.status),
-                objective_seconds: Some(o.cost.total),
-                gap: Some(o.solution.gap),
-                wall_seconds: started.elapsed().as_secs_f64(),
-                groups: Some(o.config.groups.clone()),
-                tiles: Some(o.config.tiles.clone()),
-                variables: size.variables,
-                binaries: size.binaries,
-                constraints: size.constraints,
-                error: None,
-            },
-            Err(e) => Row {
-                solver: name.clone(),
-                status: RowStatus::Error,
-                objective_seconds: None,
-                gap: None,
-                wall_seconds: started.elapsed().as_secs_f64(),
-                groups: None,
-                tiles: None,
-                variables: size.variables,
-                binaries: size.binaries,
-                constraints: size.constraints,
-                error: Some(e.to_string()),
-            },
-        };
-        rows.push(row);
-    }
-    // Optimal objectives must agree within the gap (plus evaluate's f64 rounding).
-    let gap = solve_options.relative_gap;
-    let optimal: Vec<(&str, f64)> = rows
+    let rows: Vec<Row> = methods
         .iter()
-        .filter(|r| r.status == RowStatus::Solved(Status::Optimal))
-        .filter_map(|r| r.objective_seconds.map(|o| (r.solver.as_str(), o)))
+        .map(|&method| solve_row(&analysis, &view, (&options, &solve_options), method, size))
         .collect();
-    let mut disagreement = None;
-    if let (Some(lo), Some(hi)) = (
-        optimal.iter().min_by(|a, b| a.1.total_cmp(&b.1)),
-        optimal.iter().max_by(|a, b| a.1.total_cmp(&b.1)),
-    ) {
-        if hi.1 - lo.1 > (gap + 1e-9) * hi.1.abs() {
-            disagreement = Some(format!(
-                "{} reports an optimum of {:e} s but {} one of {:e} s: more than the relative gap {gap:e} apart",
-                hi.0, hi.1, lo.0, lo.1
-            ));
-        }
-    }
+    let gap = solve_options.relative_gap;
+    let disagreement = disagreement(&rows, gap);
     let failed: Vec<String> = rows
         .iter()
         .filter_map(|r| r.error.as_ref().map(|e| format!("{}: {e}", r.solver)))
@@ -247,4 +197,60 @@ fn print_report(report: &Report) {
             "the solvers DISAGREE"
         }
     );
+}
+
+/// `method`'s row: its optimum and how long it took, or its error. `size` is the MILP's (the
+/// DP builds none).
+fn solve_row(
+    analysis: &Analysis,
+    view: &ModelMachine,
+    (options, solve_options): (&MilpOptions, &SolveOptions),
+    method: Method,
+    size: MilpSize,
+) -> Row {
+    let name = method.name().to_string();
+    let size = if method == Method::Dp {
+        MilpSize::default()
+    } else {
+        size
+    };
+    let started = std::time::Instant::now();
+    let solved = optimize_with(analysis, view, options, method, solve_options);
+    let wall_seconds = started.elapsed().as_secs_f64();
+    let (status, error) = match &solved {
+        Ok(o) => (RowStatus::Solved(o.solution.status), None),
+        Err(e) => (RowStatus::Error, Some(e.to_string())),
+    };
+    let found = solved.ok();
+    Row {
+        solver: name,
+        status,
+        objective_seconds: found.as_ref().map(|o| o.cost.total),
+        gap: found.as_ref().map(|o| o.solution.gap),
+        wall_seconds,
+        groups: found.as_ref().map(|o| o.config.groups.clone()),
+        tiles: found.as_ref().map(|o| o.config.tiles.clone()),
+        variables: size.variables,
+        binaries: size.binaries,
+        constraints: size.constraints,
+        error,
+    }
+}
+
+/// Optimal objectives must agree within the gap (plus evaluate's f64 rounding): what is wrong
+/// when they do not.
+fn disagreement(rows: &[Row], gap: f64) -> Option<String> {
+    let optimal: Vec<(&str, f64)> = rows
+        .iter()
+        .filter(|r| r.status == RowStatus::Solved(Status::Optimal))
+        .filter_map(|r| r.objective_seconds.map(|o| (r.solver.as_str(), o)))
+        .collect();
+    let lo = optimal.iter().min_by(|a, b| a.1.total_cmp(&b.1))?;
+    let hi = optimal.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+    (hi.1 - lo.1 > (gap + 1e-9) * hi.1.abs()).then(|| {
+        format!(
+            "{} reports an optimum of {:e} s but {} one of {:e} s: more than the relative gap {gap:e} apart",
+            hi.0, hi.1, lo.0, lo.1
+        )
+    })
 }

@@ -110,6 +110,13 @@ fn emit_milp(
 
 /// The solution as text for people.
 pub fn print_table(solved: &Solved) {
+    print_summary(solved);
+    print_groups(solved);
+    print_stencils(solved);
+}
+
+/// The estimate, the inline set and the solver's status.
+fn print_summary(solved: &Solved) {
     let s = &solved.solution;
     let solver = s.solver.as_ref();
     let size = &solved.optimum.size;
@@ -160,6 +167,11 @@ pub fn print_table(solved: &Solved) {
             size.constraints
         );
     }
+}
+
+/// One row per group: its stencils, tiles and whether it streams.
+fn print_groups(solved: &Solved) {
+    let s = &solved.solution;
     println!();
     let rows: Vec<Vec<String>> = s
         .groups
@@ -192,6 +204,10 @@ pub fn print_table(solved: &Solved) {
         )
     );
     println!();
+}
+
+/// One row per stencil: its widths, times, dominant memory, loads and store.
+fn print_stencils(solved: &Solved) {
     let cost = &solved.optimum.cost;
     let rows: Vec<Vec<String>> = cost
         .stencils()

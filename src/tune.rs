@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use absinthe_measure::bench::{BenchOptions, BenchTarget, Build};
-use absinthe_measure::tune::{tune, Refine, TuneOptions, TuneReport};
+use absinthe_measure::tune::{tune, Candidate, Refine, TuneOptions, TuneReport};
 use absinthe_measure::MeasureError;
 use absinthe_solvers::method::Method;
 use clap::Args;
@@ -197,47 +197,10 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn print_table(bench: &absinthe_measure::Bench, report: &TuneReport) {
-    let opt = |x: Option<f64>| x.map_or("-".to_string(), human_seconds);
     let body: Vec<Vec<String>> = report
         .candidates
         .iter()
-        .map(|c| {
-            vec![
-                c.rank.to_string(),
-                groups_cell(&c.groups),
-                tiles_cell(&c.tiles),
-                if c.stream.is_empty() {
-                    "-".into()
-                } else {
-                    groups_cell(&c.stream)
-                },
-                c.inline.len().to_string(),
-                c.stage.name().into(),
-                if c.feasible {
-                    human_seconds(c.predicted_seconds)
-                } else {
-                    format!("({})", human_seconds(c.predicted_seconds))
-                },
-                match (c.measured_seconds, c.confirmed) {
-                    (Some(m), true) => format!("{}*", human_seconds(m)),
-                    (m, _) => opt(m),
-                },
-                c.prediction_error
-                    .map_or("-".into(), |e| format!("{:+.1}%", e * 100.0)),
-                match c.verified {
-                    Some(true) => "yes",
-                    Some(false) => "NO",
-                    None => "-",
-                }
-                .into(),
-                if c.rank == report.winner_rank {
-                    "<- fastest"
-                } else {
-                    ""
-                }
-                .into(),
-            ]
-        })
+        .map(|c| candidate_row(c, report.winner_rank))
         .collect();
     let sets = {
         let mut s: Vec<&Vec<String>> = report.candidates.iter().map(|c| &c.inline).collect();
@@ -274,6 +237,51 @@ fn print_table(bench: &absinthe_measure::Bench, report: &TuneReport) {
             &body
         )
     );
+    print_footer(report);
+}
+
+/// The table row of one candidate.
+fn candidate_row(c: &Candidate, winner_rank: usize) -> Vec<String> {
+    let opt = |x: Option<f64>| x.map_or("-".to_string(), human_seconds);
+    vec![
+        c.rank.to_string(),
+        groups_cell(&c.groups),
+        tiles_cell(&c.tiles),
+        if c.stream.is_empty() {
+            "-".into()
+        } else {
+            groups_cell(&c.stream)
+        },
+        c.inline.len().to_string(),
+        c.stage.name().into(),
+        if c.feasible {
+            human_seconds(c.predicted_seconds)
+        } else {
+            format!("({})", human_seconds(c.predicted_seconds))
+        },
+        match (c.measured_seconds, c.confirmed) {
+            (Some(m), true) => format!("{}*", human_seconds(m)),
+            (m, _) => opt(m),
+        },
+        c.prediction_error
+            .map_or("-".into(), |e| format!("{:+.1}%", e * 100.0)),
+        match c.verified {
+            Some(true) => "yes",
+            Some(false) => "NO",
+            None => "-",
+        }
+        .into(),
+        if c.rank == winner_rank {
+            "<- fastest"
+        } else {
+            ""
+        }
+        .into(),
+    ]
+}
+
+/// The footnotes and the verdict under the table.
+fn print_footer(report: &TuneReport) {
     if report.confirmed > 0 {
         println!(
             "*: one of the {} fastest, timed again together at the end ({} runs each); the fastest of that run is written",

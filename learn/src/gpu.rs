@@ -300,32 +300,18 @@ pub fn emit(
     solver: absinthe_solvers::method::Backend,
 ) -> Result<(Manifest, Vec<(String, String)>), LearnError> {
     let view = view(machine)?;
-    let gpu = machine.gpu.as_ref().expect("view checked the gpu section");
+    let Some(gpu) = machine.gpu.as_ref() else {
+        return Err(LearnError::MachineFile(format!(
+            "machine `{}` has no `gpu:` section",
+            machine.name
+        )));
+    };
     let limits = GpuLimits::from_gpu(gpu);
     let renderer = Renderer::embedded();
     let mut bundles = Vec::new();
     let mut files = Vec::new();
     for p in training::programs(domain)? {
-        let mut cases: Vec<(Rendered, Case)> = Vec::new();
-        for size in shapes(&p, &view, count) {
-            let tiles = training::tile_counts(size, domain);
-            let config = training::configuration(&p.analysis, tiles, true);
-            let cost = evaluate(&p.analysis, &view, &config);
-            let schedule = lower_cuda(
-                &p.program,
-                &p.analysis,
-                &config,
-                &cost,
-                limits.block_threads(),
-            )?;
-            let cuda = plan(&schedule, &limits)?;
-            let label = label(&p.program.name, size);
-            let bytes = constant_bytes(&config);
-            cases.push((
-                (label.clone(), schedule, cuda, bytes),
-                Case { label, size, tiles },
-            ));
-        }
+        let cases = training_cases(&p, &view, &limits, count)?;
         for (file, text, cases) in render_bundles(&renderer, &p.program.name, &cases, runs)? {
             bundles.push(Bundle {
                 file: file.clone(),
@@ -342,46 +328,18 @@ pub fn emit(
             machine.name, gpu.shared_bytes_per_block, machine.cache_fraction
         )));
     }
-    let mut kernel_bundles = Vec::new();
-    if kernel_variants > 0 {
-        let settings = PlanSettings::learn(solver);
-        let wanted = [Variant::Opt, Variant::Random(kernel_variants)];
-        for (program, mut analysis) in kernel_programs(domain)? {
-            let name = program.name.clone();
-            analysis.weigh_operations(view.params.operations);
-            let planned = variants::plan(&wanted, &program, &analysis, &view, &settings)
-                .map_err(|e| LearnError::Kernels(format!("{name}: {e}")))?;
-            let mut cases: Vec<(Rendered, KernelCase)> = Vec::new();
-            for p in planned.planned.into_iter().filter(|p| p.skipped.is_none()) {
-                let (prog, an, _) = inline_apply(&program, view.params.operations, &p.inline)
-                    .map_err(|e| LearnError::Kernels(format!("{name}: {e}")))?;
-                let cost = evaluate(&an, &view, &p.config);
-                let schedule = lower_cuda(&prog, &an, &p.config, &cost, limits.block_threads())?
-                    .with_reference(&program, &analysis);
-                let cuda = plan(&schedule, &limits)?;
-                let label = format!("kernel/{name}/{}", p.name);
-                let bytes = constant_bytes(&p.config);
-                cases.push((
-                    (label.clone(), schedule, cuda, bytes),
-                    KernelCase {
-                        label,
-                        variant: p.name,
-                        inline: p.inline,
-                        config: p.config,
-                    },
-                ));
-            }
-            let stem = format!("kernel_{name}");
-            for (file, text, cases) in render_bundles(&renderer, &stem, &cases, runs)? {
-                kernel_bundles.push(KernelBundle {
-                    file: file.clone(),
-                    program: name.clone(),
-                    cases,
-                });
-                files.push((file, text));
-            }
-        }
-    }
+    let kernel_bundles = if kernel_variants > 0 {
+        let kernels = kernel_programs(domain)?;
+        kernel_bundles(
+            kernels,
+            (&view, &limits),
+            (kernel_variants, solver),
+            runs,
+            &mut files,
+        )?
+    } else {
+        Vec::new()
+    };
     let manifest = Manifest {
         format: FORMAT,
         machine: machine.name.clone(),
@@ -594,4 +552,82 @@ pub fn device_name(timings: &[Timing]) -> Option<&str> {
         .iter()
         .map(|t| t.device.as_str())
         .find(|d| !d.is_empty())
+}
+
+/// The cases of one training program: a streamed configuration per tile shape the model
+/// admits on this GPU, lowered and planned.
+fn training_cases(
+    p: &TrainingProgram,
+    view: &ModelMachine,
+    limits: &GpuLimits,
+    count: usize,
+) -> Result<Vec<(Rendered, Case)>, LearnError> {
+    let domain = p.analysis.domain;
+    let mut cases = Vec::new();
+    for size in shapes(p, view, count) {
+        let tiles = training::tile_counts(size, domain);
+        let config = training::configuration(&p.analysis, tiles, true);
+        let cost = evaluate(&p.analysis, view, &config);
+        let block_threads = limits.block_threads();
+        let schedule = lower_cuda(&p.program, &p.analysis, &config, &cost, block_threads)?;
+        let cuda = plan(&schedule, limits)?;
+        let label = label(&p.program.name, size);
+        let bytes = constant_bytes(&config);
+        cases.push((
+            (label.clone(), schedule, cuda, bytes),
+            Case { label, size, tiles },
+        ));
+    }
+    Ok(cases)
+}
+
+/// The kernel bundles of the refit: each kernel program's optimum and `variants` random
+/// configurations, rendered into `files`.
+fn kernel_bundles(
+    kernels: Vec<(Program, Analysis)>,
+    (view, limits): (&ModelMachine, &GpuLimits),
+    (kernel_variants, solver): (usize, absinthe_solvers::method::Backend),
+    runs: usize,
+    files: &mut Vec<(String, String)>,
+) -> Result<Vec<KernelBundle>, LearnError> {
+    let renderer = Renderer::embedded();
+    let mut kernel_bundles = Vec::new();
+    let settings = PlanSettings::learn(solver);
+    let wanted = [Variant::Opt, Variant::Random(kernel_variants)];
+    for (program, mut analysis) in kernels {
+        let name = program.name.clone();
+        analysis.weigh_operations(view.params.operations);
+        let planned = variants::plan(&wanted, &program, &analysis, view, &settings)
+            .map_err(|e| LearnError::Kernels(format!("{name}: {e}")))?;
+        let mut cases: Vec<(Rendered, KernelCase)> = Vec::new();
+        for p in planned.planned.into_iter().filter(|p| p.skipped.is_none()) {
+            let (prog, an, _) = inline_apply(&program, view.params.operations, &p.inline)
+                .map_err(|e| LearnError::Kernels(format!("{name}: {e}")))?;
+            let cost = evaluate(&an, view, &p.config);
+            let schedule = lower_cuda(&prog, &an, &p.config, &cost, limits.block_threads())?
+                .with_reference(&program, &analysis);
+            let cuda = plan(&schedule, limits)?;
+            let label = format!("kernel/{name}/{}", p.name);
+            let bytes = constant_bytes(&p.config);
+            cases.push((
+                (label.clone(), schedule, cuda, bytes),
+                KernelCase {
+                    label,
+                    variant: p.name,
+                    inline: p.inline,
+                    config: p.config,
+                },
+            ));
+        }
+        let stem = format!("kernel_{name}");
+        for (file, text, cases) in render_bundles(&renderer, &stem, &cases, runs)? {
+            kernel_bundles.push(KernelBundle {
+                file: file.clone(),
+                program: name.clone(),
+                cases,
+            });
+            files.push((file, text));
+        }
+    }
+    Ok(kernel_bundles)
 }
