@@ -10,7 +10,6 @@ use crate::common::root;
 
 /// Production functions over 100 lines: `path::name`.
 const KNOWN_LONG_FUNCTIONS: &[&str] = &[
-    "codegen/src/schedule.rs::lower_with",
     "src/learn_cmd/mod.rs::run",
     "learn/src/variants.rs::plan",
     "src/timing.rs::time_runs",
@@ -40,7 +39,6 @@ const KNOWN_LONG_FILES: &[&str] = &[
     "model/src/cost_model/evaluate.rs",
     "model/src/encodings/milp.rs",
     "model/src/language/interp.rs",
-    "codegen/src/schedule.rs",
     "learn/src/variants.rs",
     "model/src/encodings/smt.rs",
 ];
