@@ -330,7 +330,6 @@ impl SearchArgs {
             time_limit: self.time_limit,
             threads: self.threads,
             verbose: self.verbose,
-            initial: None,
         })
     }
 }

@@ -117,7 +117,6 @@ fn exact_options() -> SolveOptions {
         time_limit: Some(60.0),
         threads: Some(1),
         verbose: false,
-        initial: None,
     }
 }
 

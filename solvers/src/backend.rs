@@ -9,7 +9,7 @@ use crate::{MilpSolution, SolveOptions, Solver, SolverError, Status};
 
 /// Checks what every backend relies on: finite coefficients and right-hand sides, bounds that
 /// are not NaN and not inverted, variable indices in range.
-pub(crate) fn validate(milp: &Milp) -> Result<(), SolverError> {
+fn validate(milp: &Milp) -> Result<(), SolverError> {
     let invalid = |reason: String| SolverError::InvalidModel {
         milp: milp.name.clone(),
         reason,
@@ -65,7 +65,7 @@ pub(crate) fn validate(milp: &Milp) -> Result<(), SolverError> {
     Ok(())
 }
 
-pub(crate) fn validate_options(options: &SolveOptions) -> Result<(), SolverError> {
+fn validate_options(options: &SolveOptions) -> Result<(), SolverError> {
     let gap = options.relative_gap;
     if !(0.0..1.0).contains(&gap) {
         return Err(SolverError::InvalidOptions(format!(
@@ -88,9 +88,30 @@ pub(crate) fn validate_options(options: &SolveOptions) -> Result<(), SolverError
     Ok(())
 }
 
+/// The prologue of every solve: checks the model and the options, answers a model without
+/// variables directly (backends treat it inconsistently), then runs `run` with the time the
+/// solve began.
+pub(crate) fn solve_checked(
+    milp: &Milp,
+    options: &SolveOptions,
+    solver: &'static str,
+    run: impl FnOnce(Instant) -> Result<MilpSolution, SolverError>,
+) -> Result<MilpSolution, SolverError> {
+    validate(milp)?;
+    validate_options(options)?;
+    let started = Instant::now();
+    if milp.vars.is_empty() {
+        return Ok(MilpSolution {
+            seconds: started.elapsed().as_secs_f64(),
+            ..solve_without_variables(milp, solver)
+        });
+    }
+    run(started)
+}
+
 /// Answers for a MILP without variables, which the backends treat inconsistently: every
 /// constraint is `0 (sense) rhs`, so it is either trivially optimal or infeasible.
-pub(crate) fn solve_without_variables(milp: &Milp, solver: &'static str) -> MilpSolution {
+fn solve_without_variables(milp: &Milp, solver: &'static str) -> MilpSolution {
     let feasible = milp.constraints.iter().all(|c| match c.sense {
         Sense::Le => 0.0 <= c.rhs,
         Sense::Ge => 0.0 >= c.rhs,

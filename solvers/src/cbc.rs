@@ -38,7 +38,10 @@ pub(crate) static CBC: Mutex<()> = Mutex::new(());
 /// CBC reports "no value" as numbers this large (1e50 and friends).
 const CBC_INFINITY: f64 = 1e30;
 
-/// The COIN-OR CBC MILP solver.
+/// The COIN-OR CBC MILP solver. It takes no warm start (no [`crate::WithInitialSolution`]):
+/// the binding's `Cbc_setInitialSolution` sets only the LP's starting point, not a MIP start,
+/// and CBC returns that point as its answer although it violates rows. `optimize` keeps a warm
+/// start's configuration itself when CBC ends with nothing better.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Cbc;
 
@@ -113,9 +116,6 @@ fn run(milp: &Milp, options: &SolveOptions) -> Result<Outcome, SolverError> {
     let mut model = Model::new();
     load(&mut model, milp)?;
     configure(&mut model, options)?;
-    // `options.initial` is not passed: the binding's Cbc_setInitialSolution only sets the LP's
-    // starting point (not a MIP start), and CBC was seen to return that point as its answer
-    // although it violates rows. `optimize` keeps the warm start's configuration itself.
     model.solve();
 
     let n = milp.vars.len();

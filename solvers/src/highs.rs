@@ -10,14 +10,18 @@
 //! The objective constant travels as an extra column fixed at 1 (the `highs` crate passes no
 //! objective offset), so HiGHS's own objective, bound and relative gap include it; the column's
 //! value is dropped from the reported values.
+//!
+//! HiGHS takes a warm start ([`WithInitialSolution`]): the point becomes its first incumbent.
 
 use std::time::Instant;
 
 use absinthe_model::lp::{Milp, Sense};
-use highs::{ColProblem, HighsModelStatus, HighsSolutionStatus, Row, SolvedModel};
+use highs::{ColProblem, HighsModelStatus, HighsSolutionStatus, Model, Row, SolvedModel};
 
 use crate::backend::{unbounded_or_infeasible, without_incumbent};
-use crate::{relative_gap, MilpSolution, SolveOptions, Solver, SolverError, Status};
+use crate::{
+    relative_gap, MilpSolution, SolveOptions, Solver, SolverError, Status, WithInitialSolution,
+};
 
 const NAME: &str = "highs";
 
@@ -36,65 +40,62 @@ impl Solver for Highs {
         options: &SolveOptions,
         started: Instant,
     ) -> Result<MilpSolution, SolverError> {
+        self.run(milp, options, None, started)
+    }
+
+    fn with_initial_solution(&self) -> Option<&dyn WithInitialSolution> {
+        Some(self)
+    }
+}
+
+impl WithInitialSolution for Highs {
+    fn solve_validated_from(
+        &self,
+        milp: &Milp,
+        options: &SolveOptions,
+        initial: &[f64],
+        started: Instant,
+    ) -> Result<MilpSolution, SolverError> {
+        self.run(milp, options, Some(initial), started)
+    }
+}
+
+impl Highs {
+    /// Builds, configures and solves one HiGHS model, from `initial` when given, and reads its
+    /// answer.
+    fn run(
+        &self,
+        milp: &Milp,
+        options: &SolveOptions,
+        initial: Option<&[f64]>,
+        started: Instant,
+    ) -> Result<MilpSolution, SolverError> {
         let mut model = column_problem(milp)
             .try_optimise(highs::Sense::Minimise)
             .map_err(|status| backend(format!("HiGHS rejected the model ({status:?})")))?;
         model.make_quiet();
-        let mut set = |option: &str, value: OptionValue| {
-            let result = match value {
-                OptionValue::Float(v) => model.try_set_option(option, v),
-                OptionValue::Int(v) => model.try_set_option(option, v),
-                OptionValue::Bool(v) => model.try_set_option(option, v),
-            };
-            result.map_err(|_| backend(format!("could not set option `{option}` to {value:?}")))
-        };
-        set("mip_rel_gap", OptionValue::Float(options.relative_gap))?;
-        // Small enough that the relative gap governs (objectives are in microseconds).
-        set("mip_abs_gap", OptionValue::Float(1e-9))?;
-        if let Some(limit) = options.time_limit {
-            set("time_limit", OptionValue::Float(limit))?;
-        }
-        if let Some(threads) = options.threads {
-            let threads = i32::try_from(threads).unwrap_or(i32::MAX);
-            set("threads", OptionValue::Int(threads))?;
-        }
-        // Expert knob: extra HiGHS options as `name=value,name=value`.
-        if let Ok(extra) = std::env::var("ABSINTHE_HIGHS_OPTIONS") {
-            for pair in extra.split(',').filter(|p| !p.trim().is_empty()) {
-                let (name, value) = pair.split_once('=').ok_or_else(|| {
-                    backend(format!(
-                        "ABSINTHE_HIGHS_OPTIONS: `{pair}` is not name=value"
-                    ))
-                })?;
-                let value = if let Ok(i) = value.parse::<i32>() {
-                    OptionValue::Int(i)
-                } else if let Ok(f) = value.parse::<f64>() {
-                    OptionValue::Float(f)
-                } else if let Ok(b) = value.parse::<bool>() {
-                    OptionValue::Bool(b)
-                } else {
-                    return Err(backend(format!(
-                        "ABSINTHE_HIGHS_OPTIONS: `{value}` is not a number or bool"
-                    )));
-                };
-                set(name.trim(), value)?;
-            }
-        }
-        if options.verbose {
-            set("output_flag", OptionValue::Bool(true))?;
-            set("log_to_console", OptionValue::Bool(true))?;
-        }
-        if let Some(initial) = &options.initial {
+        configure(&mut model, options)?;
+        if let Some(initial) = initial {
             model
                 .try_set_solution(Some(initial), None, None, None)
                 .map_err(|status| {
                     backend(format!("HiGHS refused the initial point ({status:?})"))
                 })?;
         }
-
         let solved = model
             .try_solve()
             .map_err(|status| backend(format!("the run failed ({status:?})")))?;
+        self.report(solved, milp, options, started)
+    }
+
+    /// The solution a solved model reports, by HiGHS's model status.
+    fn report(
+        &self,
+        solved: SolvedModel,
+        milp: &Milp,
+        options: &SolveOptions,
+        started: Instant,
+    ) -> Result<MilpSolution, SolverError> {
         let is_mip = milp.vars.iter().any(|v| v.integer);
         let seconds = || started.elapsed().as_secs_f64();
         match solved.status() {
@@ -136,33 +137,88 @@ impl Solver for Highs {
             | HighsModelStatus::ReachedInterrupt
             | HighsModelStatus::ReachedMemoryLimit
             | HighsModelStatus::ObjectiveBound
-            | HighsModelStatus::ObjectiveTarget => {
-                let best_bound = if is_mip {
-                    mip_dual_bound(&solved)
-                } else {
-                    f64::NEG_INFINITY
-                };
-                if solved.primal_solution_status() == HighsSolutionStatus::Feasible {
-                    let (values, objective) = incumbent(&solved, milp);
-                    Ok(with_incumbent(
-                        Status::TimeLimit,
-                        values,
-                        objective,
-                        best_bound,
-                        seconds(),
-                    ))
-                } else {
-                    Ok(without_incumbent(
-                        Status::NoSolution,
-                        best_bound,
-                        seconds(),
-                        NAME,
-                    ))
-                }
-            }
+            | HighsModelStatus::ObjectiveTarget => Ok(stopped_early(&solved, milp, seconds())),
             other => Err(backend(format!("HiGHS ended with model status {other:?}"))),
         }
     }
+}
+
+/// What a run that stopped early reports: its incumbent if HiGHS holds one, and its bound.
+fn stopped_early(solved: &SolvedModel, milp: &Milp, seconds: f64) -> MilpSolution {
+    let is_mip = milp.vars.iter().any(|v| v.integer);
+    let best_bound = if is_mip {
+        mip_dual_bound(solved)
+    } else {
+        f64::NEG_INFINITY
+    };
+    if solved.primal_solution_status() == HighsSolutionStatus::Feasible {
+        let (values, objective) = incumbent(solved, milp);
+        with_incumbent(Status::TimeLimit, values, objective, best_bound, seconds)
+    } else {
+        without_incumbent(Status::NoSolution, best_bound, seconds, NAME)
+    }
+}
+
+/// Sets the options every backend receives, then the expert knob `ABSINTHE_HIGHS_OPTIONS`
+/// (extra HiGHS options as `name=value,name=value`), then the log when `verbose`.
+fn configure(model: &mut Model, options: &SolveOptions) -> Result<(), SolverError> {
+    set_option(
+        model,
+        "mip_rel_gap",
+        OptionValue::Float(options.relative_gap),
+    )?;
+    // Small enough that the relative gap governs (objectives are in microseconds).
+    set_option(model, "mip_abs_gap", OptionValue::Float(1e-9))?;
+    if let Some(limit) = options.time_limit {
+        set_option(model, "time_limit", OptionValue::Float(limit))?;
+    }
+    if let Some(threads) = options.threads {
+        let threads = i32::try_from(threads).unwrap_or(i32::MAX);
+        set_option(model, "threads", OptionValue::Int(threads))?;
+    }
+    if let Ok(extra) = std::env::var("ABSINTHE_HIGHS_OPTIONS") {
+        for pair in extra.split(',').filter(|p| !p.trim().is_empty()) {
+            let (name, value) = extra_option(pair)?;
+            set_option(model, name, value)?;
+        }
+    }
+    if options.verbose {
+        set_option(model, "output_flag", OptionValue::Bool(true))?;
+        set_option(model, "log_to_console", OptionValue::Bool(true))?;
+    }
+    Ok(())
+}
+
+/// One `name=value` pair of `ABSINTHE_HIGHS_OPTIONS`: the name, trimmed, and the value as an
+/// integer, a float or a bool, whichever reads first.
+fn extra_option(pair: &str) -> Result<(&str, OptionValue), SolverError> {
+    let (name, value) = pair.split_once('=').ok_or_else(|| {
+        backend(format!(
+            "ABSINTHE_HIGHS_OPTIONS: `{pair}` is not name=value"
+        ))
+    })?;
+    let value = if let Ok(i) = value.parse::<i32>() {
+        OptionValue::Int(i)
+    } else if let Ok(f) = value.parse::<f64>() {
+        OptionValue::Float(f)
+    } else if let Ok(b) = value.parse::<bool>() {
+        OptionValue::Bool(b)
+    } else {
+        return Err(backend(format!(
+            "ABSINTHE_HIGHS_OPTIONS: `{value}` is not a number or bool"
+        )));
+    };
+    Ok((name.trim(), value))
+}
+
+/// Sets one HiGHS option; HiGHS refuses an unknown name or a value of the wrong type.
+fn set_option(model: &mut Model, option: &str, value: OptionValue) -> Result<(), SolverError> {
+    let result = match value {
+        OptionValue::Float(v) => model.try_set_option(option, v),
+        OptionValue::Int(v) => model.try_set_option(option, v),
+        OptionValue::Bool(v) => model.try_set_option(option, v),
+    };
+    result.map_err(|_| backend(format!("could not set option `{option}` to {value:?}")))
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -12,7 +12,9 @@
 //!
 //! All backends get the same settings ([`SolveOptions`]): a relative gap (default `1e-4`, see
 //! docs/MODEL.md, "Encodings", on scaling), an absolute gap small enough that the relative one
-//! governs, an optional time limit and thread count, and silence unless `verbose`.
+//! governs, an optional time limit and thread count, and silence unless `verbose`. What only
+//! some backends can use is a trait of its own: a backend that takes a warm start implements
+//! [`WithInitialSolution`] (HiGHS does; CBC and Z3 do not).
 //!
 //! ```
 //! use absinthe_model::lp::{LinExpr, Milp, Sense};
@@ -69,10 +71,6 @@ pub struct SolveOptions {
     pub threads: Option<usize>,
     /// Let the backend print its log (to standard output); otherwise it is fully silent.
     pub verbose: bool,
-    /// A feasible point to start from (one value per variable): HiGHS takes it as its first
-    /// incumbent; CBC and Z3 ignore it (`optimize` keeps the warm start's configuration when a
-    /// backend ends with nothing better).
-    pub initial: Option<Vec<f64>>,
 }
 
 impl Default for SolveOptions {
@@ -82,7 +80,6 @@ impl Default for SolveOptions {
             time_limit: None,
             threads: None,
             verbose: false,
-            initial: None,
         }
     }
 }
@@ -178,16 +175,43 @@ pub trait Solver: Send + Sync {
     /// Minimises `milp`'s objective: checks the model and the options, answers a model without
     /// variables directly (backends treat it inconsistently), then runs the backend.
     fn solve(&self, milp: &Milp, options: &SolveOptions) -> Result<MilpSolution, SolverError> {
-        backend::validate(milp)?;
-        backend::validate_options(options)?;
-        let started = std::time::Instant::now();
-        if milp.vars.is_empty() {
-            return Ok(MilpSolution {
-                seconds: started.elapsed().as_secs_f64(),
-                ..backend::solve_without_variables(milp, self.name())
-            });
-        }
-        self.solve_validated(milp, options, started)
+        backend::solve_checked(milp, options, self.name(), |started| {
+            self.solve_validated(milp, options, started)
+        })
+    }
+
+    /// This backend as one that starts from a given point ([`WithInitialSolution`]); `None`
+    /// for a backend that would ignore one.
+    fn with_initial_solution(&self) -> Option<&dyn WithInitialSolution> {
+        None
+    }
+}
+
+/// A backend that takes a feasible point as its first incumbent (a warm start), as good
+/// MIP solvers do. A backend that would ignore the point does not implement this trait, so a
+/// warm start is offered only where it is used: [`optimize`](crate::optimize) asks
+/// [`Solver::with_initial_solution`].
+pub trait WithInitialSolution: Solver {
+    /// [`Solver::solve_validated`] from `initial`, one value per variable.
+    fn solve_validated_from(
+        &self,
+        milp: &Milp,
+        options: &SolveOptions,
+        initial: &[f64],
+        started: std::time::Instant,
+    ) -> Result<MilpSolution, SolverError>;
+
+    /// [`Solver::solve`] from `initial`, one value per variable: the same prologue, then the
+    /// backend with its first incumbent set.
+    fn solve_from(
+        &self,
+        milp: &Milp,
+        options: &SolveOptions,
+        initial: &[f64],
+    ) -> Result<MilpSolution, SolverError> {
+        backend::solve_checked(milp, options, self.name(), |started| {
+            self.solve_validated_from(milp, options, initial, started)
+        })
     }
 }
 

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use absinthe_model::analysis::Analysis;
 use absinthe_model::cost::{evaluate, Configuration, Cost};
-use absinthe_model::lp::MilpSize;
+use absinthe_model::lp::{Milp, MilpSize};
 use absinthe_model::machine::ModelMachine;
 use absinthe_model::milp::{AbsintheMilp, Encoded, Encoding, MilpOptions, OBJECTIVE_SCALE};
 use absinthe_model::search::{explain_infeasible, range_table, shortest_grouping};
@@ -63,7 +63,9 @@ impl From<absinthe_model::inline_search::InlineSearchError> for OptimizeError {
     }
 }
 
-/// Finds the optimal configuration of `analysis` on `machine` with `solver`.
+/// Finds the optimal configuration of `analysis` on `machine` with `solver`: build the MILP,
+/// warm-start it from the DP's optimum (the digits encoding, when `options.warm_start`), solve,
+/// read the configuration back and hold the solver's objective against `evaluate`.
 pub fn optimize(
     analysis: &Analysis,
     machine: &ModelMachine,
@@ -77,33 +79,78 @@ pub fn optimize(
     let started = Instant::now();
     let encoded = Encoded::build(analysis, machine, options);
     let build_seconds = started.elapsed().as_secs_f64();
-    let mut solve_options = solve_options.clone();
-    let mut start: Option<WarmStart> = None;
-    if options.warm_start && matches!(encoded, Encoded::Digits(_)) {
-        start = warm_start(analysis, machine, options, &encoded, solver, &solve_options);
-        solve_options.initial = start.as_ref().map(|s| s.values.clone());
+    let start = if options.warm_start && matches!(encoded, Encoded::Digits(_)) {
+        warm_start(analysis, machine, options, &encoded, solver, solve_options)
+    } else {
+        None
+    };
+    let mut solution = solve_from(solver, encoded.milp(), solve_options, start.as_ref())?;
+    if let Some(start) = &start {
+        keep_start(&mut solution, encoded.milp(), start);
     }
-    let solve_options = &solve_options;
-    let mut solution = solver.solve(encoded.milp(), solve_options)?;
-    // A backend that ends (at its time limit) with nothing, or nothing better than the start,
-    // reports the start with its own bound.
-    if let Some(start) = start {
-        // An incumbent at a time limit that violates the rows (CBC has returned one on the
-        // digits encoding of chain64) is no incumbent.
-        let violated = solution.status == Status::TimeLimit
-            && encoded.milp().max_violation(&solution.values) > 1e-6;
-        let worse =
-            !solution.status.has_values() || violated || solution.objective > start.objective;
-        if worse && !matches!(solution.status, Status::Infeasible | Status::Unbounded) {
-            solution.values = start.values;
-            solution.objective = start.objective;
-            solution.best_bound = solution.best_bound.min(start.objective);
-            solution.gap = crate::relative_gap(solution.objective, solution.best_bound);
-            if solution.status == Status::NoSolution {
-                solution.status = Status::TimeLimit;
-            }
+    check_status(&solution, analysis, machine, options, solver)?;
+    let (config, cost) = decode(analysis, machine, options, &encoded, &solution, solver)?;
+    let objective_seconds = agreed_objective(
+        &encoded,
+        &config,
+        &cost,
+        &solution,
+        solver,
+        solve_options,
+        start.as_ref(),
+    )?;
+    Ok(Optimum {
+        config,
+        bound_seconds: solution.best_bound / OBJECTIVE_SCALE,
+        objective_seconds,
+        cost,
+        size: encoded.milp().size(),
+        solution,
+        build_seconds,
+    })
+}
+
+/// Solves `milp` with `solver`, from the warm start's point when there is one and the backend
+/// takes one ([`Solver::with_initial_solution`]).
+fn solve_from(
+    solver: &dyn Solver,
+    milp: &Milp,
+    solve_options: &SolveOptions,
+    start: Option<&WarmStart>,
+) -> Result<MilpSolution, SolverError> {
+    match (start, solver.with_initial_solution()) {
+        (Some(start), Some(warm)) => warm.solve_from(milp, solve_options, &start.values),
+        _ => solver.solve(milp, solve_options),
+    }
+}
+
+/// A backend that ends (at its time limit) with nothing, or nothing better than the start,
+/// reports the start with its own bound. An incumbent at a time limit that violates the rows
+/// (CBC has returned one on the digits encoding of chain64) is no incumbent.
+fn keep_start(solution: &mut MilpSolution, milp: &Milp, start: &WarmStart) {
+    let violated =
+        solution.status == Status::TimeLimit && milp.max_violation(&solution.values) > 1e-6;
+    let worse = !solution.status.has_values() || violated || solution.objective > start.objective;
+    if worse && !matches!(solution.status, Status::Infeasible | Status::Unbounded) {
+        solution.values = start.values.clone();
+        solution.objective = start.objective;
+        solution.best_bound = solution.best_bound.min(start.objective);
+        solution.gap = crate::relative_gap(solution.objective, solution.best_bound);
+        if solution.status == Status::NoSolution {
+            solution.status = Status::TimeLimit;
         }
     }
+}
+
+/// Turns a solve without a configuration into its error: infeasible (with the constraints'
+/// explanation), no solution within the time limit, or unbounded.
+fn check_status(
+    solution: &MilpSolution,
+    analysis: &Analysis,
+    machine: &ModelMachine,
+    options: &MilpOptions,
+    solver: &dyn Solver,
+) -> Result<(), OptimizeError> {
     match solution.status {
         Status::Infeasible => {
             let reason = explain_infeasible(analysis, machine, options).unwrap_or_else(|| {
@@ -112,29 +159,39 @@ pub fn optimize(
                     solver.name()
                 )
             });
-            return Err(OptimizeError::Infeasible(reason));
+            Err(OptimizeError::Infeasible(reason))
         }
         Status::NoSolution => {
             if let Some(reason) = explain_infeasible(analysis, machine, options) {
                 return Err(OptimizeError::Infeasible(reason));
             }
-            return Err(OptimizeError::NoSolution {
+            Err(OptimizeError::NoSolution {
                 solver: solver.name(),
                 seconds: solution.seconds,
-            });
-        }
-        Status::Unbounded => {
-            return Err(OptimizeError::Unbounded {
-                solver: solver.name(),
             })
         }
-        Status::Optimal | Status::TimeLimit => {}
+        Status::Unbounded => Err(OptimizeError::Unbounded {
+            solver: solver.name(),
+        }),
+        Status::Optimal | Status::TimeLimit => Ok(()),
     }
+}
+
+/// The solver's configuration, well formed, with its streamed groups made canonical, and its
+/// `evaluate`; an error when the model rejects it.
+fn decode(
+    analysis: &Analysis,
+    machine: &ModelMachine,
+    options: &MilpOptions,
+    encoded: &Encoded,
+    solution: &MilpSolution,
+    solver: &dyn Solver,
+) -> Result<(Configuration, Cost), OptimizeError> {
     let config = encoded.decode(&solution.values);
     config
         .check_shape(analysis.stencils.len(), analysis.domain)
         .map_err(|e| OptimizeError::Mismatch(format!("decoded configuration is malformed: {e}")))?;
-    if let Encoded::Digits(digits) = &encoded {
+    if let Encoded::Digits(digits) = encoded {
         check_decoded(digits, &config, &solution.values)?;
     }
     let config =
@@ -146,34 +203,39 @@ pub fn optimize(
             solver.name()
         )));
     }
-    let mut objective_seconds = solution.objective / OBJECTIVE_SCALE;
-    if !agree(objective_seconds, cost.total) {
-        // An incumbent may carry slack in its `≥` variables; the MILP fixed to the
-        // configuration gives the encoding's exact value for it.
-        let fixed = solver.solve(&encoded.fixed_to(&config), solve_options)?;
-        let fixed_seconds = fixed.objective / OBJECTIVE_SCALE;
-        if !fixed.status.has_values() || !agree(fixed_seconds, cost.total) {
-            return Err(OptimizeError::Mismatch(format!(
-                "{}'s objective for groups {:?} tiles {:?} is {:e} s (fixed re-solve: {:e} s) but evaluate gives {:e} s: the linearization disagrees with the model",
-                solver.name(),
-                config.groups,
-                config.tiles,
-                objective_seconds,
-                fixed_seconds,
-                cost.total
-            )));
-        }
-        objective_seconds = fixed_seconds;
+    Ok((config, cost))
+}
+
+/// The solver's objective for `config` in seconds, once it agrees with `evaluate`. An incumbent
+/// may carry slack in its `≥` variables; when the objectives disagree, the MILP fixed to the
+/// configuration gives the encoding's exact value for it, and that must agree.
+fn agreed_objective(
+    encoded: &Encoded,
+    config: &Configuration,
+    cost: &Cost,
+    solution: &MilpSolution,
+    solver: &dyn Solver,
+    solve_options: &SolveOptions,
+    start: Option<&WarmStart>,
+) -> Result<f64, OptimizeError> {
+    let objective_seconds = solution.objective / OBJECTIVE_SCALE;
+    if agree(objective_seconds, cost.total) {
+        return Ok(objective_seconds);
     }
-    Ok(Optimum {
-        config,
-        bound_seconds: solution.best_bound / OBJECTIVE_SCALE,
-        objective_seconds,
-        cost,
-        size: encoded.milp().size(),
-        solution,
-        build_seconds,
-    })
+    let fixed = solve_from(solver, &encoded.fixed_to(config), solve_options, start)?;
+    let fixed_seconds = fixed.objective / OBJECTIVE_SCALE;
+    if !fixed.status.has_values() || !agree(fixed_seconds, cost.total) {
+        return Err(OptimizeError::Mismatch(format!(
+            "{}'s objective for groups {:?} tiles {:?} is {:e} s (fixed re-solve: {:e} s) but evaluate gives {:e} s: the linearization disagrees with the model",
+            solver.name(),
+            config.groups,
+            config.tiles,
+            objective_seconds,
+            fixed_seconds,
+            cost.total
+        )));
+    }
+    Ok(fixed_seconds)
 }
 
 /// [`optimize`] by a [`Method`]: the exact dynamic program ([`optimize_dp`]) or a MILP backend.

@@ -138,6 +138,40 @@ fn knapsack_matches_enumeration() {
     }
 }
 
+/// A warm start goes only to the backends that take one (HiGHS; not CBC or Z3). One that takes
+/// it ends at the optimum from a poor feasible point, and with no time to search keeps the
+/// optimal point it was given.
+#[test]
+fn warm_starts_go_only_to_backends_that_take_them() {
+    for solver in backends() {
+        let takes = solver.with_initial_solution().is_some();
+        assert_eq!(takes, solver.name() == "highs", "{}", solver.name());
+    }
+    let milp = knapsack(0.0);
+    let optimum = by_name("highs")
+        .unwrap()
+        .solve(&milp, &SolveOptions::default());
+    for solver in backends() {
+        let Some(warm) = solver.with_initial_solution() else {
+            continue;
+        };
+        let nothing_taken = vec![0.0; milp.vars.len()];
+        let solution = warm
+            .solve_from(&milp, &SolveOptions::default(), &nothing_taken)
+            .unwrap();
+        assert_optimal(&milp, &solution, -30.0);
+        let no_time = SolveOptions {
+            time_limit: Some(0.0),
+            ..SolveOptions::default()
+        };
+        let optimum = optimum.as_ref().unwrap();
+        let kept = warm.solve_from(&milp, &no_time, &optimum.values).unwrap();
+        assert!(kept.status.has_values(), "{kept:?}");
+        assert_incumbent(&milp, &kept);
+        assert_eq!(kept.objective, -30.0, "{kept:?}");
+    }
+}
+
 #[test]
 fn objective_constant_is_part_of_objective_and_bound() {
     let milp = knapsack(100.5);
@@ -434,7 +468,6 @@ fn options_are_accepted() {
         time_limit: Some(60.0),
         threads: Some(2),
         verbose: false,
-        initial: None,
     };
     for solver in backends() {
         let solution = solver.solve(&milp, &options).unwrap();

@@ -103,6 +103,16 @@ pub fn write_mps(milp: &Milp, out: &mut impl Write) -> io::Result<()> {
     check(milp, false)?;
     let objective_row = objective_row_name(milp);
     writeln!(out, "NAME          {}", milp.name)?;
+    mps_rows(milp, &objective_row, out)?;
+    mps_columns(milp, &objective_row, out)?;
+    mps_rhs(milp, &objective_row, out)?;
+    mps_bounds(milp, out)?;
+    writeln!(out, "ENDATA")?;
+    Ok(())
+}
+
+/// The MPS `ROWS` section: the objective row, then one row per constraint.
+fn mps_rows(milp: &Milp, objective_row: &str, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "ROWS")?;
     writeln!(out, " N  {objective_row}")?;
     for constraint in &milp.constraints {
@@ -113,11 +123,15 @@ pub fn write_mps(milp: &Milp, out: &mut impl Write) -> io::Result<()> {
         };
         writeln!(out, " {kind}  {}", constraint.name)?;
     }
+    Ok(())
+}
 
-    // Column-wise entries, objective first, in constraint order.
+/// The MPS `COLUMNS` section: column-wise entries, objective first, in constraint order, with
+/// integer columns between `INTORG` and `INTEND` markers.
+fn mps_columns(milp: &Milp, objective_row: &str, out: &mut impl Write) -> io::Result<()> {
     let mut columns: Vec<Vec<(&str, f64)>> = vec![Vec::new(); milp.vars.len()];
     for &(var, coef) in &milp.objective.normalized().terms {
-        columns[var.0].push((objective_row.as_str(), coef));
+        columns[var.0].push((objective_row, coef));
     }
     for constraint in &milp.constraints {
         for &(var, coef) in &constraint.terms {
@@ -157,7 +171,12 @@ pub fn write_mps(milp: &Milp, out: &mut impl Write) -> io::Result<()> {
             "    MARKER{markers:<6}  'MARKER'                 'INTEND'"
         )?;
     }
+    Ok(())
+}
 
+/// The MPS `RHS` section: the objective constant, negated, on the objective row, and every
+/// non-zero right-hand side.
+fn mps_rhs(milp: &Milp, objective_row: &str, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "RHS")?;
     let constant = milp.objective.constant;
     if constant != 0.0 {
@@ -176,7 +195,12 @@ pub fn write_mps(milp: &Milp, out: &mut impl Write) -> io::Result<()> {
             number(constraint.rhs)
         )?;
     }
+    Ok(())
+}
 
+/// The MPS `BOUNDS` section: every bound that differs from the default `[0, inf)`, and explicit
+/// bounds for integer columns.
+fn mps_bounds(milp: &Milp, out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "BOUNDS")?;
     for var in &milp.vars {
         let (lower, upper, name) = (var.lower, var.upper, &var.name);
@@ -208,7 +232,6 @@ pub fn write_mps(milp: &Milp, out: &mut impl Write) -> io::Result<()> {
             }
         }
     }
-    writeln!(out, "ENDATA")?;
     Ok(())
 }
 

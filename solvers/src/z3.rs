@@ -28,7 +28,8 @@ use crate::{relative_gap, MilpSolution, SolveOptions, Solver, SolverError, Statu
 
 const NAME: &str = "z3";
 
-/// Z3's `Optimize` on the exact linear encoding of a MILP.
+/// Z3's `Optimize` on the exact linear encoding of a MILP. It takes no warm start (no
+/// [`crate::WithInitialSolution`]).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Z3;
 

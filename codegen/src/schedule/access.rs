@@ -1,0 +1,60 @@
+//! Array elements as C: a global array's, a tile buffer's and a register window's element at an
+//! offset from the loop indices `(i, j, k)`.
+
+use super::types::LocalBuffer;
+
+/// A global array's element at `off` from `(i, j, k)` as C: `origin` indexed with the strides
+/// `SY` and `SZ`.
+pub(super) fn global_access(off: [i32; 3], origin: &str) -> String {
+    format!("{origin}[{}]", linear(off, &["SY".into(), "SZ".into()]))
+}
+
+/// An element of a tile buffer at `off` from `(i, j, k)` as C, in the OpenMP layout: a streamed
+/// buffer's coordinate along the stream dimension is a slot, `absinthe_slot(q, window)`.
+pub(super) fn buffer_access(b: &LocalBuffer, off: [i32; 3], stream_dim: usize) -> String {
+    let id = &b.ident;
+    match b.host.window {
+        None => format!(
+            "{id}[{id}_base + {}]",
+            linear(off, &[format!("{id}_Y"), format!("{id}_Z")])
+        ),
+        Some(w) => {
+            let i = shifted("i", off[0]);
+            if stream_dim == 2 {
+                let (j, k) = (shifted("j", off[1]), shifted("k", off[2]));
+                format!("{id}[{id}_base + {i} + {j} * {id}_Y + absinthe_slot({k}, {w}) * {id}_Z]")
+            } else {
+                // One plane at a time (no access has a z offset when streaming along y).
+                let j = shifted("j", off[1]);
+                format!("{id}[{id}_base + {i} + absinthe_slot({j}, {w}) * {id}_Y]")
+            }
+        }
+    }
+}
+
+/// A register window's value at `slot` for the thread's current round, as C (the macro of
+/// `absinthe_cuda_emu.h`: a register array on the device, per-thread storage in the emulation).
+pub(super) fn register_access(b: &LocalBuffer, slot: i64) -> String {
+    format!("ABS_REG({}, abs_r, {slot})", b.ident)
+}
+
+/// The index variable `v` shifted by `o`, as C: `v`, `(v + o)` or `(v - |o|)`.
+fn shifted(v: &str, o: i32) -> String {
+    match o {
+        0 => v.to_string(),
+        o if o > 0 => format!("({v} + {o})"),
+        o => format!("({v} - {})", -o),
+    }
+}
+
+/// `(i + ox) + (j + oy) * SY + (k + oz) * SZ` as C.
+fn linear(off: [i32; 3], strides: &[String; 2]) -> String {
+    format!(
+        "{} + {} * {} + {} * {}",
+        shifted("i", off[0]),
+        shifted("j", off[1]),
+        strides[0],
+        shifted("k", off[2]),
+        strides[1]
+    )
+}

@@ -1,0 +1,87 @@
+//! The global arrays: how the caller allocates them (lead, padded extents, the origin's linear
+//! index, the index type) and which ones the kernel takes as parameters.
+
+use absinthe_model::analysis::Analysis;
+use absinthe_model::program::ValueType;
+
+use super::reference::reference_region;
+use super::types::{GlobalArray, Role};
+use super::Target;
+
+/// How every global array is allocated: `alloc` values per dimension, the domain's first cell
+/// `lead` cells in.
+pub(super) struct Allocation {
+    pub lead: [usize; 3],
+    pub alloc: [usize; 3],
+    /// The linear index of element (0, 0, 0).
+    pub origin_offset: usize,
+    /// The C type of indices: `int` on the CUDA target when every index fits, else `long`.
+    pub index_type: &'static str,
+}
+
+impl Allocation {
+    /// Domain plus halo per dimension; on the CUDA target the domain's first column and the row
+    /// pitch lie on 128-byte boundaries (coalesced rows).
+    pub fn of(analysis: &Analysis, value_type: ValueType, target: Target) -> Allocation {
+        let (domain, halo) = (analysis.domain, analysis.halo);
+        let mut lead = halo;
+        let mut alloc = [0, 1, 2].map(|d| domain[d] + 2 * halo[d]);
+        if target == Target::Cuda {
+            let line = 128 / value_type.bytes();
+            lead[0] = halo[0].div_ceil(line) * line;
+            alloc[0] = (lead[0] + domain[0] + halo[0]).div_ceil(line) * line;
+        }
+        let origin_offset = lead[0] + lead[1] * alloc[0] + lead[2] * alloc[0] * alloc[1];
+        let cells: usize = alloc.iter().product();
+        let index_type = if target == Target::Cuda && cells < i32::MAX as usize / 2 {
+            "int"
+        } else {
+            "long"
+        };
+        Allocation {
+            lead,
+            alloc,
+            origin_offset,
+            index_type,
+        }
+    }
+}
+
+/// The kernel's array parameters in order: inputs, outputs, temporaries (the stencils that are
+/// `stored` but not outputs).
+pub(super) fn global_arrays(analysis: &Analysis, stored: &[bool]) -> Vec<GlobalArray> {
+    let mut arrays = Vec::new();
+    for &a in &analysis.inputs {
+        let name = &analysis.arrays[a].name;
+        arrays.push(GlobalArray {
+            name: name.clone(),
+            param: format!("a_{name}"),
+            origin: format!("g_{name}"),
+            role: Role::Input,
+            array_id: a,
+            region: None,
+        });
+    }
+    for want in [Role::Output, Role::Temporary] {
+        for (s, info) in analysis.stencils.iter().enumerate() {
+            let role = if info.is_output {
+                Role::Output
+            } else if stored[s] {
+                Role::Temporary
+            } else {
+                continue;
+            };
+            if role == want {
+                arrays.push(GlobalArray {
+                    name: info.name.clone(),
+                    param: format!("a_{}", info.name),
+                    origin: format!("g_{}", info.name),
+                    role,
+                    array_id: info.array,
+                    region: Some(reference_region(analysis, s)),
+                });
+            }
+        }
+    }
+    arrays
+}

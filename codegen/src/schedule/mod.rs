@@ -1,0 +1,227 @@
+//! Schedule lowering: one schedule drives every target (docs/ARCHITECTURE.md, "codegen/").
+//!
+//! [`lower`] turns a program, its analysis and a configuration into a [`Schedule`]: per group
+//! the tile grid and, per stencil, the loop box of every tile (the tile core grown by the
+//! model's evaluation widths, clipped to the box the reference evaluates), where the stencil's
+//! values live (a global array, a tile-local buffer, or both) and the C expression that
+//! computes them. The templates only lay these numbers out.
+//!
+//! Boxes are half-open intervals `[lo, hi)` in domain coordinates: index 0 is the first domain
+//! cell, negative indices and indices `>= D` are halo cells.
+//!
+//! Invariants (checked by the property test in `tests/codegen.rs`):
+//! - the store boxes of a stencil partition the box the reference evaluates it on, so every
+//!   global element is written by exactly one tile and holds what the reference holds;
+//!   a tile whose core touches the domain boundary also stores the reference's extent beyond
+//!   the domain on that side;
+//! - the loop box of a producer in a tile covers what its in-group readers read in that tile.
+//!
+//! The lowering runs per group (`group`) and, inside a group, per stencil (`step`); the other
+//! modules hold what those read: the allocation and parameters of the global arrays (`arrays`),
+//! the tile buffers (`buffers`), array elements as C (`access`), when steps share a row loop
+//! (`row_loops`) and the naive reference (`reference`). The types the templates read are in
+//! `types`.
+
+mod access;
+mod arrays;
+mod buffers;
+mod group;
+mod reference;
+mod row_loops;
+mod step;
+mod types;
+
+pub use absinthe_model::boxes::Interval;
+pub use buffers::{buffer_page_offset, THREAD_STRIDE_BYTES};
+pub use row_loops::ROW_LOOP_OPERATIONS;
+pub use types::{
+    GlobalArray, GroupSchedule, HostLayout, LocalBuffer, LocalDef, ReferenceStencil, Role,
+    Schedule, StencilStep, StreamPlan,
+};
+
+use std::ops::Range;
+
+use absinthe_model::analysis::Analysis;
+use absinthe_model::boxes::MAX_BLOCK_THREADS;
+use absinthe_model::cost::{stream_shape, Configuration, Cost};
+use absinthe_model::program::{Program, ValueType};
+
+use crate::CodegenError;
+use arrays::{global_arrays, Allocation};
+use group::GroupLowering;
+use reference::{reference_stencils, stencil_arrays_of};
+
+/// Lowers a configuration. `cost` must be `evaluate(analysis, _, config)` (any machine: the
+/// evaluation widths do not depend on it). Any configuration of valid shape is accepted,
+/// feasible or not.
+pub fn lower(
+    program: &Program,
+    analysis: &Analysis,
+    config: &Configuration,
+    cost: &Cost,
+) -> Result<Schedule, CodegenError> {
+    lower_with(
+        program,
+        analysis,
+        config,
+        cost,
+        Target::OpenMp,
+        MAX_BLOCK_THREADS,
+    )
+}
+
+/// [`lower`] in the original schedule: no group streams and every stencil has its own loop nest
+/// (`GroupSchedule::loops` of one step each). What learn's runtime-tile kernels take.
+pub fn lower_plain(
+    program: &Program,
+    analysis: &Analysis,
+    config: &Configuration,
+    cost: &Cost,
+) -> Result<Schedule, CodegenError> {
+    let config = Configuration {
+        stream: Vec::new(),
+        ..config.clone()
+    };
+    lower_with(
+        program,
+        analysis,
+        &config,
+        cost,
+        Target::Plain,
+        MAX_BLOCK_THREADS,
+    )
+}
+
+/// [`lower`] for the CUDA kernels: a streamed group walks z (thread blocks own x-y tiles, its
+/// buffers keep rolling windows of z planes), every stencil has its own loop nest, rows are
+/// padded to 128 bytes, and indices are 32-bit where the arrays allow. Blocks have at most
+/// `block_threads` threads (`ModelMachine::block_threads`, the number the model's
+/// shared-memory test used): the block shape decides which buffers fit register windows.
+pub fn lower_cuda(
+    program: &Program,
+    analysis: &Analysis,
+    config: &Configuration,
+    cost: &Cost,
+    block_threads: usize,
+) -> Result<Schedule, CodegenError> {
+    lower_with(program, analysis, config, cost, Target::Cuda, block_threads)
+}
+
+/// What a lowering is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    /// The OpenMP kernel: streamed groups as configured, consecutive steps may share a row loop.
+    OpenMp,
+    /// The original schedule (no streaming, one loop nest per stencil): learn's runtime-tile
+    /// kernels.
+    Plain,
+    /// The CUDA kernels: streamed groups walk z, one loop nest per stencil, rows padded to 128
+    /// bytes.
+    Cuda,
+}
+
+/// What the lowering of every group reads.
+struct Lowering<'a> {
+    program: &'a Program,
+    analysis: &'a Analysis,
+    config: &'a Configuration,
+    cost: &'a Cost,
+    target: Target,
+    /// The most threads of a CUDA block.
+    block_threads: usize,
+    /// Per stencil, whether it is stored globally: the model's store rule
+    /// (`cost::group_shape`), an output or read by another group.
+    stored: Vec<bool>,
+    /// The dimension a streamed group walks: the CUDA kernels stream along z whatever the
+    /// accesses (`cost::stream_shape_on`).
+    stream_dim: usize,
+}
+
+fn lower_with(
+    program: &Program,
+    analysis: &Analysis,
+    config: &Configuration,
+    cost: &Cost,
+    target: Target,
+    block_threads: usize,
+) -> Result<Schedule, CodegenError> {
+    let ranges = config.group_ranges();
+    check_configuration(program, analysis, config, cost, &ranges)?;
+    let vt = program.value_type;
+    let allocation = Allocation::of(analysis, vt, target);
+    let lowering = Lowering {
+        program,
+        analysis,
+        config,
+        cost,
+        target,
+        block_threads,
+        stored: cost.stencils().map(|c| c.store).collect(),
+        stream_dim: match target {
+            Target::Cuda => 2,
+            Target::OpenMp | Target::Plain => stream_shape(analysis).dim,
+        },
+    };
+    let arrays = global_arrays(analysis, &lowering.stored);
+    let reference = reference_stencils(program, analysis);
+    let groups = ranges
+        .into_iter()
+        .enumerate()
+        .map(|(g, range)| GroupLowering::new(&lowering, g, range).schedule())
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Schedule {
+        program: program.name.clone(),
+        kernel: kernel_name(&program.name),
+        value_type: vt.c_name().to_string(),
+        value_bytes: match vt {
+            ValueType::Double => 8,
+            ValueType::Float => 4,
+        },
+        domain: analysis.domain,
+        halo: analysis.halo,
+        alloc: allocation.alloc,
+        origin_offset: allocation.origin_offset,
+        lead: allocation.lead,
+        compulsory_bytes: absinthe_model::traffic::compulsory_bytes(analysis, vt.bytes()),
+        index_type: allocation.index_type.to_string(),
+        arrays,
+        stencil_arrays: stencil_arrays_of(analysis),
+        groups,
+        reference,
+        configuration: config.clone(),
+    })
+}
+
+/// Refuses a configuration of the wrong shape for the program, and a cost evaluated for
+/// another configuration (its groups' ranges differ from `ranges`).
+fn check_configuration(
+    program: &Program,
+    analysis: &Analysis,
+    config: &Configuration,
+    cost: &Cost,
+    ranges: &[Range<usize>],
+) -> Result<(), CodegenError> {
+    config
+        .check_shape(program.stencils.len(), analysis.domain)
+        .map_err(CodegenError::Configuration)?;
+    if cost.groups.len() != ranges.len()
+        || cost.groups.iter().zip(ranges).any(|(g, r)| g.range != *r)
+    {
+        return Err(CodegenError::Configuration(
+            "the cost does not belong to this configuration".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// A C identifier for the kernel of a program.
+fn kernel_name(program: &str) -> String {
+    let mut s: String = program
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) {
+        s.insert_str(0, "p_");
+    }
+    s + "_kernel"
+}

@@ -1,0 +1,83 @@
+//! The naive reference every harness verifies against: every stencil in program order over the
+//! box the semantics evaluates it on.
+
+use absinthe_model::analysis::{Analysis, ArrayKind};
+use absinthe_model::boxes::Interval;
+use absinthe_model::program::Program;
+
+use super::access::global_access;
+use super::types::{LocalDef, ReferenceStencil, Schedule};
+use crate::cexpr::c_expr;
+
+/// The box the reference evaluates stencil `s` on: the domain grown by its analysis extent.
+pub(super) fn reference_region(analysis: &Analysis, s: usize) -> [Interval; 3] {
+    let e = analysis.stencils[s].extent;
+    let domain = analysis.domain;
+    [0, 1, 2].map(|d| [-(e[d][0] as i64), (domain[d] + e[d][1]) as i64])
+}
+
+/// The naive reference of `program`: every stencil in program order over the box the
+/// semantics evaluates it on, reading the reference arrays `r_<name>` and the inputs.
+pub(super) fn reference_stencils(program: &Program, analysis: &Analysis) -> Vec<ReferenceStencil> {
+    let vt = program.value_type;
+    let local_ident = |name: &str| format!("l_{name}");
+    program
+        .stencils
+        .iter()
+        .enumerate()
+        .map(|(s, st)| {
+            let access = |array: &str, off: [i32; 3]| -> String {
+                let origin = if program.stencil_index(array).is_some() {
+                    format!("r_{array}")
+                } else {
+                    format!("g_{array}")
+                };
+                global_access(off, &origin)
+            };
+            ReferenceStencil {
+                name: st.name.clone(),
+                target: format!("r_{}", st.name),
+                region: reference_region(analysis, s),
+                lets: st
+                    .lets
+                    .iter()
+                    .map(|l| LocalDef {
+                        ident: local_ident(&l.name),
+                        code: c_expr(&l.expr, vt, &access, &local_ident),
+                    })
+                    .collect(),
+                code: c_expr(&st.expr, vt, &access, &local_ident),
+            }
+        })
+        .collect()
+}
+
+/// The names of every stencil's reference array, in array-id order.
+pub(super) fn stencil_arrays_of(analysis: &Analysis) -> Vec<String> {
+    analysis
+        .arrays
+        .iter()
+        .filter(|a| matches!(a.kind, ArrayKind::Stencil(_)))
+        .map(|a| a.name.clone())
+        .collect()
+}
+
+impl Schedule {
+    /// The same kernel, verified against the reference of `original` instead of the program it
+    /// was lowered from: for a configuration of an inlined program (`model::inline`), whose
+    /// outputs must equal the original program's bit for bit. Both programs have the same
+    /// domain, halo, type, inputs and outputs; the reference keeps every original stencil.
+    /// The inputs keep the original program's array ids, which seed the harness's input
+    /// values (`absinthe_value`), so both programs run on the same inputs as the interpreter
+    /// gives the original.
+    pub fn with_reference(mut self, original: &Program, analysis: &Analysis) -> Schedule {
+        self.reference = reference_stencils(original, analysis);
+        self.stencil_arrays = stencil_arrays_of(analysis);
+        for a in &mut self.arrays {
+            if let Some(id) = analysis.array_id(&a.name) {
+                a.array_id = id;
+            }
+        }
+        self
+    }
+}

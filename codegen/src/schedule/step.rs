@@ -1,0 +1,202 @@
+//! One stencil of a group as the tile loop runs it: its loop and store boxes, its tile buffer,
+//! whether it shares the previous row loop, its expression as C, and on the CUDA target its
+//! barrier and register rounds.
+
+use absinthe_model::analysis::ArrayKind;
+use absinthe_model::boxes::{tile_intervals, Interval, RegisterWindow};
+
+use super::access::{buffer_access, global_access, register_access};
+use super::group::GroupLowering;
+use super::row_loops::joins_row_loop;
+use super::types::{LocalBuffer, LocalDef, StencilStep};
+use super::Target;
+use crate::cexpr::c_expr;
+use crate::CodegenError;
+
+/// Loop box and store box per dimension per tile index.
+type StepBoxes = ([Vec<Interval>; 3], [Vec<Interval>; 3]);
+
+impl GroupLowering<'_> {
+    /// The step of stencil `s`, after the group's `steps` so far, and whether it joins
+    /// `last_loop`, the last row loop of those steps.
+    pub(super) fn step(
+        &self,
+        s: usize,
+        steps: &[StencilStep],
+        last_loop: Option<&[usize]>,
+    ) -> Result<(StencilStep, bool), CodegenError> {
+        let info = &self.lowering.analysis.stencils[s];
+        let (loop_box, store_box) = self.step_boxes(s);
+        let read_in_group = info.readers.iter().any(|&r| self.contains(r));
+        let is_stored = self.lowering.stored[s];
+        let buffer = read_in_group.then(|| self.local_buffer(s, &loop_box));
+        check_step(
+            &info.name,
+            buffer.is_some(),
+            is_stored,
+            &loop_box,
+            &store_box,
+        )?;
+        // A step that writes a buffer and its global array runs three loops per row: it shares
+        // none.
+        let joins = self.lowering.target == Target::OpenMp
+            && !(read_in_group && is_stored)
+            && last_loop.is_some_and(|row_loop| {
+                let analysis = self.lowering.analysis;
+                joins_row_loop(analysis, steps, row_loop, s, &loop_box, self.lag(s))
+            });
+        let same_loop: Vec<usize> = match last_loop {
+            Some(row_loop) if joins => row_loop.iter().map(|&n| steps[n].stencil).collect(),
+            _ => Vec::new(),
+        };
+        let (lets, code) = self.step_code(s, steps, &same_loop);
+        let read_windows = self.read_windows(s);
+        let own_window = buffer.as_ref().and_then(|b| b.registers);
+        let rounds = own_window
+            .or_else(|| read_windows.iter().flatten().next().copied())
+            .map(|r| r.rounds);
+        let barrier =
+            (buffer.is_some() && own_window.is_none()) || read_windows.iter().any(Option::is_none);
+        let step = StencilStep {
+            stencil: s,
+            name: info.name.clone(),
+            ident: format!("s{s}"),
+            widths: self.widths_of(s),
+            lag: self.lag(s),
+            buffer_write: buffer.as_ref().map(|b| self.buffer_write(b)),
+            value: format!("v_s{s}"),
+            extent: info.extent,
+            reads_buffers: !read_windows.is_empty(),
+            barrier,
+            rounds,
+            loop_box,
+            store_box: is_stored.then_some(store_box),
+            global: is_stored.then(|| format!("g_{}", info.name)),
+            buffer,
+            lets,
+            code,
+        };
+        Ok((step, joins))
+    }
+
+    /// Stencil `s`'s loop and store boxes over the group's tiles (`boxes::tile_intervals`, the
+    /// geometry the GPU model counts too).
+    fn step_boxes(&self, s: usize) -> StepBoxes {
+        let domain = self.lowering.analysis.domain;
+        let extent = self.lowering.analysis.stencils[s].extent;
+        let widths = self.widths_of(s);
+        let mut loop_box: [Vec<Interval>; 3] = Default::default();
+        let mut store_box: [Vec<Interval>; 3] = Default::default();
+        for d in 0..3 {
+            for t in 0..self.grid[d] {
+                let (_, l, st) =
+                    tile_intervals(domain[d], self.tile_size[d], t, widths[d], extent[d]);
+                loop_box[d].push(l);
+                store_box[d].push(st);
+            }
+        }
+        (loop_box, store_box)
+    }
+
+    /// Stencil `s`'s `let` locals and expression as C. Step locals are named per stencil:
+    /// steps sharing a row loop share its scope.
+    fn step_code(
+        &self,
+        s: usize,
+        steps: &[StencilStep],
+        same_loop: &[usize],
+    ) -> (Vec<LocalDef>, String) {
+        let program = self.lowering.program;
+        let vt = program.value_type;
+        let access = |array: &str, off: [i32; 3]| self.read(s, array, off, steps, same_loop);
+        let step_local = |name: &str| format!("l{s}_{name}");
+        let st = &program.stencils[s];
+        let lets = st
+            .lets
+            .iter()
+            .map(|l| LocalDef {
+                ident: step_local(&l.name),
+                code: c_expr(&l.expr, vt, &access, &step_local),
+            })
+            .collect();
+        (lets, c_expr(&st.expr, vt, &access, &step_local))
+    }
+
+    /// Stencil `s`'s read of `array` at `off` as C: the value variable of a producer in the same
+    /// row loop at offset zero, an in-group producer's buffer or register window, else the
+    /// global array.
+    fn read(
+        &self,
+        s: usize,
+        array: &str,
+        off: [i32; 3],
+        steps: &[StencilStep],
+        same_loop: &[usize],
+    ) -> String {
+        match self.lowering.program.stencil_index(array) {
+            Some(p) if same_loop.contains(&p) && off == [0; 3] => format!("v_s{p}"),
+            Some(p) if self.contains(p) => {
+                let b = steps
+                    .iter()
+                    .find(|st| st.stencil == p)
+                    .and_then(|st| st.buffer.as_ref())
+                    .expect("in-group producer has a buffer");
+                match b.registers {
+                    // Plane k + dz of p, read at step t by this stencil (k = t + lag(s)), was
+                    // computed at step t + lag(s) + dz - lag(p) and shifted down once per step
+                    // since: its slot counts back from the newest, window - 1.
+                    Some(r) => register_access(
+                        b,
+                        r.window as i64 - 1 - (self.lag(p) - self.lag(s) - off[2] as i64),
+                    ),
+                    None => buffer_access(b, off, self.lowering.stream_dim),
+                }
+            }
+            _ => global_access(off, &format!("g_{array}")),
+        }
+    }
+
+    /// The element of buffer `b` that a step writes at `(i, j, k)`, as C.
+    fn buffer_write(&self, b: &LocalBuffer) -> String {
+        match b.registers {
+            Some(r) => register_access(b, r.window as i64 - 1),
+            None => buffer_access(b, [0; 3], self.lowering.stream_dim),
+        }
+    }
+
+    /// The in-group producers stencil `s` reads, one entry per access: each one's register
+    /// window, if any.
+    fn read_windows(&self, s: usize) -> Vec<Option<RegisterWindow>> {
+        let analysis = self.lowering.analysis;
+        analysis.stencils[s]
+            .accesses
+            .iter()
+            .filter_map(|(a, _)| match analysis.arrays[*a].kind {
+                ArrayKind::Stencil(p) if self.contains(p) => Some(self.registers_of(p)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// Refuses a step that is neither stored nor buffered, and one without a buffer whose loop boxes
+/// exceed its store boxes (non-zero evaluation widths with no in-group reader).
+fn check_step(
+    name: &str,
+    buffered: bool,
+    is_stored: bool,
+    loop_box: &[Vec<Interval>; 3],
+    store_box: &[Vec<Interval>; 3],
+) -> Result<(), CodegenError> {
+    if !buffered && !is_stored {
+        return Err(CodegenError::Configuration(format!(
+            "stencil `{name}` is neither stored nor read in its group"
+        )));
+    }
+    if !buffered && loop_box != store_box {
+        return Err(CodegenError::Configuration(format!(
+            "stencil `{name}` has no in-group reader but non-zero evaluation widths"
+        )));
+    }
+    Ok(())
+}

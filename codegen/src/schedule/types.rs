@@ -1,0 +1,211 @@
+//! The schedule's types: what every target reads to emit code for one (program,
+//! configuration). [`super::lower`] fills them; the templates only lay them out.
+
+use absinthe_model::analysis::Extent;
+use absinthe_model::boxes::{Interval, RegisterWindow};
+use absinthe_model::cost::Configuration;
+use serde::Serialize;
+
+/// Where a global array comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Read by the program; initialised by the caller on domain plus halo.
+    Input,
+    /// A program output.
+    Output,
+    /// A stencil read by a later group: stored globally between groups.
+    Temporary,
+}
+
+/// An array that lives in memory the caller allocates: `(D + 2H)` values per dimension,
+/// x fastest, element `(i, j, k)` at `(i + Hx) + (j + Hy) * AX + (k + Hz) * AX * AY`.
+#[derive(Clone, Debug, Serialize)]
+pub struct GlobalArray {
+    pub name: String,
+    /// The kernel parameter: `a_<name>`.
+    pub param: String,
+    /// The pointer shifted to element (0, 0, 0) inside the kernel: `g_<name>`.
+    pub origin: String,
+    pub role: Role,
+    /// Index among all arrays of the analysis (seeds the harness's input values).
+    pub array_id: usize,
+    /// For stencils: the box the reference evaluates (domain grown by the analysis extent).
+    pub region: Option<[Interval; 3]>,
+}
+
+/// A tile-local buffer: one per thread, sized for the largest loop box of any tile.
+#[derive(Clone, Debug, Serialize)]
+pub struct LocalBuffer {
+    /// Variable name of the thread's buffer.
+    pub ident: String,
+    pub shape: [usize; 3],
+    /// Elements per thread: `shape[0] * shape[1] * shape[2]`.
+    pub size: usize,
+    pub stride_y: usize,
+    pub stride_z: usize,
+    /// The OpenMP layout: rows padded to 64 bytes, and when the group streams, `window`
+    /// slots along the stream dimension instead of the tile's extent.
+    pub host: HostLayout,
+    /// The CUDA layout's extents (`boxes::block_plan`, what the GPU model counts): `shape`,
+    /// with the rolling window along z when the group streams along z. Dense, x fastest.
+    pub device: [usize; 3],
+    /// On the CUDA target, set when the buffer is a register window (`boxes::block_plan`):
+    /// each thread keeps the values of the cells it computes for the planes its readers still
+    /// read, `ABS_REG(ident, abs_r, slot)` with the newest plane in slot `window - 1`.
+    pub registers: Option<RegisterWindow>,
+}
+
+/// A tile buffer as the OpenMP kernel lays it out (the CUDA kernels use [`LocalBuffer`]'s own
+/// strides).
+#[derive(Clone, Debug, Serialize)]
+pub struct HostLayout {
+    pub stride_y: usize,
+    pub stride_z: usize,
+    /// Elements per thread, a multiple of 64 bytes.
+    pub size: usize,
+    /// Elements from one thread's slice to the next: `offset + size` rounded up to whole 4 KiB
+    /// pages ([`THREAD_STRIDE_BYTES`](super::THREAD_STRIDE_BYTES)). The arena is page-aligned,
+    /// so no two threads' buffers share a cache line, a 128-byte line pair or a page.
+    pub thread_stride: usize,
+    /// Elements from the start of the thread's (page-aligned) slice to the buffer: buffers
+    /// start at different offsets within their pages
+    /// ([`buffer_page_offset`](super::buffer_page_offset)), so that the rows of two buffers of
+    /// one group do not alias modulo 4 KiB.
+    pub offset: usize,
+    /// Slots of the rolling buffer along the stream dimension (plane `q` lives in slot
+    /// `q mod window`); `None` when the group does not stream.
+    pub window: Option<usize>,
+}
+
+/// How a streamed group walks its tiles: all stencils advance one line (`dim` = 1) or plane
+/// (`dim` = 2) at a time; stencil `s` computes line `t + lag_s` at step `t`.
+#[derive(Clone, Debug, Serialize)]
+pub struct StreamPlan {
+    pub dim: usize,
+    /// The other outer dimension (looped inside the stream step).
+    pub other: usize,
+}
+
+/// One `let` local, as C.
+#[derive(Clone, Debug, Serialize)]
+pub struct LocalDef {
+    pub ident: String,
+    pub code: String,
+}
+
+/// One stencil of a group as the tile loop runs it.
+#[derive(Clone, Debug, Serialize)]
+pub struct StencilStep {
+    pub stencil: usize,
+    pub name: String,
+    /// C-safe prefix of this step's variables: `s<index>`.
+    pub ident: String,
+    /// The model's evaluation widths `[[e-, e+]; 3]`.
+    pub widths: Extent,
+    /// In a streamed group: how far ahead of the stream step this stencil runs (its forward
+    /// width along the stream dimension); 0 otherwise.
+    pub lag: i64,
+    /// The analysis extent: the box the reference evaluates, beyond the domain.
+    pub extent: Extent,
+    /// Loop box per dimension per tile index along that dimension.
+    pub loop_box: [Vec<Interval>; 3],
+    /// Store box (the tile core, plus the reference extent at the domain boundary) per
+    /// dimension per tile index; `None` when the stencil is not stored globally.
+    pub store_box: Option<[Vec<Interval>; 3]>,
+    /// The global array written (origin pointer name) when stored.
+    pub global: Option<String>,
+    /// The tile-local buffer when in-group readers read this stencil.
+    pub buffer: Option<LocalBuffer>,
+    /// Whether this stencil reads the buffer of an in-group producer.
+    pub reads_buffers: bool,
+    /// On the CUDA target: whether a barrier must follow this stencil's phase, because it
+    /// writes a tile buffer in shared memory (its readers run after the barrier) or reads one
+    /// (the next write of that buffer runs after it). Register windows need none: a thread
+    /// reads only values it computed itself.
+    pub barrier: bool,
+    /// On the CUDA target, set when this stencil writes or reads a register window: it walks
+    /// its loop box in `[x, y]` rounds of the block (unrolled, so that the window's indices are
+    /// constants), round `abs_r = ry * rounds[0] + rx`.
+    pub rounds: Option<[usize; 2]>,
+    /// The buffer element at `(i, j, k)` as C, in the OpenMP layout.
+    pub buffer_write: Option<String>,
+    /// The C variable holding the value computed at `(i, j, k)`: `v_s<index>`.
+    pub value: String,
+    pub lets: Vec<LocalDef>,
+    /// The expression as C, reading locals, local buffers and global arrays.
+    pub code: String,
+}
+
+/// One group: a tile loop over its fused stencils.
+#[derive(Clone, Debug, Serialize)]
+pub struct GroupSchedule {
+    pub index: usize,
+    pub stencils: Vec<String>,
+    /// The configuration's tile counts `n^d`.
+    pub tile_counts: [usize; 3],
+    /// `ceil(D / n)`.
+    pub tile_size: [usize; 3],
+    /// Non-empty tiles per dimension, `ceil(D / tile_size)` (at most `n^d`: with tile size
+    /// `ceil(D/n)` the last tiles may lie entirely beyond the domain; they are not run).
+    pub grid: [usize; 3],
+    pub tiles_total: usize,
+    /// The tile cores per dimension.
+    pub cores: [Vec<Interval>; 3],
+    pub steps: Vec<StencilStep>,
+    /// Set when the group streams.
+    pub stream: Option<StreamPlan>,
+    /// The CUDA thread block `[x, y]` (`boxes::block_plan`; the register windows' rounds
+    /// follow from it).
+    pub block: [usize; 2],
+    /// The row loops of the OpenMP kernel: consecutive steps (indices into `steps`) that share
+    /// one loop over `i` (`row_loops::joins_row_loop` says when they may). A reader in the same
+    /// loop reads a producer at offset zero from the producer's value variable.
+    pub loops: Vec<Vec<usize>>,
+}
+
+/// The naive reference: every stencil in program order over its reference box.
+#[derive(Clone, Debug, Serialize)]
+pub struct ReferenceStencil {
+    pub name: String,
+    /// The reference array's origin pointer name: `r_<name>`.
+    pub target: String,
+    pub region: [Interval; 3],
+    pub lets: Vec<LocalDef>,
+    pub code: String,
+}
+
+/// Everything a target needs to emit code for one (program, configuration).
+#[derive(Clone, Debug, Serialize)]
+pub struct Schedule {
+    pub program: String,
+    /// C identifier of the kernel function.
+    pub kernel: String,
+    /// `double` or `float`.
+    pub value_type: String,
+    pub value_bytes: usize,
+    pub domain: [usize; 3],
+    pub halo: [usize; 3],
+    /// Allocated extent per dimension: `D + 2H`.
+    pub alloc: [usize; 3],
+    /// `Lx + Hy * AX + Hz * AX * AY`: the linear index of element (0, 0, 0).
+    pub origin_offset: usize,
+    /// Cells before the domain along each dimension in the allocation: the halo, except along
+    /// x on the CUDA target, where it is rounded up so that every row's first domain element
+    /// is 128-byte aligned (with `alloc[0]` a multiple of 128 bytes).
+    pub lead: [usize; 3],
+    /// Bytes a run must move at least: each input read once over the box its readers touch,
+    /// each output written once over its reference box (`absinthe_model::traffic::compulsory_bytes`).
+    pub compulsory_bytes: u64,
+    /// The C type of indices in the kernels: `int` on the CUDA target when every index fits
+    /// (32-bit arithmetic), else `long`.
+    pub index_type: String,
+    /// Kernel parameters in order: inputs, outputs, temporaries.
+    pub arrays: Vec<GlobalArray>,
+    /// All stencils' reference arrays and the inputs, for the harness.
+    pub stencil_arrays: Vec<String>,
+    pub groups: Vec<GroupSchedule>,
+    pub reference: Vec<ReferenceStencil>,
+    /// The configuration lowered (group index per stencil, tile counts per group).
+    pub configuration: Configuration,
+}
