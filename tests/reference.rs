@@ -4,7 +4,7 @@
 //! of an expression into C passes it; here each harness dumps its kernel's outputs
 //! (`ABSINTHE_DUMP_OUTPUTS`) and every element is compared with the interpreter.
 //!
-//! Tolerances (per element, computed by the interpreter; see `model/src/interp.rs`):
+//! Tolerances (per element, computed by the interpreter; see `model/src/language/interp.rs`):
 //! - exactly, bit for bit (any NaN matching any NaN), wherever no `exp`, `log` or `pow` result
 //!   flows into the element: `+ - * /`, `sqrt`, comparisons, logic, the conditional, `min`,
 //!   `max`, `abs`, `fabs`, `floor`, `ceil` and literal and input conversions are exact IEEE
