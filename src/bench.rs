@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use absinthe_model::program::Program;
+use absinthe_model::language::program::Program;
 use clap::Args;
 
 use absinthe_measure::bench::Verification;
@@ -155,7 +155,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         Format::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
         Format::Yaml => print!(
             "{}",
-            absinthe_model::yaml::to_string(&rows).map_err(anyhow::Error::msg)?
+            absinthe_model::formats::yaml::to_string(&rows).map_err(anyhow::Error::msg)?
         ),
         Format::Table => print_table(
             program,
@@ -302,7 +302,7 @@ fn speedup_summary(program: &Program, rows: &[Row]) -> Option<String> {
     }
     let opt = rows.iter().find(|r| r.of == Some(Variant::Opt))?;
     let measured = opt.measured_seconds?;
-    let ranges = absinthe_model::cost::ranges_of(&opt.groups);
+    let ranges = absinthe_model::cost_model::evaluate::ranges_of(&opt.groups);
     // `groups` index the stencils that are not inlined.
     let kept: Vec<&str> = program
         .stencils

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use absinthe_model::analysis::Analysis;
-use absinthe_model::program::{Program, DIMS};
+use absinthe_model::language::analysis::Analysis;
+use absinthe_model::language::program::{Program, DIMS};
 use clap::Args;
 use serde::Serialize;
 
@@ -227,7 +227,7 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         Format::Json => println!("{}", serde_json::to_string_pretty(&r)?),
         Format::Yaml => print!(
             "{}",
-            absinthe_model::yaml::to_string(&r).map_err(anyhow::Error::msg)?
+            absinthe_model::formats::yaml::to_string(&r).map_err(anyhow::Error::msg)?
         ),
     }
     Ok(ExitCode::SUCCESS)

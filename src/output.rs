@@ -198,12 +198,12 @@ pub fn tiles_cell(tiles: &[[usize; 3]]) -> String {
 
 /// Serialises a solution as YAML or JSON (what `solve -o` and `tune -o` write).
 pub fn solution_text(
-    solution: &absinthe_model::solution::Solution,
+    solution: &absinthe_model::output::solution::Solution,
     json: bool,
 ) -> anyhow::Result<String> {
     Ok(if json {
         serde_json::to_string_pretty(solution)? + "\n"
     } else {
-        absinthe_model::yaml::to_string(solution).map_err(anyhow::Error::msg)?
+        absinthe_model::formats::yaml::to_string(solution).map_err(anyhow::Error::msg)?
     })
 }

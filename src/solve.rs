@@ -3,13 +3,13 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use absinthe_model::analysis::Analysis;
-use absinthe_model::machine::ModelMachine;
-use absinthe_model::milp::{milp, Encoded, Encoding, MilpOptions};
+use absinthe_model::language::analysis::Analysis;
+use absinthe_model::formats::machine::ModelMachine;
+use absinthe_model::encodings::milp::{milp, Encoded, Encoding, MilpOptions};
 use anyhow::bail;
 use clap::{Args, ValueEnum};
 
-use absinthe_model::inline_search::InlineSearch;
+use absinthe_model::cost_model::inline_search::InlineSearch;
 
 use crate::args::{load_on, MachineArg, SearchArgs};
 use crate::output::{human_seconds, solution_text, table, write_atomic, Format};
@@ -85,7 +85,7 @@ fn emit_milp(
         .map_err(|_| anyhow::anyhow!("--emit: unknown kind `{kind}`; use lp, mps or smt2"))?;
     let mut text = Vec::new();
     if kind == EmitKind::Smt2 || options.encoding == Encoding::Digits {
-        absinthe_model::milp::digits_supported(view).map_err(anyhow::Error::msg)?;
+        absinthe_model::encodings::milp::digits_supported(view).map_err(anyhow::Error::msg)?;
     }
     match kind {
         EmitKind::Lp => {
@@ -98,7 +98,7 @@ fn emit_milp(
         }
         // The SMT encoding is of the ABSINTHE (digits) MILP, whose rows `verify` proves sound.
         EmitKind::Smt2 => {
-            text = absinthe_model::smt::linear_absinthe(&milp(analysis, view, options))
+            text = absinthe_model::encodings::smt::linear_absinthe(&milp(analysis, view, options))
                 .to_smt2()
                 .into_bytes()
         }

@@ -2,12 +2,12 @@
 
 use std::path::Path;
 
-use absinthe_model::analysis::Analysis;
-use absinthe_model::inline_search::{choose_inline, InlineChoice};
-use absinthe_model::machine::{Machine, ModelMachine};
-use absinthe_model::program::Program;
-use absinthe_model::search::tile_count_note;
-use absinthe_model::solution::{Solution, SolverReport};
+use absinthe_model::language::analysis::Analysis;
+use absinthe_model::cost_model::inline_search::{choose_inline, InlineChoice};
+use absinthe_model::formats::machine::{Machine, ModelMachine};
+use absinthe_model::language::program::Program;
+use absinthe_model::cost_model::search::tile_count_note;
+use absinthe_model::output::solution::{Solution, SolverReport};
 use absinthe_solvers::method::Method;
 use absinthe_solvers::optimize::{optimize_with, Optimum};
 use anyhow::Context;

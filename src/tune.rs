@@ -184,7 +184,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         Format::Json => println!("{}", serde_json::to_string_pretty(report)?),
         Format::Yaml => print!(
             "{}",
-            absinthe_model::yaml::to_string(report).map_err(anyhow::Error::msg)?
+            absinthe_model::formats::yaml::to_string(report).map_err(anyhow::Error::msg)?
         ),
         Format::Table => print_table(&bench, report),
     }

@@ -17,7 +17,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use absinthe_model::solution::Solution;
+use absinthe_model::output::solution::Solution;
 use absinthe_model::FileError;
 use absinthe_solvers::certify::{
     check_estimate, check_optimality, check_soundness, BetterConfiguration, Query, Step, Verdict,
@@ -110,7 +110,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     if view.gpu && !(skips("soundness") && skips("optimality")) {
         anyhow::bail!(
             "{}; on a GPU machine `verify` checks the estimate only: add --skip soundness --skip optimality",
-            absinthe_model::milp::GPU_DIGITS_UNSUPPORTED
+            absinthe_model::encodings::milp::GPU_DIGITS_UNSUPPORTED
         );
     }
     let mut steps = Vec::new();

@@ -9,11 +9,11 @@ use absinthe_codegen::compile::{
 };
 use absinthe_codegen::render::{BundleCase, HarnessOptions, Renderer};
 use absinthe_codegen::{lower, Schedule};
-use absinthe_model::analysis::Analysis;
-use absinthe_model::cost::{evaluate, stencil_seconds, Configuration, Counts, STORE_WEIGHT};
-use absinthe_model::generate::Rng;
-use absinthe_model::machine::{Machine, ModelMachine};
-use absinthe_model::program::Program;
+use absinthe_model::language::analysis::Analysis;
+use absinthe_model::cost_model::evaluate::{evaluate, stencil_seconds, Configuration, Counts, STORE_WEIGHT};
+use absinthe_model::language::generate::Rng;
+use absinthe_model::formats::machine::{Machine, ModelMachine};
+use absinthe_model::language::program::Program;
 
 use crate::common::{
     absinthe, build_and_run_bundles, random_configuration, root, stderr, stdout, temp_file,
@@ -404,7 +404,7 @@ fn tune_and_check(program: &str, top: &str, sets: &str, confirm: usize) -> serde
         "{v}"
     );
     assert_eq!(v["winner_rank"], fastest.0, "{v}");
-    let solution = absinthe_model::solution::Solution::load(&out).unwrap();
+    let solution = absinthe_model::output::solution::Solution::load(&out).unwrap();
     let tuned = solution.tuned.as_ref().expect("a tuned section");
     assert_eq!(tuned.model_rank, fastest.0);
     assert_eq!(tuned.candidates, candidates.len());
@@ -528,7 +528,7 @@ fn tune_refines_the_fastest_by_a_measured_sweep() {
         .unwrap();
     assert!(ran.iter().all(|c| c["verified"] == true), "{v}");
     assert_eq!(v["winner_rank"], fastest["rank"], "{v}");
-    let solution = absinthe_model::solution::Solution::load(&out).unwrap();
+    let solution = absinthe_model::output::solution::Solution::load(&out).unwrap();
     let solution_tiles: Vec<[usize; 3]> = solution.groups.iter().map(|g| g.tiles).collect();
     assert_eq!(solution_tiles, tiles(fastest));
     let tuned = solution.tuned.as_ref().expect("a tuned section");

@@ -3,10 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use absinthe_model::analysis::Analysis;
-use absinthe_model::generate::Rng;
-use absinthe_model::machine::{Machine, ModelMachine};
-use absinthe_model::program::Program;
+use absinthe_model::language::analysis::Analysis;
+use absinthe_model::language::generate::Rng;
+use absinthe_model::formats::machine::{Machine, ModelMachine};
+use absinthe_model::language::program::Program;
 
 /// The repository root (where configs/ and machines/ live).
 pub fn root() -> PathBuf {
@@ -91,10 +91,10 @@ pub fn random_machine(rng: &mut Rng, cells: usize) -> ModelMachine {
 pub fn random_codegen_case(
     seed: u64,
 ) -> (
-    absinthe_model::program::Program,
-    absinthe_model::analysis::Analysis,
+    absinthe_model::language::program::Program,
+    absinthe_model::language::analysis::Analysis,
 ) {
-    let shape = absinthe_model::generate::RandomShape {
+    let shape = absinthe_model::language::generate::RandomShape {
         min_stencils: 1,
         max_stencils: 5,
         min_domain: 1,
@@ -102,7 +102,7 @@ pub fn random_codegen_case(
         max_offset: 2,
         rich_expressions: true,
     };
-    let mut text = absinthe_model::generate::random_program(seed, &shape);
+    let mut text = absinthe_model::language::generate::random_program(seed, &shape);
     if seed.is_multiple_of(3) {
         text = text.replacen("\ndomain:", "\ntype: float\ndomain:", 1);
     }
@@ -118,7 +118,7 @@ pub fn build_and_run_bundles(
     sources: &[String],
     env: &[(&str, &str)],
 ) -> Vec<Vec<absinthe_codegen::compile::HarnessResult>> {
-    absinthe_model::parallel::parallel_map(sources.len(), 2, |b| {
+    absinthe_model::support::parallel::parallel_map(sources.len(), 2, |b| {
         let exe = tc
             .build(&[("bundle.cpp".to_string(), sources[b].clone())], &[])
             .unwrap_or_else(|e| panic!("{e}"));
@@ -131,7 +131,7 @@ pub fn random_configuration(
     rng: &mut Rng,
     stencils: usize,
     domain: [usize; 3],
-) -> absinthe_model::cost::Configuration {
+) -> absinthe_model::cost_model::evaluate::Configuration {
     let mut groups = vec![0];
     for _ in 1..stencils {
         let last = *groups.last().unwrap();
@@ -141,7 +141,7 @@ pub fn random_configuration(
     let tiles = (0..n)
         .map(|_| [0, 1, 2].map(|d| tile_count(rng, domain[d])))
         .collect();
-    let mut config = absinthe_model::cost::Configuration::new(groups, tiles);
+    let mut config = absinthe_model::cost_model::evaluate::Configuration::new(groups, tiles);
     config.stream = (0..n).filter(|_| rng.chance(50)).collect();
     config
 }

@@ -6,9 +6,9 @@ use std::process::Command;
 use absinthe_codegen::compile::Toolchain;
 use absinthe_codegen::{lower, lower_plain, runtime_tiles};
 use absinthe_measure::accuracy::{plot, Point};
-use absinthe_model::cost::{evaluate, Configuration};
-use absinthe_model::machine::Machine;
-use absinthe_model::program::Program;
+use absinthe_model::cost_model::evaluate::{evaluate, Configuration};
+use absinthe_model::formats::machine::Machine;
+use absinthe_model::language::program::Program;
 use absinthe_model::Analysis;
 
 use crate::common::{absinthe, root, stderr, stdout};
@@ -83,7 +83,7 @@ fn tiny_learn_writes_params_and_provenance_and_keeps_the_rest() {
     // Learned with the default flush, and timing another way is flagged.
     assert_eq!(
         learned.flush,
-        Some(absinthe_model::machine::FlushKind::Evict),
+        Some(absinthe_model::formats::machine::FlushKind::Evict),
         "{text}"
     );
     let bench = Command::new(env!("CARGO_BIN_EXE_absinthe"))

@@ -2,12 +2,12 @@
 //! optimum of each backend equals the minimum of `evaluate` over every grouping and every tile
 //! count, and the solver's objective equals `evaluate` of its configuration.
 
-use absinthe_model::analysis::Analysis;
-use absinthe_model::cost::{evaluate, Configuration};
-use absinthe_model::generate::{random_program, RandomShape, Rng};
-use absinthe_model::machine::ModelMachine;
-use absinthe_model::milp::{Encoding, MilpOptions};
-use absinthe_model::search::{exhaustive, k_best};
+use absinthe_model::language::analysis::Analysis;
+use absinthe_model::cost_model::evaluate::{evaluate, Configuration};
+use absinthe_model::language::generate::{random_program, RandomShape, Rng};
+use absinthe_model::formats::machine::ModelMachine;
+use absinthe_model::encodings::milp::{Encoding, MilpOptions};
+use absinthe_model::cost_model::search::{exhaustive, k_best};
 use absinthe_solvers::method::{Backend, Method};
 use absinthe_solvers::optimize::{agree, optimize, optimize_dp, optimize_with, OptimizeError};
 use absinthe_solvers::SolveOptions;
@@ -123,7 +123,7 @@ fn exact_options() -> SolveOptions {
 fn check_case(seed: u64, shape: &RandomShape, naive_limit: usize) -> (bool, bool) {
     let text = random_program(seed, shape);
     let a = analyse(&text);
-    let mut rng = absinthe_model::generate::Rng::new(seed.wrapping_mul(7919));
+    let mut rng = absinthe_model::language::generate::Rng::new(seed.wrapping_mul(7919));
     let cells = a.domain.iter().product::<usize>();
     let m = random_machine(&mut rng, cells);
     let options = random_options(&mut rng, &a);
@@ -283,7 +283,7 @@ fn milp_optimum_equals_brute_force_with_wider_reads() {
 /// The shipped programs: the MILP optimum equals the exhaustive optimum on the real domains.
 #[test]
 fn milp_optimum_equals_exhaustive_on_shipped_programs() {
-    let machine = absinthe_model::machine::Machine::load(
+    let machine = absinthe_model::formats::machine::Machine::load(
         &crate::common::root().join("machines/default.yaml"),
     )
     .unwrap()
@@ -310,15 +310,15 @@ fn milp_optimum_equals_exhaustive_on_shipped_programs() {
 /// DP (it must still end with a configuration, a bound and a gap).
 #[test]
 fn large_programs_report_what_evaluate_gives() {
-    let machine = absinthe_model::machine::Machine::load(
+    let machine = absinthe_model::formats::machine::Machine::load(
         &crate::common::root().join("machines/default.yaml"),
     )
     .unwrap()
     .model_view(8)
     .unwrap();
     let programs = [
-        absinthe_model::generate::chain(64, [64, 64, 60]),
-        absinthe_model::generate::dycore(150, [32, 32, 20], 1),
+        absinthe_model::language::generate::chain(64, [64, 64, 60]),
+        absinthe_model::language::generate::dycore(150, [32, 32, 20], 1),
     ];
     for text in programs {
         let a = analyse(&text);
@@ -372,9 +372,9 @@ fn large_programs_report_what_evaluate_gives() {
 /// set), the empty set among them; the solved optimum of the chosen program equals it too.
 #[test]
 fn inline_search_equals_brute_force_over_inline_sets() {
-    use absinthe_model::inline::{candidates, inline_program};
-    use absinthe_model::inline_search::{choose_inline, InlinePolicy, InlineSearch};
-    use absinthe_model::program::Program;
+    use absinthe_model::language::inline::{candidates, inline_program};
+    use absinthe_model::cost_model::inline_search::{choose_inline, InlinePolicy, InlineSearch};
+    use absinthe_model::language::program::Program;
 
     let shape = RandomShape {
         min_stencils: 2,
@@ -461,10 +461,10 @@ fn inline_search_equals_brute_force_over_inline_sets() {
 /// set's recorded optimum against the DP of the rewritten program.
 #[test]
 fn greedy_inline_search_records_its_sets_and_tries_everything_inlined() {
-    use absinthe_model::inline::{candidates, inline_program};
-    use absinthe_model::inline_search::EXHAUSTIVE_CANDIDATES;
-    use absinthe_model::inline_search::{choose_inline, InlinePolicy, InlineSearch};
-    use absinthe_model::program::Program;
+    use absinthe_model::language::inline::{candidates, inline_program};
+    use absinthe_model::cost_model::inline_search::EXHAUSTIVE_CANDIDATES;
+    use absinthe_model::cost_model::inline_search::{choose_inline, InlinePolicy, InlineSearch};
+    use absinthe_model::language::program::Program;
 
     let shape = RandomShape {
         min_stencils: 8,

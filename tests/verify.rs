@@ -2,13 +2,13 @@
 //! solver optima, rejections of tampered solutions with the right reason, a soundness check
 //! that fails on a broken linearization, and three backends that agree.
 
-use absinthe_model::cost::evaluate;
-use absinthe_model::exact::{decimal, exact_cost};
-use absinthe_model::linearize::{recorded_max, recorded_product};
-use absinthe_model::lp::{LinExpr, Milp};
-use absinthe_model::milp::MilpOptions;
-use absinthe_model::search::exhaustive;
-use absinthe_model::smt::{nonlinear, soundness_queries_of, DigitRange};
+use absinthe_model::cost_model::evaluate::evaluate;
+use absinthe_model::cost_model::exact::{decimal, exact_cost};
+use absinthe_model::encodings::linearize::{recorded_max, recorded_product};
+use absinthe_model::encodings::lp::{LinExpr, Milp};
+use absinthe_model::encodings::milp::MilpOptions;
+use absinthe_model::cost_model::search::exhaustive;
+use absinthe_model::encodings::smt::{nonlinear, soundness_queries_of, DigitRange};
 use absinthe_solvers::z3::{check, SmtStatus};
 
 use crate::common::{absinthe, analyse, stdout, temp_file};
@@ -164,7 +164,7 @@ fn product_milp(
     y_max: f64,
 ) -> (
     Milp,
-    Vec<absinthe_model::linearize::Linearization>,
+    Vec<absinthe_model::encodings::linearize::Linearization>,
     Vec<DigitRange>,
 ) {
     let mut m = Milp::new("product");
@@ -221,12 +221,12 @@ fn tiny_files(dir: &std::path::Path) -> (String, String) {
     )
 }
 
-fn tiny_machine() -> absinthe_model::machine::ModelMachine {
+fn tiny_machine() -> absinthe_model::formats::machine::ModelMachine {
     machine_of(TINY_MACHINE)
 }
 
-fn machine_of(text: &str) -> absinthe_model::machine::ModelMachine {
-    absinthe_model::machine::Machine::from_yaml(text)
+fn machine_of(text: &str) -> absinthe_model::formats::machine::ModelMachine {
+    absinthe_model::formats::machine::Machine::from_yaml(text)
         .unwrap()
         .model_view(8)
         .unwrap()
@@ -268,7 +268,7 @@ fn nonlinear_encoding_certifies_the_exhaustive_optimum() {
 /// and a configuration within 0.1% of it.
 fn certify_with_nonlinear(
     analysis: &absinthe_model::Analysis,
-    machine: &absinthe_model::machine::ModelMachine,
+    machine: &absinthe_model::formats::machine::ModelMachine,
 ) {
     let options = MilpOptions::default();
     let (best, seconds) = exhaustive(analysis, machine, &options).expect("feasible");

@@ -9,8 +9,8 @@
 //! division) ever happens; `abs` is the floating-point absolute value; `min`/`max` are
 //! `a < b ? a : b` / `a > b ? a : b`, which the compiler must keep exact when it vectorises.
 
-use absinthe_model::expr::{BinaryOp, Expr, Func, UnaryOp};
-use absinthe_model::program::ValueType;
+use absinthe_model::language::expr::{BinaryOp, Expr, Func, UnaryOp};
+use absinthe_model::language::program::ValueType;
 
 /// A literal of the program's type: `value` rounded to it.
 pub fn literal(value: f64, vt: ValueType) -> String {
@@ -144,7 +144,7 @@ fn write_expr(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use absinthe_model::expr::parse_expr;
+    use absinthe_model::language::expr::parse_expr;
 
     fn show(src: &str, vt: ValueType) -> String {
         let e = parse_expr(src).unwrap();

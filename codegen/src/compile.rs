@@ -538,7 +538,7 @@ impl OperationTimes {
     /// throughput; a stencil has one or several), each `(extra time) / (add time) + 1` since it
     /// replaced a multiply. None when the adds' time is not positive (noise swamped it), or a
     /// weight is not finite.
-    pub fn weights(&self) -> Option<absinthe_model::expr::OperationWeights> {
+    pub fn weights(&self) -> Option<absinthe_model::language::expr::OperationWeights> {
         let add = self.add_seconds();
         if !(add > 0.0 && add.is_finite()) {
             return None;
@@ -546,10 +546,10 @@ impl OperationTimes {
         let [divide, sqrt, call] = self.in_adds().map(|(first, second)| {
             let w = (first + second) / 2.0;
             w.is_finite().then(|| {
-                (w.round().max(1.0) as u64).min(absinthe_model::machine::MAX_OPERATION_WEIGHT)
+                (w.round().max(1.0) as u64).min(absinthe_model::formats::machine::MAX_OPERATION_WEIGHT)
             })
         });
-        Some(absinthe_model::expr::OperationWeights {
+        Some(absinthe_model::language::expr::OperationWeights {
             divide: divide?,
             sqrt: sqrt?,
             call: call?,

@@ -20,7 +20,7 @@
 //! global scratch. Their extents are the numbers the model counts, so a configuration the model
 //! accepts has all of them in shared memory.
 
-use absinthe_model::machine::{Gpu, Machine};
+use absinthe_model::formats::machine::{Gpu, Machine};
 use minijinja::context;
 use serde::Serialize;
 
@@ -31,7 +31,7 @@ use crate::CodegenError;
 /// The name of the portability header every CUDA file includes.
 pub const EMULATION_HEADER: &str = "absinthe_cuda_emu.h";
 
-pub use absinthe_model::boxes::{block_shape, MAX_BLOCK_THREADS, WARP};
+pub use absinthe_model::cost_model::boxes::{block_shape, MAX_BLOCK_THREADS, WARP};
 
 /// Registers per SM on every device since sm_50.
 pub const REGISTERS_PER_SM: usize = 65536;

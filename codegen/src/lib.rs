@@ -8,7 +8,7 @@
 //! ```no_run
 //! use absinthe_codegen::{lower, render::{Renderer, HarnessOptions}};
 //! # fn demo(program: &absinthe_model::Program, analysis: &absinthe_model::Analysis,
-//! #         config: &absinthe_model::cost::Configuration, cost: &absinthe_model::cost::Cost)
+//! #         config: &absinthe_model::cost_model::evaluate::Configuration, cost: &absinthe_model::cost_model::evaluate::Cost)
 //! #         -> Result<(), absinthe_codegen::CodegenError> {
 //! let schedule = lower(program, analysis, config, cost)?;
 //! let files = Renderer::embedded().openmp(&schedule, Some(&HarnessOptions::default()))?;

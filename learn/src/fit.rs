@@ -6,7 +6,7 @@
 //! a largest entry of 1 and times are taken in microseconds, so the LP's numbers are of order
 //! one to a few thousand whatever the machine.
 
-use absinthe_model::lp::{LinExpr, Milp, Sense};
+use absinthe_model::encodings::lp::{LinExpr, Milp, Sense};
 use absinthe_solvers::{SolveOptions, Solver};
 
 use absinthe_measure::runner::median;

@@ -23,10 +23,10 @@ use std::collections::HashMap;
 use absinthe_codegen::cuda::{plan, CudaBundleCase, GpuLimits};
 use absinthe_codegen::lower_cuda;
 use absinthe_codegen::render::{Flush, HarnessOptions, Renderer};
-use absinthe_model::cost::{evaluate, Configuration};
-use absinthe_model::inline_search::apply as inline_apply;
-use absinthe_model::machine::{Machine, ModelMachine, Params};
-use absinthe_model::program::{check_group_indices, Program};
+use absinthe_model::cost_model::evaluate::{evaluate, Configuration};
+use absinthe_model::cost_model::inline_search::apply as inline_apply;
+use absinthe_model::formats::machine::{Machine, ModelMachine, Params};
+use absinthe_model::language::program::{check_group_indices, Program};
 use absinthe_model::Analysis;
 use serde::{Deserialize, Serialize};
 
@@ -161,7 +161,7 @@ pub fn view(machine: &Machine) -> Result<ModelMachine, LearnError> {
 }
 
 fn zero_params() -> Params {
-    use absinthe_model::machine::PeelBody;
+    use absinthe_model::formats::machine::PeelBody;
     let zero = PeelBody {
         peel: 0.0,
         body: 0.0,

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use absinthe_model::machine::{FitQuality, Learned, Machine};
+use absinthe_model::formats::machine::{FitQuality, Learned, Machine};
 
 use crate::gpu::{self, Manifest};
 use crate::kernels::{self, KernelRow, Refit};

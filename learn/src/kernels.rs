@@ -25,15 +25,15 @@
 
 use absinthe_codegen::lower;
 use absinthe_codegen::render::Renderer;
-use absinthe_model::cost::{
+use absinthe_model::cost_model::evaluate::{
     evaluate, overhead_count, overhead_seconds, stencil_seconds, Cost, Counts,
 };
-use absinthe_model::expr::OperationWeights;
-use absinthe_model::inline_search::apply as inline_apply;
-use absinthe_model::machine::{
+use absinthe_model::language::expr::OperationWeights;
+use absinthe_model::cost_model::inline_search::apply as inline_apply;
+use absinthe_model::formats::machine::{
     Compute, Crowded, FitQuality, KernelRefit, Machine, Params, PeelBody,
 };
-use absinthe_model::program::Program;
+use absinthe_model::language::program::Program;
 use absinthe_model::Analysis;
 
 use crate::calibrate::time_cases;

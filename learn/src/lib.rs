@@ -3,7 +3,7 @@
 //! model against measurements afterwards.
 //!
 //! - [`training`]: the fast- and slow-memory training programs, their tile shapes, and the
-//!   model's counts for one run (from `absinthe_model::cost`, never a second copy).
+//!   model's counts for one run (from `absinthe_model::cost_model::evaluate`, never a second copy).
 //! - [`measure`]: one runtime-tiled build per program (`absinthe_codegen::runtime_tiles`),
 //!   verified and timed over every shape.
 //! - [`fit`]: least absolute deviations with non-negative parameters as an LP through
@@ -29,8 +29,8 @@ use absinthe_codegen::compile::Toolchain;
 use absinthe_codegen::render::Flush;
 use absinthe_measure::accuracy::r_squared;
 use absinthe_measure::runner::ROUNDS;
-use absinthe_model::expr::OperationWeights;
-use absinthe_model::machine::{Compute, Crowded, CrowdingCalibration, Params, PeelBody};
+use absinthe_model::language::expr::OperationWeights;
+use absinthe_model::formats::machine::{Compute, Crowded, CrowdingCalibration, Params, PeelBody};
 
 use crate::fit::Sample;
 use crate::measure::Measurement;

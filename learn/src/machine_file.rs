@@ -3,7 +3,7 @@
 //! other line, comments included, stays as written. The result is validated as a machine file
 //! before it is returned.
 
-use absinthe_model::machine::{Learned, Machine, Params, PeelBody};
+use absinthe_model::formats::machine::{Learned, Machine, Params, PeelBody};
 
 use crate::LearnError;
 
@@ -47,7 +47,7 @@ fn number(x: f64) -> String {
 
 /// The `params:` and `learned:` blocks.
 pub fn learned_blocks(params: &Params, learned: &Learned) -> String {
-    let pb = |p: &absinthe_model::machine::PeelBody| {
+    let pb = |p: &absinthe_model::formats::machine::PeelBody| {
         format!("{{peel: {}, body: {}}}", number(p.peel), number(p.body))
     };
     let quote = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());

@@ -7,8 +7,8 @@ use std::process::Command;
 use absinthe_codegen::compile::{run_harness, Toolchain};
 use absinthe_codegen::render::{BundleCase, Flush, HarnessOptions, Renderer};
 use absinthe_codegen::{lower, lower_plain, runtime_tiles, Schedule};
-use absinthe_model::cost::evaluate;
-use absinthe_model::parallel::parallel_map;
+use absinthe_model::cost_model::evaluate::evaluate;
+use absinthe_model::support::parallel::parallel_map;
 
 use crate::training::{self, Family, RunCounts, TrainingProgram};
 use crate::LearnError;

@@ -7,7 +7,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use absinthe_codegen::compile::{operation_times, OperationTimes};
 use absinthe_codegen::render::Renderer;
-use absinthe_model::machine::{FitQuality, Learned, Machine, Params};
+use absinthe_model::formats::machine::{FitQuality, Learned, Machine, Params};
 
 use crate::calibrate::{self, Calibration, LimitCalibration};
 use crate::kernels::{self, KernelRow, Refit};

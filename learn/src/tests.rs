@@ -4,13 +4,13 @@
 use absinthe_solvers::method::Backend;
 
 const HIGHS: Backend = Backend::Highs;
-use absinthe_model::cost::Configuration;
-use absinthe_model::expr::OperationWeights;
-use absinthe_model::machine::{
+use absinthe_model::cost_model::evaluate::Configuration;
+use absinthe_model::language::expr::OperationWeights;
+use absinthe_model::formats::machine::{
     CacheCalibration, Compute, Crowded, CrowdingCalibration, FitQuality, GroupArraysCalibration,
     KernelRefit, Learned, Machine, Params, PeelBody,
 };
-use absinthe_model::rng::Rng;
+use absinthe_model::support::rng::Rng;
 
 use crate::calibrate::{choose, fractions_to_try, FractionResult, KEEP_TOLERANCE};
 use crate::fit::{lad_fit, medians, Sample};
@@ -228,7 +228,7 @@ fn learned() -> (Params, Learned) {
             slow: 0.91,
         },
         wall_seconds: Some(281.5),
-        flush: Some(absinthe_model::machine::FlushKind::Evict),
+        flush: Some(absinthe_model::formats::machine::FlushKind::Evict),
         cache_calibration: Some(CacheCalibration {
             fractions: vec![0.25, 0.5, 1.0],
             seconds: vec![Some(5.25e-3), None, Some(4.5e-3)],
@@ -441,7 +441,7 @@ fn tile_sizes_include_full_rows_that_fit() {
 /// z, no whole plane's window fits a third of 1 MiB.
 #[test]
 fn streamed_sizes_are_feasible_contiguous_faces() {
-    use absinthe_model::cost::{group_infeasibility, stream_shape};
+    use absinthe_model::cost_model::evaluate::{group_infeasibility, stream_shape};
     let programs = training::programs(training::DOMAIN).unwrap();
     let capacity = 1048576.0 / 3.0;
     let mut machine = training::lowering_machine(2);
@@ -583,7 +583,7 @@ fn set_top_level_replaces_one_key_and_keeps_the_rest() {
 fn calibration_programs_are_wide_chains() {
     for stencils in [1, 3, 6, 9] {
         let text = training::wide_program(stencils, [40, 24, 16]);
-        let p = absinthe_model::program::Program::from_yaml(&text)
+        let p = absinthe_model::language::program::Program::from_yaml(&text)
             .unwrap_or_else(|d| panic!("{d:?}\n{text}"));
         let a = absinthe_model::Analysis::new(&p).unwrap_or_else(|d| panic!("{d:?}\n{text}"));
         assert_eq!(a.stencils.len(), stencils);
@@ -681,7 +681,7 @@ fn remove_top_level_drops_one_key_and_keeps_the_rest() {
 fn fields_programs_share_one_coefficient() {
     for fields in [1, 2, 4] {
         let text = training::fields_program(fields, [40, 24, 16]);
-        let p = absinthe_model::program::Program::from_yaml(&text)
+        let p = absinthe_model::language::program::Program::from_yaml(&text)
             .unwrap_or_else(|d| panic!("{d:?}\n{text}"));
         let a = absinthe_model::Analysis::new(&p).unwrap_or_else(|d| panic!("{d:?}\n{text}"));
         assert_eq!(a.stencils.len(), 2 * fields);
@@ -697,7 +697,7 @@ fn fields_programs_share_one_coefficient() {
 #[test]
 fn top_k_skips_ties_of_configurations_already_taken() {
     use absinthe_measure::variants::{distinct_best, TIE};
-    use absinthe_model::cost::Configuration;
+    use absinthe_model::cost_model::evaluate::Configuration;
     let config = |groups: Vec<usize>, tiles: Vec<[usize; 3]>, stream: Vec<usize>| {
         let mut c = Configuration::new(groups, tiles);
         c.stream = stream;
@@ -725,7 +725,7 @@ fn top_k_skips_ties_of_configurations_already_taken() {
 }
 
 /// A machine holding `params` (4 MiB of cache, 2 cores), viewed for 8-byte values.
-fn view_with(params: Params) -> absinthe_model::machine::ModelMachine {
+fn view_with(params: Params) -> absinthe_model::formats::machine::ModelMachine {
     let text = "name: kernels\ncores: 2\ncache_bytes: 4194304\ncache_fraction: 0.5\n";
     let machine = Machine {
         params: Some(params),
@@ -775,7 +775,7 @@ fn kernel_rows(params: Params) -> Vec<(crate::kernels::KernelRow, f64)> {
             for groups in [(0..n).collect::<Vec<_>>(), vec![0; n]] {
                 let ngroups = groups.iter().max().map_or(0, |g| g + 1);
                 let config = Configuration::new(groups, vec![tiles; ngroups]);
-                let cost = absinthe_model::cost::evaluate(&analysis, &view, &config);
+                let cost = absinthe_model::cost_model::evaluate::evaluate(&analysis, &view, &config);
                 if cost.infeasible.is_some() {
                     continue;
                 }
@@ -887,8 +887,8 @@ fn the_kernel_refit_fits_exact_times_of_both_kinds() {
 fn sweeps_change_one_tile_count_to_every_other_rung_of_the_ladder() {
     use crate::kernels::kernel_programs;
     use absinthe_measure::variants::{autotune_counts, sweep};
-    use absinthe_model::cost::evaluate;
-    use absinthe_model::milp::MilpOptions;
+    use absinthe_model::cost_model::evaluate::evaluate;
+    use absinthe_model::encodings::milp::MilpOptions;
     let view = view_with(refit_truth());
     let mut checked = 0;
     for (program, analysis) in kernel_programs().unwrap() {
@@ -974,8 +974,8 @@ fn sweep_landscape(
     use absinthe_measure::variants::{
         autotune_counts, measured_sweeps, Probe, StepTimes, SweepStep,
     };
-    use absinthe_model::cost::evaluate;
-    use absinthe_model::milp::MilpOptions;
+    use absinthe_model::cost_model::evaluate::evaluate;
+    use absinthe_model::encodings::milp::MilpOptions;
     let view = view_with(refit_truth());
     let (_, analysis) = kernel_programs()
         .unwrap()
@@ -1162,7 +1162,7 @@ fn gpu_training_shapes_are_warp_aligned_admissible_and_few() {
             // Warps stay aligned: x tiles are multiples of 32 cells.
             assert_eq!(c.size[0] % 32, 0, "{}", c.label);
             let config = training::configuration(&p.analysis, c.tiles, true);
-            let cost = absinthe_model::cost::evaluate(&p.analysis, &view, &config);
+            let cost = absinthe_model::cost_model::evaluate::evaluate(&p.analysis, &view, &config);
             assert!(
                 cost.infeasible.is_none(),
                 "{}: {:?}",

@@ -1,5 +1,5 @@
 //! The training programs (docs/decisions/0009-training-design.md) and their tile shapes, and the
-//! model's counts for one run — taken from `absinthe_model::cost::group_cost`, the function `solve`
+//! model's counts for one run — taken from `absinthe_model::cost_model::evaluate::group_cost`, the function `solve`
 //! uses, never recomputed here.
 //!
 //! - **Fast memory**: a chain of nine stencils that read one input at 12 or 20 distinct
@@ -17,12 +17,12 @@
 
 use std::fmt::Write;
 
-use absinthe_model::analysis::Analysis;
-use absinthe_model::cost::{
+use absinthe_model::language::analysis::Analysis;
+use absinthe_model::cost_model::evaluate::{
     group_cost, group_shape, prefers_stream, stream_shape, tile_cells, Configuration,
 };
-use absinthe_model::machine::{Compute, Crowded, ModelMachine, Params, PeelBody, Slack};
-use absinthe_model::program::{program_header, Program};
+use absinthe_model::formats::machine::{Compute, Crowded, ModelMachine, Params, PeelBody, Slack};
+use absinthe_model::language::program::{program_header, Program};
 
 use crate::LearnError;
 
@@ -474,7 +474,7 @@ pub fn tile_counts(size: [usize; 3], domain: [usize; 3]) -> [usize; 3] {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RunCounts {
     /// Summed over the group's stencils.
-    pub counts: absinthe_model::cost::Counts,
+    pub counts: absinthe_model::cost_model::evaluate::Counts,
     /// The loop-bound overhead's count: the model charges `(B^b + B^v)` times it.
     pub overhead: f64,
     /// The group's stream weight `Σ s`, its tile counts and the domain: whether it is crowded
@@ -487,7 +487,7 @@ pub struct RunCounts {
 impl RunCounts {
     /// Whether the run's group is crowded under the row-stream limit `limit` (0: never).
     pub fn crowded(&self, limit: u64) -> bool {
-        absinthe_model::cost::crowded(self.domain, self.tiles, self.stream_weight, limit)
+        absinthe_model::cost_model::evaluate::crowded(self.domain, self.tiles, self.stream_weight, limit)
     }
 
     /// The columns of the family's fit, in [`Family::coefficient_names`] order, with the
@@ -524,7 +524,7 @@ fn unit_machine(threads: usize, body_base: f64) -> ModelMachine {
         streams: false,
         group_arrays: usize::MAX,
         gpu: false,
-        block_threads: absinthe_model::boxes::MAX_BLOCK_THREADS,
+        block_threads: absinthe_model::cost_model::boxes::MAX_BLOCK_THREADS,
         params: Params {
             fast: PeelBody {
                 peel: 0.0,
@@ -560,14 +560,14 @@ pub fn run_counts(analysis: &Analysis, tiles: [usize; 3]) -> RunCounts {
     let range = 0..analysis.stencils.len();
     let len = range.len();
     let cost = group_cost(analysis, &unit_machine(1, 0.0), 0, range, tiles, false);
-    let mut counts = absinthe_model::cost::Counts::default();
+    let mut counts = absinthe_model::cost_model::evaluate::Counts::default();
     for s in &cost.stencils {
         counts.add(&s.counts);
     }
     let tiles_total: u64 = tiles.iter().map(|&t| t as u64).product();
     RunCounts {
         counts,
-        overhead: absinthe_model::cost::overhead_count(tiles_total, len) as f64,
+        overhead: absinthe_model::cost_model::evaluate::overhead_count(tiles_total, len) as f64,
         stream_weight: cost.stencils.iter().map(|s| s.stream_weights[0]).sum(),
         tiles,
         domain: analysis.domain,

@@ -10,12 +10,12 @@ use absinthe_codegen::compile::{stream_bandwidth, HarnessResult, Toolchain};
 use absinthe_codegen::cuda::{plan as cuda_plan, GpuLimits};
 use absinthe_codegen::render::{default_flush_bytes, Flush, HarnessOptions, Renderer};
 use absinthe_codegen::{lower, lower_cuda, Schedule};
-use absinthe_model::analysis::Analysis;
-use absinthe_model::cost::{evaluate, overhead_count, stream_shape, Cost, Counts};
-use absinthe_model::inline_search::apply as inline_apply;
-use absinthe_model::machine::{FlushKind, Machine, ModelMachine};
-use absinthe_model::program::Program;
-use absinthe_model::program::DIMS;
+use absinthe_model::language::analysis::Analysis;
+use absinthe_model::cost_model::evaluate::{evaluate, overhead_count, stream_shape, Cost, Counts};
+use absinthe_model::cost_model::inline_search::apply as inline_apply;
+use absinthe_model::formats::machine::{FlushKind, Machine, ModelMachine};
+use absinthe_model::language::program::Program;
+use absinthe_model::language::program::DIMS;
 use serde::{Serialize, Serializer};
 
 use crate::runner::{pooled_stats, Rounds, RunEvent, Runner, Sources};
@@ -514,7 +514,7 @@ impl Bench {
         pooled: Option<Vec<Vec<HarnessResult>>>,
         model: Option<ModelCounts>,
     ) -> Row {
-        let compulsory_bytes = absinthe_model::traffic::compulsory_bytes(
+        let compulsory_bytes = absinthe_model::cost_model::traffic::compulsory_bytes(
             &self.analysis,
             self.program.value_type.bytes(),
         );

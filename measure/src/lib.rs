@@ -26,7 +26,7 @@ pub enum MeasureError {
     #[error(transparent)]
     Codegen(#[from] absinthe_codegen::CodegenError),
     #[error(transparent)]
-    Inline(#[from] absinthe_model::inline_search::InlineSearchError),
+    Inline(#[from] absinthe_model::cost_model::inline_search::InlineSearchError),
     /// A variant's kernel did not build.
     #[error("{doing} variant {variant}: {source}")]
     Variant {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use absinthe_codegen::compile::{run_harness, HarnessResult, Toolchain};
 use absinthe_codegen::render::Flush;
 use absinthe_codegen::CodegenError;
-use absinthe_model::parallel::parallel_map;
+use absinthe_model::support::parallel::parallel_map;
 
 /// Rounds a timing is split into when it has enough runs (see [`rounds_for`]).
 pub const ROUNDS: usize = 4;

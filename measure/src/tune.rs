@@ -7,10 +7,10 @@
 
 use std::path::PathBuf;
 
-use absinthe_model::cost::evaluate;
-use absinthe_model::inline_search::apply as inline_apply;
-use absinthe_model::program::DIMS;
-use absinthe_model::solution::{Solution, TuneReport as Tuned};
+use absinthe_model::cost_model::evaluate::evaluate;
+use absinthe_model::cost_model::inline_search::apply as inline_apply;
+use absinthe_model::language::program::DIMS;
+use absinthe_model::output::solution::{Solution, TuneReport as Tuned};
 use serde::Serialize;
 
 use crate::bench::{accuracy_points, Bench, Row};

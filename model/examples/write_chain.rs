@@ -18,6 +18,6 @@ fn main() {
         d[0],
         d[1],
         d[2],
-        absinthe_model::generate::chain(n, d)
+        absinthe_model::language::generate::chain(n, d)
     );
 }

@@ -1,4 +1,4 @@
-//! Writes a generated dynamical-core-like program (see `absinthe_model::generate::dycore`):
+//! Writes a generated dynamical-core-like program (see `absinthe_model::language::generate::dycore`):
 //! `cargo run -p absinthe-model --features generate --example write_dycore -- N [NX NY NZ [SEED]] > configs/dycoreN.yaml`.
 fn main() {
     let a: Vec<u64> = std::env::args()
@@ -19,6 +19,6 @@ fn main() {
         d[0],
         d[1],
         d[2],
-        absinthe_model::generate::dycore(n, d, seed)
+        absinthe_model::language::generate::dycore(n, d, seed)
     );
 }

@@ -11,16 +11,16 @@
 
 use proptest::prelude::*;
 
-use crate::analysis::Analysis;
-use crate::cost::{evaluate, Configuration};
-use crate::diagnostic::{Diagnostic, FileError};
-use crate::expr::parse_expr;
-use crate::generate::{random_program, RandomShape};
-use crate::machine::Machine;
-use crate::milp::MilpOptions;
-use crate::program::Program;
-use crate::search::admissible_tilings;
-use crate::solution::Solution;
+use crate::language::analysis::Analysis;
+use crate::cost_model::evaluate::{evaluate, Configuration};
+use crate::formats::diagnostic::{Diagnostic, FileError};
+use crate::language::expr::parse_expr;
+use crate::language::generate::{random_program, RandomShape};
+use crate::formats::machine::Machine;
+use crate::encodings::milp::MilpOptions;
+use crate::language::program::Program;
+use crate::cost_model::search::admissible_tilings;
+use crate::output::solution::Solution;
 
 const PROGRAMS: [&str; 4] = [
     include_str!("../../configs/hdiff.yaml"),
@@ -154,7 +154,7 @@ fn check_errors(diagnostics: Vec<Diagnostic>) {
     for p in paragraphs {
         assert!(p.starts_with("error: fuzz.yaml"), "{p}");
     }
-    let per = crate::diagnostic::MAX_MESSAGE * 2 + crate::diagnostic::SNIPPET_WINDOW * 4 + 64;
+    let per = crate::formats::diagnostic::MAX_MESSAGE * 2 + crate::formats::diagnostic::SNIPPET_WINDOW * 4 + 64;
     assert!(
         shown.len() <= diagnostics.len() * per,
         "{} bytes",
@@ -163,7 +163,7 @@ fn check_errors(diagnostics: Vec<Diagnostic>) {
 }
 
 /// A small machine to cost accepted programs on.
-fn machine() -> crate::machine::ModelMachine {
+fn machine() -> crate::formats::machine::ModelMachine {
     Machine::from_yaml(MACHINES[0])
         .expect("shipped machine")
         .model_view(8)
@@ -191,7 +191,7 @@ fn exercise_program(text: &str) {
     };
     let view = machine();
     let tilings = admissible_tilings(program.domain, &view, &MilpOptions::default());
-    assert!(tilings.len() <= crate::limits::MAX_TILINGS);
+    assert!(tilings.len() <= crate::formats::limits::MAX_TILINGS);
     let n = analysis.stencils.len();
     let config = Configuration::new((0..n).collect(), vec![[1, 1, 1]; n]);
     let cost = evaluate(&analysis, &view, &config);
@@ -199,7 +199,7 @@ fn exercise_program(text: &str) {
     let inlinable: Vec<usize> = (0..n)
         .filter(|&i| !analysis.stencils[i].is_output)
         .collect();
-    if let Ok(inlined) = crate::inline::inline_program(&program, &inlinable) {
+    if let Ok(inlined) = crate::language::inline::inline_program(&program, &inlinable) {
         // An inlined program reads within the same halo, so it analyses too.
         Analysis::new(&inlined).unwrap_or_else(|e| panic!("{e:?}"));
     }
@@ -242,7 +242,7 @@ proptest! {
                     let tilings = admissible_tilings(program.domain, &view, &MilpOptions::default());
                     let config = Configuration::new(vec![0, 1, 2, 3], vec![[1, 1, 1]; 4]);
                     let _ = evaluate(&analysis, &view, &config);
-                    assert!(tilings.len() <= crate::limits::MAX_TILINGS);
+                    assert!(tilings.len() <= crate::formats::limits::MAX_TILINGS);
                 }
             }
         }
@@ -251,7 +251,7 @@ proptest! {
     #[test]
     fn solution_reader(edits in prop::collection::vec(mutation(), 1..6)) {
         let text = mutate(HDIFF_SOLUTION, &edits);
-        let solution: Solution = match crate::yaml::from_str(&text) {
+        let solution: Solution = match crate::formats::yaml::from_str(&text) {
             Ok(s) => s,
             Err(d) => return { check_errors(vec![d]); Ok(()) },
         };

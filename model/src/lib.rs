@@ -73,22 +73,12 @@ pub mod support {
     pub mod rng;
 }
 
-// The short paths (`absinthe_model::cost`, `absinthe_model::milp`, ...) the other crates use.
-pub use cost_model::evaluate as cost;
-pub use cost_model::{boxes, exact, formula, inline_search, search, traffic};
-pub use encodings::{linearize, lp, milp, ranges, smt};
-pub use formats::{diagnostic, limits, machine, yaml};
-#[cfg(any(test, feature = "generate"))]
-pub use language::generate;
-pub use language::{analysis, expr, inline, interp, program};
-pub use output::solution;
-pub use support::{parallel, rng};
-
-pub use analysis::{Analysis, ArrayId, ArrayKind};
-pub use diagnostic::{Diagnostic, FileError, Snippet};
-pub use expr::Expr;
-pub use machine::Machine;
-pub use program::Program;
+// The types every caller names, at the crate root.
+pub use formats::diagnostic::{Diagnostic, FileError, Snippet};
+pub use formats::machine::Machine;
+pub use language::analysis::{Analysis, ArrayId, ArrayKind};
+pub use language::expr::Expr;
+pub use language::program::Program;
 
 #[cfg(test)]
 mod fuzz;

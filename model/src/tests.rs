@@ -1,9 +1,9 @@
 //! Unit tests of the model crate on hand-checked programs.
 
-use crate::analysis::Analysis;
-use crate::cost::{evaluate, Configuration, Infeasibility};
-use crate::machine::{Machine, ModelMachine};
-use crate::program::Program;
+use crate::language::analysis::Analysis;
+use crate::cost_model::evaluate::{evaluate, Configuration, Infeasibility};
+use crate::formats::machine::{Machine, ModelMachine};
+use crate::language::program::Program;
 
 const EXAMPLE2: &str = include_str!("../../configs/example2.yaml");
 const HDIFF: &str = include_str!("../../configs/hdiff.yaml");
@@ -301,7 +301,7 @@ fn infeasibility_reasons() {
 
 #[test]
 fn group_arrays_limit_rules_out_groups_that_touch_more_arrays_in_programs_streamed_along_y() {
-    use crate::cost::{group_shape, stream_shape};
+    use crate::cost_model::evaluate::{group_shape, stream_shape};
     // hdiff has no z offsets: its groups stream along y.
     let a = analyse(HDIFF);
     assert_eq!(stream_shape(&a).dim, 1);
@@ -365,7 +365,7 @@ fn group_arrays_limit_rules_out_groups_that_touch_more_arrays_in_programs_stream
 /// one row back) = 3 rows.
 #[test]
 fn streaming_shrinks_the_working_set_only() {
-    use crate::cost::{stream_shape, StreamShape};
+    use crate::cost_model::evaluate::{stream_shape, StreamShape};
     let a = analyse(EXAMPLE2);
     let m = test_machine();
     let shape = stream_shape(&a);
@@ -417,8 +417,8 @@ fn streaming_shrinks_the_working_set_only() {
 /// every tile, for widths within and beyond the extents.
 #[test]
 fn longest_loop_equals_the_longest_tile() {
-    use crate::boxes::{grid, longest_loop, tile_intervals};
-    let mut rng = crate::rng::Rng::new(17);
+    use crate::cost_model::boxes::{grid, longest_loop, tile_intervals};
+    let mut rng = crate::support::rng::Rng::new(17);
     for _ in 0..20_000 {
         let domain = rng.range(1, 60) as usize;
         let tile = rng.range(1, domain as i64) as usize;
@@ -446,7 +446,7 @@ fn longest_loop_equals_the_longest_tile() {
 /// (no z offsets): 612 + 528 + 544 = 1684 values; whole tiles keep 4 planes: 6736.
 #[test]
 fn gpu_shared_memory_by_hand() {
-    use crate::cost::{group_shape, stream_shape_on, Infeasibility};
+    use crate::cost_model::evaluate::{group_shape, stream_shape_on, Infeasibility};
     let a = analyse(HDIFF);
     let mut m = test_machine();
     m.gpu = true;
@@ -477,7 +477,7 @@ fn gpu_shared_memory_by_hand() {
 
 #[test]
 fn operations_count_arithmetic_by_its_weight_lets_included() {
-    use crate::expr::{parse_expr, CALL_OPERATION, DIVIDE_OPERATION, SQRT_OPERATION};
+    use crate::language::expr::{parse_expr, CALL_OPERATION, DIVIDE_OPERATION, SQRT_OPERATION};
     let e = parse_expr(
         "a(i,j,k) / 2.0 + sqrt(b(i,j,k)) * -c(i,j,k) > 0.0 ? exp(a(i,j,k)) : min(a(i,j,k), 1.0)",
     )
@@ -499,7 +499,7 @@ fn operations_count_arithmetic_by_its_weight_lets_included() {
 
 #[test]
 fn operations_are_counted_by_kind_and_weighed_with_the_machines_weights() {
-    use crate::expr::{parse_expr, OperationCounts, OperationWeights};
+    use crate::language::expr::{parse_expr, OperationCounts, OperationWeights};
     let e = parse_expr("a(i,j,k) / b(i,j,k) + sqrt(a(i,j,k)) / exp(b(i,j,k)) * pow(a(i,j,k), 2.0)")
         .unwrap();
     let counts = e.operation_counts();
@@ -537,7 +537,7 @@ fn operations_are_counted_by_kind_and_weighed_with_the_machines_weights() {
 
 #[test]
 fn machine_operation_weights_read_default_and_are_validated() {
-    use crate::expr::OperationWeights;
+    use crate::language::expr::OperationWeights;
     let base = "name: hand\ncores: 4\ncache_bytes: 1048576\nparams:\n  fast: {peel: 3.0e-10, body: 2.0e-11}\n  slow_base: {peel: 1.0e-10, body: 1.0e-11}\n  slow_stream: {peel: 1.0e-9, body: 1.0e-10}\n";
     let plain = Machine::from_yaml(base).unwrap();
     assert_eq!(
@@ -584,7 +584,7 @@ fn machine_operation_weights_read_default_and_are_validated() {
 
 #[test]
 fn the_compute_part_prices_divisions_with_the_machines_weight() {
-    use crate::expr::OperationWeights;
+    use crate::language::expr::OperationWeights;
     // One stencil with two divisions: its compute body is its operations times its cells, and
     // its operations follow the machine's division weight.
     let program = Program::from_yaml(
@@ -611,7 +611,7 @@ fn the_compute_part_prices_divisions_with_the_machines_weight() {
 #[cfg(debug_assertions)]
 #[should_panic(expected = "operation weights")]
 fn costing_an_analysis_weighed_for_another_machine_is_caught() {
-    use crate::expr::OperationWeights;
+    use crate::language::expr::OperationWeights;
     let program = Program::from_yaml(
         "name: div\ndomain: [8, 8, 8]\nhalo: [0, 0, 0]\noutputs: [s]\nstencils:\n  - name: s\n    expr: \"a(i,j,k) / b(i,j,k)\"\n",
     )
@@ -652,7 +652,7 @@ fn compute_counts_are_operations_times_cells_with_their_halo() {
 
 #[test]
 fn crowding_counts_row_streams_and_charges_the_stream_body() {
-    use crate::cost::crowded;
+    use crate::cost_model::evaluate::crowded;
     // cosmo_pgrad's grid at 64 x 64 x 60, one group of stream weight 12, limit 128: whole rows
     // one row tall keep 12 x 60 / n^z row streams in flight.
     let d = [64, 64, 60];

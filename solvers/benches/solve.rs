@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
-use absinthe_model::analysis::Analysis;
-use absinthe_model::machine::Machine;
-use absinthe_model::milp::{milp, MilpOptions};
-use absinthe_model::program::Program;
+use absinthe_model::language::analysis::Analysis;
+use absinthe_model::formats::machine::Machine;
+use absinthe_model::encodings::milp::{milp, MilpOptions};
+use absinthe_model::language::program::Program;
 use absinthe_solvers::optimize::optimize;
 use absinthe_solvers::SolveOptions;
 use criterion::{criterion_group, criterion_main, Criterion};

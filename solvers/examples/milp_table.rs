@@ -14,10 +14,10 @@
 use std::path::Path;
 use std::time::Instant;
 
-use absinthe_model::analysis::Analysis;
-use absinthe_model::machine::Machine;
-use absinthe_model::milp::{Encoded, Encoding, MilpOptions};
-use absinthe_model::program::Program;
+use absinthe_model::language::analysis::Analysis;
+use absinthe_model::formats::machine::Machine;
+use absinthe_model::encodings::milp::{Encoded, Encoding, MilpOptions};
+use absinthe_model::language::program::Program;
 use absinthe_solvers::method::Method;
 use absinthe_solvers::optimize::optimize_with;
 use absinthe_solvers::SolveOptions;

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use absinthe_model::lp::{Milp, Sense, VarId};
+use absinthe_model::encodings::lp::{Milp, Sense, VarId};
 
 use crate::{MilpSolution, SolveOptions, Solver, SolverError, Status};
 

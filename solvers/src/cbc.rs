@@ -24,7 +24,7 @@ use std::os::raw::c_int;
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
-use absinthe_model::lp::{Milp, Sense};
+use absinthe_model::encodings::lp::{Milp, Sense};
 use coin_cbc::raw::{Model, SecondaryStatus, Sense as CbcSense, Status as CbcStatus};
 
 use crate::backend::{unbounded_or_infeasible, without_incumbent};

@@ -14,13 +14,13 @@
 
 use std::time::Instant;
 
-use absinthe_model::analysis::Analysis;
-use absinthe_model::cost::Configuration;
-use absinthe_model::exact::{decimal, display, exact_cost, to_f64, Rational};
-use absinthe_model::machine::ModelMachine;
-use absinthe_model::milp::{milp, OBJECTIVE_SCALE};
-use absinthe_model::smt::{linear_absinthe, nonlinear, soundness_queries, QueryKind};
-use absinthe_model::solution::Solution;
+use absinthe_model::language::analysis::Analysis;
+use absinthe_model::cost_model::evaluate::Configuration;
+use absinthe_model::cost_model::exact::{decimal, display, exact_cost, to_f64, Rational};
+use absinthe_model::formats::machine::ModelMachine;
+use absinthe_model::encodings::milp::{milp, OBJECTIVE_SCALE};
+use absinthe_model::encodings::smt::{linear_absinthe, nonlinear, soundness_queries, QueryKind};
+use absinthe_model::output::solution::Solution;
 use serde::Serialize;
 
 use crate::z3::{check, SmtStatus};
@@ -88,7 +88,7 @@ pub fn check_estimate(
     analysis: &Analysis,
     view: &ModelMachine,
     solution: &Solution,
-    options: &absinthe_model::milp::MilpOptions,
+    options: &absinthe_model::encodings::milp::MilpOptions,
 ) -> (Step, Option<(Configuration, Rational)>) {
     let started = Instant::now();
     let reject = |detail: String| (step("estimate", Verdict::Rejected, detail, started), None);
@@ -121,7 +121,7 @@ pub fn check_estimate(
         Some(estimate) => {
             let claimed = decimal(estimate);
             let tolerance = decimal(ESTIMATE_TOLERANCE);
-            if !absinthe_model::exact::agree_relative(&claimed, exact, &tolerance) {
+            if !absinthe_model::cost_model::exact::agree_relative(&claimed, exact, &tolerance) {
                 return reject(format!(
                     "wrong estimate: the file says {estimate:e} s but the exact cost is {} s (relative difference {:e})",
                     display(exact),
@@ -144,7 +144,7 @@ pub fn check_estimate(
 pub fn check_soundness(
     analysis: &Analysis,
     view: &ModelMachine,
-    options: &absinthe_model::milp::MilpOptions,
+    options: &absinthe_model::encodings::milp::MilpOptions,
     time_limit: Option<f64>,
 ) -> Result<Step, CertifyError> {
     let started = Instant::now();
@@ -202,7 +202,7 @@ pub fn check_soundness(
 pub fn check_optimality(
     analysis: &Analysis,
     view: &ModelMachine,
-    options: &absinthe_model::milp::MilpOptions,
+    options: &absinthe_model::encodings::milp::MilpOptions,
     exact: &Rational,
     gap: f64,
     time_limit: Option<f64>,

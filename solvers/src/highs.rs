@@ -15,7 +15,7 @@
 
 use std::time::Instant;
 
-use absinthe_model::lp::{Milp, Sense};
+use absinthe_model::encodings::lp::{Milp, Sense};
 use highs::{ColProblem, HighsModelStatus, HighsSolutionStatus, Model, Row, SolvedModel};
 
 use crate::backend::{unbounded_or_infeasible, without_incumbent};

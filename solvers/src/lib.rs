@@ -17,7 +17,7 @@
 //! [`WithInitialSolution`] (HiGHS does; CBC and Z3 do not).
 //!
 //! ```
-//! use absinthe_model::lp::{LinExpr, Milp, Sense};
+//! use absinthe_model::encodings::lp::{LinExpr, Milp, Sense};
 //! use absinthe_solvers::{by_name, available, SolveOptions, Status};
 //!
 //! // Maximise 5x + 4y (minimise the negation) with 6x + 4y <= 24, x + 2y <= 6, x, y integer.
@@ -37,7 +37,7 @@
 
 use std::fmt;
 
-use absinthe_model::lp::Milp;
+use absinthe_model::encodings::lp::Milp;
 
 mod backend;
 #[cfg(feature = "cbc")]

@@ -4,12 +4,12 @@
 
 use std::time::Instant;
 
-use absinthe_model::analysis::Analysis;
-use absinthe_model::cost::{evaluate, Configuration, Cost};
-use absinthe_model::lp::{Milp, MilpSize};
-use absinthe_model::machine::ModelMachine;
-use absinthe_model::milp::{AbsintheMilp, Encoded, Encoding, MilpOptions, OBJECTIVE_SCALE};
-use absinthe_model::search::{explain_infeasible, range_table, shortest_grouping};
+use absinthe_model::language::analysis::Analysis;
+use absinthe_model::cost_model::evaluate::{evaluate, Configuration, Cost};
+use absinthe_model::encodings::lp::{Milp, MilpSize};
+use absinthe_model::formats::machine::ModelMachine;
+use absinthe_model::encodings::milp::{AbsintheMilp, Encoded, Encoding, MilpOptions, OBJECTIVE_SCALE};
+use absinthe_model::cost_model::search::{explain_infeasible, range_table, shortest_grouping};
 
 use crate::method::Method;
 use crate::{MilpSolution, SolveOptions, Solver, SolverError, Status};
@@ -53,9 +53,9 @@ pub enum OptimizeError {
     Solver(#[from] SolverError),
 }
 
-impl From<absinthe_model::inline_search::InlineSearchError> for OptimizeError {
-    fn from(e: absinthe_model::inline_search::InlineSearchError) -> Self {
-        use absinthe_model::inline_search::InlineSearchError;
+impl From<absinthe_model::cost_model::inline_search::InlineSearchError> for OptimizeError {
+    fn from(e: absinthe_model::cost_model::inline_search::InlineSearchError) -> Self {
+        use absinthe_model::cost_model::inline_search::InlineSearchError;
         match e {
             InlineSearchError::Invalid(m) => OptimizeError::Invalid(m),
             InlineSearchError::Mismatch(m) => OptimizeError::Mismatch(m),
@@ -74,7 +74,7 @@ pub fn optimize(
     solve_options: &SolveOptions,
 ) -> Result<Optimum, OptimizeError> {
     if options.encoding == Encoding::Digits {
-        absinthe_model::milp::digits_supported(machine).map_err(OptimizeError::Unsupported)?;
+        absinthe_model::encodings::milp::digits_supported(machine).map_err(OptimizeError::Unsupported)?;
     }
     let started = Instant::now();
     let encoded = Encoded::build(analysis, machine, options);

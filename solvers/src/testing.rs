@@ -1,6 +1,6 @@
 //! Instances shared by the crate's tests: a seeded generator and random small MILPs.
 
-use absinthe_model::lp::{LinExpr, Milp, Sense, VarId};
+use absinthe_model::encodings::lp::{LinExpr, Milp, Sense, VarId};
 
 /// A tiny linear congruential generator (Knuth's MMIX constants): seeded, reproducible.
 pub(crate) struct Lcg(u64);

@@ -1,6 +1,6 @@
 //! Every backend against optima computed by hand or by enumeration.
 
-use absinthe_model::lp::{LinExpr, Milp, Sense, VarId};
+use absinthe_model::encodings::lp::{LinExpr, Milp, Sense, VarId};
 
 use crate::testing::{expr, random_milp, Lcg};
 use crate::{available, by_name, relative_gap, MilpSolution, SolveOptions, Solver, Status};
@@ -591,7 +591,7 @@ fn status_words() {
 mod files_read_by_solvers {
     use std::path::PathBuf;
 
-    use absinthe_model::lp::Milp;
+    use absinthe_model::encodings::lp::Milp;
 
     use super::{brute_force, close, equality_and_general_integers, knapsack, random_milp};
     use crate::write_mps;

@@ -13,7 +13,7 @@
 
 use std::io::{self, Write};
 
-use absinthe_model::lp::{Milp, Sense, VarId};
+use absinthe_model::encodings::lp::{Milp, Sense, VarId};
 
 /// LP lines are kept below this length (CPLEX's limit is 255).
 const MAX_LINE: usize = 200;
@@ -245,7 +245,7 @@ fn objective_row_name(milp: &Milp) -> String {
 }
 
 /// Binary in the files' sense: integer with bounds exactly [0, 1].
-fn is_exact_binary(var: &absinthe_model::lp::Var) -> bool {
+fn is_exact_binary(var: &absinthe_model::encodings::lp::Var) -> bool {
     var.integer && var.lower == 0.0 && var.upper == 1.0
 }
 
@@ -346,7 +346,7 @@ fn term(coef: f64, name: &str) -> String {
 
 /// The expression's terms, repeats merged and zeros dropped.
 fn expression_terms(milp: &Milp, terms: &[(VarId, f64)]) -> Vec<String> {
-    let expression = absinthe_model::lp::LinExpr {
+    let expression = absinthe_model::encodings::lp::LinExpr {
         terms: terms.to_vec(),
         constant: 0.0,
     }
@@ -411,7 +411,7 @@ fn write_wrapped(out: &mut impl Write, tokens: impl Iterator<Item = String>) -> 
 mod tests {
     use std::collections::HashMap;
 
-    use absinthe_model::lp::{Constraint, LinExpr, Milp, Sense, Var, VarId};
+    use absinthe_model::encodings::lp::{Constraint, LinExpr, Milp, Sense, Var, VarId};
 
     use super::{write_lp, write_mps};
     use crate::testing::random_milp;

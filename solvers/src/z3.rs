@@ -1,6 +1,6 @@
 //! The Z3 backend (cargo feature `z3`), through the `z3` crate against the system libz3.
 //!
-//! Z3 works on the exact encodings of `absinthe_model::smt`: a [`Milp`] becomes the SMT-LIB
+//! Z3 works on the exact encodings of `absinthe_model::encodings::smt`: a [`Milp`] becomes the SMT-LIB
 //! text of [`smt::linear`] (every coefficient the exact rational of its decimal), which Z3
 //! parses; [`Z3`] then minimises it with Z3's `Optimize`, making Z3 a third [`Solver`] for
 //! comparisons. [`check`] decides the satisfiability of any [`Smt`] (the certificates of
@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 
 use ::z3::ast::{Bool, Int, Real};
 use ::z3::{Config, Context, Model, Optimize, SatResult};
-use absinthe_model::exact::{decimal, to_f64, Rational};
-use absinthe_model::lp::Milp;
-use absinthe_model::smt::{self, parse_value, Smt, Sort, OBJECTIVE};
+use absinthe_model::cost_model::exact::{decimal, to_f64, Rational};
+use absinthe_model::encodings::lp::Milp;
+use absinthe_model::encodings::smt::{self, parse_value, Smt, Sort, OBJECTIVE};
 use num_traits::Signed;
 
 use crate::{relative_gap, MilpSolution, SolveOptions, Solver, SolverError, Status};

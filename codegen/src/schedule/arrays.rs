@@ -1,8 +1,8 @@
 //! The global arrays: how the caller allocates them (lead, padded extents, the origin's linear
 //! index, the index type) and which ones the kernel takes as parameters.
 
-use absinthe_model::analysis::Analysis;
-use absinthe_model::program::ValueType;
+use absinthe_model::language::analysis::Analysis;
+use absinthe_model::language::program::ValueType;
 
 use super::reference::reference_region;
 use super::types::{GlobalArray, Role};

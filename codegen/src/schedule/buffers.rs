@@ -1,7 +1,7 @@
 //! The tile buffers: their shape, the OpenMP layout (where each thread's buffers lie in its
 //! slice, how rows and planes are padded) and the CUDA extents of the group's block plan.
 
-use absinthe_model::boxes::Interval;
+use absinthe_model::cost_model::boxes::Interval;
 
 use super::group::GroupLowering;
 use super::types::{HostLayout, LocalBuffer};

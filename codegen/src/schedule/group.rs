@@ -3,8 +3,8 @@
 
 use std::ops::Range;
 
-use absinthe_model::analysis::Extent;
-use absinthe_model::boxes::{
+use absinthe_model::language::analysis::Extent;
+use absinthe_model::cost_model::boxes::{
     block_plan, stream_window, tile_intervals, BlockPlan, Interval, RegisterWindow,
 };
 

@@ -31,7 +31,7 @@ mod row_loops;
 mod step;
 mod types;
 
-pub use absinthe_model::boxes::Interval;
+pub use absinthe_model::cost_model::boxes::Interval;
 pub use buffers::{buffer_page_offset, THREAD_STRIDE_BYTES};
 pub use row_loops::ROW_LOOP_OPERATIONS;
 pub use types::{
@@ -41,10 +41,10 @@ pub use types::{
 
 use std::ops::Range;
 
-use absinthe_model::analysis::Analysis;
-use absinthe_model::boxes::MAX_BLOCK_THREADS;
-use absinthe_model::cost::{stream_shape, Configuration, Cost};
-use absinthe_model::program::{Program, ValueType};
+use absinthe_model::language::analysis::Analysis;
+use absinthe_model::cost_model::boxes::MAX_BLOCK_THREADS;
+use absinthe_model::cost_model::evaluate::{stream_shape, Configuration, Cost};
+use absinthe_model::language::program::{Program, ValueType};
 
 use crate::CodegenError;
 use arrays::{global_arrays, Allocation};
@@ -182,7 +182,7 @@ fn lower_with(
         alloc: allocation.alloc,
         origin_offset: allocation.origin_offset,
         lead: allocation.lead,
-        compulsory_bytes: absinthe_model::traffic::compulsory_bytes(analysis, vt.bytes()),
+        compulsory_bytes: absinthe_model::cost_model::traffic::compulsory_bytes(analysis, vt.bytes()),
         index_type: allocation.index_type.to_string(),
         arrays,
         stencil_arrays: stencil_arrays_of(analysis),

@@ -1,9 +1,9 @@
 //! The schedule's types: what every target reads to emit code for one (program,
 //! configuration). [`super::lower`] fills them; the templates only lay them out.
 
-use absinthe_model::analysis::Extent;
-use absinthe_model::boxes::{Interval, RegisterWindow};
-use absinthe_model::cost::Configuration;
+use absinthe_model::language::analysis::Extent;
+use absinthe_model::cost_model::boxes::{Interval, RegisterWindow};
+use absinthe_model::cost_model::evaluate::Configuration;
 use serde::Serialize;
 
 /// Where a global array comes from.
@@ -195,7 +195,7 @@ pub struct Schedule {
     /// is 128-byte aligned (with `alloc[0]` a multiple of 128 bytes).
     pub lead: [usize; 3],
     /// Bytes a run must move at least: each input read once over the box its readers touch,
-    /// each output written once over its reference box (`absinthe_model::traffic::compulsory_bytes`).
+    /// each output written once over its reference box (`absinthe_model::cost_model::traffic::compulsory_bytes`).
     pub compulsory_bytes: u64,
     /// The C type of indices in the kernels: `int` on the CUDA target when every index fits
     /// (32-bit arithmetic), else `long`.

@@ -6,12 +6,12 @@ mod drawn;
 mod planner;
 mod sweeps;
 
-use absinthe_model::analysis::Analysis;
-use absinthe_model::cost::Configuration;
-use absinthe_model::inline_search::InlinePolicy;
-use absinthe_model::machine::ModelMachine;
-use absinthe_model::milp::MilpOptions;
-use absinthe_model::program::check_group_indices;
+use absinthe_model::language::analysis::Analysis;
+use absinthe_model::cost_model::evaluate::Configuration;
+use absinthe_model::cost_model::inline_search::InlinePolicy;
+use absinthe_model::formats::machine::ModelMachine;
+use absinthe_model::encodings::milp::MilpOptions;
+use absinthe_model::language::program::check_group_indices;
 use absinthe_solvers::method::{Backend, Method};
 use absinthe_solvers::optimize::{optimize_with, OptimizeError};
 use absinthe_solvers::SolveOptions;
@@ -163,10 +163,10 @@ pub enum PlanError {
     #[error(transparent)]
     Solve(#[from] OptimizeError),
     #[error(transparent)]
-    Inline(#[from] absinthe_model::inline_search::InlineSearchError),
+    Inline(#[from] absinthe_model::cost_model::inline_search::InlineSearchError),
     /// A file a variant names (`solution:FILE`) is unreadable or does not fit the program.
     #[error(transparent)]
-    File(#[from] absinthe_model::diagnostic::FileError),
+    File(#[from] absinthe_model::formats::diagnostic::FileError),
 }
 
 /// The optimum with the groups fixed (or free): None when infeasible.

@@ -1,14 +1,14 @@
 //! Planning variants: each requested [`Variant`] solved, enumerated or drawn into the
 //! configurations to build, with their predictions.
 
-use absinthe_model::analysis::Analysis;
-use absinthe_model::cost::{evaluate, Configuration};
-use absinthe_model::diagnostic::{Diagnostic, FileError};
-use absinthe_model::inline_search::{apply as inline_apply, choose_inline, InlineChoice};
-use absinthe_model::machine::ModelMachine;
-use absinthe_model::milp::MilpOptions;
-use absinthe_model::program::Program;
-use absinthe_model::search::k_best;
+use absinthe_model::language::analysis::Analysis;
+use absinthe_model::cost_model::evaluate::{evaluate, Configuration};
+use absinthe_model::formats::diagnostic::{Diagnostic, FileError};
+use absinthe_model::cost_model::inline_search::{apply as inline_apply, choose_inline, InlineChoice};
+use absinthe_model::formats::machine::ModelMachine;
+use absinthe_model::encodings::milp::MilpOptions;
+use absinthe_model::language::program::Program;
+use absinthe_model::cost_model::search::k_best;
 
 use super::drawn::{distinct_best, random_configurations, TOP_SCAN};
 use super::sweeps::autotune_tilings;
@@ -252,7 +252,7 @@ impl Planner<'_> {
     /// ranking may put far down), then the cheapest.
     fn inline_sets(&mut self, m: usize) -> Result<(), PlanError> {
         let c = self.choice()?;
-        let all = absinthe_model::inline::candidates(self.analysis);
+        let all = absinthe_model::language::inline::candidates(self.analysis);
         let mut others: Vec<&(Vec<usize>, f64)> =
             c.tried.iter().filter(|(set, _)| *set != c.inline).collect();
         others.sort_by_key(|(set, _)| *set != all);
@@ -298,10 +298,10 @@ fn solution_configuration(
     path: &std::path::Path,
 ) -> Result<(Vec<usize>, Configuration, f64), PlanError> {
     let file_error = |d: Vec<Diagnostic>| PlanError::File(FileError::new(path, d));
-    let solution = absinthe_model::solution::Solution::load(path)?;
+    let solution = absinthe_model::output::solution::Solution::load(path)?;
     // The groups describe the program with `inline` inlined: errors name the entry at fault.
     solution.program_for(program).map_err(file_error)?;
-    let inline = absinthe_model::inline::indices_of(program, &solution.inline)
+    let inline = absinthe_model::language::inline::indices_of(program, &solution.inline)
         .map_err(|e| file_error(vec![Diagnostic::new("inline", e.to_string())]))?;
     let (_, analysis, _) = inline_apply(program, view.params.operations, &inline)?;
     let config = solution.configuration(&analysis).map_err(file_error)?;

@@ -3,10 +3,10 @@
 
 use std::collections::HashSet;
 
-use absinthe_model::analysis::Analysis;
-use absinthe_model::cost::{evaluate, Configuration};
-use absinthe_model::machine::ModelMachine;
-use absinthe_model::milp::MilpOptions;
+use absinthe_model::language::analysis::Analysis;
+use absinthe_model::cost_model::evaluate::{evaluate, Configuration};
+use absinthe_model::formats::machine::ModelMachine;
+use absinthe_model::encodings::milp::MilpOptions;
 
 use super::drawn::TIE;
 

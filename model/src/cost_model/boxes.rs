@@ -3,15 +3,15 @@
 //! buffer, and what a group's CUDA kernel keeps per thread block: its block shape and its tile
 //! buffers, in shared memory or in per-thread register windows ([`block_plan`]; the shared ones
 //! are what the GPU model's shared-memory test counts,
-//! [`crate::cost::GroupShape::shared_values`]).
+//! [`crate::cost_model::evaluate::GroupShape::shared_values`]).
 //!
 //! Boxes are half-open intervals `[lo, hi)` in domain coordinates: index 0 is the first domain
 //! cell, negative indices and indices `>= D` are halo cells.
 
 use std::ops::Range;
 
-use crate::analysis::{Analysis, Extent};
-pub use crate::machine::MAX_BLOCK_THREADS;
+use crate::language::analysis::{Analysis, Extent};
+pub use crate::formats::machine::MAX_BLOCK_THREADS;
 
 /// A half-open interval `[lo, hi)` along one dimension.
 pub type Interval = [i64; 2];
@@ -187,7 +187,7 @@ impl BlockPlan {
 /// ([`block_shape`] over every stencil's longest x-y loop box, at most `max_threads` threads).
 ///
 /// Extents: the longest loop box per dimension and, along z when the group streams (a GPU
-/// group streams along z, [`crate::cost::stream_shape_on`]), the rolling window.
+/// group streams along z, [`crate::cost_model::evaluate::stream_shape_on`]), the rolling window.
 ///
 /// A buffer lives in **registers** (a register sliding window, StencilGen's and ARTEMIS's
 /// technique for z neighbours) when the group streams, every in-group reader reads it only at

@@ -1,14 +1,14 @@
 //! The cost model in exact rational arithmetic, for verification (docs/MODEL.md, "Exact
 //! arithmetic and verification", step 1).
 //!
-//! [`evaluate`](crate::cost::evaluate) already counts every access exactly (integer
+//! [`evaluate`](crate::cost_model::evaluate::evaluate) already counts every access exactly (integer
 //! [`Counts`]); only the last step, parameters × counts, is done in f64 there. Here that step is
 //! done in rationals, with every decimal input (the cost parameters, the two slacks) taken as
 //! the decimal it is written as: an f64 is converted through its shortest round-trip decimal
 //! representation (`format!("{x:?}")`, e.g. `0.05` → 5/100), not its binary value
 //! (0.05000000000000000277…). That is the number the user wrote in the machine file, and the
 //! one the LP/MPS/SMT-LIB writers print. The cache capacity is the integer
-//! [`crate::cost::cache_capacity`] already (a floor), so the cache test is an integer comparison.
+//! [`crate::cost_model::evaluate::cache_capacity`] already (a floor), so the cache test is an integer comparison.
 //!
 //! Feasibility is decided exactly too: `n t (1 - σ_D) <= D` and `(1 - σ_T) T k <= N` without the
 //! small tolerance the f64 tests need.
@@ -19,10 +19,10 @@ use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{One, Signed, ToPrimitive, Zero};
 
-use crate::analysis::Analysis;
-use crate::cost::{evaluate, Configuration, Counts, Infeasibility};
-use crate::formula::{self, stencil_terms, Numeric, Part, Scalar, Term};
-use crate::machine::{ModelMachine, Params};
+use crate::language::analysis::Analysis;
+use crate::cost_model::evaluate::{evaluate, Configuration, Counts, Infeasibility};
+use crate::cost_model::formula::{self, stencil_terms, Numeric, Part, Scalar, Term};
+use crate::formats::machine::{ModelMachine, Params};
 
 /// An exact rational number.
 pub type Rational = BigRational;
@@ -215,7 +215,7 @@ pub fn parallel_ok(tiles: u64, threads: usize, slack: f64) -> bool {
 }
 
 /// The first constraint a group violates, decided exactly (same order and reasons as
-/// [`crate::cost::group_infeasibility`]).
+/// [`crate::cost_model::evaluate::group_infeasibility`]).
 pub fn group_infeasibility(
     analysis: &Analysis,
     machine: &ModelMachine,
@@ -224,11 +224,11 @@ pub fn group_infeasibility(
     tiles: [usize; 3],
     stream: bool,
 ) -> Option<Infeasibility> {
-    let tests = crate::cost::SlackTests {
+    let tests = crate::cost_model::evaluate::SlackTests {
         even_tiles,
         parallel_ok,
     };
-    crate::cost::group_infeasibility_with(analysis, machine, group, range, tiles, stream, tests)
+    crate::cost_model::evaluate::group_infeasibility_with(analysis, machine, group, range, tiles, stream, tests)
 }
 
 /// `|a - b| <= tol * max(|a|, |b|)`, exactly.

@@ -21,14 +21,14 @@
 
 use std::time::Instant;
 
-use crate::analysis::Analysis;
+use crate::language::analysis::Analysis;
 use crate::cost_model::model::{Absinthe, CostModel};
 use crate::cost_model::options::MilpOptions;
-use crate::expr::OperationWeights;
-use crate::inline::{candidates, inline_program, kept, InlineError};
-use crate::machine::ModelMachine;
-use crate::program::Program;
-use crate::search::{range_table_with, shortest_grouping};
+use crate::language::expr::OperationWeights;
+use crate::language::inline::{candidates, inline_program, kept, InlineError};
+use crate::formats::machine::ModelMachine;
+use crate::language::program::Program;
+use crate::cost_model::search::{range_table_with, shortest_grouping};
 
 /// Why an inline set cannot be chosen or applied.
 #[derive(Debug, thiserror::Error)]

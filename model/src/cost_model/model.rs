@@ -9,9 +9,9 @@
 
 use std::ops::Range;
 
-use crate::analysis::Analysis;
-use crate::cost::{group_shape, term_seconds, GroupShape, StreamShape};
-use crate::machine::ModelMachine;
+use crate::language::analysis::Analysis;
+use crate::cost_model::evaluate::{group_shape, term_seconds, GroupShape, StreamShape};
+use crate::formats::machine::ModelMachine;
 
 /// What the exact searches ask of a cost model, per group (a contiguous range of stencils fused
 /// into one loop nest). Times are in seconds.
@@ -115,10 +115,10 @@ impl CostModel for Absinthe<'_> {
 mod tests {
     use super::*;
     use crate::cost_model::options::MilpOptions;
-    use crate::generate::{random_program, RandomShape};
-    use crate::machine::Machine;
-    use crate::program::Program;
-    use crate::search::{admissible_tilings, exhaustive, exhaustive_with};
+    use crate::language::generate::{random_program, RandomShape};
+    use crate::formats::machine::Machine;
+    use crate::language::program::Program;
+    use crate::cost_model::search::{admissible_tilings, exhaustive, exhaustive_with};
 
     /// A model unlike ABSINTHE, to show the searches take any: a stencil weighs one plus its
     /// accesses; a group pays a launch, recomputes a share of its weight that grows with the

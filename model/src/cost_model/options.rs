@@ -2,14 +2,14 @@
 //! count bounds, no streaming), which the DP, the range table and both MILPs honour alike, and
 //! the encoding a MILP search writes.
 
-use crate::analysis::Analysis;
-use crate::cost::{stream_shape_on, Configuration, StreamShape};
-use crate::machine::ModelMachine;
+use crate::language::analysis::Analysis;
+use crate::cost_model::evaluate::{stream_shape_on, Configuration, StreamShape};
+use crate::formats::machine::ModelMachine;
 
 /// How the optimisation problem is written as a MILP.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Encoding {
-    /// One binary per range that may form a group, with its best tiling (`crate::ranges`): an
+    /// One binary per range that may form a group, with its best tiling (`crate::encodings::ranges`): an
     /// integral LP relaxation; the default.
     #[default]
     Ranges,

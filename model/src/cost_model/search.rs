@@ -1,6 +1,6 @@
 //! Exact optimisation by enumeration, independent of any MILP solver: the reference the MILP
 //! is tested against, the `dp` solver (`solvers::optimize::optimize_dp`), and the columns of the
-//! range MILP (`crate::ranges`).
+//! range MILP (`crate::encodings::ranges`).
 //!
 //! The cost of a group depends only on its own stencils and tiles (see `cost::group_cost`), so
 //! the optimum is a shortest path over group boundaries: for every contiguous range of stencils,
@@ -14,13 +14,13 @@
 //! The searches are written against [`CostModel`]: the functions named `..._with` take any
 //! model, the others the ABSINTHE model ([`Absinthe`]) of the machine they are given.
 
-use crate::analysis::Analysis;
-use crate::cost::{even_tiles, parallel_ok, Configuration, StreamShape};
+use crate::language::analysis::Analysis;
+use crate::cost_model::evaluate::{even_tiles, parallel_ok, Configuration, StreamShape};
 use crate::cost_model::model::{Absinthe, CostModel};
 use crate::cost_model::options::MilpOptions;
 use crate::formats::limits::MAX_TILINGS;
-use crate::machine::ModelMachine;
-use crate::parallel::parallel_map;
+use crate::formats::machine::ModelMachine;
+use crate::support::parallel::parallel_map;
 
 /// Tile counts per dimension that satisfy the user's bounds and the even-tiles constraint.
 ///
@@ -104,7 +104,7 @@ pub fn tile_count_note(
                 format!(
                     "{} tile counts along {} (extent {}; tile sizes 1 to 16, then growing by {:.0}%)",
                     counts[d].len(),
-                    crate::program::DIMS[d],
+                    crate::language::program::DIMS[d],
                     domain[d],
                     (r - 1.0) * 100.0
                 )
@@ -303,7 +303,7 @@ pub fn range_table_k(
     threads: usize,
     k: usize,
 ) -> RangeTable {
-    crate::cost::debug_check_weights(analysis, &machine.params);
+    crate::cost_model::evaluate::debug_check_weights(analysis, &machine.params);
     range_table_with(analysis, &Absinthe::new(machine), options, threads, k)
 }
 
@@ -560,7 +560,7 @@ pub fn explain_infeasible(
     machine: &ModelMachine,
     options: &MilpOptions,
 ) -> Option<String> {
-    use crate::program::DIMS;
+    use crate::language::program::DIMS;
     let n = analysis.stencils.len();
     let counts = admissible_tile_counts(analysis.domain, machine, options);
     let range = options.tile_range(analysis.domain);
@@ -586,10 +586,10 @@ pub fn explain_infeasible(
         ));
     }
     let groups: Vec<std::ops::Range<usize>> = match &options.fixed_groups {
-        Some(g) => crate::cost::ranges_of(g),
+        Some(g) => crate::cost_model::evaluate::ranges_of(g),
         None => (0..n).map(|i| i..i + 1).collect(),
     };
-    let capacity = crate::cost::cache_capacity(machine);
+    let capacity = crate::cost_model::evaluate::cache_capacity(machine);
     let cells: u128 = analysis.domain.iter().map(|&d| d as u128).product();
     for r in groups {
         if best_group_tiling(analysis, machine, r.clone(), options).is_some() {

@@ -1,7 +1,7 @@
 //! Compulsory traffic: the bytes any schedule of a program must move between memory and the
 //! caches, the bound `bench`'s roofline column divides by the measured bandwidth.
 
-use crate::analysis::Analysis;
+use crate::language::analysis::Analysis;
 
 /// Compulsory traffic of a program, in bytes: every input read once over the box its readers
 /// touch (the domain grown by their reference extents and access offsets: halo included), every
@@ -42,7 +42,7 @@ pub fn compulsory_bytes(analysis: &Analysis, value_bytes: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::program::Program;
+    use crate::language::program::Program;
 
     /// hdiff at 128x128x64 with halo [2, 2, 0]: `in` is read over the domain grown by two
     /// cells in i and j (lap's extent 1 plus its offset 1), `wgt` over the domain, `out` written

@@ -2,7 +2,7 @@
 //! over its whole domain and tested in isolation against brute force. All take the MILP being
 //! built and return the linear expression standing for the nonlinear value.
 
-use crate::lp::{LinExpr, Milp, Sense, VarId};
+use crate::encodings::lp::{LinExpr, Milp, Sense, VarId};
 
 /// Largest value `e` can take given its variables' bounds (every variable must be bounded).
 /// The MILP keeps every linearized quantity integer-valued with integer coefficients, so this

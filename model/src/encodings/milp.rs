@@ -21,11 +21,11 @@
 
 use std::collections::HashMap;
 
-use crate::analysis::Analysis;
-use crate::cost::{Configuration, StreamShape};
-use crate::linearize::Linearization;
-use crate::lp::{LinExpr, Milp, VarId};
-use crate::machine::ModelMachine;
+use crate::language::analysis::Analysis;
+use crate::cost_model::evaluate::{Configuration, StreamShape};
+use crate::encodings::linearize::Linearization;
+use crate::encodings::lp::{LinExpr, Milp, VarId};
+use crate::formats::machine::ModelMachine;
 
 mod builder;
 mod crowding;
@@ -119,7 +119,7 @@ impl AbsintheMilp {
 /// Builds the MILP of `analysis` on `machine`: group and tile variables, evaluation widths, then
 /// per stencil its store and loads, weights, cost terms (`formula`) and the feasibility rows.
 pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) -> AbsintheMilp {
-    crate::cost::debug_check_weights(analysis, &machine.params);
+    crate::cost_model::evaluate::debug_check_weights(analysis, &machine.params);
     let n_st = analysis.stencils.len();
     let mut b = Builder {
         milp: Milp::new("absinthe"),

@@ -3,10 +3,10 @@
 //! read it (`solve --emit smt2`) and the `solvers` crate's Z3 backend can parse it.
 //!
 //! Two encodings of the same problem:
-//! - [`Encoding::Linear`]: the linearized MILP of [`crate::milp::milp`] row for row (integer and
+//! - [`Encoding::Linear`]: the linearized MILP of [`crate::encodings::milp::milp`] row for row (integer and
 //!   real variables, linear rows: QF_LIRA). Its coefficients are f64 in the
-//!   [`Milp`](crate::lp::Milp); each is taken as the exact rational of its shortest round-trip
-//!   decimal ([`crate::exact::decimal`]), i.e. the number the LP/MPS writers print. The MILP
+//!   [`Milp`](crate::encodings::lp::Milp); each is taken as the exact rational of its shortest round-trip
+//!   decimal ([`crate::cost_model::exact::decimal`]), i.e. the number the LP/MPS writers print. The MILP
 //!   objective is in microseconds.
 //! - [`Encoding::Nonlinear`]: the model itself, without linearization: tile counts are integer
 //!   variables, the peel and body counts are their products with the (grouping-dependent,
@@ -29,11 +29,11 @@ use std::fmt::Write as _;
 
 use num_traits::Signed;
 
-use crate::analysis::Analysis;
-use crate::cost::Configuration;
-use crate::exact::Rational;
-use crate::machine::ModelMachine;
-use crate::milp::{milp, MilpOptions};
+use crate::language::analysis::Analysis;
+use crate::cost_model::evaluate::Configuration;
+use crate::cost_model::exact::Rational;
+use crate::formats::machine::ModelMachine;
+use crate::encodings::milp::{milp, MilpOptions};
 
 mod linear;
 mod nonlinear;

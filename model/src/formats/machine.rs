@@ -7,9 +7,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::diagnostic::{Diagnostic, FileError};
+use crate::formats::diagnostic::{Diagnostic, FileError};
 use crate::formats::limits;
-use crate::yaml;
+use crate::formats::yaml;
 
 /// What a division counts in `Expr::operations`, against 1 for an add or a multiply, where
 /// the machine file has no measured weight ([`OperationWeights`]). Measured in a vectorised
@@ -536,7 +536,7 @@ pub struct ModelMachine {
 impl Machine {
     /// Reads and validates a machine file.
     pub fn load(path: &Path) -> Result<Machine, FileError> {
-        crate::diagnostic::load_file(path, Machine::from_yaml)
+        crate::formats::diagnostic::load_file(path, Machine::from_yaml)
     }
 
     pub fn from_yaml(text: &str) -> Result<Machine, Vec<Diagnostic>> {

@@ -4,7 +4,7 @@
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::diagnostic::Diagnostic;
+use crate::formats::diagnostic::Diagnostic;
 
 pub use serde_yaml_ng::{Mapping, Value};
 

@@ -8,9 +8,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use petgraph::graph::{DiGraph, NodeIndex};
 
-use crate::diagnostic::{closest, edit_distance, Diagnostic};
-use crate::expr::{OperationCounts, OperationWeights};
-use crate::program::{access_snippet, Program, DIMS};
+use crate::formats::diagnostic::{closest, edit_distance, Diagnostic};
+use crate::language::expr::{OperationCounts, OperationWeights};
+use crate::language::program::{access_snippet, Program, DIMS};
 
 /// Index into [`Analysis::arrays`].
 pub type ArrayId = usize;
@@ -114,7 +114,7 @@ fn stencil_infos(
     for (n, s) in program.stencils.iter().enumerate() {
         let mut reads: BTreeSet<(ArrayId, [i32; 3])> = BTreeSet::new();
         let mut reported: BTreeSet<String> = BTreeSet::new();
-        let mut visit = |expr: &crate::expr::Expr, src: &str, spans, path: String| {
+        let mut visit = |expr: &crate::language::expr::Expr, src: &str, spans, path: String| {
             expr.visit_accesses(&mut |name, offset| {
                 let id = match ids.get(name) {
                     Some(&id) => id,
@@ -312,7 +312,7 @@ fn undeclared_error(
     name: &str,
     path: String,
     src: &str,
-    spans: &[crate::expr::AccessSpan],
+    spans: &[crate::language::expr::AccessSpan],
 ) -> Diagnostic {
     let known = program
         .stencils

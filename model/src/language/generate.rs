@@ -4,9 +4,9 @@
 
 use std::fmt::Write;
 
-use crate::program::program_header;
+use crate::language::program::program_header;
 
-pub use crate::rng::Rng;
+pub use crate::support::rng::Rng;
 
 /// Shape of random programs.
 #[derive(Clone, Debug)]
@@ -221,10 +221,10 @@ fn program_text(
 /// The smallest halo admitting every read of a program whose `halo:` line reads `HALO`.
 fn required_halo(text_with_placeholder: &str) -> [usize; 3] {
     let big = text_with_placeholder.replace("HALO", "[1000, 1000, 1000]");
-    let Ok(program) = crate::program::Program::from_yaml(&big) else {
+    let Ok(program) = crate::language::program::Program::from_yaml(&big) else {
         return [0; 3];
     };
-    let Ok(analysis) = crate::analysis::Analysis::new(&program) else {
+    let Ok(analysis) = crate::language::analysis::Analysis::new(&program) else {
         return [0; 3];
     };
     let mut halo = [0usize; 3];

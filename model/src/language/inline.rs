@@ -21,9 +21,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use crate::analysis::Analysis;
-use crate::expr::{parse_expr_spanned, Expr};
-use crate::program::{Let, Program, Stencil, StencilSources};
+use crate::language::analysis::Analysis;
+use crate::language::expr::{parse_expr_spanned, Expr};
+use crate::language::program::{Let, Program, Stencil, StencilSources};
 
 /// At most this many distinct reads in a rewritten stencil: larger inline sets are not
 /// candidates (the code would grow without bound along chains).
@@ -149,7 +149,7 @@ pub fn inline_program(program: &Program, inline: &[usize]) -> Result<Program, In
 
 /// A stencil whose source texts are its expressions printed (what error messages quote).
 fn with_sources(name: &str, lets: Vec<Let>, expr: Expr) -> Stencil {
-    let spans = |e: &Expr| -> (String, Vec<crate::expr::AccessSpan>) {
+    let spans = |e: &Expr| -> (String, Vec<crate::language::expr::AccessSpan>) {
         let text = e.to_string();
         // The printer's output parses back to the same tree (the parser's round-trip
         // property); only the access spans are taken from the parse.
@@ -335,7 +335,7 @@ fn map_expr(e: &Expr, f: &mut impl FnMut(&Expr) -> Option<Expr>) -> Expr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::Analysis;
+    use crate::language::analysis::Analysis;
 
     fn program(text: &str) -> Program {
         Program::from_yaml(text).unwrap()

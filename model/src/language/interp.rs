@@ -43,10 +43,10 @@
 //! and the choices they decide (`truth`), the operators and library calls (`operations`,
 //! `libm`), and the evaluation of a program over its fields (`machine`).
 //!
-//! [`StencilInfo::extent`]: crate::analysis::StencilInfo::extent
+//! [`StencilInfo::extent`]: crate::language::analysis::StencilInfo::extent
 
-use crate::analysis::{Analysis, ArrayId};
-use crate::program::{Program, ValueType};
+use crate::language::analysis::{Analysis, ArrayId};
+use crate::language::program::{Program, ValueType};
 
 mod libm;
 mod machine;
@@ -413,7 +413,7 @@ stencils:
 
     #[test]
     fn random_programs_interpret_without_errors() {
-        use crate::generate::{random_language_program, RandomShape};
+        use crate::language::generate::{random_language_program, RandomShape};
         let shape = RandomShape {
             max_domain: 5,
             max_offset: 2,

@@ -7,10 +7,10 @@ use std::path::Path;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
-use crate::diagnostic::{Diagnostic, FileError};
-use crate::expr::{parse_expr_spanned, AccessSpan, Expr, Func};
+use crate::formats::diagnostic::{Diagnostic, FileError};
+use crate::language::expr::{parse_expr_spanned, AccessSpan, Expr, Func};
 use crate::formats::limits;
-use crate::yaml;
+use crate::formats::yaml;
 
 /// The three dimensions, in memory order: x (contiguous, index `i`), y (`j`), z (`k`).
 pub const DIMS: [&str; 3] = ["i", "j", "k"];
@@ -141,7 +141,7 @@ pub fn reserved_reason(name: &str) -> Option<&'static str> {
     }
 }
 
-fn expr_diagnostic(path: String, src: &str, err: &crate::expr::ParseError) -> Diagnostic {
+fn expr_diagnostic(path: String, src: &str, err: &crate::language::expr::ParseError) -> Diagnostic {
     let len = src
         .get(err.span.start..err.span.end.max(err.span.start))
         .map(|s| s.chars().count())
@@ -167,7 +167,7 @@ pub fn access_snippet(src: &str, spans: &[AccessSpan], array: &str) -> Option<(u
 impl Program {
     /// Reads and validates a program file.
     pub fn load(path: &Path) -> Result<Program, FileError> {
-        crate::diagnostic::load_file(path, Program::from_yaml)
+        crate::formats::diagnostic::load_file(path, Program::from_yaml)
     }
 
     /// Parses and validates program text; every problem found is returned.
@@ -213,7 +213,7 @@ impl Program {
     /// The program as a program file: parsing the text gives back the same program (the
     /// expressions as the printer writes them).
     pub fn to_yaml(&self) -> String {
-        use crate::yaml::{Mapping, Value};
+        use crate::formats::yaml::{Mapping, Value};
         let text = |s: &str| Value::String(s.to_string());
         let numbers = |v: &[usize]| Value::Sequence(v.iter().map(|&n| Value::from(n)).collect());
         let names = |v: &[String]| Value::Sequence(v.iter().map(|n| text(n)).collect());
@@ -258,7 +258,7 @@ impl Program {
             }
             m.insert(text("constraints"), Value::Mapping(cm));
         }
-        crate::yaml::to_string(&Value::Mapping(m)).unwrap_or_default()
+        crate::formats::yaml::to_string(&Value::Mapping(m)).unwrap_or_default()
     }
 
     /// Index of the stencil named `name`.

@@ -6,9 +6,9 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 
 use super::{group_infeasibility, prefers_stream, Infeasibility, StreamShape};
-use crate::analysis::Analysis;
-use crate::machine::ModelMachine;
-use crate::program::DIMS;
+use crate::language::analysis::Analysis;
+use crate::formats::machine::ModelMachine;
+use crate::language::program::DIMS;
 
 /// A point in the search space: which stencils are fused and how each group is tiled.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -98,7 +98,7 @@ impl Configuration {
     /// Checks the shape: indices start at 0 and grow by 0 or 1, one tile triple per group,
     /// tile counts within 1..=D.
     pub fn check_shape(&self, stencils: usize, domain: [usize; 3]) -> Result<(), String> {
-        crate::program::check_group_indices(&self.groups, stencils)?;
+        crate::language::program::check_group_indices(&self.groups, stencils)?;
         let ngroups = self.groups.last().map_or(0, |g| g + 1);
         if self.tiles.len() != ngroups {
             return Err(format!(

@@ -6,9 +6,9 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 
 use super::{group_infeasibility, group_shape, GroupShape, Infeasibility, Weights};
-use crate::analysis::{Analysis, ArrayId, Extent};
-use crate::formula::{overhead, stencil_terms, Numeric, StencilCounts, StencilTerms};
-use crate::machine::{ModelMachine, Params};
+use crate::language::analysis::{Analysis, ArrayId, Extent};
+use crate::cost_model::formula::{overhead, stencil_terms, Numeric, StencilCounts, StencilTerms};
+use crate::formats::machine::{ModelMachine, Params};
 
 /// Peel and body access counts of one part of the model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -156,7 +156,7 @@ pub fn stencil_seconds(params: &Params, counts: &Counts, crowded: bool) -> Stenc
 /// The loop-bound overhead's access count of a group of `len` stencils with `tiles_total`
 /// tiles: what `(B^b + B^v)` multiplies (`formula::LOOP_BOUND_ACCESSES` per stencil and tile).
 pub fn overhead_count(tiles_total: u64, len: usize) -> u128 {
-    crate::formula::LOOP_BOUND_ACCESSES * tiles_total as u128 * len as u128
+    crate::cost_model::formula::LOOP_BOUND_ACCESSES * tiles_total as u128 * len as u128
 }
 
 /// The loop-bound overhead in seconds (`formula::overhead` in f64).

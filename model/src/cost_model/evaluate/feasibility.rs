@@ -6,9 +6,9 @@ use std::fmt;
 use std::ops::Range;
 
 use super::{group_shape, limits_arrays, stream_shape, tile_cells, STREAM_TILES_X};
-use crate::analysis::Analysis;
-use crate::machine::ModelMachine;
-use crate::program::DIMS;
+use crate::language::analysis::Analysis;
+use crate::formats::machine::ModelMachine;
+use crate::language::program::DIMS;
 
 /// Why a configuration violates the model's constraints.
 #[derive(Clone, Debug, PartialEq)]

@@ -8,9 +8,9 @@ use super::{
     cache_capacity, crowded, crowding_charge, limits_arrays, overhead_seconds, prefers_stream,
     stream_shape, tile_cells, Counts, PeelBodyCount, StreamShape,
 };
-use crate::analysis::{Analysis, ArrayId, ArrayKind, Extent};
-use crate::formula::{stencil_counts, stencil_terms, Numeric};
-use crate::machine::{ModelMachine, Params};
+use crate::language::analysis::{Analysis, ArrayId, ArrayKind, Extent};
+use crate::cost_model::formula::{stencil_counts, stencil_terms, Numeric};
+use crate::formats::machine::{ModelMachine, Params};
 
 /// What a store counts in the stream weights, against 1 for a load: a store to slow memory
 /// first reads the line it writes (write-allocate) and later writes it back, so it moves
@@ -266,8 +266,8 @@ impl GroupShape {
         tiles: [usize; 3],
         stream: bool,
         max_threads: usize,
-    ) -> crate::boxes::BlockPlan {
+    ) -> crate::cost_model::boxes::BlockPlan {
         let widths: Vec<Extent> = self.stencils.iter().map(|s| s.widths).collect();
-        crate::boxes::block_plan(analysis, &self.range, &widths, tiles, stream, max_threads)
+        crate::cost_model::boxes::block_plan(analysis, &self.range, &widths, tiles, stream, max_threads)
     }
 }

@@ -3,11 +3,11 @@
 
 use std::collections::HashMap;
 
-use crate::linearize::{
+use crate::encodings::linearize::{
     and_not, gated_lower, lower_bound, mccormick, recorded_product, upper_bound, Linearization,
 };
-use crate::lp::{LinExpr, Milp, Sense, VarId};
-use crate::program::DIMS;
+use crate::encodings::lp::{LinExpr, Milp, Sense, VarId};
+use crate::language::program::DIMS;
 
 pub(super) struct Builder {
     pub(super) milp: Milp,

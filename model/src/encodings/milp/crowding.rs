@@ -1,7 +1,7 @@
 //! Crowding (`cost::crowded`) in the digits MILP: the crowded flag of each stencil, the group's
 //! stream weight carried from stencil to stencil, and the two threshold rows.
 
-use crate::lp::{LinExpr, Sense, VarId};
+use crate::encodings::lp::{LinExpr, Sense, VarId};
 
 use super::builder::Builder;
 

@@ -1,9 +1,9 @@
 //! A MILP of either encoding (`Encoded`), and the machines the digits encoding refuses.
 
-use crate::analysis::Analysis;
-use crate::cost::Configuration;
-use crate::lp::Milp;
-use crate::machine::ModelMachine;
+use crate::language::analysis::Analysis;
+use crate::cost_model::evaluate::Configuration;
+use crate::encodings::lp::Milp;
+use crate::formats::machine::ModelMachine;
 
 use super::{milp, AbsintheMilp, Encoding, MilpOptions};
 
@@ -27,7 +27,7 @@ pub fn digits_supported(machine: &ModelMachine) -> Result<(), &'static str> {
 #[derive(Clone, Debug)]
 pub enum Encoded {
     Digits(AbsintheMilp),
-    Ranges(crate::ranges::RangeMilp),
+    Ranges(crate::encodings::ranges::RangeMilp),
 }
 
 impl Encoded {
@@ -36,7 +36,7 @@ impl Encoded {
         match options.encoding {
             Encoding::Digits => Encoded::Digits(milp(analysis, machine, options)),
             Encoding::Ranges => {
-                Encoded::Ranges(crate::ranges::range_milp(analysis, machine, options))
+                Encoded::Ranges(crate::encodings::ranges::range_milp(analysis, machine, options))
             }
         }
     }

@@ -1,11 +1,11 @@
 //! Feasibility rows per stencil: parallel efficiency, even tiles, and the cache (with the
 //! machine's limit on the arrays a group touches).
 
-use crate::analysis::Analysis;
-use crate::cost::{cache_capacity, limits_arrays, stream_shape};
-use crate::lp::{LinExpr, Sense, VarId};
-use crate::machine::ModelMachine;
-use crate::program::DIMS;
+use crate::language::analysis::Analysis;
+use crate::cost_model::evaluate::{cache_capacity, limits_arrays, stream_shape};
+use crate::encodings::lp::{LinExpr, Sense, VarId};
+use crate::formats::machine::ModelMachine;
+use crate::language::program::DIMS;
 
 use super::builder::Builder;
 use super::loads::previous_toucher;

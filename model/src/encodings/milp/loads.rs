@@ -4,11 +4,11 @@
 
 use std::collections::HashMap;
 
-use crate::analysis::{Analysis, ArrayId, ArrayKind, Bounds};
-use crate::cost::STORE_WEIGHT;
-use crate::linearize::{gated, recorded_max};
-use crate::lp::{LinExpr, Sense, VarId};
-use crate::program::DIMS;
+use crate::language::analysis::{Analysis, ArrayId, ArrayKind, Bounds};
+use crate::cost_model::evaluate::STORE_WEIGHT;
+use crate::encodings::linearize::{gated, recorded_max};
+use crate::encodings::lp::{LinExpr, Sense, VarId};
+use crate::language::program::DIMS;
 
 use super::builder::Builder;
 

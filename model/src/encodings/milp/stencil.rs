@@ -3,12 +3,12 @@
 
 use std::collections::HashMap;
 
-use crate::analysis::Analysis;
-use crate::cost::{stream_shape, STORE_WEIGHT};
-use crate::formula;
-use crate::lp::{LinExpr, VarId};
-use crate::machine::ModelMachine;
-use crate::program::DIMS;
+use crate::language::analysis::Analysis;
+use crate::cost_model::evaluate::{stream_shape, STORE_WEIGHT};
+use crate::cost_model::formula;
+use crate::encodings::lp::{LinExpr, VarId};
+use crate::formats::machine::ModelMachine;
+use crate::language::program::DIMS;
 
 use super::builder::Builder;
 use super::loads::{Loads, Running};

@@ -2,8 +2,8 @@
 
 use std::collections::HashMap;
 
-use crate::formula;
-use crate::lp::{LinExpr, Sense, VarId};
+use crate::cost_model::formula;
+use crate::encodings::lp::{LinExpr, Sense, VarId};
 
 use super::builder::Builder;
 use super::OBJECTIVE_SCALE;

@@ -1,9 +1,9 @@
 //! The decision variables of the digits MILP: group indices and cuts, tile counts as binary
 //! digits, stream flags, all equal within a group.
 
-use crate::cost::STREAM_TILES_X;
-use crate::lp::{LinExpr, Sense, VarId};
-use crate::program::DIMS;
+use crate::cost_model::evaluate::STREAM_TILES_X;
+use crate::encodings::lp::{LinExpr, Sense, VarId};
+use crate::language::program::DIMS;
 
 use super::builder::Builder;
 use super::MilpOptions;

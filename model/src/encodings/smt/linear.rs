@@ -1,8 +1,8 @@
 //! Encoding (1), [`Encoding::Linear`](super::Encoding::Linear): a MILP row for row in exact
 //! rationals (QF_LIRA).
 
-use crate::lp::{Milp, VarId};
-use crate::milp::AbsintheMilp;
+use crate::encodings::lp::{Milp, VarId};
+use crate::encodings::milp::AbsintheMilp;
 
 use super::terms::{declare_var, expr_term, row};
 use super::{Smt, Sort, OBJECTIVE};

@@ -8,22 +8,22 @@ use std::ops::Range;
 
 use num_traits::One;
 
-use crate::analysis::Analysis;
-use crate::cost::{
+use crate::language::analysis::Analysis;
+use crate::cost_model::evaluate::{
     cache_capacity, group_cost, limits_arrays, stream_shape, StreamShape, STREAM_TILES_X,
 };
-use crate::exact::{decimal, ExactParams, Rational};
-use crate::formula;
-use crate::machine::ModelMachine;
-use crate::milp::{MilpOptions, OBJECTIVE_SCALE};
-use crate::program::DIMS;
+use crate::cost_model::exact::{decimal, ExactParams, Rational};
+use crate::cost_model::formula;
+use crate::formats::machine::ModelMachine;
+use crate::encodings::milp::{MilpOptions, OBJECTIVE_SCALE};
+use crate::language::program::DIMS;
 
 use super::terms::{real, sum};
 use super::{Smt, Sort, OBJECTIVE};
 
 /// Encoding (2): the model with genuine products of integer tile counts.
 pub fn nonlinear(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) -> Smt {
-    crate::cost::debug_check_weights(analysis, &machine.params);
+    crate::cost_model::evaluate::debug_check_weights(analysis, &machine.params);
     let n_st = analysis.stencils.len();
     let mut smt = Smt::new("QF_NIRA");
     declare_variables(&mut smt, analysis, machine, options);

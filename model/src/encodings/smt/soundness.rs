@@ -4,10 +4,10 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::exact::decimal;
-use crate::linearize::Linearization;
-use crate::lp::{Milp, VarId};
-use crate::milp::AbsintheMilp;
+use crate::cost_model::exact::decimal;
+use crate::encodings::linearize::Linearization;
+use crate::encodings::lp::{Milp, VarId};
+use crate::encodings::milp::AbsintheMilp;
 
 use super::terms::{declare_var, expr_term, real, row, row_with, sum, var_term};
 use super::Smt;

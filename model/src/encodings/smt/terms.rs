@@ -5,8 +5,8 @@ use std::collections::HashMap;
 
 use num_traits::{One, Signed, Zero};
 
-use crate::exact::{decimal, Rational};
-use crate::lp::{LinExpr, Milp, Sense, VarId};
+use crate::cost_model::exact::{decimal, Rational};
+use crate::encodings::lp::{LinExpr, Milp, Sense, VarId};
 
 use super::{Smt, Sort};
 
@@ -41,7 +41,7 @@ pub fn parse_value(text: &str) -> Option<Rational> {
         }
         return Some(n / d);
     }
-    crate::exact::parse_decimal(t)
+    crate::cost_model::exact::parse_decimal(t)
 }
 
 pub(super) fn var_term(milp: &Milp, v: VarId) -> String {

@@ -1,7 +1,7 @@
 //! Operation counting: what an expression costs per evaluation, in adds.
 
 use super::{BinaryOp, Expr, Func, UnaryOp};
-use crate::machine::OperationWeights;
+use crate::formats::machine::OperationWeights;
 
 /// The operations an expression does per evaluation, by kind: `simple` counts `+ - *`,
 /// negation, comparisons, logic, selections, `min`, `max`, `fabs`, `abs`, `floor` and `ceil`
@@ -42,9 +42,9 @@ impl std::iter::Sum for OperationCounts {
 impl Expr {
     /// The arithmetic this expression does per evaluation, in units of one add, with the default
     /// [`OperationWeights`]: `+ - *`, negation, comparisons, logic, a selection (`?:`), `min`,
-    /// `max`, `fabs`, `abs`, `floor` and `ceil` count 1 each; a division [`DIVIDE_OPERATION`](crate::machine::DIVIDE_OPERATION) and
-    /// `sqrt` [`SQRT_OPERATION`](crate::machine::SQRT_OPERATION) (their vector throughput is tens of times an add's); `exp`,
-    /// `log` and `pow` [`CALL_OPERATION`](crate::machine::CALL_OPERATION) (a scalar library call per lane). Loads and literals
+    /// `max`, `fabs`, `abs`, `floor` and `ceil` count 1 each; a division [`DIVIDE_OPERATION`](crate::formats::machine::DIVIDE_OPERATION) and
+    /// `sqrt` [`SQRT_OPERATION`](crate::formats::machine::SQRT_OPERATION) (their vector throughput is tens of times an add's); `exp`,
+    /// `log` and `pow` [`CALL_OPERATION`](crate::formats::machine::CALL_OPERATION) (a scalar library call per lane). Loads and literals
     /// (negative ones too) count nothing: the fast part of the model counts accesses. This is
     /// the weight of the model's compute part (`formula::Part::Compute`).
     pub fn operations(&self) -> u64 {

@@ -62,7 +62,7 @@ pub struct AccessSpan {
 /// Parses an expression.
 ///
 /// ```
-/// use absinthe_model::expr::{parse_expr, BinaryOp, Expr};
+/// use absinthe_model::language::expr::{parse_expr, BinaryOp, Expr};
 ///
 /// let expr = parse_expr("in(i-1,j,k)*0.5").unwrap();
 /// assert!(matches!(expr, Expr::Binary { op: BinaryOp::Mul, .. }));

@@ -4,9 +4,9 @@
 
 use std::collections::HashMap;
 
-use crate::analysis::{Analysis, ArrayId, ArrayKind};
-use crate::expr::Expr;
-use crate::program::{Program, Stencil};
+use crate::language::analysis::{Analysis, ArrayId, ArrayKind};
+use crate::language::expr::Expr;
+use crate::language::program::{Program, Stencil};
 
 use super::operations::{binary, call, unary};
 use super::real::Real;

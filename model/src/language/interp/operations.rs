@@ -2,7 +2,7 @@
 //! calls (`sqrt`, `abs`, `fabs`, `floor`, `ceil`, `min`, `max`, and through [`super::libm`]
 //! `exp`, `log`, `pow`).
 
-use crate::expr::{BinaryOp, Func, UnaryOp};
+use crate::language::expr::{BinaryOp, Func, UnaryOp};
 
 use super::libm::{exp, log, pow};
 use super::real::{positive, Real};

@@ -1,7 +1,7 @@
 //! Comparisons and truth values whose outcome may differ in the other implementation, and the
 //! choices that depend on them (`?:`, `min`, `max`).
 
-use crate::expr::BinaryOp;
+use crate::language::expr::BinaryOp;
 
 use super::real::Real;
 use super::tracked::{settle, Range, Tracked};
