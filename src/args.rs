@@ -6,12 +6,12 @@ use absinthe_codegen::render::{default_flush_bytes, Flush, Renderer};
 use absinthe_measure::bench::BenchOptions;
 use absinthe_measure::variants::{PlanError, PlanSettings, Planned, Variant};
 use absinthe_measure::Bench;
-use absinthe_model::language::analysis::Analysis;
-use absinthe_model::language::inline::indices_of;
 use absinthe_model::cost_model::inline_search::InlinePolicy;
+use absinthe_model::cost_model::options::{Encoding, MilpOptions, SearchSpace};
 use absinthe_model::formats::limits;
 use absinthe_model::formats::machine::{Machine, ModelMachine};
-use absinthe_model::encodings::milp::{Encoding, MilpOptions};
+use absinthe_model::language::analysis::Analysis;
+use absinthe_model::language::inline::indices_of;
 use absinthe_model::language::program::{check_group_indices, Program, DIMS};
 use absinthe_model::FileError;
 use absinthe_solvers::method::Method;
@@ -254,23 +254,25 @@ impl SearchArgs {
         let mut options = MilpOptions {
             encoding: self.encoding,
             warm_start: !self.no_warm_start,
-            fixed_groups: program.constraints.groups.clone(),
-            tiles_min: program.constraints.tiles_min,
-            tiles_max: program.constraints.tiles_max,
-            no_stream: self.no_stream,
+            space: SearchSpace {
+                fixed_groups: program.constraints.groups.clone(),
+                tiles_min: program.constraints.tiles_min,
+                tiles_max: program.constraints.tiles_max,
+                no_stream: self.no_stream,
+            },
         };
         if let Some(g) = &self.fix_groups {
             check_group_indices(g, program.stencils.len())
                 .map_err(|e| anyhow::anyhow!("--fix-groups: {e}"))?;
-            options.fixed_groups = Some(g.clone());
+            options.space.fixed_groups = Some(g.clone());
         }
         if let Some(t) = triple(&self.tiles_min, "--tiles-min", program.domain)? {
-            options.tiles_min = Some(t);
+            options.space.tiles_min = Some(t);
         }
         if let Some(t) = triple(&self.tiles_max, "--tiles-max", program.domain)? {
-            options.tiles_max = Some(t);
+            options.space.tiles_max = Some(t);
         }
-        if let (Some(lo), Some(hi)) = (options.tiles_min, options.tiles_max) {
+        if let (Some(lo), Some(hi)) = (options.space.tiles_min, options.space.tiles_max) {
             for d in 0..3 {
                 if lo[d] > hi[d] {
                     bail!(

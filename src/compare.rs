@@ -4,10 +4,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use absinthe_model::language::analysis::Analysis;
 use absinthe_model::encodings::lp::MilpSize;
-use absinthe_model::formats::machine::ModelMachine;
 use absinthe_model::encodings::milp::{Encoded, MilpOptions};
+use absinthe_model::formats::machine::ModelMachine;
+use absinthe_model::language::analysis::Analysis;
 use absinthe_solvers::method::Method;
 use absinthe_solvers::optimize::optimize_with;
 use absinthe_solvers::{SolveOptions, Status};

@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use absinthe_model::language::analysis::Analysis;
-use absinthe_model::formats::machine::ModelMachine;
 use absinthe_model::encodings::milp::{milp, Encoded, Encoding, MilpOptions};
+use absinthe_model::formats::machine::ModelMachine;
+use absinthe_model::language::analysis::Analysis;
 use anyhow::bail;
 use clap::{Args, ValueEnum};
 

@@ -2,11 +2,11 @@
 
 use std::path::Path;
 
-use absinthe_model::language::analysis::Analysis;
 use absinthe_model::cost_model::inline_search::{choose_inline, InlineChoice};
-use absinthe_model::formats::machine::{Machine, ModelMachine};
-use absinthe_model::language::program::Program;
 use absinthe_model::cost_model::search::tile_count_note;
+use absinthe_model::formats::machine::{Machine, ModelMachine};
+use absinthe_model::language::analysis::Analysis;
+use absinthe_model::language::program::Program;
 use absinthe_model::output::solution::{Solution, SolverReport};
 use absinthe_solvers::method::Method;
 use absinthe_solvers::optimize::{optimize_with, Optimum};
@@ -41,7 +41,7 @@ pub fn inline_choice(
         program,
         analysis,
         view,
-        &search.milp_options(program)?,
+        &search.milp_options(program)?.space,
         &search.inline_policy(program)?,
         search.threads.unwrap_or(0),
     )?)
@@ -58,7 +58,7 @@ pub fn solve_program(
     let (original, original_analysis, machine, view) = load_on(program_path, machine_arg)?;
     let options = search.milp_options(&original)?;
     let solve_options = search.solve_options()?;
-    if let Some(note) = tile_count_note(original.domain, &view, &options) {
+    if let Some(note) = tile_count_note(original.domain, &view, &options.space) {
         eprintln!("note: {}: {note}", program_path.display());
     }
     let progress = Progress::start(format!("solving {}", program_path.display()));

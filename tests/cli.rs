@@ -177,7 +177,8 @@ fn solve_writes_a_solution_file_and_emits_lp_and_mps() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = std::fs::read_to_string(&sol).unwrap();
-    let s: absinthe_model::output::solution::Solution = absinthe_model::formats::yaml::from_str(&text).unwrap();
+    let s: absinthe_model::output::solution::Solution =
+        absinthe_model::formats::yaml::from_str(&text).unwrap();
     assert_eq!(s.program, "example2");
     assert!(std::fs::read_to_string(&lp).unwrap().contains("Subject To"));
     let o = absinthe(&[

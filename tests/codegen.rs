@@ -9,10 +9,12 @@ use absinthe_codegen::compile::{
 };
 use absinthe_codegen::render::{BundleCase, HarnessOptions, Renderer};
 use absinthe_codegen::{lower, Schedule};
-use absinthe_model::language::analysis::Analysis;
-use absinthe_model::cost_model::evaluate::{evaluate, stencil_seconds, Configuration, Counts, STORE_WEIGHT};
-use absinthe_model::language::generate::Rng;
+use absinthe_model::cost_model::evaluate::{
+    evaluate, stencil_seconds, Configuration, Counts, STORE_WEIGHT,
+};
 use absinthe_model::formats::machine::{Machine, ModelMachine};
+use absinthe_model::language::analysis::Analysis;
+use absinthe_model::language::generate::Rng;
 use absinthe_model::language::program::Program;
 
 use crate::common::{

@@ -3,9 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use absinthe_model::formats::machine::{Machine, ModelMachine};
 use absinthe_model::language::analysis::Analysis;
 use absinthe_model::language::generate::Rng;
-use absinthe_model::formats::machine::{Machine, ModelMachine};
 use absinthe_model::language::program::Program;
 
 /// The repository root (where configs/ and machines/ live).

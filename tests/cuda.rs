@@ -11,14 +11,14 @@ use absinthe_codegen::compile::{run_harness, HarnessResult, Toolchain};
 use absinthe_codegen::cuda::{plan, CudaBundleCase, CudaPlan, GpuLimits};
 use absinthe_codegen::render::{HarnessOptions, Renderer};
 use absinthe_codegen::{lower_cuda, Schedule};
-use absinthe_model::language::analysis::Analysis;
 use absinthe_model::cost_model::evaluate::{evaluate, group_shape, Configuration, Infeasibility};
-use absinthe_model::language::generate::{random_program, RandomShape, Rng};
-use absinthe_model::formats::machine::{Machine, ModelMachine};
-use absinthe_model::encodings::milp::MilpOptions;
-use absinthe_model::support::parallel::parallel_map;
-use absinthe_model::language::program::Program;
 use absinthe_model::cost_model::search::k_best;
+use absinthe_model::encodings::milp::MilpOptions;
+use absinthe_model::formats::machine::{Machine, ModelMachine};
+use absinthe_model::language::analysis::Analysis;
+use absinthe_model::language::generate::{random_program, RandomShape, Rng};
+use absinthe_model::language::program::Program;
+use absinthe_model::support::parallel::parallel_map;
 use absinthe_solvers::optimize::{agree, optimize, optimize_dp};
 use absinthe_solvers::SolveOptions;
 
@@ -538,7 +538,7 @@ fn gpu_optimum_equals_brute_force() {
                     opt.cost.total
                 );
                 assert!(agree(dp.unwrap().cost.total, t), "seed {seed}: DP");
-                let best = k_best(&a, &m, &milp, K_BEST, 1);
+                let best = k_best(&a, &m, &milp.space, K_BEST, 1);
                 assert_eq!(best.len(), naive.len(), "seed {seed}");
                 for ((c, k), n) in best.iter().zip(&naive) {
                     assert!(agree(*k, *n), "seed {seed}: k-best {k} vs {n}");

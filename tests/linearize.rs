@@ -2,7 +2,9 @@
 //! with the inputs fixed, both minimising and maximising the primitive's output must give the
 //! exact nonlinear value (so the encoding pins it, whatever the objective's sign).
 
-use absinthe_model::encodings::linearize::{and_not, digits_product, exact_max, gated, switched_max};
+use absinthe_model::encodings::linearize::{
+    and_not, digits_product, exact_max, gated, switched_max,
+};
 use absinthe_model::encodings::lp::{LinExpr, Milp, VarId};
 use absinthe_solvers::{SolveOptions, Solver, Status};
 

@@ -2,12 +2,12 @@
 //! optimum of each backend equals the minimum of `evaluate` over every grouping and every tile
 //! count, and the solver's objective equals `evaluate` of its configuration.
 
-use absinthe_model::language::analysis::Analysis;
 use absinthe_model::cost_model::evaluate::{evaluate, Configuration};
-use absinthe_model::language::generate::{random_program, RandomShape, Rng};
-use absinthe_model::formats::machine::ModelMachine;
-use absinthe_model::encodings::milp::{Encoding, MilpOptions};
 use absinthe_model::cost_model::search::{exhaustive, k_best};
+use absinthe_model::encodings::milp::{Encoding, MilpOptions};
+use absinthe_model::formats::machine::ModelMachine;
+use absinthe_model::language::analysis::Analysis;
+use absinthe_model::language::generate::{random_program, RandomShape, Rng};
 use absinthe_solvers::method::{Backend, Method};
 use absinthe_solvers::optimize::{agree, optimize, optimize_dp, optimize_with, OptimizeError};
 use absinthe_solvers::SolveOptions;
@@ -52,8 +52,12 @@ pub(crate) fn naive_best(
         loop {
             let mut config =
                 Configuration::new(groups.clone(), idx.iter().map(|&k| triples[k]).collect());
-            if options.admits(&config, a.domain) {
-                let flags = if options.no_stream { 1 } else { 1usize << ng };
+            if options.space.admits(&config, a.domain) {
+                let flags = if options.space.no_stream {
+                    1
+                } else {
+                    1usize << ng
+                };
                 let feasible = (0..flags).find_map(|streams| {
                     config.stream = (0..ng).filter(|g| (streams >> g) & 1 == 1).collect();
                     let cost = evaluate(a, m, &config);
@@ -96,16 +100,16 @@ fn random_options(rng: &mut Rng, a: &Analysis) -> MilpOptions {
         for i in 1..n {
             g[i] = g[i - 1] + rng.chance(50) as usize;
         }
-        o.fixed_groups = Some(g);
+        o.space.fixed_groups = Some(g);
     }
     if rng.chance(15) {
-        o.tiles_max = Some(a.domain.map(|d| rng.range(1, d as i64) as usize));
+        o.space.tiles_max = Some(a.domain.map(|d| rng.range(1, d as i64) as usize));
     }
-    o.no_stream = rng.chance(15);
+    o.space.no_stream = rng.chance(15);
     if rng.chance(10) {
-        o.tiles_min = Some(a.domain.map(|d| rng.range(1, (d as i64).min(2)) as usize));
-        if let Some(max) = o.tiles_max {
-            o.tiles_min = Some([0, 1, 2].map(|d| o.tiles_min.unwrap()[d].min(max[d])));
+        o.space.tiles_min = Some(a.domain.map(|d| rng.range(1, (d as i64).min(2)) as usize));
+        if let Some(max) = o.space.tiles_max {
+            o.space.tiles_min = Some([0, 1, 2].map(|d| o.space.tiles_min.unwrap()[d].min(max[d])));
         }
     }
     o
@@ -127,7 +131,7 @@ fn check_case(seed: u64, shape: &RandomShape, naive_limit: usize) -> (bool, bool
     let cells = a.domain.iter().product::<usize>();
     let m = random_machine(&mut rng, cells);
     let options = random_options(&mut rng, &a);
-    let dp = exhaustive(&a, &m, &options).map(|(c, t)| {
+    let dp = exhaustive(&a, &m, &options.space).map(|(c, t)| {
         let cost = evaluate(&a, &m, &c);
         assert!(cost.is_feasible());
         assert!(
@@ -140,7 +144,7 @@ fn check_case(seed: u64, shape: &RandomShape, naive_limit: usize) -> (bool, bool
     let naive = naive_best(&a, &m, &options, naive_limit);
     if let Some(naive) = &naive {
         // The k best configurations of the exact search, against brute force's k least costs.
-        let top = k_best(&a, &m, &options, K_BEST, 0);
+        let top = k_best(&a, &m, &options.space, K_BEST, 0);
         let top_costs: Vec<f64> = top
             .iter()
             .map(|(c, t)| {
@@ -154,7 +158,7 @@ fn check_case(seed: u64, shape: &RandomShape, naive_limit: usize) -> (bool, bool
                     "seed {seed}: k_best total {t} vs evaluate {}",
                     cost.total
                 );
-                assert!(options.admits(c, a.domain));
+                assert!(options.space.admits(c, a.domain));
                 *t
             })
             .collect();
@@ -223,7 +227,7 @@ fn check_case(seed: u64, shape: &RandomShape, naive_limit: usize) -> (bool, bool
                     best
                 );
                 assert!(agree(opt.objective_seconds, opt.cost.total));
-                assert!(options.admits(&opt.config, a.domain));
+                assert!(options.space.admits(&opt.config, a.domain));
             }
             (Err(OptimizeError::Infeasible(_)), None) => {}
             (r, b) => panic!(
@@ -294,7 +298,7 @@ fn milp_optimum_equals_exhaustive_on_shipped_programs() {
             .unwrap();
         let a = analyse(&text);
         let options = MilpOptions::default();
-        let (_, best) = exhaustive(&a, &machine, &options).expect("feasible");
+        let (_, best) = exhaustive(&a, &machine, &options.space).expect("feasible");
         let solver = absinthe_solvers::by_name("highs").unwrap();
         let opt = optimize(&a, &machine, &options, solver.as_ref(), &exact_options()).unwrap();
         assert!(
@@ -372,8 +376,8 @@ fn large_programs_report_what_evaluate_gives() {
 /// set), the empty set among them; the solved optimum of the chosen program equals it too.
 #[test]
 fn inline_search_equals_brute_force_over_inline_sets() {
-    use absinthe_model::language::inline::{candidates, inline_program};
     use absinthe_model::cost_model::inline_search::{choose_inline, InlinePolicy, InlineSearch};
+    use absinthe_model::language::inline::{candidates, inline_program};
     use absinthe_model::language::program::Program;
 
     let shape = RandomShape {
@@ -392,7 +396,7 @@ fn inline_search_equals_brute_force_over_inline_sets() {
         let mut rng = Rng::new(seed.wrapping_mul(104_729));
         let m = random_machine(&mut rng, a.domain.iter().product());
         let mut options = random_options(&mut rng, &a);
-        options.fixed_groups = None;
+        options.space.fixed_groups = None;
         let cands = candidates(&a);
         if cands.is_empty() {
             continue;
@@ -417,7 +421,7 @@ fn inline_search_equals_brute_force_over_inline_sets() {
                 None => complete = false,
             }
         }
-        let choice = choose_inline(&p, &a, &m, &options, &InlinePolicy::Search, 1).unwrap();
+        let choice = choose_inline(&p, &a, &m, &options.space, &InlinePolicy::Search, 1).unwrap();
         assert_eq!(choice.search, InlineSearch::Exhaustive, "seed {seed}");
         if !complete {
             continue;
@@ -461,9 +465,9 @@ fn inline_search_equals_brute_force_over_inline_sets() {
 /// set's recorded optimum against the DP of the rewritten program.
 #[test]
 fn greedy_inline_search_records_its_sets_and_tries_everything_inlined() {
-    use absinthe_model::language::inline::{candidates, inline_program};
     use absinthe_model::cost_model::inline_search::EXHAUSTIVE_CANDIDATES;
     use absinthe_model::cost_model::inline_search::{choose_inline, InlinePolicy, InlineSearch};
+    use absinthe_model::language::inline::{candidates, inline_program};
     use absinthe_model::language::program::Program;
 
     let shape = RandomShape {
@@ -486,7 +490,7 @@ fn greedy_inline_search_records_its_sets_and_tries_everything_inlined() {
         let mut rng = Rng::new(seed.wrapping_mul(7_907));
         let m = random_machine(&mut rng, a.domain.iter().product());
         let options = MilpOptions::default();
-        let choice = choose_inline(&p, &a, &m, &options, &InlinePolicy::Search, 1).unwrap();
+        let choice = choose_inline(&p, &a, &m, &options.space, &InlinePolicy::Search, 1).unwrap();
         assert_eq!(choice.search, InlineSearch::Greedy, "seed {seed}");
         greedy += 1;
         let optimum_of = |set: &[usize]| -> Option<f64> {

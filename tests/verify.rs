@@ -4,10 +4,10 @@
 
 use absinthe_model::cost_model::evaluate::evaluate;
 use absinthe_model::cost_model::exact::{decimal, exact_cost};
+use absinthe_model::cost_model::search::exhaustive;
 use absinthe_model::encodings::linearize::{recorded_max, recorded_product};
 use absinthe_model::encodings::lp::{LinExpr, Milp};
 use absinthe_model::encodings::milp::MilpOptions;
-use absinthe_model::cost_model::search::exhaustive;
 use absinthe_model::encodings::smt::{nonlinear, soundness_queries_of, DigitRange};
 use absinthe_solvers::z3::{check, SmtStatus};
 
@@ -250,8 +250,8 @@ fn nonlinear_encoding_certifies_the_exhaustive_optimum() {
     certify_with_nonlinear(&analyse(TINY), &plain);
     // The charge moves TINY_Z's optimum: the plain optimum is crowded.
     let analysis = analyse(TINY_Z);
-    let (plain_best, _) = exhaustive(&analysis, &plain, &options).expect("feasible");
-    let (crowded_best, _) = exhaustive(&analysis, &crowded, &options).expect("feasible");
+    let (plain_best, _) = exhaustive(&analysis, &plain, &options.space).expect("feasible");
+    let (crowded_best, _) = exhaustive(&analysis, &crowded, &options.space).expect("feasible");
     assert!(
         evaluate(&analysis, &crowded, &plain_best)
             .groups
@@ -271,7 +271,7 @@ fn certify_with_nonlinear(
     machine: &absinthe_model::formats::machine::ModelMachine,
 ) {
     let options = MilpOptions::default();
-    let (best, seconds) = exhaustive(analysis, machine, &options).expect("feasible");
+    let (best, seconds) = exhaustive(analysis, machine, &options.space).expect("feasible");
     let exact_best = exact_cost(analysis, machine, &best).total;
     // The nonlinear encoding: nothing below the optimum, something below 1.001 × it.
     let scale = decimal(1e6);

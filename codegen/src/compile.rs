@@ -546,7 +546,8 @@ impl OperationTimes {
         let [divide, sqrt, call] = self.in_adds().map(|(first, second)| {
             let w = (first + second) / 2.0;
             w.is_finite().then(|| {
-                (w.round().max(1.0) as u64).min(absinthe_model::formats::machine::MAX_OPERATION_WEIGHT)
+                (w.round().max(1.0) as u64)
+                    .min(absinthe_model::formats::machine::MAX_OPERATION_WEIGHT)
             })
         });
         Some(absinthe_model::language::expr::OperationWeights {

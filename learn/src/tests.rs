@@ -5,11 +5,11 @@ use absinthe_solvers::method::Backend;
 
 const HIGHS: Backend = Backend::Highs;
 use absinthe_model::cost_model::evaluate::Configuration;
-use absinthe_model::language::expr::OperationWeights;
 use absinthe_model::formats::machine::{
     CacheCalibration, Compute, Crowded, CrowdingCalibration, FitQuality, GroupArraysCalibration,
     KernelRefit, Learned, Machine, Params, PeelBody,
 };
+use absinthe_model::language::expr::OperationWeights;
 use absinthe_model::support::rng::Rng;
 
 use crate::calibrate::{choose, fractions_to_try, FractionResult, KEEP_TOLERANCE};
@@ -775,7 +775,8 @@ fn kernel_rows(params: Params) -> Vec<(crate::kernels::KernelRow, f64)> {
             for groups in [(0..n).collect::<Vec<_>>(), vec![0; n]] {
                 let ngroups = groups.iter().max().map_or(0, |g| g + 1);
                 let config = Configuration::new(groups, vec![tiles; ngroups]);
-                let cost = absinthe_model::cost_model::evaluate::evaluate(&analysis, &view, &config);
+                let cost =
+                    absinthe_model::cost_model::evaluate::evaluate(&analysis, &view, &config);
                 if cost.infeasible.is_some() {
                     continue;
                 }
@@ -888,13 +889,13 @@ fn sweeps_change_one_tile_count_to_every_other_rung_of_the_ladder() {
     use crate::kernels::kernel_programs;
     use absinthe_measure::variants::{autotune_counts, sweep};
     use absinthe_model::cost_model::evaluate::evaluate;
-    use absinthe_model::encodings::milp::MilpOptions;
+    use absinthe_model::cost_model::options::SearchSpace;
     let view = view_with(refit_truth());
     let mut checked = 0;
     for (program, analysis) in kernel_programs().unwrap() {
         let n = analysis.stencils.len();
         let ladders = autotune_counts(analysis.domain);
-        let options = MilpOptions::default();
+        let options = SearchSpace::default();
         let stream = options.stream_shape(&analysis, &view);
         for groups in [(0..n).collect::<Vec<_>>(), vec![0; n]] {
             let ngroups = groups.iter().max().map_or(0, |g| g + 1);
@@ -938,9 +939,9 @@ fn sweeps_change_one_tile_count_to_every_other_rung_of_the_ladder() {
             }
         }
         // Tile bounds from the search hold: at most 4 tiles along z.
-        let bounded = MilpOptions {
+        let bounded = SearchSpace {
             tiles_max: Some([analysis.domain[0], analysis.domain[1], 4]),
-            ..MilpOptions::default()
+            ..SearchSpace::default()
         };
         let start = Configuration::new(vec![0; n], vec![[1, 2, 2]]);
         let swept = sweep(&analysis, &view, &bounded, &start, 0, 2, &ladders[2]);
@@ -975,14 +976,14 @@ fn sweep_landscape(
         autotune_counts, measured_sweeps, Probe, StepTimes, SweepStep,
     };
     use absinthe_model::cost_model::evaluate::evaluate;
-    use absinthe_model::encodings::milp::MilpOptions;
+    use absinthe_model::cost_model::options::SearchSpace;
     let view = view_with(refit_truth());
     let (_, analysis) = kernel_programs()
         .unwrap()
         .into_iter()
         .find(|(p, _)| p.name == "j3d7pt")
         .unwrap();
-    let options = MilpOptions::default();
+    let options = SearchSpace::default();
     let stream = options.stream_shape(&analysis, &view);
     let ladders = autotune_counts(analysis.domain);
     let n = analysis.stencils.len();

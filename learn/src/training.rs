@@ -17,11 +17,11 @@
 
 use std::fmt::Write;
 
-use absinthe_model::language::analysis::Analysis;
 use absinthe_model::cost_model::evaluate::{
     group_cost, group_shape, prefers_stream, stream_shape, tile_cells, Configuration,
 };
 use absinthe_model::formats::machine::{Compute, Crowded, ModelMachine, Params, PeelBody, Slack};
+use absinthe_model::language::analysis::Analysis;
 use absinthe_model::language::program::{program_header, Program};
 
 use crate::LearnError;
@@ -487,7 +487,12 @@ pub struct RunCounts {
 impl RunCounts {
     /// Whether the run's group is crowded under the row-stream limit `limit` (0: never).
     pub fn crowded(&self, limit: u64) -> bool {
-        absinthe_model::cost_model::evaluate::crowded(self.domain, self.tiles, self.stream_weight, limit)
+        absinthe_model::cost_model::evaluate::crowded(
+            self.domain,
+            self.tiles,
+            self.stream_weight,
+            limit,
+        )
     }
 
     /// The columns of the family's fit, in [`Family::coefficient_names`] order, with the

@@ -402,7 +402,7 @@ fn refine(
     let best = measured_sweeps(
         &spaces,
         &bench.view,
-        &settings.options,
+        &settings.options.space,
         &mut probes,
         budget,
         |step| -> Result<StepTimes, MeasureError> {

@@ -11,15 +11,15 @@
 
 use proptest::prelude::*;
 
-use crate::language::analysis::Analysis;
 use crate::cost_model::evaluate::{evaluate, Configuration};
+use crate::cost_model::options::SearchSpace;
+use crate::cost_model::search::admissible_tilings;
 use crate::formats::diagnostic::{Diagnostic, FileError};
+use crate::formats::machine::Machine;
+use crate::language::analysis::Analysis;
 use crate::language::expr::parse_expr;
 use crate::language::generate::{random_program, RandomShape};
-use crate::formats::machine::Machine;
-use crate::encodings::milp::MilpOptions;
 use crate::language::program::Program;
-use crate::cost_model::search::admissible_tilings;
 use crate::output::solution::Solution;
 
 const PROGRAMS: [&str; 4] = [
@@ -154,7 +154,9 @@ fn check_errors(diagnostics: Vec<Diagnostic>) {
     for p in paragraphs {
         assert!(p.starts_with("error: fuzz.yaml"), "{p}");
     }
-    let per = crate::formats::diagnostic::MAX_MESSAGE * 2 + crate::formats::diagnostic::SNIPPET_WINDOW * 4 + 64;
+    let per = crate::formats::diagnostic::MAX_MESSAGE * 2
+        + crate::formats::diagnostic::SNIPPET_WINDOW * 4
+        + 64;
     assert!(
         shown.len() <= diagnostics.len() * per,
         "{} bytes",
@@ -190,7 +192,7 @@ fn exercise_program(text: &str) {
         Err(d) => return check_errors(d),
     };
     let view = machine();
-    let tilings = admissible_tilings(program.domain, &view, &MilpOptions::default());
+    let tilings = admissible_tilings(program.domain, &view, &SearchSpace::default());
     assert!(tilings.len() <= crate::formats::limits::MAX_TILINGS);
     let n = analysis.stencils.len();
     let config = Configuration::new((0..n).collect(), vec![[1, 1, 1]; n]);
@@ -239,7 +241,7 @@ proptest! {
                     assert!(view.cache_values.is_finite() && view.cache_values > 0.0);
                     let program = Program::from_yaml(PROGRAMS[0]).expect("shipped");
                     let analysis = Analysis::new(&program).expect("shipped");
-                    let tilings = admissible_tilings(program.domain, &view, &MilpOptions::default());
+                    let tilings = admissible_tilings(program.domain, &view, &SearchSpace::default());
                     let config = Configuration::new(vec![0, 1, 2, 3], vec![[1, 1, 1]; 4]);
                     let _ = evaluate(&analysis, &view, &config);
                     assert!(tilings.len() <= crate::formats::limits::MAX_TILINGS);

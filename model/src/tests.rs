@@ -1,8 +1,8 @@
 //! Unit tests of the model crate on hand-checked programs.
 
-use crate::language::analysis::Analysis;
 use crate::cost_model::evaluate::{evaluate, Configuration, Infeasibility};
 use crate::formats::machine::{Machine, ModelMachine};
+use crate::language::analysis::Analysis;
 use crate::language::program::Program;
 
 const EXAMPLE2: &str = include_str!("../../configs/example2.yaml");

@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use absinthe_model::language::analysis::Analysis;
-use absinthe_model::formats::machine::Machine;
 use absinthe_model::encodings::milp::{milp, MilpOptions};
+use absinthe_model::formats::machine::Machine;
+use absinthe_model::language::analysis::Analysis;
 use absinthe_model::language::program::Program;
 use absinthe_solvers::optimize::optimize;
 use absinthe_solvers::SolveOptions;

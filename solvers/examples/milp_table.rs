@@ -14,9 +14,9 @@
 use std::path::Path;
 use std::time::Instant;
 
-use absinthe_model::language::analysis::Analysis;
-use absinthe_model::formats::machine::Machine;
 use absinthe_model::encodings::milp::{Encoded, Encoding, MilpOptions};
+use absinthe_model::formats::machine::Machine;
+use absinthe_model::language::analysis::Analysis;
 use absinthe_model::language::program::Program;
 use absinthe_solvers::method::Method;
 use absinthe_solvers::optimize::optimize_with;

@@ -14,12 +14,12 @@
 
 use std::time::Instant;
 
-use absinthe_model::language::analysis::Analysis;
 use absinthe_model::cost_model::evaluate::Configuration;
 use absinthe_model::cost_model::exact::{decimal, display, exact_cost, to_f64, Rational};
-use absinthe_model::formats::machine::ModelMachine;
 use absinthe_model::encodings::milp::{milp, OBJECTIVE_SCALE};
 use absinthe_model::encodings::smt::{linear_absinthe, nonlinear, soundness_queries, QueryKind};
+use absinthe_model::formats::machine::ModelMachine;
+use absinthe_model::language::analysis::Analysis;
 use absinthe_model::output::solution::Solution;
 use serde::Serialize;
 
@@ -102,7 +102,7 @@ pub fn check_estimate(
             return reject(format!("malformed configuration: {}", why.join("; ")));
         }
     };
-    if !options.admits(&config, analysis.domain) {
+    if !options.space.admits(&config, analysis.domain) {
         return reject(
             "the configuration violates the program's constraints (fixed groups or tile-count bounds)"
                 .to_string(),

@@ -4,12 +4,14 @@
 
 use std::time::Instant;
 
-use absinthe_model::language::analysis::Analysis;
 use absinthe_model::cost_model::evaluate::{evaluate, Configuration, Cost};
-use absinthe_model::encodings::lp::{Milp, MilpSize};
-use absinthe_model::formats::machine::ModelMachine;
-use absinthe_model::encodings::milp::{AbsintheMilp, Encoded, Encoding, MilpOptions, OBJECTIVE_SCALE};
 use absinthe_model::cost_model::search::{explain_infeasible, range_table, shortest_grouping};
+use absinthe_model::encodings::lp::{Milp, MilpSize};
+use absinthe_model::encodings::milp::{
+    AbsintheMilp, Encoded, Encoding, MilpOptions, OBJECTIVE_SCALE,
+};
+use absinthe_model::formats::machine::ModelMachine;
+use absinthe_model::language::analysis::Analysis;
 
 use crate::method::Method;
 use crate::{MilpSolution, SolveOptions, Solver, SolverError, Status};
@@ -74,7 +76,8 @@ pub fn optimize(
     solve_options: &SolveOptions,
 ) -> Result<Optimum, OptimizeError> {
     if options.encoding == Encoding::Digits {
-        absinthe_model::encodings::milp::digits_supported(machine).map_err(OptimizeError::Unsupported)?;
+        absinthe_model::encodings::milp::digits_supported(machine)
+            .map_err(OptimizeError::Unsupported)?;
     }
     let started = Instant::now();
     let encoded = Encoded::build(analysis, machine, options);
@@ -153,7 +156,7 @@ fn check_status(
 ) -> Result<(), OptimizeError> {
     match solution.status {
         Status::Infeasible => {
-            let reason = explain_infeasible(analysis, machine, options).unwrap_or_else(|| {
+            let reason = explain_infeasible(analysis, machine, &options.space).unwrap_or_else(|| {
                 format!(
                     "{} reports the MILP infeasible, but enumeration finds feasible configurations: this is a bug",
                     solver.name()
@@ -162,7 +165,7 @@ fn check_status(
             Err(OptimizeError::Infeasible(reason))
         }
         Status::NoSolution => {
-            if let Some(reason) = explain_infeasible(analysis, machine, options) {
+            if let Some(reason) = explain_infeasible(analysis, machine, &options.space) {
                 return Err(OptimizeError::Infeasible(reason));
             }
             Err(OptimizeError::NoSolution {
@@ -194,8 +197,11 @@ fn decode(
     if let Encoded::Digits(digits) = encoded {
         check_decoded(digits, &config, &solution.values)?;
     }
-    let config =
-        config.canonical_stream(analysis, machine, options.stream_shape(analysis, machine));
+    let config = config.canonical_stream(
+        analysis,
+        machine,
+        options.space.stream_shape(analysis, machine),
+    );
     let cost = evaluate(analysis, machine, &config);
     if let Some(why) = &cost.infeasible {
         return Err(OptimizeError::Mismatch(format!(
@@ -269,19 +275,22 @@ pub fn optimize_dp(
     let table = range_table(
         analysis,
         machine,
-        options,
+        &options.space,
         solve_options.threads.unwrap_or(0),
     );
     let Some((config, _)) = shortest_grouping(&table, analysis.stencils.len()) else {
-        let reason = explain_infeasible(analysis, machine, options).unwrap_or_else(|| {
+        let reason = explain_infeasible(analysis, machine, &options.space).unwrap_or_else(|| {
             "the DP found no feasible cover, but the constraints explain none: this is a bug"
                 .to_string()
         });
         return Err(OptimizeError::Infeasible(reason));
     };
     let seconds = started.elapsed().as_secs_f64();
-    let config =
-        config.canonical_stream(analysis, machine, options.stream_shape(analysis, machine));
+    let config = config.canonical_stream(
+        analysis,
+        machine,
+        options.space.stream_shape(analysis, machine),
+    );
     let cost = evaluate(analysis, machine, &config);
     if let Some(why) = &cost.infeasible {
         return Err(OptimizeError::Mismatch(format!(
@@ -328,7 +337,7 @@ fn warm_start(
     let table = range_table(
         analysis,
         machine,
-        options,
+        &options.space,
         solve_options.threads.unwrap_or(0),
     );
     let (config, _) = shortest_grouping(&table, analysis.stencils.len())?;

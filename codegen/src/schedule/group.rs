@@ -3,10 +3,10 @@
 
 use std::ops::Range;
 
-use absinthe_model::language::analysis::Extent;
 use absinthe_model::cost_model::boxes::{
     block_plan, stream_window, tile_intervals, BlockPlan, Interval, RegisterWindow,
 };
+use absinthe_model::language::analysis::Extent;
 
 use super::types::{GroupSchedule, StencilStep, StreamPlan};
 use super::{Lowering, Target};

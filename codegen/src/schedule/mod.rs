@@ -41,9 +41,9 @@ pub use types::{
 
 use std::ops::Range;
 
-use absinthe_model::language::analysis::Analysis;
 use absinthe_model::cost_model::boxes::MAX_BLOCK_THREADS;
 use absinthe_model::cost_model::evaluate::{stream_shape, Configuration, Cost};
+use absinthe_model::language::analysis::Analysis;
 use absinthe_model::language::program::{Program, ValueType};
 
 use crate::CodegenError;
@@ -182,7 +182,10 @@ fn lower_with(
         alloc: allocation.alloc,
         origin_offset: allocation.origin_offset,
         lead: allocation.lead,
-        compulsory_bytes: absinthe_model::cost_model::traffic::compulsory_bytes(analysis, vt.bytes()),
+        compulsory_bytes: absinthe_model::cost_model::traffic::compulsory_bytes(
+            analysis,
+            vt.bytes(),
+        ),
         index_type: allocation.index_type.to_string(),
         arrays,
         stencil_arrays: stencil_arrays_of(analysis),

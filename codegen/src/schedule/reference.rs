@@ -1,8 +1,8 @@
 //! The naive reference every harness verifies against: every stencil in program order over the
 //! box the semantics evaluates it on.
 
-use absinthe_model::language::analysis::{Analysis, ArrayKind};
 use absinthe_model::cost_model::boxes::Interval;
+use absinthe_model::language::analysis::{Analysis, ArrayKind};
 use absinthe_model::language::program::Program;
 
 use super::access::global_access;

@@ -1,7 +1,7 @@
 //! Which consecutive steps of a group share one row loop of the OpenMP kernel.
 
-use absinthe_model::language::analysis::Analysis;
 use absinthe_model::cost_model::boxes::Interval;
+use absinthe_model::language::analysis::Analysis;
 
 use super::types::StencilStep;
 

@@ -2,8 +2,8 @@
 //! whether it shares the previous row loop, its expression as C, and on the CUDA target its
 //! barrier and register rounds.
 
-use absinthe_model::language::analysis::ArrayKind;
 use absinthe_model::cost_model::boxes::{tile_intervals, Interval, RegisterWindow};
+use absinthe_model::language::analysis::ArrayKind;
 
 use super::access::{buffer_access, global_access, register_access};
 use super::group::GroupLowering;

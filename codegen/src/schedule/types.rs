@@ -1,9 +1,9 @@
 //! The schedule's types: what every target reads to emit code for one (program,
 //! configuration). [`super::lower`] fills them; the templates only lay them out.
 
-use absinthe_model::language::analysis::Extent;
 use absinthe_model::cost_model::boxes::{Interval, RegisterWindow};
 use absinthe_model::cost_model::evaluate::Configuration;
+use absinthe_model::language::analysis::Extent;
 use serde::Serialize;
 
 /// Where a global array comes from.

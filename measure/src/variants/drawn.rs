@@ -1,12 +1,12 @@
 //! Configurations drawn from the model: random feasible ones (`random:N`) and the model's best
 //! that are not ties of each other (`top:K`).
 
-use absinthe_model::language::analysis::Analysis;
 use absinthe_model::cost_model::evaluate::{evaluate, group_shape, ranges_of, Configuration};
-use absinthe_model::formats::machine::ModelMachine;
-use absinthe_model::encodings::milp::MilpOptions;
-use absinthe_model::support::rng::Rng;
 use absinthe_model::cost_model::search::admissible_tilings;
+use absinthe_model::encodings::milp::SearchSpace;
+use absinthe_model::formats::machine::ModelMachine;
+use absinthe_model::language::analysis::Analysis;
+use absinthe_model::support::rng::Rng;
 
 /// Up to `n` distinct feasible configurations drawn at random: random cuts between groups
 /// (each with probability one half), then for each group a tiling drawn uniformly from the
@@ -16,7 +16,7 @@ use absinthe_model::cost_model::search::admissible_tilings;
 pub fn random_configurations(
     analysis: &Analysis,
     view: &ModelMachine,
-    options: &MilpOptions,
+    options: &SearchSpace,
     n: usize,
     seed: u64,
 ) -> Vec<Configuration> {

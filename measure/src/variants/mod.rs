@@ -6,11 +6,11 @@ mod drawn;
 mod planner;
 mod sweeps;
 
-use absinthe_model::language::analysis::Analysis;
 use absinthe_model::cost_model::evaluate::Configuration;
 use absinthe_model::cost_model::inline_search::InlinePolicy;
-use absinthe_model::formats::machine::ModelMachine;
 use absinthe_model::encodings::milp::MilpOptions;
+use absinthe_model::formats::machine::ModelMachine;
+use absinthe_model::language::analysis::Analysis;
 use absinthe_model::language::program::check_group_indices;
 use absinthe_solvers::method::{Backend, Method};
 use absinthe_solvers::optimize::{optimize_with, OptimizeError};
@@ -179,7 +179,7 @@ pub(crate) fn solve_with_groups(
     let mut options = settings.options.clone();
     if let Some(g) = groups {
         check_group_indices(&g, analysis.stencils.len()).map_err(PlanError::Variant)?;
-        options.fixed_groups = Some(g);
+        options.space.fixed_groups = Some(g);
     }
     match optimize_with(
         analysis,

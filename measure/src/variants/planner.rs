@@ -1,14 +1,16 @@
 //! Planning variants: each requested [`Variant`] solved, enumerated or drawn into the
 //! configurations to build, with their predictions.
 
-use absinthe_model::language::analysis::Analysis;
 use absinthe_model::cost_model::evaluate::{evaluate, Configuration};
-use absinthe_model::formats::diagnostic::{Diagnostic, FileError};
-use absinthe_model::cost_model::inline_search::{apply as inline_apply, choose_inline, InlineChoice};
-use absinthe_model::formats::machine::ModelMachine;
-use absinthe_model::encodings::milp::MilpOptions;
-use absinthe_model::language::program::Program;
+use absinthe_model::cost_model::inline_search::{
+    apply as inline_apply, choose_inline, InlineChoice,
+};
+use absinthe_model::cost_model::options::{MilpOptions, SearchSpace};
 use absinthe_model::cost_model::search::k_best;
+use absinthe_model::formats::diagnostic::{Diagnostic, FileError};
+use absinthe_model::formats::machine::ModelMachine;
+use absinthe_model::language::analysis::Analysis;
+use absinthe_model::language::program::Program;
 
 use super::drawn::{distinct_best, random_configurations, TOP_SCAN};
 use super::sweeps::autotune_tilings;
@@ -75,7 +77,7 @@ impl Planner<'_> {
             self.program,
             self.analysis,
             self.view,
-            &self.settings.options,
+            &self.settings.options.space,
             &self.settings.inline,
             self.settings.solve_options.threads.unwrap_or(0),
         )?;
@@ -142,7 +144,10 @@ impl Planner<'_> {
                 let plain = PlanSettings {
                     inline: self.settings.inline.clone(),
                     options: MilpOptions {
-                        no_stream: true,
+                        space: SearchSpace {
+                            no_stream: true,
+                            ..self.settings.options.space.clone()
+                        },
                         ..self.settings.options.clone()
                     },
                     solver: self.settings.solver,
@@ -203,7 +208,7 @@ impl Planner<'_> {
             return Ok(());
         };
         let ngroups = opt.tiles.len();
-        let stream = self.settings.options.stream_shape(a, view);
+        let stream = self.settings.options.space.stream_shape(a, view);
         for tiles in autotune_tilings(a.domain) {
             let config = Configuration::new(opt.groups.clone(), vec![tiles; ngroups])
                 .canonical_stream(a, view, stream);
@@ -224,8 +229,8 @@ impl Planner<'_> {
     fn top(&mut self, k: usize) -> Result<(), PlanError> {
         let c = self.choice()?;
         let (a, view) = (&c.analysis, self.view);
-        let stream = self.settings.options.stream_shape(a, view);
-        let scanned = k_best(a, view, &self.settings.options, k * TOP_SCAN, 0)
+        let stream = self.settings.options.space.stream_shape(a, view);
+        let scanned = k_best(a, view, &self.settings.options.space, k * TOP_SCAN, 0)
             .into_iter()
             .map(|(config, t)| (config.canonical_stream(a, view, stream), t))
             .collect();
@@ -275,7 +280,13 @@ impl Planner<'_> {
     fn random(&mut self, count: usize) {
         let (analysis, view) = (self.analysis, self.view);
         let settings = self.settings;
-        let found = random_configurations(analysis, view, &settings.options, count, settings.seed);
+        let found = random_configurations(
+            analysis,
+            view,
+            &settings.options.space,
+            count,
+            settings.seed,
+        );
         if found.len() < count {
             self.plan.notes.push(format!(
                 "random:{count}: found only {} feasible configurations",

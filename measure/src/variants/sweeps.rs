@@ -3,10 +3,10 @@
 
 use std::collections::HashSet;
 
-use absinthe_model::language::analysis::Analysis;
 use absinthe_model::cost_model::evaluate::{evaluate, Configuration};
+use absinthe_model::encodings::milp::SearchSpace;
 use absinthe_model::formats::machine::ModelMachine;
-use absinthe_model::encodings::milp::MilpOptions;
+use absinthe_model::language::analysis::Analysis;
 
 use super::drawn::TIE;
 
@@ -83,7 +83,7 @@ pub struct Swept {
 pub fn sweep(
     analysis: &Analysis,
     view: &ModelMachine,
-    options: &MilpOptions,
+    options: &SearchSpace,
     config: &Configuration,
     g: usize,
     d: usize,
@@ -91,7 +91,7 @@ pub fn sweep(
 ) -> Vec<Swept> {
     let stream = options.stream_shape(analysis, view);
     // A sweep keeps the groups; the tile bounds and streaming restrictions still apply.
-    let bounds = MilpOptions {
+    let bounds = SearchSpace {
         fixed_groups: None,
         ..options.clone()
     };
@@ -198,7 +198,7 @@ pub struct StepTimes {
 pub fn measured_sweeps<E>(
     spaces: &[Analysis],
     view: &ModelMachine,
-    options: &MilpOptions,
+    options: &SearchSpace,
     probes: &mut Vec<Probe>,
     budget: usize,
     mut time: impl FnMut(&SweepStep) -> Result<StepTimes, E>,
@@ -270,7 +270,7 @@ fn fastest(probes: &[Probe], from: usize) -> Option<usize> {
 struct SweepSearch<'a> {
     spaces: &'a [Analysis],
     view: &'a ModelMachine,
-    options: &'a MilpOptions,
+    options: &'a SearchSpace,
     ladders: [Vec<usize>; 3],
 }
 

@@ -10,8 +10,8 @@
 
 use std::ops::Range;
 
-use crate::language::analysis::{Analysis, Extent};
 pub use crate::formats::machine::MAX_BLOCK_THREADS;
+use crate::language::analysis::{Analysis, Extent};
 
 /// A half-open interval `[lo, hi)` along one dimension.
 pub type Interval = [i64; 2];

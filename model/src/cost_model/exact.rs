@@ -19,10 +19,10 @@ use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{One, Signed, ToPrimitive, Zero};
 
-use crate::language::analysis::Analysis;
 use crate::cost_model::evaluate::{evaluate, Configuration, Counts, Infeasibility};
 use crate::cost_model::formula::{self, stencil_terms, Numeric, Part, Scalar, Term};
 use crate::formats::machine::{ModelMachine, Params};
+use crate::language::analysis::Analysis;
 
 /// An exact rational number.
 pub type Rational = BigRational;
@@ -228,7 +228,9 @@ pub fn group_infeasibility(
         even_tiles,
         parallel_ok,
     };
-    crate::cost_model::evaluate::group_infeasibility_with(analysis, machine, group, range, tiles, stream, tests)
+    crate::cost_model::evaluate::group_infeasibility_with(
+        analysis, machine, group, range, tiles, stream, tests,
+    )
 }
 
 /// `|a - b| <= tol * max(|a|, |b|)`, exactly.

@@ -21,14 +21,14 @@
 
 use std::time::Instant;
 
-use crate::language::analysis::Analysis;
 use crate::cost_model::model::{Absinthe, CostModel};
-use crate::cost_model::options::MilpOptions;
+use crate::cost_model::options::SearchSpace;
+use crate::cost_model::search::{range_table_with, shortest_grouping};
+use crate::formats::machine::ModelMachine;
+use crate::language::analysis::Analysis;
 use crate::language::expr::OperationWeights;
 use crate::language::inline::{candidates, inline_program, kept, InlineError};
-use crate::formats::machine::ModelMachine;
 use crate::language::program::Program;
-use crate::cost_model::search::{range_table_with, shortest_grouping};
 
 /// Why an inline set cannot be chosen or applied.
 #[derive(Debug, thiserror::Error)]
@@ -149,7 +149,7 @@ pub fn choose_inline(
     program: &Program,
     analysis: &Analysis,
     machine: &ModelMachine,
-    options: &MilpOptions,
+    options: &SearchSpace,
     policy: &InlinePolicy,
     threads: usize,
 ) -> Result<InlineChoice, InlineSearchError> {
@@ -169,7 +169,7 @@ pub fn choose_inline_with<M: CostModel>(
     program: &Program,
     analysis: &Analysis,
     model: &M,
-    options: &MilpOptions,
+    options: &SearchSpace,
     policy: &InlinePolicy,
     threads: usize,
 ) -> Result<InlineChoice, InlineSearchError> {
@@ -212,7 +212,7 @@ pub fn choose_inline_with<M: CostModel>(
 
 /// Why the search over inline sets does not run, when the policy asks for it: `Some(None)`
 /// without a note (no candidates), `Some(Some(note))` with one, `None` when it runs.
-fn why_not_searched(cands: &[usize], options: &MilpOptions) -> Option<Option<String>> {
+fn why_not_searched(cands: &[usize], options: &SearchSpace) -> Option<Option<String>> {
     if cands.is_empty() {
         return Some(None);
     }
@@ -244,7 +244,7 @@ fn better(t: Option<f64>, best: Option<f64>) -> bool {
 struct InlineSets<'a, M: CostModel> {
     program: &'a Program,
     model: &'a M,
-    options: &'a MilpOptions,
+    options: &'a SearchSpace,
     threads: usize,
     started: Instant,
     /// The stencils that may be inlined (not outputs).

@@ -9,9 +9,9 @@
 
 use std::ops::Range;
 
-use crate::language::analysis::Analysis;
 use crate::cost_model::evaluate::{group_shape, term_seconds, GroupShape, StreamShape};
 use crate::formats::machine::ModelMachine;
+use crate::language::analysis::Analysis;
 
 /// What the exact searches ask of a cost model, per group (a contiguous range of stencils fused
 /// into one loop nest). Times are in seconds.
@@ -114,11 +114,11 @@ impl CostModel for Absinthe<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cost_model::options::MilpOptions;
-    use crate::language::generate::{random_program, RandomShape};
-    use crate::formats::machine::Machine;
-    use crate::language::program::Program;
+    use crate::cost_model::options::SearchSpace;
     use crate::cost_model::search::{admissible_tilings, exhaustive, exhaustive_with};
+    use crate::formats::machine::Machine;
+    use crate::language::generate::{random_program, RandomShape};
+    use crate::language::program::Program;
 
     /// A model unlike ABSINTHE, to show the searches take any: a stencil weighs one plus its
     /// accesses; a group pays a launch, recomputes a share of its weight that grows with the
@@ -180,7 +180,7 @@ mod tests {
 
     /// The toy model's optimum by brute force: every grouping, every admissible tiling of
     /// every group.
-    fn brute_force(analysis: &Analysis, toy: &Toy, options: &MilpOptions) -> Option<f64> {
+    fn brute_force(analysis: &Analysis, toy: &Toy, options: &SearchSpace) -> Option<f64> {
         let n = analysis.stencils.len();
         let tilings = admissible_tilings(analysis.domain, &toy.machine, options);
         let best_group = |range: Range<usize>| {
@@ -221,7 +221,7 @@ mod tests {
             max_domain: 12,
             ..RandomShape::default()
         };
-        let options = MilpOptions::default();
+        let options = SearchSpace::default();
         let mut feasible = 0;
         for seed in 0..40 {
             let program = Program::from_yaml(&random_program(seed, &shape)).unwrap();

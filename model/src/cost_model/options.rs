@@ -2,9 +2,9 @@
 //! count bounds, no streaming), which the DP, the range table and both MILPs honour alike, and
 //! the encoding a MILP search writes.
 
-use crate::language::analysis::Analysis;
 use crate::cost_model::evaluate::{stream_shape_on, Configuration, StreamShape};
 use crate::formats::machine::ModelMachine;
+use crate::language::analysis::Analysis;
 
 /// How the optimisation problem is written as a MILP.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -38,13 +38,10 @@ impl Encoding {
     }
 }
 
-/// Restrictions of the search, and the encoding of the MILP.
+/// The restrictions of the search space, which the DP, the range table, the inline search and
+/// both MILPs honour alike.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct MilpOptions {
-    /// The MILP encoding (the search space is the same for both).
-    pub encoding: Encoding,
-    /// Start the digits MILP from the exact DP's configuration (`solvers::optimize`).
-    pub warm_start: bool,
+pub struct SearchSpace {
     /// Fixed group index per stencil.
     pub fixed_groups: Option<Vec<usize>>,
     /// Lower bounds on tile counts per dimension.
@@ -55,7 +52,18 @@ pub struct MilpOptions {
     pub no_stream: bool,
 }
 
-impl MilpOptions {
+/// How a MILP search is written and started: the space it searches, the encoding, and the warm
+/// start.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MilpOptions {
+    pub space: SearchSpace,
+    /// The MILP encoding (the search space is the same for both).
+    pub encoding: Encoding,
+    /// Start the digits MILP from the exact DP's configuration (`solvers::optimize`).
+    pub warm_start: bool,
+}
+
+impl SearchSpace {
     /// Tile-count range per dimension after clipping to 1..=D.
     pub fn tile_range(&self, domain: [usize; 3]) -> [(usize, usize); 3] {
         [0, 1, 2].map(|d| {

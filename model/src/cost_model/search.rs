@@ -14,12 +14,12 @@
 //! The searches are written against [`CostModel`]: the functions named `..._with` take any
 //! model, the others the ABSINTHE model ([`Absinthe`]) of the machine they are given.
 
-use crate::language::analysis::Analysis;
 use crate::cost_model::evaluate::{even_tiles, parallel_ok, Configuration, StreamShape};
 use crate::cost_model::model::{Absinthe, CostModel};
-use crate::cost_model::options::MilpOptions;
+use crate::cost_model::options::SearchSpace;
 use crate::formats::limits::MAX_TILINGS;
 use crate::formats::machine::ModelMachine;
+use crate::language::analysis::Analysis;
 use crate::support::parallel::parallel_map;
 
 /// Tile counts per dimension that satisfy the user's bounds and the even-tiles constraint.
@@ -31,7 +31,7 @@ use crate::support::parallel::parallel_map;
 pub fn admissible_tile_counts(
     domain: [usize; 3],
     machine: &ModelMachine,
-    options: &MilpOptions,
+    options: &SearchSpace,
 ) -> [Vec<usize>; 3] {
     tile_counts_and_ratios(domain, machine, options).0
 }
@@ -45,7 +45,7 @@ pub const EXACT_SCAN: usize = 1 << 16;
 fn tile_counts_and_ratios(
     domain: [usize; 3],
     machine: &ModelMachine,
-    options: &MilpOptions,
+    options: &SearchSpace,
 ) -> ([Vec<usize>; 3], [Option<f64>; 3]) {
     let range = options.tile_range(domain);
     let slack = machine.slack.size;
@@ -95,7 +95,7 @@ pub fn thinned_counts(extent: usize, range: (usize, usize), slack: f64, ratio: f
 pub fn tile_count_note(
     domain: [usize; 3],
     machine: &ModelMachine,
-    options: &MilpOptions,
+    options: &SearchSpace,
 ) -> Option<String> {
     let (counts, ratio) = tile_counts_and_ratios(domain, machine, options);
     let parts: Vec<String> = (0..3)
@@ -124,7 +124,7 @@ pub fn tile_count_note(
 pub fn admissible_tilings(
     domain: [usize; 3],
     machine: &ModelMachine,
-    options: &MilpOptions,
+    options: &SearchSpace,
 ) -> Vec<([usize; 3], u64)> {
     let counts = admissible_tile_counts(domain, machine, options);
     let mut out = Vec::new();
@@ -182,7 +182,7 @@ pub fn best_group_tiling(
     analysis: &Analysis,
     machine: &ModelMachine,
     range: std::ops::Range<usize>,
-    options: &MilpOptions,
+    options: &SearchSpace,
 ) -> Option<([usize; 3], f64)> {
     let tilings = admissible_tilings(analysis.domain, machine, options);
     let model = Absinthe::new(machine);
@@ -254,7 +254,7 @@ impl RangeTable {
 }
 
 /// Whether the fixed groups (if any) allow `start..end` as one group.
-fn range_allowed(options: &MilpOptions, start: usize, end: usize, n: usize) -> bool {
+fn range_allowed(options: &SearchSpace, start: usize, end: usize, n: usize) -> bool {
     let Some(fixed) = &options.fixed_groups else {
         return true;
     };
@@ -287,7 +287,7 @@ const FIRST_PASS_LENGTH: usize = 8;
 pub fn range_table(
     analysis: &Analysis,
     machine: &ModelMachine,
-    options: &MilpOptions,
+    options: &SearchSpace,
     threads: usize,
 ) -> RangeTable {
     range_table_k(analysis, machine, options, threads, 1)
@@ -299,7 +299,7 @@ pub fn range_table(
 pub fn range_table_k(
     analysis: &Analysis,
     machine: &ModelMachine,
-    options: &MilpOptions,
+    options: &SearchSpace,
     threads: usize,
     k: usize,
 ) -> RangeTable {
@@ -312,7 +312,7 @@ pub fn range_table_k(
 pub fn range_table_with<M: CostModel>(
     analysis: &Analysis,
     model: &M,
-    options: &MilpOptions,
+    options: &SearchSpace,
     threads: usize,
     k: usize,
 ) -> RangeTable {
@@ -370,7 +370,7 @@ fn table_of(
     rows: Vec<Row>,
     analysis: &Analysis,
     machine: &ModelMachine,
-    options: &MilpOptions,
+    options: &SearchSpace,
     k: usize,
 ) -> RangeTable {
     RangeTable {
@@ -390,7 +390,7 @@ fn table_of(
 fn extend_row<M: CostModel>(
     analysis: &Analysis,
     model: &M,
-    options: &MilpOptions,
+    options: &SearchSpace,
     tilings: &[([usize; 3], u64)],
     start: usize,
     row: &mut Row,
@@ -437,7 +437,7 @@ fn extend_row<M: CostModel>(
 pub fn exhaustive(
     analysis: &Analysis,
     machine: &ModelMachine,
-    options: &MilpOptions,
+    options: &SearchSpace,
 ) -> Option<(Configuration, f64)> {
     let table = range_table(analysis, machine, options, 0);
     shortest_grouping(&table, analysis.stencils.len())
@@ -448,7 +448,7 @@ pub fn exhaustive(
 pub fn exhaustive_with<M: CostModel>(
     analysis: &Analysis,
     model: &M,
-    options: &MilpOptions,
+    options: &SearchSpace,
 ) -> Option<(Configuration, f64)> {
     let table = range_table_with(analysis, model, options, 0, 1);
     shortest_grouping(&table, analysis.stencils.len())
@@ -532,7 +532,7 @@ pub fn k_shortest_groupings(table: &RangeTable, n: usize, k: usize) -> Vec<(Conf
 pub fn k_best(
     analysis: &Analysis,
     machine: &ModelMachine,
-    options: &MilpOptions,
+    options: &SearchSpace,
     k: usize,
     threads: usize,
 ) -> Vec<(Configuration, f64)> {
@@ -544,7 +544,7 @@ pub fn k_best(
 pub fn k_best_with<M: CostModel>(
     analysis: &Analysis,
     model: &M,
-    options: &MilpOptions,
+    options: &SearchSpace,
     k: usize,
     threads: usize,
 ) -> Vec<(Configuration, f64)> {
@@ -558,7 +558,7 @@ pub fn k_best_with<M: CostModel>(
 pub fn explain_infeasible(
     analysis: &Analysis,
     machine: &ModelMachine,
-    options: &MilpOptions,
+    options: &SearchSpace,
 ) -> Option<String> {
     use crate::language::program::DIMS;
     let n = analysis.stencils.len();

@@ -21,11 +21,11 @@
 
 use std::collections::HashMap;
 
-use crate::language::analysis::Analysis;
 use crate::cost_model::evaluate::{Configuration, StreamShape};
 use crate::encodings::linearize::Linearization;
 use crate::encodings::lp::{LinExpr, Milp, VarId};
 use crate::formats::machine::ModelMachine;
+use crate::language::analysis::Analysis;
 
 mod builder;
 mod crowding;
@@ -37,7 +37,7 @@ mod terms;
 mod variables;
 mod widths;
 
-pub use crate::cost_model::options::{Encoding, MilpOptions};
+pub use crate::cost_model::options::{Encoding, MilpOptions, SearchSpace};
 pub use encoding::{digits_supported, Encoded, GPU_DIGITS_UNSUPPORTED};
 
 use builder::Builder;
@@ -127,12 +127,12 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
         same_memo: HashMap::new(),
         bits: Vec::new(),
         linearizations: Vec::new(),
-        tile_range: options.tile_range(analysis.domain),
+        tile_range: options.space.tile_range(analysis.domain),
     };
     let group_index = b.group_variables(n_st, options);
     let tile_counts = b.tile_variables(n_st);
     let streams = b.stream_variables(n_st);
-    let stream_shape = options.stream_shape(analysis, machine);
+    let stream_shape = options.space.stream_shape(analysis, machine);
     if stream_shape.is_none() {
         b.forbid_streaming(&streams);
     }

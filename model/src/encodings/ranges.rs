@@ -21,12 +21,12 @@
 //! (binary-digit products, group-index constraints); this one moves the per-range tiling search
 //! out of it. Both give the same optimum; tests hold them to full enumeration.
 
-use crate::language::analysis::Analysis;
 use crate::cost_model::evaluate::{Configuration, StreamShape};
-use crate::encodings::lp::{LinExpr, Milp, Sense, VarId};
-use crate::formats::machine::ModelMachine;
-use crate::encodings::milp::{MilpOptions, OBJECTIVE_SCALE};
 use crate::cost_model::search::{range_table, RangeTable};
+use crate::encodings::lp::{LinExpr, Milp, Sense, VarId};
+use crate::encodings::milp::{MilpOptions, OBJECTIVE_SCALE};
+use crate::formats::machine::ModelMachine;
+use crate::language::analysis::Analysis;
 
 /// One range that may form a group, with its best tiling.
 #[derive(Clone, Debug, PartialEq)]
@@ -51,7 +51,7 @@ pub struct RangeMilp {
 /// Builds the range MILP (range costs computed on all CPUs).
 pub fn range_milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) -> RangeMilp {
     crate::cost_model::evaluate::debug_check_weights(analysis, &machine.params);
-    let table = range_table(analysis, machine, options, 0);
+    let table = range_table(analysis, machine, &options.space, 0);
     range_milp_of(&table, analysis.stencils.len())
 }
 

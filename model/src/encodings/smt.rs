@@ -29,11 +29,11 @@ use std::fmt::Write as _;
 
 use num_traits::Signed;
 
-use crate::language::analysis::Analysis;
 use crate::cost_model::evaluate::Configuration;
 use crate::cost_model::exact::Rational;
-use crate::formats::machine::ModelMachine;
 use crate::encodings::milp::{milp, MilpOptions};
+use crate::formats::machine::ModelMachine;
+use crate::language::analysis::Analysis;
 
 mod linear;
 mod nonlinear;

@@ -8,9 +8,9 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
 use crate::formats::diagnostic::{Diagnostic, FileError};
-use crate::language::expr::{parse_expr_spanned, AccessSpan, Expr, Func};
 use crate::formats::limits;
 use crate::formats::yaml;
+use crate::language::expr::{parse_expr_spanned, AccessSpan, Expr, Func};
 
 /// The three dimensions, in memory order: x (contiguous, index `i`), y (`j`), z (`k`).
 pub const DIMS: [&str; 3] = ["i", "j", "k"];

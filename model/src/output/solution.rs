@@ -6,14 +6,14 @@ use std::path::Path;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
-use crate::language::analysis::Analysis;
 use crate::cost_model::evaluate::{Configuration, Cost};
-use crate::formats::diagnostic::{Diagnostic, FileError};
-use crate::language::inline::{indices_of, inline_program, InlineError};
 use crate::encodings::lp::MilpSize;
+use crate::formats::diagnostic::{Diagnostic, FileError};
+use crate::formats::yaml;
+use crate::language::analysis::Analysis;
+use crate::language::inline::{indices_of, inline_program, InlineError};
 use crate::language::program::Program;
 use crate::language::program::DIMS;
-use crate::formats::yaml;
 
 /// How the configuration was found.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -206,7 +206,9 @@ impl Solution {
 
     pub fn load(path: &Path) -> Result<Solution, FileError> {
         // JSON is YAML, so one parser reads both.
-        crate::formats::diagnostic::load_file(path, |text| yaml::from_str(text).map_err(|d| vec![d]))
+        crate::formats::diagnostic::load_file(path, |text| {
+            yaml::from_str(text).map_err(|d| vec![d])
+        })
     }
 
     /// The configuration this solution describes, checked against the program: every stencil

@@ -6,8 +6,8 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 
 use super::{group_infeasibility, prefers_stream, Infeasibility, StreamShape};
-use crate::language::analysis::Analysis;
 use crate::formats::machine::ModelMachine;
+use crate::language::analysis::Analysis;
 use crate::language::program::DIMS;
 
 /// A point in the search space: which stencils are fused and how each group is tiled.

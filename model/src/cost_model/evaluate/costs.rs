@@ -6,9 +6,9 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 
 use super::{group_infeasibility, group_shape, GroupShape, Infeasibility, Weights};
-use crate::language::analysis::{Analysis, ArrayId, Extent};
 use crate::cost_model::formula::{overhead, stencil_terms, Numeric, StencilCounts, StencilTerms};
 use crate::formats::machine::{ModelMachine, Params};
+use crate::language::analysis::{Analysis, ArrayId, Extent};
 
 /// Peel and body access counts of one part of the model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]

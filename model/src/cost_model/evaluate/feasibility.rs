@@ -6,8 +6,8 @@ use std::fmt;
 use std::ops::Range;
 
 use super::{group_shape, limits_arrays, stream_shape, tile_cells, STREAM_TILES_X};
-use crate::language::analysis::Analysis;
 use crate::formats::machine::ModelMachine;
+use crate::language::analysis::Analysis;
 use crate::language::program::DIMS;
 
 /// Why a configuration violates the model's constraints.

@@ -34,8 +34,8 @@ pub use streaming::{
     STREAM_TILES_X,
 };
 
-use crate::language::analysis::Analysis;
 use crate::formats::machine::{ModelMachine, Params};
+use crate::language::analysis::Analysis;
 
 /// Checks, in debug builds, that `analysis` counts operations as the machine weighs them
 /// (`Analysis::weigh_operations` with `params.operations`): the compute part reads

@@ -8,9 +8,9 @@ use super::{
     cache_capacity, crowded, crowding_charge, limits_arrays, overhead_seconds, prefers_stream,
     stream_shape, tile_cells, Counts, PeelBodyCount, StreamShape,
 };
-use crate::language::analysis::{Analysis, ArrayId, ArrayKind, Extent};
 use crate::cost_model::formula::{stencil_counts, stencil_terms, Numeric};
 use crate::formats::machine::{ModelMachine, Params};
+use crate::language::analysis::{Analysis, ArrayId, ArrayKind, Extent};
 
 /// What a store counts in the stream weights, against 1 for a load: a store to slow memory
 /// first reads the line it writes (write-allocate) and later writes it back, so it moves
@@ -268,6 +268,13 @@ impl GroupShape {
         max_threads: usize,
     ) -> crate::cost_model::boxes::BlockPlan {
         let widths: Vec<Extent> = self.stencils.iter().map(|s| s.widths).collect();
-        crate::cost_model::boxes::block_plan(analysis, &self.range, &widths, tiles, stream, max_threads)
+        crate::cost_model::boxes::block_plan(
+            analysis,
+            &self.range,
+            &widths,
+            tiles,
+            stream,
+            max_threads,
+        )
     }
 }

@@ -2,8 +2,8 @@
 //! tile's working set streamed or not, and the two charges that count streams (the
 //! `group_arrays` limit and crowding).
 
-use crate::language::analysis::Analysis;
 use crate::formats::machine::ModelMachine;
+use crate::language::analysis::Analysis;
 
 /// Where and how far groups stream: along `dim` (z when any access has a z offset, else y,
 /// the outer horizontal dimension), keeping `window` lines of every array in cache instead of

@@ -1,9 +1,9 @@
 //! A MILP of either encoding (`Encoded`), and the machines the digits encoding refuses.
 
-use crate::language::analysis::Analysis;
 use crate::cost_model::evaluate::Configuration;
 use crate::encodings::lp::Milp;
 use crate::formats::machine::ModelMachine;
+use crate::language::analysis::Analysis;
 
 use super::{milp, AbsintheMilp, Encoding, MilpOptions};
 
@@ -35,9 +35,9 @@ impl Encoded {
     pub fn build(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) -> Encoded {
         match options.encoding {
             Encoding::Digits => Encoded::Digits(milp(analysis, machine, options)),
-            Encoding::Ranges => {
-                Encoded::Ranges(crate::encodings::ranges::range_milp(analysis, machine, options))
-            }
+            Encoding::Ranges => Encoded::Ranges(crate::encodings::ranges::range_milp(
+                analysis, machine, options,
+            )),
         }
     }
 

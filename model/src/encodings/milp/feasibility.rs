@@ -1,10 +1,10 @@
 //! Feasibility rows per stencil: parallel efficiency, even tiles, and the cache (with the
 //! machine's limit on the arrays a group touches).
 
-use crate::language::analysis::Analysis;
 use crate::cost_model::evaluate::{cache_capacity, limits_arrays, stream_shape};
 use crate::encodings::lp::{LinExpr, Sense, VarId};
 use crate::formats::machine::ModelMachine;
+use crate::language::analysis::Analysis;
 use crate::language::program::DIMS;
 
 use super::builder::Builder;

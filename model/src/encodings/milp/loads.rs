@@ -4,10 +4,10 @@
 
 use std::collections::HashMap;
 
-use crate::language::analysis::{Analysis, ArrayId, ArrayKind, Bounds};
 use crate::cost_model::evaluate::STORE_WEIGHT;
 use crate::encodings::linearize::{gated, recorded_max};
 use crate::encodings::lp::{LinExpr, Sense, VarId};
+use crate::language::analysis::{Analysis, ArrayId, ArrayKind, Bounds};
 use crate::language::program::DIMS;
 
 use super::builder::Builder;

@@ -3,11 +3,11 @@
 
 use std::collections::HashMap;
 
-use crate::language::analysis::Analysis;
 use crate::cost_model::evaluate::{stream_shape, STORE_WEIGHT};
 use crate::cost_model::formula;
 use crate::encodings::lp::{LinExpr, VarId};
 use crate::formats::machine::ModelMachine;
+use crate::language::analysis::Analysis;
 use crate::language::program::DIMS;
 
 use super::builder::Builder;

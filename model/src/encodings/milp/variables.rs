@@ -21,7 +21,7 @@ impl Builder {
         }
         b.milp.vars[group_index[0].0].upper = 0.0;
         for i in 0..n_st.saturating_sub(1) {
-            let (lo, hi) = match &options.fixed_groups {
+            let (lo, hi) = match &options.space.fixed_groups {
                 Some(g) => {
                     let c = (g[i + 1] != g[i]) as u8 as f64;
                     (c, c)

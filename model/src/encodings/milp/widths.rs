@@ -1,9 +1,9 @@
 //! Evaluation widths `e_i^{d±}`: how far beyond its tile each stencil is evaluated for its
 //! in-group readers, exact wherever a running maximum reads it.
 
-use crate::language::analysis::Analysis;
 use crate::encodings::linearize::switched_max;
 use crate::encodings::lp::LinExpr;
+use crate::language::analysis::Analysis;
 use crate::language::program::DIMS;
 
 use super::builder::Builder;

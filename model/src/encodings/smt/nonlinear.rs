@@ -8,14 +8,14 @@ use std::ops::Range;
 
 use num_traits::One;
 
-use crate::language::analysis::Analysis;
 use crate::cost_model::evaluate::{
     cache_capacity, group_cost, limits_arrays, stream_shape, StreamShape, STREAM_TILES_X,
 };
 use crate::cost_model::exact::{decimal, ExactParams, Rational};
 use crate::cost_model::formula;
-use crate::formats::machine::ModelMachine;
 use crate::encodings::milp::{MilpOptions, OBJECTIVE_SCALE};
+use crate::formats::machine::ModelMachine;
+use crate::language::analysis::Analysis;
 use crate::language::program::DIMS;
 
 use super::terms::{real, sum};
@@ -51,10 +51,11 @@ fn declare_variables(
     options: &MilpOptions,
 ) {
     let n_st = analysis.stencils.len();
-    let range = options.tile_range(analysis.domain);
+    let range = options.space.tile_range(analysis.domain);
     for i in 0..n_st.saturating_sub(1) {
         let c = smt.declare(format!("cut_{i}"), Sort::Int);
         let fixed = options
+            .space
             .fixed_groups
             .as_ref()
             .map(|g| (g[i + 1] != g[i]) as u8);
@@ -75,7 +76,10 @@ fn declare_variables(
         });
         smt.tile_counts.push(names);
         let st = smt.declare(format!("stream_{i}"), Sort::Int);
-        let hi = options.stream_shape(analysis, machine).map_or(0, |_| 1);
+        let hi = options
+            .space
+            .stream_shape(analysis, machine)
+            .map_or(0, |_| 1);
         smt.assertions
             .push(format!("(and (<= 0 {st}) (<= {st} {hi}))"));
         smt.streams.push(st);
