@@ -4,8 +4,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use absinthe_model::cost_model::options::MilpOptions;
 use absinthe_model::encodings::lp::MilpSize;
-use absinthe_model::encodings::milp::{Encoded, MilpOptions};
+use absinthe_model::encodings::milp::Encoded;
 use absinthe_model::formats::machine::ModelMachine;
 use absinthe_model::language::analysis::Analysis;
 use absinthe_solvers::method::Method;

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use absinthe_model::encodings::milp::{milp, Encoded, Encoding, MilpOptions};
+use absinthe_model::cost_model::options::{Encoding, MilpOptions};
+use absinthe_model::encodings::milp::{milp, Encoded};
 use absinthe_model::formats::machine::ModelMachine;
 use absinthe_model::language::analysis::Analysis;
 use anyhow::bail;

@@ -14,8 +14,8 @@ use absinthe_model::cost_model::evaluate::{
 };
 use absinthe_model::formats::machine::{Machine, ModelMachine};
 use absinthe_model::language::analysis::Analysis;
-use absinthe_model::language::generate::Rng;
 use absinthe_model::language::program::Program;
+use absinthe_model::support::rng::Rng;
 
 use crate::common::{
     absinthe, build_and_run_bundles, random_configuration, root, stderr, stdout, temp_file,

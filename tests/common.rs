@@ -5,8 +5,8 @@ use std::process::{Command, Output};
 
 use absinthe_model::formats::machine::{Machine, ModelMachine};
 use absinthe_model::language::analysis::Analysis;
-use absinthe_model::language::generate::Rng;
 use absinthe_model::language::program::Program;
+use absinthe_model::support::rng::Rng;
 
 /// The repository root (where configs/ and machines/ live).
 pub fn root() -> PathBuf {

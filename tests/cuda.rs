@@ -12,13 +12,14 @@ use absinthe_codegen::cuda::{plan, CudaBundleCase, CudaPlan, GpuLimits};
 use absinthe_codegen::render::{HarnessOptions, Renderer};
 use absinthe_codegen::{lower_cuda, Schedule};
 use absinthe_model::cost_model::evaluate::{evaluate, group_shape, Configuration, Infeasibility};
+use absinthe_model::cost_model::options::MilpOptions;
 use absinthe_model::cost_model::search::k_best;
-use absinthe_model::encodings::milp::MilpOptions;
 use absinthe_model::formats::machine::{Machine, ModelMachine};
 use absinthe_model::language::analysis::Analysis;
-use absinthe_model::language::generate::{random_program, RandomShape, Rng};
+use absinthe_model::language::generate::{random_program, RandomShape};
 use absinthe_model::language::program::Program;
 use absinthe_model::support::parallel::parallel_map;
+use absinthe_model::support::rng::Rng;
 use absinthe_solvers::optimize::{agree, optimize, optimize_dp};
 use absinthe_solvers::SolveOptions;
 

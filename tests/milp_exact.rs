@@ -3,11 +3,12 @@
 //! count, and the solver's objective equals `evaluate` of its configuration.
 
 use absinthe_model::cost_model::evaluate::{evaluate, Configuration};
+use absinthe_model::cost_model::options::{Encoding, MilpOptions};
 use absinthe_model::cost_model::search::{exhaustive, k_best};
-use absinthe_model::encodings::milp::{Encoding, MilpOptions};
 use absinthe_model::formats::machine::ModelMachine;
 use absinthe_model::language::analysis::Analysis;
-use absinthe_model::language::generate::{random_program, RandomShape, Rng};
+use absinthe_model::language::generate::{random_program, RandomShape};
+use absinthe_model::support::rng::Rng;
 use absinthe_solvers::method::{Backend, Method};
 use absinthe_solvers::optimize::{agree, optimize, optimize_dp, optimize_with, OptimizeError};
 use absinthe_solvers::SolveOptions;
@@ -127,7 +128,7 @@ fn exact_options() -> SolveOptions {
 fn check_case(seed: u64, shape: &RandomShape, naive_limit: usize) -> (bool, bool) {
     let text = random_program(seed, shape);
     let a = analyse(&text);
-    let mut rng = absinthe_model::language::generate::Rng::new(seed.wrapping_mul(7919));
+    let mut rng = absinthe_model::support::rng::Rng::new(seed.wrapping_mul(7919));
     let cells = a.domain.iter().product::<usize>();
     let m = random_machine(&mut rng, cells);
     let options = random_options(&mut rng, &a);

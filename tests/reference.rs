@@ -31,14 +31,13 @@ use absinthe_codegen::{lower, lower_cuda, Schedule};
 use absinthe_model::cost_model::evaluate::evaluate;
 use absinthe_model::formats::machine::{Machine, ModelMachine};
 use absinthe_model::language::analysis::Analysis;
-use absinthe_model::language::generate::{
-    random_language_program, random_program, RandomShape, Rng,
-};
+use absinthe_model::language::generate::{random_language_program, random_program, RandomShape};
 use absinthe_model::language::inline::{candidates, inline_program};
 use absinthe_model::language::interp::{
     absinthe_value, agreement, harness_inputs, interpret, Agreement, Evaluation, LibmAccuracy,
 };
 use absinthe_model::language::program::{Program, ValueType};
+use absinthe_model::support::rng::Rng;
 
 use crate::common::{build_and_run_bundles, random_configuration, root};
 

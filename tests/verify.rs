@@ -4,10 +4,10 @@
 
 use absinthe_model::cost_model::evaluate::evaluate;
 use absinthe_model::cost_model::exact::{decimal, exact_cost};
+use absinthe_model::cost_model::options::MilpOptions;
 use absinthe_model::cost_model::search::exhaustive;
 use absinthe_model::encodings::linearize::{recorded_max, recorded_product};
 use absinthe_model::encodings::lp::{LinExpr, Milp};
-use absinthe_model::encodings::milp::MilpOptions;
 use absinthe_model::encodings::smt::{nonlinear, soundness_queries_of, DigitRange};
 use absinthe_solvers::z3::{check, SmtStatus};
 

@@ -538,7 +538,7 @@ impl OperationTimes {
     /// throughput; a stencil has one or several), each `(extra time) / (add time) + 1` since it
     /// replaced a multiply. None when the adds' time is not positive (noise swamped it), or a
     /// weight is not finite.
-    pub fn weights(&self) -> Option<absinthe_model::language::expr::OperationWeights> {
+    pub fn weights(&self) -> Option<absinthe_model::formats::machine::OperationWeights> {
         let add = self.add_seconds();
         if !(add > 0.0 && add.is_finite()) {
             return None;
@@ -550,7 +550,7 @@ impl OperationTimes {
                     .min(absinthe_model::formats::machine::MAX_OPERATION_WEIGHT)
             })
         });
-        Some(absinthe_model::language::expr::OperationWeights {
+        Some(absinthe_model::formats::machine::OperationWeights {
             divide: divide?,
             sqrt: sqrt?,
             call: call?,

@@ -31,7 +31,7 @@ use crate::CodegenError;
 /// The name of the portability header every CUDA file includes.
 pub const EMULATION_HEADER: &str = "absinthe_cuda_emu.h";
 
-pub use absinthe_model::cost_model::boxes::{block_shape, MAX_BLOCK_THREADS, WARP};
+use absinthe_model::formats::machine::MAX_BLOCK_THREADS;
 
 /// Registers per SM on every device since sm_50.
 pub const REGISTERS_PER_SM: usize = 65536;

@@ -29,8 +29,8 @@ use absinthe_codegen::compile::Toolchain;
 use absinthe_codegen::render::Flush;
 use absinthe_measure::accuracy::r_squared;
 use absinthe_measure::runner::ROUNDS;
+use absinthe_model::formats::machine::OperationWeights;
 use absinthe_model::formats::machine::{Compute, Crowded, CrowdingCalibration, Params, PeelBody};
-use absinthe_model::language::expr::OperationWeights;
 
 use crate::fit::Sample;
 use crate::measure::Measurement;

@@ -5,11 +5,11 @@ use absinthe_solvers::method::Backend;
 
 const HIGHS: Backend = Backend::Highs;
 use absinthe_model::cost_model::evaluate::Configuration;
+use absinthe_model::formats::machine::OperationWeights;
 use absinthe_model::formats::machine::{
     CacheCalibration, Compute, Crowded, CrowdingCalibration, FitQuality, GroupArraysCalibration,
     KernelRefit, Learned, Machine, Params, PeelBody,
 };
-use absinthe_model::language::expr::OperationWeights;
 use absinthe_model::support::rng::Rng;
 
 use crate::calibrate::{choose, fractions_to_try, FractionResult, KEEP_TOLERANCE};

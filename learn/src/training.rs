@@ -529,7 +529,7 @@ fn unit_machine(threads: usize, body_base: f64) -> ModelMachine {
         streams: false,
         group_arrays: usize::MAX,
         gpu: false,
-        block_threads: absinthe_model::cost_model::boxes::MAX_BLOCK_THREADS,
+        block_threads: absinthe_model::formats::machine::MAX_BLOCK_THREADS,
         params: Params {
             fast: PeelBody {
                 peel: 0.0,

@@ -477,7 +477,8 @@ fn gpu_shared_memory_by_hand() {
 
 #[test]
 fn operations_count_arithmetic_by_its_weight_lets_included() {
-    use crate::language::expr::{parse_expr, CALL_OPERATION, DIVIDE_OPERATION, SQRT_OPERATION};
+    use crate::formats::machine::{CALL_OPERATION, DIVIDE_OPERATION, SQRT_OPERATION};
+    use crate::language::expr::parse_expr;
     let e = parse_expr(
         "a(i,j,k) / 2.0 + sqrt(b(i,j,k)) * -c(i,j,k) > 0.0 ? exp(a(i,j,k)) : min(a(i,j,k), 1.0)",
     )
@@ -499,7 +500,8 @@ fn operations_count_arithmetic_by_its_weight_lets_included() {
 
 #[test]
 fn operations_are_counted_by_kind_and_weighed_with_the_machines_weights() {
-    use crate::language::expr::{parse_expr, OperationCounts, OperationWeights};
+    use crate::formats::machine::OperationWeights;
+    use crate::language::expr::{parse_expr, OperationCounts};
     let e = parse_expr("a(i,j,k) / b(i,j,k) + sqrt(a(i,j,k)) / exp(b(i,j,k)) * pow(a(i,j,k), 2.0)")
         .unwrap();
     let counts = e.operation_counts();
@@ -537,7 +539,7 @@ fn operations_are_counted_by_kind_and_weighed_with_the_machines_weights() {
 
 #[test]
 fn machine_operation_weights_read_default_and_are_validated() {
-    use crate::language::expr::OperationWeights;
+    use crate::formats::machine::OperationWeights;
     let base = "name: hand\ncores: 4\ncache_bytes: 1048576\nparams:\n  fast: {peel: 3.0e-10, body: 2.0e-11}\n  slow_base: {peel: 1.0e-10, body: 1.0e-11}\n  slow_stream: {peel: 1.0e-9, body: 1.0e-10}\n";
     let plain = Machine::from_yaml(base).unwrap();
     assert_eq!(
@@ -584,7 +586,7 @@ fn machine_operation_weights_read_default_and_are_validated() {
 
 #[test]
 fn the_compute_part_prices_divisions_with_the_machines_weight() {
-    use crate::language::expr::OperationWeights;
+    use crate::formats::machine::OperationWeights;
     // One stencil with two divisions: its compute body is its operations times its cells, and
     // its operations follow the machine's division weight.
     let program = Program::from_yaml(
@@ -611,7 +613,7 @@ fn the_compute_part_prices_divisions_with_the_machines_weight() {
 #[cfg(debug_assertions)]
 #[should_panic(expected = "operation weights")]
 fn costing_an_analysis_weighed_for_another_machine_is_caught() {
-    use crate::language::expr::OperationWeights;
+    use crate::formats::machine::OperationWeights;
     let program = Program::from_yaml(
         "name: div\ndomain: [8, 8, 8]\nhalo: [0, 0, 0]\noutputs: [s]\nstencils:\n  - name: s\n    expr: \"a(i,j,k) / b(i,j,k)\"\n",
     )

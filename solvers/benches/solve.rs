@@ -4,7 +4,8 @@
 
 use std::path::Path;
 
-use absinthe_model::encodings::milp::{milp, MilpOptions};
+use absinthe_model::cost_model::options::MilpOptions;
+use absinthe_model::encodings::milp::milp;
 use absinthe_model::formats::machine::Machine;
 use absinthe_model::language::analysis::Analysis;
 use absinthe_model::language::program::Program;

@@ -14,7 +14,8 @@
 use std::path::Path;
 use std::time::Instant;
 
-use absinthe_model::encodings::milp::{Encoded, Encoding, MilpOptions};
+use absinthe_model::cost_model::options::{Encoding, MilpOptions};
+use absinthe_model::encodings::milp::Encoded;
 use absinthe_model::formats::machine::Machine;
 use absinthe_model::language::analysis::Analysis;
 use absinthe_model::language::program::Program;

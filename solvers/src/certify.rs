@@ -88,7 +88,7 @@ pub fn check_estimate(
     analysis: &Analysis,
     view: &ModelMachine,
     solution: &Solution,
-    options: &absinthe_model::encodings::milp::MilpOptions,
+    options: &absinthe_model::cost_model::options::MilpOptions,
 ) -> (Step, Option<(Configuration, Rational)>) {
     let started = Instant::now();
     let reject = |detail: String| (step("estimate", Verdict::Rejected, detail, started), None);
@@ -144,7 +144,7 @@ pub fn check_estimate(
 pub fn check_soundness(
     analysis: &Analysis,
     view: &ModelMachine,
-    options: &absinthe_model::encodings::milp::MilpOptions,
+    options: &absinthe_model::cost_model::options::MilpOptions,
     time_limit: Option<f64>,
 ) -> Result<Step, CertifyError> {
     let started = Instant::now();
@@ -202,7 +202,7 @@ pub fn check_soundness(
 pub fn check_optimality(
     analysis: &Analysis,
     view: &ModelMachine,
-    options: &absinthe_model::encodings::milp::MilpOptions,
+    options: &absinthe_model::cost_model::options::MilpOptions,
     exact: &Rational,
     gap: f64,
     time_limit: Option<f64>,

@@ -5,11 +5,10 @@
 use std::time::Instant;
 
 use absinthe_model::cost_model::evaluate::{evaluate, Configuration, Cost};
+use absinthe_model::cost_model::options::{Encoding, MilpOptions};
 use absinthe_model::cost_model::search::{explain_infeasible, range_table, shortest_grouping};
 use absinthe_model::encodings::lp::{Milp, MilpSize};
-use absinthe_model::encodings::milp::{
-    AbsintheMilp, Encoded, Encoding, MilpOptions, OBJECTIVE_SCALE,
-};
+use absinthe_model::encodings::milp::{AbsintheMilp, Encoded, OBJECTIVE_SCALE};
 use absinthe_model::formats::machine::ModelMachine;
 use absinthe_model::language::analysis::Analysis;
 

@@ -15,8 +15,8 @@ use absinthe_codegen::compile::{OperationTimes, Toolchain};
 use absinthe_learn::machine_file::sysfs_cache_bytes;
 use absinthe_learn::pipeline::{self, Event, Step, Steps};
 use absinthe_learn::{calibrate, kernels, measure, training, Kernels, LearnOptions, Progress};
+use absinthe_model::formats::machine::OperationWeights;
 use absinthe_model::formats::machine::{CrowdingCalibration, FitQuality, Machine, Params};
-use absinthe_model::language::expr::OperationWeights;
 use anyhow::Context;
 use clap::Args;
 

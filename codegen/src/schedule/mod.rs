@@ -41,8 +41,8 @@ pub use types::{
 
 use std::ops::Range;
 
-use absinthe_model::cost_model::boxes::MAX_BLOCK_THREADS;
 use absinthe_model::cost_model::evaluate::{stream_shape, Configuration, Cost};
+use absinthe_model::formats::machine::MAX_BLOCK_THREADS;
 use absinthe_model::language::analysis::Analysis;
 use absinthe_model::language::program::{Program, ValueType};
 

@@ -2,8 +2,8 @@
 //! that are not ties of each other (`top:K`).
 
 use absinthe_model::cost_model::evaluate::{evaluate, group_shape, ranges_of, Configuration};
+use absinthe_model::cost_model::options::SearchSpace;
 use absinthe_model::cost_model::search::admissible_tilings;
-use absinthe_model::encodings::milp::SearchSpace;
 use absinthe_model::formats::machine::ModelMachine;
 use absinthe_model::language::analysis::Analysis;
 use absinthe_model::support::rng::Rng;

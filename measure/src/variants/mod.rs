@@ -8,7 +8,7 @@ mod sweeps;
 
 use absinthe_model::cost_model::evaluate::Configuration;
 use absinthe_model::cost_model::inline_search::InlinePolicy;
-use absinthe_model::encodings::milp::MilpOptions;
+use absinthe_model::cost_model::options::MilpOptions;
 use absinthe_model::formats::machine::ModelMachine;
 use absinthe_model::language::analysis::Analysis;
 use absinthe_model::language::program::check_group_indices;

@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use absinthe_model::cost_model::evaluate::{evaluate, Configuration};
-use absinthe_model::encodings::milp::SearchSpace;
+use absinthe_model::cost_model::options::SearchSpace;
 use absinthe_model::formats::machine::ModelMachine;
 use absinthe_model::language::analysis::Analysis;
 

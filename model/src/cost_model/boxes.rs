@@ -10,7 +10,7 @@
 
 use std::ops::Range;
 
-pub use crate::formats::machine::MAX_BLOCK_THREADS;
+use crate::formats::machine::MAX_BLOCK_THREADS;
 use crate::language::analysis::{Analysis, Extent};
 
 /// A half-open interval `[lo, hi)` along one dimension.

@@ -25,8 +25,8 @@ use crate::cost_model::model::{Absinthe, CostModel};
 use crate::cost_model::options::SearchSpace;
 use crate::cost_model::search::{range_table_with, shortest_grouping};
 use crate::formats::machine::ModelMachine;
+use crate::formats::machine::OperationWeights;
 use crate::language::analysis::Analysis;
-use crate::language::expr::OperationWeights;
 use crate::language::inline::{candidates, inline_program, kept, InlineError};
 use crate::language::program::Program;
 

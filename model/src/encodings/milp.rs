@@ -37,7 +37,7 @@ mod terms;
 mod variables;
 mod widths;
 
-pub use crate::cost_model::options::{Encoding, MilpOptions, SearchSpace};
+use crate::cost_model::options::{Encoding, MilpOptions};
 pub use encoding::{digits_supported, Encoded, GPU_DIGITS_UNSUPPORTED};
 
 use builder::Builder;

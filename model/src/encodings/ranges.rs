@@ -22,9 +22,10 @@
 //! out of it. Both give the same optimum; tests hold them to full enumeration.
 
 use crate::cost_model::evaluate::{Configuration, StreamShape};
+use crate::cost_model::options::MilpOptions;
 use crate::cost_model::search::{range_table, RangeTable};
 use crate::encodings::lp::{LinExpr, Milp, Sense, VarId};
-use crate::encodings::milp::{MilpOptions, OBJECTIVE_SCALE};
+use crate::encodings::milp::OBJECTIVE_SCALE;
 use crate::formats::machine::ModelMachine;
 use crate::language::analysis::Analysis;
 

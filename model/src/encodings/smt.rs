@@ -31,7 +31,8 @@ use num_traits::Signed;
 
 use crate::cost_model::evaluate::Configuration;
 use crate::cost_model::exact::Rational;
-use crate::encodings::milp::{milp, MilpOptions};
+use crate::cost_model::options::MilpOptions;
+use crate::encodings::milp::milp;
 use crate::formats::machine::ModelMachine;
 use crate::language::analysis::Analysis;
 

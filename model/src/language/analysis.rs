@@ -9,7 +9,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use petgraph::graph::{DiGraph, NodeIndex};
 
 use crate::formats::diagnostic::{closest, edit_distance, Diagnostic};
-use crate::language::expr::{OperationCounts, OperationWeights};
+use crate::formats::machine::OperationWeights;
+use crate::language::expr::OperationCounts;
 use crate::language::program::{access_snippet, Program, DIMS};
 
 /// Index into [`Analysis::arrays`].

@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use crate::language::program::program_header;
 
-pub use crate::support::rng::Rng;
+use crate::support::rng::Rng;
 
 /// Shape of random programs.
 #[derive(Clone, Debug)]

@@ -13,7 +13,8 @@ use crate::cost_model::evaluate::{
 };
 use crate::cost_model::exact::{decimal, ExactParams, Rational};
 use crate::cost_model::formula;
-use crate::encodings::milp::{MilpOptions, OBJECTIVE_SCALE};
+use crate::cost_model::options::MilpOptions;
+use crate::encodings::milp::OBJECTIVE_SCALE;
 use crate::formats::machine::ModelMachine;
 use crate::language::analysis::Analysis;
 use crate::language::program::DIMS;

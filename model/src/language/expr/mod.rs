@@ -12,9 +12,6 @@ mod printer;
 #[cfg(test)]
 mod tests;
 
-pub use crate::formats::machine::{
-    OperationWeights, CALL_OPERATION, DIVIDE_OPERATION, SQRT_OPERATION,
-};
 pub use lexer::Span;
 pub use operations::OperationCounts;
 pub use parser::{
