@@ -31,7 +31,6 @@ mod row_loops;
 mod step;
 mod types;
 
-pub use absinthe_model::cost_model::boxes::Interval;
 pub use buffers::{buffer_page_offset, THREAD_STRIDE_BYTES};
 pub use row_loops::ROW_LOOP_OPERATIONS;
 pub use types::{
