@@ -390,3 +390,39 @@ fn the_measures_measure() {
     assert_eq!(aliases["yaml"], "formats");
     assert_eq!(aliases["Program"], "formats");
 }
+
+/// Every library's `lib.rs` re-exports items under their own names, never a module: no short
+/// path hides which group a module lives in, and nothing is renamed.
+#[test]
+fn lib_rs_re_exports_no_module_and_renames_nothing() {
+    let root = root();
+    let mut problems = Vec::new();
+    for &(krate, dir) in CRATES.iter().filter(|(k, _)| *k != "absinthe") {
+        let src = root.join(dir);
+        let modules: BTreeSet<String> = production_files(&src)
+            .iter()
+            .filter_map(|f| f.strip_prefix(&src).ok())
+            .flat_map(|rel| {
+                rel.iter()
+                    .map(|c| c.to_string_lossy().trim_end_matches(".rs").to_string())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let code = code_of(&std::fs::read_to_string(src.join("lib.rs")).unwrap());
+        for statement in code.split(';').map(str::trim) {
+            let Some(body) = statement.strip_prefix("pub use ") else {
+                continue;
+            };
+            let names: Vec<&str> = match body.split_once('{') {
+                Some((_, list)) => list.trim_end_matches('}').split(',').collect(),
+                None => vec![body.rsplit("::").next().unwrap_or(body)],
+            };
+            for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+                if name.contains(" as ") || modules.contains(name) {
+                    problems.push(format!("{krate}: `pub use {body}` re-exports `{name}`"));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
