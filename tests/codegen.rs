@@ -936,7 +936,7 @@ fn division_machine(divide: u64) -> String {
 /// it once per cell in a group of its own; `verify` certifies that optimum, `codegen` writes
 /// it and `bench` verifies it on the same machine. (Debug builds also check, wherever the
 /// model meets a machine, that the analysis was weighed with its weights:
-/// `cost::debug_check_weights`.)
+/// `evaluate::debug_check_weights`.)
 #[test]
 fn the_machines_operation_weights_reach_every_command() {
     let dir = tempfile::tempdir().unwrap();

@@ -75,7 +75,7 @@ pub fn random_machine(rng: &mut Rng, cells: usize) -> ModelMachine {
         m.group_arrays = Some(rng.range(2, 8) as usize);
     }
     // A crowding charge in half of them, at a limit the small random programs cross
-    // (`cost::crowded`: their groups keep up to a few hundred row streams in flight).
+    // (`evaluate::crowded`: their groups keep up to a few hundred row streams in flight).
     if rng.chance(50) {
         if let Some(p) = m.params.as_mut() {
             p.crowded.row_streams = rng.range(1, 80) as u64;

@@ -536,7 +536,7 @@ fn greedy_inline_search_records_its_sets_and_tries_everything_inlined() {
     );
 }
 
-/// A streamed group spans whole rows on a CPU (`cost::STREAM_TILES_X`), in every encoding:
+/// A streamed group spans whole rows on a CPU (`evaluate::STREAM_TILES_X`), in every encoding:
 /// with the default machine, cosmo_pgrad_256 without inlining streams tiles 2 wide along x
 /// without the rule; with it the DP, the range MILP and the digits MILP all stream whole-row
 /// tiles at the same cost. The digits MILP needs its own row: without it the solve fails its

@@ -235,7 +235,7 @@ fn machine_of(text: &str) -> absinthe_model::formats::machine::ModelMachine {
 /// A program like TINY with reads along z, so that the tiles' depth costs recomputation.
 const TINY_Z: &str = "name: tinyz\ndomain: [8, 6, 8]\nhalo: [1, 1, 2]\noutputs: [b]\nstencils:\n  - name: a\n    expr: 0.5 * (x(i,j,k+1) + x(i,j,k-1))\n  - name: b\n    expr: a(i,j+1,k) - a(i,j-1,k) + a(i,j,k-1)\n";
 
-/// TINY_MACHINE with a crowding charge (`cost::crowded`) that TINY_Z's groups cross: a group
+/// TINY_MACHINE with a crowding charge (`evaluate::crowded`) that TINY_Z's groups cross: a group
 /// of stream weight 3 with whole-row tiles fewer than 4 along z keeps more than 6 row streams
 /// in flight.
 fn tiny_crowded_text() -> String {
@@ -290,7 +290,7 @@ fn certify_with_nonlinear(
     );
 }
 
-/// With a crowding charge (`cost::crowded`): the digits MILP's solution of TINY_Z is certified
+/// With a crowding charge (`evaluate::crowded`): the digits MILP's solution of TINY_Z is certified
 /// by `verify` (the exact estimate, the soundness proofs of its linearizations, the optimality
 /// query on the linear SMT encoding), and HiGHS, CBC and the DP agree on the optimum.
 #[test]

@@ -224,7 +224,7 @@ pub fn choose_limit(results: &[LimitResult], current: Option<usize>) -> Option<u
 /// Measures the model's optima of the group-arrays calibration programs
 /// ([`training::fields_programs`] and [`training::wide_programs`] on `domains`) under each limit
 /// of [`limits_to_try`] and chooses one. The fields programs stream along y, where the limit
-/// applies (`cost::limits_arrays`; one group of four fields walks 13 arrays); the chains
+/// applies (`evaluate::limits_arrays`; one group of four fields walks 13 arrays); the chains
 /// stream along z and keep their optima under every limit, and stay in the score so that
 /// a rule that reaches them is measured on them. `machine` holds the parameters and the
 /// fraction to solve with.

@@ -89,7 +89,7 @@ pub struct KernelRow {
 }
 
 impl KernelRow {
-    /// The counts of a variant whose model cost is `cost` (`cost::evaluate` on the program as
+    /// The counts of a variant whose model cost is `cost` (`evaluate::evaluate` on the program as
     /// run, inlined stencils removed), its time not yet measured (NaN).
     pub fn of(program: &str, variant: &str, cost: &Cost) -> KernelRow {
         KernelRow {
@@ -280,8 +280,8 @@ pub fn kernel_columns(row: &KernelRow, p: &[f64; COLUMNS]) -> [f64; COLUMNS] {
     out
 }
 
-/// The model's seconds for a kernel variant under `p`: `cost::evaluate`'s total for its
-/// configuration, from the counts (`cost::stencil_seconds`, `cost::overhead_seconds`).
+/// The model's seconds for a kernel variant under `p`: `evaluate::evaluate`'s total for its
+/// configuration, from the counts (`evaluate::stencil_seconds`, `evaluate::overhead_seconds`).
 pub fn kernel_prediction(row: &KernelRow, p: &Params) -> f64 {
     let stencils: f64 = row
         .stencils

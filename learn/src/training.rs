@@ -195,7 +195,7 @@ fn balanced_sum(terms: &[String]) -> String {
 /// width `width` (0-2) through the diagonal offsets `(-w,-w,-w), (0,0,0), (w,w,w)`. Stencils
 /// at even positions are stored (outputs); each odd one is read at the centre by the next, so
 /// it lives in the tile's buffer and only loads. Real programs load far more than they store,
-/// and a store moves twice the bytes of a load (`cost::STORE_WEIGHT`): a family in which every
+/// and a store moves twice the bytes of a load (`evaluate::STORE_WEIGHT`): a family in which every
 /// stencil stored would fit the per-stencil base parameter to the stores.
 pub fn slow_program(inputs: usize, width: i32, domain: [usize; 3]) -> String {
     let names: Vec<String> = (0..STENCILS).map(|s| format!("s{s}")).collect();
@@ -374,7 +374,7 @@ pub fn tile_sizes(
         rows.sort_by_key(|s| std::cmp::Reverse(s[1] * s[2]));
         let wanted = full_row_shapes(count);
         // The tallest faces one and two planes deep too: their groups keep few row streams in
-        // flight (`cost::crowded`: `s` per plane), the faces above keep many, so the slow fit
+        // flight (`evaluate::crowded`: `s` per plane), the faces above keep many, so the slow fit
         // sees both sides of a crowding limit where the optima are (whole rows, shallow tiles
         // on cosmo_pgrad's grid, docs/decisions/0014-crowding-charge.md).
         let shallow: Vec<[usize; 3]> = if wanted > 0 {
@@ -416,7 +416,7 @@ pub const STREAMED_SHAPES: usize = 4;
 /// (whole rows when streaming along y, whole planes along z), as in the solver's optima
 /// (`1x1x2`, streamed along y, on cosmo_adv5, hdiff and chain8); tiles are 1, 2 or 4 along z
 /// and any power of two along y, at least `threads` in all, and the working set the model gives
-/// them when streamed (`cost::tile_cells`) fits `capacity_bytes`: the largest tiles first.
+/// them when streamed (`evaluate::tile_cells`) fits `capacity_bytes`: the largest tiles first.
 ///
 /// The runtime-tiled training kernels cannot stream, so every tile they time fits the cache
 /// whole (at most about 1,400 cells for the slow programs' 9-31 arrays), while the optima are
@@ -478,7 +478,7 @@ pub struct RunCounts {
     /// The loop-bound overhead's count: the model charges `(B^b + B^v)` times it.
     pub overhead: f64,
     /// The group's stream weight `Σ s`, its tile counts and the domain: whether it is crowded
-    /// under a limit (`cost::crowded`).
+    /// under a limit (`evaluate::crowded`).
     pub stream_weight: u64,
     pub tiles: [usize; 3],
     pub domain: [usize; 3],

@@ -193,12 +193,12 @@ pub struct Row {
     pub model: Option<ModelCounts>,
 }
 
-/// The model's counts of one variant (`cost::evaluate` on the program it runs, inlined
+/// The model's counts of one variant (`evaluate::evaluate` on the program it runs, inlined
 /// stencils removed). With the machine's parameters `p`, `predicted_seconds` is the sum over
 /// stencils of `max(F^p fast.peel + K^p compute.peel, B^p slow_base.peel + V^p
 /// slow_stream.peel)` and the same for the body (whose slow side adds `Q^b slow_stream.body`
-/// in a `crowded` group), plus `(B^b + B^v) overhead` over groups (`cost::stencil_seconds`,
-/// `cost::overhead_seconds`).
+/// in a `crowded` group), plus `(B^b + B^v) overhead` over groups (`evaluate::stencil_seconds`,
+/// `evaluate::overhead_seconds`).
 #[derive(Serialize, Clone, Debug)]
 pub struct ModelCounts {
     /// The program's domain (with the row's `tiles`, the tile sizes).
@@ -207,7 +207,7 @@ pub struct ModelCounts {
     /// Per group: the accesses `(B^b + B^v)` multiplies.
     pub overhead: Vec<u128>,
     /// Per group: whether it keeps more row streams in flight than the machine's
-    /// `params.crowded.row_streams` (`cost::crowded`).
+    /// `params.crowded.row_streams` (`evaluate::crowded`).
     pub crowded: Vec<bool>,
 }
 

@@ -129,10 +129,10 @@ struct Lowering<'a> {
     /// The most threads of a CUDA block.
     block_threads: usize,
     /// Per stencil, whether it is stored globally: the model's store rule
-    /// (`cost::group_shape`), an output or read by another group.
+    /// (`evaluate::group_shape`), an output or read by another group.
     stored: Vec<bool>,
     /// The dimension a streamed group walks: the CUDA kernels stream along z whatever the
-    /// accesses (`cost::stream_shape_on`).
+    /// accesses (`evaluate::stream_shape_on`).
     stream_dim: usize,
 }
 

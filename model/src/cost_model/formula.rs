@@ -18,10 +18,10 @@
 //!
 //! and each group adds the loop-bound overhead `6 n^x n^y n^z (B^b + V^b)` per stencil
 //! ([`overhead`]). A *crowded* group (more row streams in flight than the machine's limit,
-//! `cost::crowded`) adds `Q^b s_body` to each stencil's slow body ([`Algebra::crowding`];
+//! `evaluate::crowded`) adds `Q^b s_body` to each stencil's slow body ([`Algebra::crowding`];
 //! docs/decisions/0014-crowding-charge.md).
 //!
-//! The same functions give integer access counts and f64 seconds (`cost::evaluate`), exact
+//! The same functions give integer access counts and f64 seconds (`evaluate::evaluate`), exact
 //! rationals (`exact`), the MILP's linear expressions with linearized products (`milp`), and SMT
 //! terms with genuine products (`smt::nonlinear`): each is an [`Algebra`].
 

@@ -54,7 +54,7 @@ pub trait CostModel: Sync {
     fn stencil_bound(&self, analysis: &Analysis, stencil: usize) -> f64;
 }
 
-/// The ABSINTHE model (`cost::evaluate`) on one machine.
+/// The ABSINTHE model (`evaluate::evaluate`) on one machine.
 #[derive(Clone, Copy, Debug)]
 pub struct Absinthe<'a> {
     pub machine: &'a ModelMachine,

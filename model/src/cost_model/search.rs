@@ -2,7 +2,7 @@
 //! is tested against, the `dp` solver (`solvers::optimize::optimize_dp`), and the columns of the
 //! range MILP (`crate::encodings::ranges`).
 //!
-//! The cost of a group depends only on its own stencils and tiles (see `cost::group_cost`), so
+//! The cost of a group depends only on its own stencils and tiles (see `evaluate::group_cost`), so
 //! the optimum is a shortest path over group boundaries: for every contiguous range of stencils,
 //! the cheapest feasible tiling found by enumerating every admissible, parallel-efficient tile
 //! triple ([`range_table`], on all CPUs, the range's tile-independent [`CostModel::Group`]

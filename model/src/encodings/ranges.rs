@@ -1,6 +1,6 @@
 //! The range encoding of the optimisation problem: a tight MILP (its LP relaxation is integral).
 //!
-//! The cost of a group depends only on its own stencils and tile counts (`cost::group_cost`), so
+//! The cost of a group depends only on its own stencils and tile counts (`evaluate::group_cost`), so
 //! a configuration is a partition of the stencil sequence into contiguous ranges, each with its
 //! own tiling. This encoding has one binary `x_{s,e}` per range `s..e` that may form a group,
 //! carrying that range's cheapest feasible tiling (found by `search::range_table`: every

@@ -99,7 +99,7 @@ pub struct Params {
 /// planes when its rows span the domain along x (a plane's rows then follow each other), else
 /// its rows times its planes. Above `row_streams` the prefetchers lose track, and every
 /// stream-body access of the group's stencils costs `stream_body` seconds more
-/// (`cost::crowded`). Measured on cosmo_pgrad: tiles of whole rows one row tall ran 0.92-1.0 ms
+/// (`evaluate::crowded`). Measured on cosmo_pgrad: tiles of whole rows one row tall ran 0.92-1.0 ms
 /// one or two planes deep and 2.2-2.6 ms twelve to sixty planes deep, which the eight other
 /// parameters predict flat (docs/decisions/0014-crowding-charge.md).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -485,7 +485,7 @@ pub struct Machine {
     #[serde(default = "default_cache_fraction")]
     pub cache_fraction: f64,
     /// The most arrays (inputs, outputs and tile buffers) one group may touch in a program
-    /// whose groups stream along y (`cost::limits_arrays`); absent: no limit. `learn` measures
+    /// whose groups stream along y (`evaluate::limits_arrays`); absent: no limit. `learn` measures
     /// it ([`GroupArraysCalibration`]): on the development machine a group walking 13 arrays
     /// ran 1.25x slower than the same stencils split into two groups of 7, which the cost
     /// parameters predict 0.5% cheaper (docs/decisions/0013-group-arrays-limit.md).
@@ -525,7 +525,7 @@ pub struct ModelMachine {
     pub group_arrays: usize,
     /// A GPU (a `gpu:` section): one tile is one thread block, C counts the values of shared
     /// memory per block, and the cache test counts exactly what the CUDA kernels place there
-    /// (`cost::GroupShape::shared_values`); groups stream along z.
+    /// (`evaluate::GroupShape::shared_values`); groups stream along z.
     pub gpu: bool,
     /// On a GPU, the most threads per block the CUDA kernels may use
     /// (`min(boxes::MAX_BLOCK_THREADS, gpu.max_threads_per_block)`): it sets the block shape,

@@ -422,7 +422,7 @@ impl Analysis {
 
     /// Counts every stencil's `operations` with `weights` (a machine's `params.operations`):
     /// the cost model and its encodings read `operations`, so an analysis is weighed with the
-    /// machine it is costed on (debug builds check: `cost::debug_check_weights`).
+    /// machine it is costed on (debug builds check: `evaluate::debug_check_weights`).
     pub fn weigh_operations(&mut self, weights: OperationWeights) {
         self.operation_weights = weights;
         for s in &mut self.stencils {

@@ -47,7 +47,7 @@ pub struct GroupReport {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stream: bool,
     /// Whether the group keeps more row streams in flight than the machine's limit and pays
-    /// its crowding charge (`cost::crowded`; absent: no). A report, not read back.
+    /// its crowding charge (`evaluate::crowded`; absent: no). A report, not read back.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub crowded: bool,
 }

@@ -1,4 +1,4 @@
-//! Crowding (`cost::crowded`) in the digits MILP: the crowded flag of each stencil, the group's
+//! Crowding (`evaluate::crowded`) in the digits MILP: the crowded flag of each stencil, the group's
 //! stream weight carried from stencil to stencil, and the two threshold rows.
 
 use crate::encodings::lp::{LinExpr, Sense, VarId};
@@ -6,7 +6,7 @@ use crate::encodings::lp::{LinExpr, Sense, VarId};
 use super::builder::Builder;
 
 impl Builder {
-    /// Stencil `i`'s crowded flag (`cost::crowded`), when the machine charges crowding: a
+    /// Stencil `i`'s crowded flag (`evaluate::crowded`), when the machine charges crowding: a
     /// binary `crowded_i`, equal within a group, and the group's stream weight up to `i`,
     /// `S_i >= s_i + same(i-1, i) S_{i-1}` (a prefix of the group's `Σ s`; the rows below hold
     /// for the whole group at its last stencil, and the earlier ones are implied). Returns the
@@ -44,7 +44,7 @@ impl Builder {
     /// `S` (its prefix at `i`), the limit `L` and `N^{yz} = n^y n^z`: with whole rows `S D^z
     /// <= L n^z + M (crowded + 1 - whole)`, else `S D^y D^z <= L N^{yz} + M (crowded + whole)`.
     /// The first is the weaker one when `n^x = 1` (`n^y <= D^y`), so the solver sets `whole`
-    /// exactly when it may, and `crowded` is 0 exactly when `cost::crowded` is false.
+    /// exactly when it may, and `crowded` is 0 exactly when `evaluate::crowded` is false.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn crowded_rows(
         &mut self,

@@ -10,7 +10,7 @@ use super::{milp, AbsintheMilp, Encoding, MilpOptions};
 /// Why the digits MILP and the SMT encodings refuse a GPU machine: their cache rows count arrays
 /// times tile cells (the CPU test), while on a GPU the model counts the tile buffers a thread
 /// block keeps in shared memory, halos and rolling windows included
-/// (`cost::GroupShape::shared_values`), a test only the range table evaluates exactly.
+/// (`evaluate::GroupShape::shared_values`), a test only the range table evaluates exactly.
 pub const GPU_DIGITS_UNSUPPORTED: &str = "the digits MILP and the SMT encodings model a CPU cache, not the shared memory of a GPU thread block; on a GPU machine use the ranges encoding (the default) or --solver dp, which evaluate the GPU model exactly";
 
 /// `Err` with [`GPU_DIGITS_UNSUPPORTED`] when `machine` is a GPU: for the commands that need the

@@ -84,7 +84,7 @@ impl Builder {
     /// Cache: the arrays touched from the group's start to `i` are at most the machine's
     /// `group_arrays` in a program streamed along y, and times the cells per tile they fit the
     /// capacity: `count D^x D^y D^z <= C N` unless the group streams, `count W Π_{d<s} D^d <=
-    /// C Π_{d<s} n^d` if it does (`cost::tile_cells`), each row switched off by a big-M of the
+    /// C Π_{d<s} n^d` if it does (`evaluate::tile_cells`), each row switched off by a big-M of the
     /// stream flag. Returns the count, which the next stencil carries.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn cache_row(
@@ -104,7 +104,7 @@ impl Builder {
         let shape = stream_shape(analysis);
         let count_ub = b.upper(&count);
         // The machine's limit on the arrays a group walks, in programs streamed along y
-        // (`cost::limits_arrays`): count <= group_arrays.
+        // (`evaluate::limits_arrays`): count <= group_arrays.
         if machine.group_arrays < usize::MAX && limits_arrays(shape) {
             b.milp.add_relation(
                 format!("arrays_{i}"),

@@ -55,7 +55,7 @@ impl Builder {
         let (s_weight, base) = self.base_flag(i, &loads, &store);
         let weights = self.weights(analysis, i, &ext, &loads, [&store, &base, &s_weight]);
 
-        // Crowding (`cost::crowded`): charged when the machine has a charge and a limit.
+        // Crowding (`evaluate::crowded`): charged when the machine has a charge and a limit.
         let crowding = machine.params.crowded;
         let crowd = (crowding.stream_body > 0.0 && crowding.row_streams > 0).then(|| {
             let (flag, prefix, whole) = self.crowded_flag(
@@ -129,7 +129,7 @@ impl Builder {
     /// product (shared when the same product appears twice; a part whose parameter is zero gets
     /// none), and the loop-bound overhead of the tile total `N = n^x (n^y n^z)`. Adds the
     /// crowding rows; returns `N` and the tile counts inside the stream dimension
-    /// (`cost::tile_cells`): `n^x n^y` along z, `n^x` along y.
+    /// (`evaluate::tile_cells`): `n^x n^y` along z, `n^x` along y.
     fn cost(
         &mut self,
         analysis: &Analysis,

@@ -109,7 +109,7 @@ impl Builder {
         }
     }
 
-    /// A streamed group spans whole rows (`cost::STREAM_TILES_X`): `n^x + (hi - X) stream <= hi`.
+    /// A streamed group spans whole rows (`evaluate::STREAM_TILES_X`): `n^x + (hi - X) stream <= hi`.
     pub(super) fn stream_rows(&mut self, streams: &[VarId]) {
         let x_hi = self.tile_range[0].1;
         let whole = STREAM_TILES_X as f64;

@@ -206,8 +206,8 @@ impl<'a> Groups<'a> {
     }
 
     /// The cache: the whole tile, or with streaming `window` planes of the tile's
-    /// cross-section along z, `window` rows of one plane along y (`cost::tile_cells`); a
-    /// streamed group spans whole rows (`cost::STREAM_TILES_X`).
+    /// cross-section along z, `window` rows of one plane along y (`evaluate::tile_cells`); a
+    /// streamed group spans whole rows (`evaluate::STREAM_TILES_X`).
     fn cache_rows(&self, smt: &Smt, n: &[String; 3], stencils: Range<usize>) -> Vec<String> {
         let (machine, capacity) = (self.machine, self.capacity);
         let total = format!("(* {} {} {})", n[0], n[1], n[2]);
@@ -224,7 +224,7 @@ impl<'a> Groups<'a> {
             let count = touched.len() as u128;
             if limits_arrays(self.stream) && touched.len() > machine.group_arrays {
                 // More arrays than the machine's `group_arrays` limit, which applies in
-                // programs streamed along y (`cost::limits_arrays`).
+                // programs streamed along y (`evaluate::limits_arrays`).
                 feasible.push("false".to_string());
             }
             feasible.push(format!(
@@ -267,7 +267,7 @@ impl<'a> Groups<'a> {
         sum(cost)
     }
 
-    /// Whether the group is crowded (`cost::crowded`), when the machine charges crowding: `s D^z
+    /// Whether the group is crowded (`evaluate::crowded`), when the machine charges crowding: `s D^z
     /// > L n^z` with whole rows, else `s D^y D^z > L n^y n^z`, in integers, with `s` the sum of
     /// its stencils' `stream_weights`.
     fn crowded(
@@ -317,7 +317,7 @@ struct SmtTerms<'a> {
     tiles: &'a [String; 3],
     params: &'a ExactParams,
     scale: &'a Rational,
-    /// The group's crowded condition (`cost::crowded`) when the machine charges crowding.
+    /// The group's crowded condition (`evaluate::crowded`) when the machine charges crowding.
     crowded: Option<&'a str>,
 }
 
