@@ -55,8 +55,8 @@ pub struct VerifyArgs {
     #[command(flatten)]
     pub search: SearchArgs,
     /// Steps to leave out: soundness, optimality (comma-separated).
-    #[arg(long, value_delimiter = ',', value_name = "STEP,...")]
-    pub skip: Vec<String>,
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "STEP,...")]
+    pub skip: Vec<Skip>,
     /// The encoding of the optimality query: the model with genuine products of tile counts
     /// (`nonlinear`, exact in the machine file's decimals; Z3 decides it far faster), or the
     /// linearized ABSINTHE MILP (`linear`, coefficients as the MILP's decimals). (`--encoding`
@@ -88,13 +88,17 @@ struct Report {
     better: Option<BetterConfiguration>,
 }
 
+/// The steps `verify` may leave out (`--skip`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Skip {
+    /// The linearization's soundness queries.
+    Soundness,
+    /// The optimality query.
+    Optimality,
+}
+
 pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
-    for s in &args.skip {
-        if s != "soundness" && s != "optimality" {
-            anyhow::bail!("--skip: unknown step `{s}`; the steps are soundness and optimality");
-        }
-    }
-    let skips = |step: &str| args.skip.iter().any(|s| s == step);
+    let skips = |step: Skip| args.skip.contains(&step);
     let (original, _) = load(&args.program)?;
     let solution = Solution::load(&args.solution).map_err(anyhow::Error::new)?;
     // A solution with stencils inlined describes (and is certified on) the rewritten program:
@@ -107,7 +111,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         .map_err(|d| FileError::new(&args.solution, d))?;
     let options = args.search.milp_options(&program)?;
     let solve_options = args.search.solve_options()?;
-    if view.gpu && !(skips("soundness") && skips("optimality")) {
+    if view.gpu && !(skips(Skip::Soundness) && skips(Skip::Optimality)) {
         anyhow::bail!(
             "{}; on a GPU machine `verify` checks the estimate only: add --skip soundness --skip optimality",
             absinthe_model::encodings::milp::GPU_DIGITS_UNSUPPORTED
@@ -118,7 +122,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let (estimate, checked) = check_estimate(&analysis, &view, &solution, &options);
     steps.push(estimate);
     if let Some((_, exact)) = &checked {
-        if !args.skip.iter().any(|s| s == "soundness") {
+        if !skips(Skip::Soundness) {
             steps.push(check_soundness(
                 &analysis,
                 &view,
@@ -126,7 +130,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
                 solve_options.time_limit,
             )?);
         }
-        if !args.skip.iter().any(|s| s == "optimality") {
+        if !skips(Skip::Optimality) {
             let (s, b) = check_optimality(
                 &analysis,
                 &view,
