@@ -4,11 +4,11 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use absinthe_codegen::compile::{run_harness, Toolchain};
+use absinthe_codegen::compile::Toolchain;
 use absinthe_codegen::render::{BundleCase, Flush, HarnessOptions, Renderer};
 use absinthe_codegen::{lower, lower_plain, runtime_tiles, Schedule};
+use absinthe_measure::runner::{run_rounds, Rounds, Runner, Sources};
 use absinthe_model::cost_model::evaluate::evaluate;
-use absinthe_model::support::parallel::parallel_map;
 
 use crate::training::{self, Family, RunCounts, TrainingProgram};
 use crate::LearnError;
@@ -83,13 +83,33 @@ pub fn build_all(
             Ok(runtime_tiles::render(&schedule)?)
         })
         .collect::<Result<_, LearnError>>()?;
-    parallel_map(sources.len(), jobs.max(1), |k| {
-        let exe = toolchain.build(&sources[k], &[]).map_err(LearnError::from);
-        built();
-        exe
-    })
-    .into_iter()
-    .collect()
+    build(
+        toolchain,
+        jobs,
+        sources.into_iter().map(Some).collect(),
+        built,
+    )
+}
+
+/// Builds every source in parallel, `jobs` at a time, through the runner; `built` hears of
+/// each.
+fn build(
+    toolchain: &Toolchain,
+    jobs: usize,
+    sources: Vec<Sources>,
+    built: &(dyn Fn() + Sync),
+) -> Result<Vec<PathBuf>, LearnError> {
+    let runner = Runner {
+        toolchain,
+        env: Vec::new(),
+        jobs,
+    };
+    runner
+        .build(&sources, &|_| built())
+        .into_iter()
+        .flatten()
+        .map(|exe| exe.map_err(LearnError::from))
+        .collect()
 }
 
 /// Runs `exe` over `sizes` (tile sizes of `program`), `repeats` timed runs each, flushing the
@@ -205,15 +225,11 @@ pub fn build_generated(
             bundle_source(&renderer, &schedules, labels)
         })
         .collect::<Result<_, LearnError>>()?;
-    parallel_map(sources.len(), jobs.max(1), |k| {
-        let exe = toolchain
-            .build(&[("bundle.cpp".to_string(), sources[k].clone())], &[])
-            .map_err(LearnError::from);
-        built();
-        exe
-    })
-    .into_iter()
-    .collect()
+    let sources = sources
+        .into_iter()
+        .map(|text| Some(vec![("bundle.cpp".to_string(), text)]))
+        .collect();
+    build(toolchain, jobs, sources, built)
 }
 
 /// One translation unit holding every schedule's kernel and harness, each harness's result
@@ -256,12 +272,19 @@ pub fn run_generated(
     flush: Flush,
     threads: usize,
 ) -> Result<Vec<Measurement>, LearnError> {
-    let threads = threads.to_string();
-    let results = run_harness(
-        exe,
-        &[runs.to_string(), flush.arg(), "kernel".into()],
-        &[("OMP_NUM_THREADS", threads.as_str())],
-    )?;
+    let env = [("OMP_NUM_THREADS".to_string(), threads.to_string())];
+    let once = Rounds {
+        rounds: 1,
+        per_round: runs,
+    };
+    let exes = [Some(exe.to_path_buf())];
+    let pooled = run_rounds(&exes, &env, once, &[flush], &|_| "kernel", &mut |_| {})?;
+    let results = pooled
+        .into_iter()
+        .flatten()
+        .flatten()
+        .next()
+        .unwrap_or_default();
     if results.len() != sizes.len() {
         return Err(LearnError::Run(format!(
             "{} ({}): {} result lines for {} shapes",

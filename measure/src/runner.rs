@@ -79,11 +79,7 @@ impl Runner<'_> {
         })
     }
 
-    /// Runs the executables round-robin, `rounds.rounds` rounds of `rounds.per_round` runs
-    /// each, so that a burst of load on a shared machine spreads over all of them instead of
-    /// spoiling one. In every round each executable runs once per flush of `flushes`, timing
-    /// `timed(index)` (`kernel` or `reference`); every run verifies, and the runs of all rounds
-    /// are pooled per flush and case ([`pool`]). None where nothing was built.
+    /// Runs the executables round-robin in this runner's environment ([`run_rounds`]).
     pub fn run_rounds(
         &self,
         exes: &[Option<PathBuf>],
@@ -92,40 +88,52 @@ impl Runner<'_> {
         timed: &dyn Fn(usize) -> &'static str,
         events: &mut dyn FnMut(RunEvent),
     ) -> Result<Vec<Option<Pooled>>, CodegenError> {
-        let env: Vec<(&str, &str)> = self
-            .env
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        let mut pooled: Vec<Option<Pooled>> = vec![None; exes.len()];
-        for round in 0..rounds.rounds {
-            for (index, exe) in exes.iter().enumerate() {
-                let Some(exe) = exe else { continue };
-                events(RunEvent::Running { round, index });
-                let mut per_flush = Vec::with_capacity(flushes.len());
-                for flush in flushes {
-                    let args = [
-                        rounds.per_round.to_string(),
-                        flush.arg(),
-                        timed(index).to_string(),
-                    ];
-                    per_flush.push(run_harness(exe, &args, &env)?);
-                }
-                match &mut pooled[index] {
-                    slot @ None => *slot = Some(per_flush),
-                    Some(before) => {
-                        for (cases, new) in before.iter_mut().zip(per_flush) {
-                            for (case, r) in cases.iter_mut().zip(new) {
-                                pool(case, r);
-                            }
+        run_rounds(exes, &self.env, rounds, flushes, timed, events)
+    }
+}
+
+/// Runs the executables round-robin with the environment `env`, `rounds.rounds` rounds of
+/// `rounds.per_round` runs each, so that a burst of load on a shared machine spreads over all
+/// of them instead of spoiling one. In every round each executable runs once per flush of
+/// `flushes`, timing `timed(index)` (`kernel` or `reference`); every run verifies, and the runs
+/// of all rounds are pooled per flush and case ([`pool`]). None where nothing was built.
+pub fn run_rounds(
+    exes: &[Option<PathBuf>],
+    env: &[(String, String)],
+    rounds: Rounds,
+    flushes: &[Flush],
+    timed: &dyn Fn(usize) -> &'static str,
+    events: &mut dyn FnMut(RunEvent),
+) -> Result<Vec<Option<Pooled>>, CodegenError> {
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let mut pooled: Vec<Option<Pooled>> = vec![None; exes.len()];
+    for round in 0..rounds.rounds {
+        for (index, exe) in exes.iter().enumerate() {
+            let Some(exe) = exe else { continue };
+            events(RunEvent::Running { round, index });
+            let mut per_flush = Vec::with_capacity(flushes.len());
+            for flush in flushes {
+                let args = [
+                    rounds.per_round.to_string(),
+                    flush.arg(),
+                    timed(index).to_string(),
+                ];
+                per_flush.push(run_harness(exe, &args, &env)?);
+            }
+            match &mut pooled[index] {
+                slot @ None => *slot = Some(per_flush),
+                Some(before) => {
+                    for (cases, new) in before.iter_mut().zip(per_flush) {
+                        for (case, r) in cases.iter_mut().zip(new) {
+                            pool(case, r);
                         }
                     }
                 }
-                events(RunEvent::Ran { round, index });
             }
+            events(RunEvent::Ran { round, index });
         }
-        Ok(pooled)
     }
+    Ok(pooled)
 }
 
 /// Adds the runs of `r` to `pooled`: verified only if both are, the first mismatch, the
