@@ -22,7 +22,7 @@ use absinthe_model::formats::machine::{CacheCalibration, GroupArraysCalibration,
 use absinthe_measure::runner::{median, Rounds, RunEvent, Runner, Sources, ROUNDS};
 use absinthe_measure::variants::{plan, PlanSettings, Variant};
 
-use crate::{measure, training, LearnError, LearnOptions, Progress};
+use crate::{training, training_runs, LearnError, LearnOptions, Progress};
 
 /// The fractions of `cache_bytes` tried (the file's own is tried too).
 pub const CACHE_FRACTIONS: [f64; 5] = [0.25, 1.0 / 3.0, 0.5, 0.75, 1.0];
@@ -345,7 +345,7 @@ fn measure_optima(
         sources.push(if schedules.is_empty() {
             None
         } else {
-            Some(measure::bundle_source(&renderer, &schedules, labels)?)
+            Some(training_runs::bundle_source(&renderer, &schedules, labels)?)
         });
         descriptions.push(
             distinct

@@ -31,8 +31,8 @@ use absinthe_model::Analysis;
 use serde::{Deserialize, Serialize};
 
 use crate::kernels::{self, KernelRow};
-use crate::measure::Measurement;
 use crate::training::{self, TrainingProgram};
+use crate::training_runs::Measurement;
 use crate::LearnError;
 use absinthe_measure::variants::{self, PlanSettings, Variant};
 

@@ -38,8 +38,8 @@ use absinthe_model::Analysis;
 
 use crate::calibrate::time_cases;
 use crate::fit::{self, Sample};
-use crate::measure::{self, Measurement};
 use crate::training::Family;
+use crate::training_runs::{self, Measurement};
 use crate::{samples, LearnError, LearnOptions, Progress};
 use absinthe_measure::accuracy::{summarize, Point};
 use absinthe_measure::variants::{plan, PlanSettings, Variant};
@@ -168,7 +168,7 @@ pub fn measure_kernels(
         sources.push(if schedules.is_empty() {
             None
         } else {
-            Some(measure::bundle_source(
+            Some(training_runs::bundle_source(
                 &renderer,
                 &schedules,
                 labels.clone(),

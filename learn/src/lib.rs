@@ -4,7 +4,7 @@
 //!
 //! - [`training`]: the fast- and slow-memory training programs, their tile shapes, and the
 //!   model's counts for one run (from `absinthe_model::cost_model::evaluate`, never a second copy).
-//! - [`measure`]: one runtime-tiled build per program (`absinthe_codegen::runtime_tiles`),
+//! - [`training_runs`]: one runtime-tiled build per program (`absinthe_codegen::runtime_tiles`),
 //!   verified and timed over every shape.
 //! - [`fit`]: least absolute deviations with non-negative parameters as an LP through
 //!   `absinthe_solvers`, and R² on per-configuration medians.
@@ -19,9 +19,9 @@ pub mod gpu;
 pub mod gpu_fit;
 pub mod kernels;
 pub mod machine_file;
-pub mod measure;
 pub mod pipeline;
 pub mod training;
+pub mod training_runs;
 
 use std::path::PathBuf;
 
@@ -33,8 +33,8 @@ use absinthe_model::formats::machine::OperationWeights;
 use absinthe_model::formats::machine::{Compute, Crowded, CrowdingCalibration, Params, PeelBody};
 
 use crate::fit::Sample;
-use crate::measure::Measurement;
 use crate::training::{Family, TrainingProgram};
+use crate::training_runs::Measurement;
 
 /// What can go wrong while learning.
 #[derive(Debug, thiserror::Error)]
@@ -253,7 +253,7 @@ impl TrainingPlan {
         };
         let (tc, threads, jobs) = (&options.toolchain, options.threads, options.jobs);
         let exes = if options.kernels == Kernels::Generated {
-            measure::build_generated(
+            training_runs::build_generated(
                 &self.programs,
                 &self.sizes,
                 false,
@@ -263,11 +263,12 @@ impl TrainingPlan {
                 &built,
             )?
         } else {
-            measure::build_all(&self.programs, tc, threads, jobs, &built)?
+            training_runs::build_all(&self.programs, tc, threads, jobs, &built)?
         };
         let streamed = (&self.streamed_programs, &self.streamed_sizes);
-        let streamed_exes =
-            measure::build_generated(streamed.0, streamed.1, true, tc, threads, jobs, &built)?;
+        let streamed_exes = training_runs::build_generated(
+            streamed.0, streamed.1, true, tc, threads, jobs, &built,
+        )?;
         Ok((exes, streamed_exes))
     }
 
@@ -295,9 +296,11 @@ impl TrainingPlan {
             };
             for chunk in chunks {
                 measurements.extend(if generated {
-                    measure::run_generated(exe, program, chunk, false, per_round, flush, threads)?
+                    training_runs::run_generated(
+                        exe, program, chunk, false, per_round, flush, threads,
+                    )?
                 } else {
-                    measure::run_shapes(exe, program, chunk, per_round, flush, threads)?
+                    training_runs::run_shapes(exe, program, chunk, per_round, flush, threads)?
                 });
                 progress(Progress::Step {
                     what: program.program.name.clone(),
@@ -307,7 +310,7 @@ impl TrainingPlan {
         let streamed = self.streamed_programs.iter().zip(streamed_exes);
         for ((program, exe), sizes) in streamed.zip(&self.streamed_sizes) {
             let flush = options.flush;
-            measurements.extend(measure::run_generated(
+            measurements.extend(training_runs::run_generated(
                 exe, program, sizes, true, per_round, flush, threads,
             )?);
             progress(Progress::Step {

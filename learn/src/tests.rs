@@ -116,7 +116,7 @@ fn exact_measurements(
     truth_slow: &[f64],
     limit: u64,
     shapes: usize,
-) -> Vec<crate::measure::Measurement> {
+) -> Vec<crate::training_runs::Measurement> {
     let mut measurements = Vec::new();
     for p in &training::programs([64, 32, 32]).unwrap() {
         let arrays = training::arrays_touched(&p.analysis);
@@ -127,7 +127,7 @@ fn exact_measurements(
                 Family::Slow => truth_slow,
                 Family::Fast => truth_fast,
             };
-            measurements.push(crate::measure::Measurement {
+            measurements.push(crate::training_runs::Measurement {
                 program: p.program.name.clone(),
                 family: p.family,
                 tile_size: size,

@@ -14,7 +14,9 @@ use std::time::Instant;
 use absinthe_codegen::compile::{OperationTimes, Toolchain};
 use absinthe_learn::machine_file::sysfs_cache_bytes;
 use absinthe_learn::pipeline::{self, Event, Step, Steps};
-use absinthe_learn::{calibrate, kernels, measure, training, Kernels, LearnOptions, Progress};
+use absinthe_learn::{
+    calibrate, kernels, training, training_runs, Kernels, LearnOptions, Progress,
+};
 use absinthe_model::formats::machine::OperationWeights;
 use absinthe_model::formats::machine::{CrowdingCalibration, FitQuality, Machine, Params};
 use anyhow::Context;
@@ -393,7 +395,7 @@ pub(crate) fn write_learned<'a>(
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         write_atomic(
             &dir.join("measurements.csv"),
-            measure::to_csv(&result.measurements).as_bytes(),
+            training_runs::to_csv(&result.measurements).as_bytes(),
         )?;
     }
     let out = args.out.as_ref().unwrap_or(&args.machine);
