@@ -3,6 +3,7 @@
 
 mod args;
 mod bench;
+mod cache_cmd;
 mod check;
 mod codegen_cmd;
 mod compare;
@@ -50,6 +51,7 @@ enum Command {
     Verify(verify::VerifyArgs),
     Codegen(codegen_cmd::CodegenArgs),
     Bench(bench::BenchArgs),
+    Cache(cache_cmd::CacheArgs),
     Tune(tune::TuneArgs),
     Learn(learn_cmd::LearnArgs),
 }
@@ -70,6 +72,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => verify::run(args),
         Command::Codegen(args) => codegen_cmd::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Cache(args) => cache_cmd::run(args),
         Command::Tune(args) => tune::run(args),
         Command::Learn(args) => learn_cmd::run(args),
     };

@@ -90,6 +90,10 @@ pub struct HarnessOptions {
     pub label: String,
     /// A compile command shown in the harness's header comment.
     pub build_hint: String,
+    /// The trace build (`absinthe cache --trace`): the kernel records every array and
+    /// tile-buffer access, and the harness runs it once, writes the trace to its fourth
+    /// argument, verifies the run and prints an `ABSINTHE_TRACE` line instead of timing.
+    pub trace: bool,
 }
 
 impl Default for HarnessOptions {
@@ -99,6 +103,7 @@ impl Default for HarnessOptions {
             flush: Flush::default(),
             label: String::new(),
             build_hint: "g++ -O3 -march=native -fopenmp -ffp-contract=off *.cpp".into(),
+            trace: false,
         }
     }
 }
@@ -271,16 +276,17 @@ impl Renderer {
     ) -> Result<Files, CodegenError> {
         let stem = file_stem(&schedule.program);
         let header = format!("{stem}.h");
+        let trace = harness.is_some_and(|h| h.trace);
         let mut files = vec![
             (
                 header.clone(),
-                self.render("kernel.h.j2", context! { s => schedule })?,
+                self.render("kernel.h.j2", context! { s => schedule, trace => trace })?,
             ),
             (
                 format!("{stem}.cpp"),
                 self.render(
                     "kernel.cpp.j2",
-                    context! { s => schedule, header => header },
+                    context! { s => schedule, header => header, trace => trace },
                 )?,
             ),
         ];
@@ -293,7 +299,7 @@ impl Renderer {
                 format!("{stem}_harness.cpp"),
                 self.render(
                     "harness.cpp.j2",
-                    context! { s => schedule, h => h, header => header },
+                    context! { s => schedule, h => h, header => header, trace => trace },
                 )?,
             ));
         }

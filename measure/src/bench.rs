@@ -270,10 +270,10 @@ pub struct Bench {
     pub analysis: Analysis,
     pub machine: Machine,
     pub view: ModelMachine,
-    renderer: Renderer,
-    toolchain: Toolchain,
+    pub(crate) renderer: Renderer,
+    pub(crate) toolchain: Toolchain,
     stream_dim: usize,
-    env: Vec<(String, String)>,
+    pub(crate) env: Vec<(String, String)>,
     pub options: BenchOptions,
     /// The streaming bandwidth in bytes per second, when `options.roofline`.
     pub bandwidth: Option<f64>,
@@ -480,17 +480,8 @@ impl Bench {
         if p.skipped.is_some() {
             return Ok(None);
         }
-        let (program, analysis, view) = (&self.program, &self.analysis, &self.view);
-        let (prog, an, _) = inline_apply(program, view.params.operations, &p.inline)?;
-        let cost = evaluate(&an, view, &p.config);
-        *model = Some(ModelCounts::of(&prog, &an, &cost));
-        let schedule: Schedule = match self.options.target {
-            BenchTarget::Openmp => lower(&prog, &an, &p.config, &cost)?,
-            BenchTarget::CudaEmulated => {
-                lower_cuda(&prog, &an, &p.config, &cost, view.block_threads)?
-            }
-        }
-        .with_reference(program, analysis);
+        let (schedule, counts) = self.schedule_of(p)?;
+        *model = Some(counts);
         let h = HarnessOptions {
             runs: self.options.runs,
             flush: self.options.flush,
@@ -505,6 +496,23 @@ impl Bench {
             }
         }?;
         Ok(Some(files.files))
+    }
+
+    /// The schedule of `p` on this bench's target, verified against the original program's
+    /// reference, and the model's counts of it.
+    pub(crate) fn schedule_of(&self, p: &Planned) -> Result<(Schedule, ModelCounts), MeasureError> {
+        let (program, analysis, view) = (&self.program, &self.analysis, &self.view);
+        let (prog, an, _) = inline_apply(program, view.params.operations, &p.inline)?;
+        let cost = evaluate(&an, view, &p.config);
+        let counts = ModelCounts::of(&prog, &an, &cost);
+        let schedule: Schedule = match self.options.target {
+            BenchTarget::Openmp => lower(&prog, &an, &p.config, &cost)?,
+            BenchTarget::CudaEmulated => {
+                lower_cuda(&prog, &an, &p.config, &cost, view.block_threads)?
+            }
+        }
+        .with_reference(program, analysis);
+        Ok((schedule, counts))
     }
 
     /// The row of `p` from its pooled runs (per flush, one case each).

@@ -12,6 +12,7 @@
 
 pub mod accuracy;
 pub mod bench;
+pub mod cache;
 pub mod runner;
 pub mod tune;
 pub mod variants;
@@ -39,6 +40,9 @@ pub enum MeasureError {
     Run {
         source: absinthe_codegen::CodegenError,
     },
+    /// The cache model cannot run (no cache levels, another target).
+    #[error("cache model: {0}")]
+    Cache(String),
     #[error("plot: {0}")]
     Plot(String),
     #[error("no configuration is feasible under the model (see `absinthe solve`)")]

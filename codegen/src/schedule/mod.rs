@@ -35,7 +35,7 @@ pub use buffers::{buffer_page_offset, THREAD_STRIDE_BYTES};
 pub use row_loops::ROW_LOOP_OPERATIONS;
 pub use types::{
     GlobalArray, GroupSchedule, HostLayout, LocalBuffer, LocalDef, ReferenceStencil, Role,
-    Schedule, StencilStep, StreamPlan,
+    Schedule, StencilStep, StepRead, StreamPlan,
 };
 
 use std::ops::Range;

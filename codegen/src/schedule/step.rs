@@ -2,13 +2,15 @@
 //! whether it shares the previous row loop, its expression as C, and on the CUDA target its
 //! barrier and register rounds.
 
+use std::cell::RefCell;
+
 use absinthe_model::cost_model::boxes::{tile_intervals, Interval, RegisterWindow};
 use absinthe_model::language::analysis::ArrayKind;
 
 use super::access::{buffer_access, global_access, register_access};
 use super::group::GroupLowering;
 use super::row_loops::joins_row_loop;
-use super::types::{LocalBuffer, LocalDef, StencilStep};
+use super::types::{LocalBuffer, LocalDef, StencilStep, StepRead};
 use super::Target;
 use crate::cexpr::c_expr;
 use crate::CodegenError;
@@ -49,7 +51,7 @@ impl GroupLowering<'_> {
             Some(row_loop) if joins => row_loop.iter().map(|&n| steps[n].stencil).collect(),
             _ => Vec::new(),
         };
-        let (lets, code) = self.step_code(s, steps, &same_loop);
+        let (lets, code, reads) = self.step_code(s, steps, &same_loop);
         let read_windows = self.read_windows(s);
         let own_window = buffer.as_ref().and_then(|b| b.registers);
         let rounds = own_window
@@ -75,6 +77,7 @@ impl GroupLowering<'_> {
             buffer,
             lets,
             code,
+            reads,
         };
         Ok((step, joins))
     }
@@ -98,17 +101,29 @@ impl GroupLowering<'_> {
         (loop_box, store_box)
     }
 
-    /// Stencil `s`'s `let` locals and expression as C. Step locals are named per stencil:
-    /// steps sharing a row loop share its scope.
+    /// Stencil `s`'s `let` locals and expression as C, and its memory reads in source order.
+    /// Step locals are named per stencil: steps sharing a row loop share its scope.
     fn step_code(
         &self,
         s: usize,
         steps: &[StencilStep],
         same_loop: &[usize],
-    ) -> (Vec<LocalDef>, String) {
+    ) -> (Vec<LocalDef>, String, Vec<StepRead>) {
         let program = self.lowering.program;
         let vt = program.value_type;
-        let access = |array: &str, off: [i32; 3]| self.read(s, array, off, steps, same_loop);
+        let reads = RefCell::new(Vec::new());
+        let access = |array: &str, off: [i32; 3]| {
+            let (c, source) = self.read(s, array, off, steps, same_loop);
+            if let Some(buffer) = source {
+                reads.borrow_mut().push(StepRead {
+                    c: c.clone(),
+                    array: array.to_string(),
+                    buffer,
+                    offset: off,
+                });
+            }
+            c
+        };
         let step_local = |name: &str| format!("l{s}_{name}");
         let st = &program.stencils[s];
         let lets = st
@@ -119,12 +134,13 @@ impl GroupLowering<'_> {
                 code: c_expr(&l.expr, vt, &access, &step_local),
             })
             .collect();
-        (lets, c_expr(&st.expr, vt, &access, &step_local))
+        let code = c_expr(&st.expr, vt, &access, &step_local);
+        (lets, code, reads.into_inner())
     }
 
     /// Stencil `s`'s read of `array` at `off` as C: the value variable of a producer in the same
     /// row loop at offset zero, an in-group producer's buffer or register window, else the
-    /// global array.
+    /// global array; with, for a memory read, whether it reads a tile buffer.
     fn read(
         &self,
         s: usize,
@@ -132,9 +148,9 @@ impl GroupLowering<'_> {
         off: [i32; 3],
         steps: &[StencilStep],
         same_loop: &[usize],
-    ) -> String {
+    ) -> (String, Option<bool>) {
         match self.lowering.program.stencil_index(array) {
-            Some(p) if same_loop.contains(&p) && off == [0; 3] => format!("v_s{p}"),
+            Some(p) if same_loop.contains(&p) && off == [0; 3] => (format!("v_s{p}"), None),
             Some(p) if self.contains(p) => {
                 let b = steps
                     .iter()
@@ -145,14 +161,17 @@ impl GroupLowering<'_> {
                     // Plane k + dz of p, read at step t by this stencil (k = t + lag(s)), was
                     // computed at step t + lag(s) + dz - lag(p) and shifted down once per step
                     // since: its slot counts back from the newest, window - 1.
-                    Some(r) => register_access(
-                        b,
-                        r.window as i64 - 1 - (self.lag(p) - self.lag(s) - off[2] as i64),
+                    Some(r) => (
+                        register_access(
+                            b,
+                            r.window as i64 - 1 - (self.lag(p) - self.lag(s) - off[2] as i64),
+                        ),
+                        None,
                     ),
-                    None => buffer_access(b, off, self.lowering.stream_dim),
+                    None => (buffer_access(b, off, self.lowering.stream_dim), Some(true)),
                 }
             }
-            _ => global_access(off, &format!("g_{array}")),
+            _ => (global_access(off, &format!("g_{array}")), Some(false)),
         }
     }
 

@@ -135,6 +135,24 @@ pub struct StencilStep {
     pub lets: Vec<LocalDef>,
     /// The expression as C, reading locals, local buffers and global arrays.
     pub code: String,
+    /// Every memory read of the step's `let`s and expression at `(i, j, k)`, in source order
+    /// (both arms of a conditional included): what the trace build records before the step's
+    /// value and the cache model replays. Reads of a value variable or a register window are
+    /// not memory reads and are not listed.
+    pub reads: Vec<StepRead>,
+}
+
+/// One memory read of a step at `(i, j, k)`.
+#[derive(Clone, Debug, Serialize)]
+pub struct StepRead {
+    /// The element as a C lvalue (what the trace build takes the address of).
+    pub c: String,
+    /// The program array read: an input's or a stencil's name.
+    pub array: String,
+    /// Whether the read goes to the producer's tile buffer (else to the global array).
+    pub buffer: bool,
+    /// The offset from `(i, j, k)`.
+    pub offset: [i32; 3],
 }
 
 /// One group: a tile loop over its fused stencils.

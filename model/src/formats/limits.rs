@@ -38,6 +38,11 @@ pub const MAX_TILINGS: usize = 1 << 21;
 
 /// Bytes of a cache level (`cache_bytes`): 1 TiB.
 pub const MAX_CACHE_BYTES: u64 = 1 << 40;
+/// The most levels a machine file's `caches:` lists.
+pub const MAX_CACHE_LEVELS: usize = 8;
+/// The highest associativity of a cache level (a fully associative level of a few thousand
+/// lines stays below it; the set-associative simulation scans a set's ways).
+pub const MAX_CACHE_WAYS: u64 = 1 << 16;
 
 /// Bounds of a machine file's `gpu:` section: streaming multiprocessors, resident blocks the
 /// model asks for per SM, threads per block, shared memory per block, registers per thread.

@@ -504,6 +504,82 @@ pub struct Machine {
     /// Present for a GPU: the model targets shared memory per block and the SM count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<Gpu>,
+    /// The data caches from the nearest level out (`absinthe cache`'s levels, docs/MODEL.md,
+    /// "Cache model"); `learn` fills them from sysfs when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caches: Option<Vec<CacheLevel>>,
+}
+
+/// One data cache level of a machine file's `caches:` list.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheLevel {
+    /// What the reports call it: `L1`, `L2`, ...
+    pub name: String,
+    /// Capacity in bytes (of the whole cache when `shared`).
+    pub bytes: u64,
+    /// Line size in bytes, a power of two.
+    pub line: u64,
+    /// Associativity: lines per set (`bytes / (line * ways)` sets).
+    pub ways: u64,
+    /// Whether the cores share the level; the cache model gives each thread an equal share.
+    #[serde(default)]
+    pub shared: bool,
+}
+
+impl CacheLevel {
+    /// Sets of the whole level.
+    pub fn sets(&self) -> u64 {
+        self.bytes / (self.line * self.ways)
+    }
+
+    /// Range checks of one level, `key` its place in the file (`caches[1]`).
+    fn validate(&self, key: &str, errors: &mut Vec<Diagnostic>) {
+        let name_key = format!("{key}.name");
+        if self.name.trim().is_empty() || self.name.len() > 32 {
+            errors.push(Diagnostic::new(
+                &name_key,
+                format!("{name_key} must be 1 to 32 characters"),
+            ));
+        }
+        let line_key = format!("{key}.line");
+        if !(8..=4096).contains(&self.line) || !self.line.is_power_of_two() {
+            errors.push(Diagnostic::new(
+                &line_key,
+                format!(
+                    "{line_key} must be a power of two between 8 and 4096, found {}",
+                    self.line
+                ),
+            ));
+            return;
+        }
+        let ways_key = format!("{key}.ways");
+        if !(1..=limits::MAX_CACHE_WAYS).contains(&self.ways) {
+            errors.push(Diagnostic::new(
+                &ways_key,
+                format!(
+                    "{ways_key} must be between 1 and {}, found {}",
+                    limits::MAX_CACHE_WAYS,
+                    self.ways
+                ),
+            ));
+            return;
+        }
+        let bytes_key = format!("{key}.bytes");
+        if !(1..=limits::MAX_CACHE_BYTES).contains(&self.bytes)
+            || !self.bytes.is_multiple_of(self.line * self.ways)
+        {
+            errors.push(Diagnostic::new(
+                &bytes_key,
+                format!(
+                    "{bytes_key} must be a multiple of line x ways ({}) between 1 and {} (1 TiB), found {}",
+                    self.line * self.ways,
+                    limits::MAX_CACHE_BYTES,
+                    self.bytes
+                ),
+            ));
+        }
+    }
 }
 
 fn default_cache_fraction() -> f64 {
@@ -616,6 +692,27 @@ impl Machine {
         }
         if let Some(g) = &self.gpu {
             g.validate(&mut errors);
+        }
+        if let Some(levels) = &self.caches {
+            if levels.is_empty() || levels.len() > limits::MAX_CACHE_LEVELS {
+                errors.push(Diagnostic::new(
+                    "caches",
+                    format!(
+                        "caches must list 1 to {} levels, found {}",
+                        limits::MAX_CACHE_LEVELS,
+                        levels.len()
+                    ),
+                ));
+            }
+            for (n, level) in levels.iter().enumerate() {
+                level.validate(&format!("caches[{n}]"), &mut errors);
+                if levels[..n].iter().any(|l| l.name == level.name) {
+                    errors.push(Diagnostic::new(
+                        &format!("caches[{n}].name"),
+                        format!("cache level `{}` is listed twice", level.name),
+                    ));
+                }
+            }
         }
         if let Some(p) = &self.params {
             p.validate(&mut errors);

@@ -1,0 +1,85 @@
+//! Where every array and tile buffer of a generated kernel lies, as the trace build places
+//! them: each allocation on its own 2 MiB boundary, the harness's arrays staggered within
+//! their first page, each thread's tile buffers in its own arena slice. Within a 2 MiB span
+//! (every L1 and L2 set index, and most L3 ones) the addresses are the trace build's, modulo
+//! that span; which line an element falls in never depends on it.
+
+use absinthe_codegen::schedule::Role;
+use absinthe_codegen::Schedule;
+
+/// Every allocation starts on such a boundary (`ABSINTHE_TRACE` in the harness templates).
+pub const ALIGN: u64 = 2 << 20;
+
+/// The byte addresses of a schedule's arrays and buffers.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    /// Per global array (in `Schedule::arrays` order): the address of element (0, 0, 0).
+    pub origin: Vec<u64>,
+    /// Per group, per step: per thread, the address of the thread's tile buffer (its element
+    /// 0), when the step has one.
+    pub buffers: Vec<Vec<Option<Vec<u64>>>>,
+    /// One past the last byte of any allocation.
+    pub end: u64,
+}
+
+impl Layout {
+    /// The layout of `schedule` run by `threads` threads.
+    pub fn of(schedule: &Schedule, threads: usize) -> Layout {
+        let vb = schedule.value_bytes as u64;
+        let cells: u64 = schedule.alloc.iter().map(|&a| a as u64).product();
+        let mut next = ALIGN;
+        let mut allocate = |bytes: u64| {
+            let at = next;
+            next += bytes.div_ceil(ALIGN) * ALIGN;
+            at
+        };
+        // The harness's slots: inputs first, then the kernel's other arrays
+        // (`harness_body.j2`, `absinthe_array`).
+        let inputs = schedule
+            .arrays
+            .iter()
+            .filter(|a| a.role == Role::Input)
+            .count();
+        let others = schedule.arrays.len() - inputs;
+        let slots = (inputs + others.max(schedule.stencil_arrays.len())) as u64;
+        let step = 64 * (64 / slots.max(1)).max(1);
+        let mut origin = Vec::with_capacity(schedule.arrays.len());
+        let (mut input, mut other) = (0u64, 0u64);
+        for a in &schedule.arrays {
+            let slot = if a.role == Role::Input {
+                input += 1;
+                input - 1
+            } else {
+                other += 1;
+                inputs as u64 + other - 1
+            };
+            let base = allocate(cells * vb + 8192) + (slot * step) % 4096;
+            origin.push(base + schedule.origin_offset as u64 * vb);
+        }
+        // Each buffer's arena is per thread and holds every thread's slice; a thread uses its
+        // own (`kernel_body.j2`).
+        let buffers = schedule
+            .groups
+            .iter()
+            .map(|g| {
+                g.steps
+                    .iter()
+                    .map(|st| {
+                        st.buffer.as_ref().map(|b| {
+                            let stride = b.host.thread_stride as u64 * vb;
+                            let arena = (threads as u64 * stride).div_ceil(4096) * 4096;
+                            (0..threads as u64)
+                                .map(|t| allocate(arena) + t * stride + b.host.offset as u64 * vb)
+                                .collect()
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
+        Layout {
+            origin,
+            buffers,
+            end: next,
+        }
+    }
+}

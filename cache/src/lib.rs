@@ -1,0 +1,182 @@
+//! The cache model (docs/MODEL.md, "Cache model"): for the loop order a generated OpenMP kernel
+//! executes, every access's compulsory and capacity misses at every cache level, as HAYSTACK
+//! counts them for a fully associative LRU cache, and the same for the machine's
+//! set-associative caches.
+//!
+//! The model walks the kernel's schedule ([`walk`]): each thread's tiles in their order, with
+//! streaming, shared row loops and tile buffers as generated, at the addresses the trace build
+//! places the arrays at ([`layout`]). Each level is an LRU cache that sees every access of its
+//! thread, write-allocate, with no prefetching, independent of the other levels; a shared level
+//! is each thread's equal share ([`levels`]). The counting ([`count`]) is exact for that model.
+//! The test suite checks it against a trace of the compiled kernel replayed through a separate
+//! simulator.
+
+pub mod count;
+pub mod layout;
+pub mod levels;
+pub mod text;
+pub mod walk;
+
+use absinthe_codegen::Schedule;
+use absinthe_model::formats::limits::MAX_CACHE_LEVELS;
+use absinthe_model::formats::machine::CacheLevel;
+use absinthe_model::support::parallel::parallel_map;
+use serde::Serialize;
+
+pub use count::Counts;
+pub use levels::ThreadLevel;
+pub use walk::Site;
+
+/// One level's totals over all threads.
+#[derive(Clone, Debug, Serialize)]
+pub struct LevelReport {
+    #[serde(flatten)]
+    pub level: ThreadLevel,
+    #[serde(flatten)]
+    pub counts: Counts,
+}
+
+/// A stencil's or a group's counts, per level.
+#[derive(Clone, Debug, Serialize)]
+pub struct PartReport {
+    pub name: String,
+    pub group: usize,
+    pub levels: Vec<Counts>,
+}
+
+/// One access site's counts, per level.
+#[derive(Clone, Debug, Serialize)]
+pub struct AccessReport {
+    #[serde(flatten)]
+    pub site: Site,
+    pub levels: Vec<Counts>,
+}
+
+/// What `absinthe cache` reports.
+#[derive(Clone, Debug, Serialize)]
+pub struct CacheReport {
+    pub program: String,
+    pub threads: usize,
+    /// Totals per level, summed over threads.
+    pub levels: Vec<LevelReport>,
+    /// Per stencil (in program order of the kernel's steps), summed over its accesses.
+    pub stencils: Vec<PartReport>,
+    pub groups: Vec<PartReport>,
+    pub accesses: Vec<AccessReport>,
+}
+
+/// Why the model cannot run.
+#[derive(Debug, PartialEq, Eq)]
+pub enum CacheError {
+    NoLevels,
+    TooManyLevels(usize),
+}
+
+impl std::fmt::Display for CacheError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CacheError::NoLevels => f.write_str("no cache levels to model"),
+            CacheError::TooManyLevels(n) => write!(
+                f,
+                "{n} cache levels; the model takes at most {MAX_CACHE_LEVELS}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CacheError {}
+
+/// The counts of `schedule` (an OpenMP lowering) run by `threads` threads on caches `levels`,
+/// each thread's counts in parallel on up to `jobs` cores.
+pub fn model(
+    schedule: &Schedule,
+    levels: &[CacheLevel],
+    threads: usize,
+    jobs: usize,
+) -> Result<CacheReport, CacheError> {
+    if levels.is_empty() {
+        return Err(CacheError::NoLevels);
+    }
+    if levels.len() > MAX_CACHE_LEVELS {
+        return Err(CacheError::TooManyLevels(levels.len()));
+    }
+    let threads = threads.max(1);
+    let per_thread = levels::thread_levels(levels, threads);
+    let walk = walk::Walk::new(schedule, threads);
+    let sites = walk.sites.len();
+    let counted = parallel_map(threads, jobs.clamp(1, threads), |t| {
+        let mut counter = count::Counter::new(&per_thread, layout::ALIGN, walk.end(), sites);
+        walk.run(t, &mut counter);
+        counter.counts
+    });
+    let n = per_thread.len();
+    let mut per_site = vec![Counts::default(); sites * n];
+    for counts in &counted {
+        for (sum, c) in per_site.iter_mut().zip(counts) {
+            sum.add(c);
+        }
+    }
+    Ok(report(schedule, &walk, per_thread, &per_site, threads))
+}
+
+fn report(
+    schedule: &Schedule,
+    walk: &walk::Walk,
+    per_thread: Vec<ThreadLevel>,
+    per_site: &[Counts],
+    threads: usize,
+) -> CacheReport {
+    let n = per_thread.len();
+    let site_levels = |s: usize| per_site[s * n..(s + 1) * n].to_vec();
+    let accesses: Vec<AccessReport> = walk
+        .sites
+        .iter()
+        .enumerate()
+        .map(|(s, site)| AccessReport {
+            site: site.clone(),
+            levels: site_levels(s),
+        })
+        .collect();
+    let sum = |pick: &dyn Fn(&Site) -> bool| {
+        let mut total = vec![Counts::default(); n];
+        for a in accesses.iter().filter(|a| pick(&a.site)) {
+            for (t, c) in total.iter_mut().zip(&a.levels) {
+                t.add(c);
+            }
+        }
+        total
+    };
+    let stencils = schedule
+        .groups
+        .iter()
+        .flat_map(|g| {
+            g.steps.iter().map(|st| PartReport {
+                name: st.name.clone(),
+                group: g.index,
+                levels: sum(&|s| s.group == g.index && s.stencil == st.name),
+            })
+        })
+        .collect();
+    let groups = schedule
+        .groups
+        .iter()
+        .map(|g| PartReport {
+            name: g.stencils.join(", "),
+            group: g.index,
+            levels: sum(&|s| s.group == g.index),
+        })
+        .collect();
+    let totals = sum(&|_| true);
+    CacheReport {
+        program: schedule.program.clone(),
+        threads,
+        levels: per_thread
+            .into_iter()
+            .zip(totals)
+            .map(|(level, counts)| LevelReport { level, counts })
+            .collect(),
+        stencils,
+        groups,
+        accesses,
+    }
+}

@@ -1,0 +1,368 @@
+//! The accesses of a generated OpenMP kernel, thread by thread, in the order its loops run them
+//! (`codegen/templates/kernel_body.j2`): each group's tiles split among the threads as
+//! `schedule(static)` splits them, each tile's row loops with their reads (in source order),
+//! tile-buffer writes and stores. A trace build of the same kernel records the same stream.
+
+use absinthe_codegen::schedule::GroupSchedule;
+use absinthe_codegen::Schedule;
+use serde::Serialize;
+
+use crate::layout::Layout;
+
+/// One access of the kernel's source: a read of a step, or its tile-buffer write or store.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Site {
+    pub group: usize,
+    /// The stencil whose step makes the access.
+    pub stencil: String,
+    /// `read` or `write`.
+    pub kind: &'static str,
+    /// The program array accessed (for a write, the stencil's own).
+    pub array: String,
+    /// Whether it goes to the tile buffer (else to the global array).
+    pub buffer: bool,
+    /// From `(i, j, k)`.
+    pub offset: [i32; 3],
+}
+
+/// What hears every access: its byte address and its site (an index into [`Walk::sites`]).
+pub trait Sink {
+    fn access(&mut self, address: u64, site: u32);
+}
+
+/// Where an access goes.
+#[derive(Clone, Copy, Debug)]
+enum Target {
+    /// A global array: the address of its element (0, 0, 0).
+    Global(u64),
+    /// The tile buffer of the group's step `n`.
+    Buffer(usize),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Op {
+    site: u32,
+    target: Target,
+    offset: [i64; 3],
+}
+
+/// A step's accesses per cell: reads in order, then the buffer write, then the store.
+#[derive(Clone, Debug, Default)]
+struct StepOps {
+    reads: Vec<Op>,
+    buffer_write: Option<Op>,
+    store: Option<Op>,
+}
+
+/// The per-cell accesses of every step of a schedule, ready to walk.
+pub struct Walk<'a> {
+    schedule: &'a Schedule,
+    layout: Layout,
+    threads: usize,
+    pub sites: Vec<Site>,
+    ops: Vec<Vec<StepOps>>,
+}
+
+/// A step's bounds in the current tile: loop box, store box, and its buffer's base index.
+#[derive(Clone, Copy, Debug, Default)]
+struct Bounds {
+    lo: [i64; 3],
+    hi: [i64; 3],
+    store_lo: [i64; 3],
+    store_hi: [i64; 3],
+    buffer_base: i64,
+}
+
+/// The tiles `[lo, hi)` thread `t` of `threads` runs of a `schedule(static)` loop of `n`
+/// iterations: the first `n % threads` threads one more than the others.
+pub fn static_chunk(n: usize, threads: usize, t: usize) -> (usize, usize) {
+    let (q, r) = (n / threads, n % threads);
+    if t < r {
+        (t * (q + 1), t * (q + 1) + q + 1)
+    } else {
+        (t * q + r, t * q + r + q)
+    }
+}
+
+impl<'a> Walk<'a> {
+    /// The walk of `schedule` (an OpenMP lowering) run by `threads` threads.
+    pub fn new(schedule: &'a Schedule, threads: usize) -> Walk<'a> {
+        let layout = Layout::of(schedule, threads);
+        let mut sites = Vec::new();
+        let mut ops = Vec::new();
+        let global = |name: &str| {
+            let a = schedule
+                .arrays
+                .iter()
+                .position(|a| a.name == name)
+                .expect("a global read names a kernel array");
+            Target::Global(layout.origin[a])
+        };
+        for g in &schedule.groups {
+            let mut group_ops = Vec::new();
+            for st in &g.steps {
+                let mut site = |kind, array: &str, buffer, offset: [i32; 3]| {
+                    sites.push(Site {
+                        group: g.index,
+                        stencil: st.name.clone(),
+                        kind,
+                        array: array.to_string(),
+                        buffer,
+                        offset,
+                    });
+                    (sites.len() - 1) as u32
+                };
+                let mut step_ops = StepOps::default();
+                for r in &st.reads {
+                    let target = if r.buffer {
+                        Target::Buffer(
+                            g.steps
+                                .iter()
+                                .position(|p| p.name == r.array)
+                                .expect("a buffer read names an in-group producer"),
+                        )
+                    } else {
+                        global(&r.array)
+                    };
+                    step_ops.reads.push(Op {
+                        site: site("read", &r.array, r.buffer, r.offset),
+                        target,
+                        offset: r.offset.map(i64::from),
+                    });
+                }
+                let own = g.steps.iter().position(|p| p.name == st.name).unwrap_or(0);
+                if st.buffer.is_some() {
+                    step_ops.buffer_write = Some(Op {
+                        site: site("write", &st.name, true, [0; 3]),
+                        target: Target::Buffer(own),
+                        offset: [0; 3],
+                    });
+                }
+                if st.global.is_some() {
+                    step_ops.store = Some(Op {
+                        site: site("write", &st.name, false, [0; 3]),
+                        target: global(&st.name),
+                        offset: [0; 3],
+                    });
+                }
+                group_ops.push(step_ops);
+            }
+            ops.push(group_ops);
+        }
+        Walk {
+            schedule,
+            layout,
+            threads,
+            sites,
+            ops,
+        }
+    }
+
+    /// The threads the walk splits tiles among.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// One past the highest address any access can have.
+    pub fn end(&self) -> u64 {
+        self.layout.end
+    }
+
+    /// Every access thread `t` makes, in order, to `sink`.
+    pub fn run<S: Sink>(&self, t: usize, sink: &mut S) {
+        for (gi, g) in self.schedule.groups.iter().enumerate() {
+            let (lo, hi) = static_chunk(g.tiles_total, self.threads, t);
+            for tile in lo..hi {
+                let tx = tile % g.grid[0];
+                let ty = (tile / g.grid[0]) % g.grid[1];
+                let tz = tile / (g.grid[0] * g.grid[1]);
+                let mut tw = TileWalk {
+                    walk: self,
+                    g,
+                    ops: &self.ops[gi],
+                    buffers: &self.layout.buffers[gi],
+                    thread: t,
+                    bounds: bounds_of(g, [tx, ty, tz]),
+                    rows: Vec::new(),
+                };
+                tw.run(sink);
+            }
+        }
+    }
+}
+
+/// Every step's bounds in tile `tile` of group `g`.
+fn bounds_of(g: &GroupSchedule, tile: [usize; 3]) -> Vec<Bounds> {
+    g.steps
+        .iter()
+        .map(|st| {
+            let mut b = Bounds::default();
+            for d in 0..3 {
+                let l = st.loop_box[d][tile[d]];
+                b.lo[d] = l[0];
+                b.hi[d] = l[1];
+                if let Some(s) = &st.store_box {
+                    b.store_lo[d] = s[d][tile[d]][0];
+                    b.store_hi[d] = s[d][tile[d]][1];
+                }
+            }
+            if let Some(buf) = &st.buffer {
+                let (y, z) = (buf.host.stride_y as i64, buf.host.stride_z as i64);
+                b.buffer_base = -match &g.stream {
+                    None => b.lo[0] + b.lo[1] * y + b.lo[2] * z,
+                    Some(s) if s.dim == 2 => b.lo[0] + b.lo[1] * y,
+                    Some(_) => b.lo[0],
+                };
+            }
+            b
+        })
+        .collect()
+}
+
+/// One tile of one group as one thread runs it.
+struct TileWalk<'w, 'a> {
+    walk: &'w Walk<'a>,
+    g: &'w GroupSchedule,
+    ops: &'w [StepOps],
+    buffers: &'w [Option<Vec<u64>>],
+    thread: usize,
+    bounds: Vec<Bounds>,
+    /// Scratch: per access of the current row, (address at i = 0, site).
+    rows: Vec<(u64, u32)>,
+}
+
+impl TileWalk<'_, '_> {
+    fn run<S: Sink>(&mut self, sink: &mut S) {
+        let g = self.g;
+        match &g.stream {
+            Some(s) => {
+                let d = s.dim;
+                let (t_lo, t_hi) = g
+                    .steps
+                    .iter()
+                    .zip(&self.bounds)
+                    .map(|(st, b)| (b.lo[d] - st.lag, b.hi[d] - st.lag))
+                    .fold((i64::MAX, i64::MIN), |(lo, hi), (l, h)| {
+                        (lo.min(l), hi.max(h))
+                    });
+                if d == 2 {
+                    for t in t_lo..t_hi {
+                        for lp in &g.loops {
+                            let (st, b) = (&g.steps[lp[0]], self.bounds[lp[0]]);
+                            let k = t + st.lag;
+                            if b.lo[2] <= k && k < b.hi[2] {
+                                for j in b.lo[1]..b.hi[1] {
+                                    self.row(lp, j, k, sink);
+                                }
+                            }
+                        }
+                    }
+                } else {
+                    let first = self.bounds[0];
+                    for k in first.lo[2]..first.hi[2] {
+                        for t in t_lo..t_hi {
+                            for lp in &g.loops {
+                                let (st, b) = (&g.steps[lp[0]], self.bounds[lp[0]]);
+                                let j = t + st.lag;
+                                if b.lo[1] <= j && j < b.hi[1] {
+                                    self.row(lp, j, k, sink);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            None => {
+                for lp in &g.loops {
+                    let b = self.bounds[lp[0]];
+                    for k in b.lo[2]..b.hi[2] {
+                        for j in b.lo[1]..b.hi[1] {
+                            self.row(lp, j, k, sink);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The address at `(0, j, k)` of `op`.
+    fn row_address(&self, op: &Op, j: i64, k: i64) -> u64 {
+        let s = self.walk.schedule;
+        let vb = s.value_bytes as i64;
+        let [ox, oy, oz] = op.offset;
+        match op.target {
+            Target::Global(origin) => {
+                let sy = s.alloc[0] as i64;
+                let sz = sy * s.alloc[1] as i64;
+                origin.wrapping_add_signed((ox + (j + oy) * sy + (k + oz) * sz) * vb)
+            }
+            Target::Buffer(n) => {
+                let st = &self.g.steps[n];
+                let b = st.buffer.as_ref().expect("a buffer target has a buffer");
+                let (y, z) = (b.host.stride_y as i64, b.host.stride_z as i64);
+                let slot = |q: i64, w: usize| q.rem_euclid(w as i64);
+                let index = self.bounds[n].buffer_base
+                    + ox
+                    + match (b.host.window, &self.g.stream) {
+                        (Some(w), Some(sp)) if sp.dim == 2 => (j + oy) * y + slot(k + oz, w) * z,
+                        (Some(w), _) => slot(j + oy, w) * y,
+                        (None, _) => (j + oy) * y + (k + oz) * z,
+                    };
+                let base = self.buffers[n]
+                    .as_ref()
+                    .expect("a buffered step has addresses")[self.thread];
+                base.wrapping_add_signed(index * vb)
+            }
+        }
+    }
+
+    /// Row `(j, k)` of the row loop `lp`.
+    fn row<S: Sink>(&mut self, lp: &[usize], j: i64, k: i64, sink: &mut S) {
+        let vb = self.walk.schedule.value_bytes as u64;
+        let first = lp[0];
+        let st = &self.g.steps[first];
+        let b = self.bounds[first];
+        let mut rows = std::mem::take(&mut self.rows);
+        if st.buffer.is_some() && st.global.is_some() {
+            // A stored, buffered step: three loops, the middle one also storing.
+            let keep =
+                b.store_lo[1] <= j && j < b.store_hi[1] && b.store_lo[2] <= k && k < b.store_hi[2];
+            let (seg0, seg1) = if keep {
+                (b.store_lo[0], b.store_hi[0])
+            } else {
+                (b.hi[0], b.hi[0])
+            };
+            let ops = &self.ops[first];
+            for (lo, hi, store) in [
+                (b.lo[0], seg0, false),
+                (seg0, seg1, true),
+                (seg1, b.hi[0], false),
+            ] {
+                rows.clear();
+                let parts = ops.reads.iter().chain(&ops.buffer_write);
+                let parts = parts.chain(ops.store.as_ref().filter(|_| store));
+                rows.extend(parts.map(|op| (self.row_address(op, j, k), op.site)));
+                cells(&rows, lo, hi, vb, sink);
+            }
+        } else {
+            rows.clear();
+            for &n in lp {
+                let ops = &self.ops[n];
+                let parts = ops.reads.iter().chain(&ops.buffer_write).chain(&ops.store);
+                rows.extend(parts.map(|op| (self.row_address(op, j, k), op.site)));
+            }
+            cells(&rows, b.lo[0], b.hi[0], vb, sink);
+        }
+        self.rows = rows;
+    }
+}
+
+/// Cells `[lo, hi)` of a row: at each, every access of `rows` in order.
+fn cells<S: Sink>(rows: &[(u64, u32)], lo: i64, hi: i64, vb: u64, sink: &mut S) {
+    for i in lo..hi {
+        let di = (i as u64).wrapping_mul(vb);
+        for &(base, site) in rows {
+            sink.access(base.wrapping_add(di), site);
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! The cache model of a bench's variants (`absinthe cache`, docs/MODEL.md, "Cache model"):
+//! the modelled misses of a planned variant's kernel, and the trace of the compiled kernel that
+//! checks them.
+
+use std::path::Path;
+use std::process::Command;
+
+use absinthe_cache::levels::sysfs_caches;
+use absinthe_cache::CacheReport;
+use absinthe_codegen::render::{Flush, HarnessOptions};
+use absinthe_codegen::CodegenError;
+use absinthe_model::formats::machine::CacheLevel;
+use serde::Deserialize;
+
+use crate::bench::{Bench, BenchTarget};
+use crate::variants::Planned;
+use crate::MeasureError;
+
+/// What a trace build's run printed (its `ABSINTHE_TRACE` line).
+#[derive(Clone, Debug, Deserialize)]
+pub struct TraceRun {
+    pub verified: bool,
+    pub threads: usize,
+    /// Lines written: accesses of all threads.
+    pub accesses: u64,
+}
+
+impl Bench {
+    /// The threads a kernel runs with: the machine file's `cores`, else this host's CPUs.
+    pub fn threads(&self) -> usize {
+        self.machine
+            .cores
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    }
+
+    /// The cache levels the model counts: the machine file's `caches:`, else what sysfs
+    /// reports here.
+    pub fn cache_levels(&self) -> Result<Vec<CacheLevel>, MeasureError> {
+        match &self.machine.caches {
+            Some(levels) => Ok(levels.clone()),
+            None => sysfs_caches().ok_or_else(|| {
+                MeasureError::Cache(
+                    "the machine file has no `caches:` and sysfs reports no cache; add a `caches:` list (docs/MODEL.md, \"Machine file\")".into(),
+                )
+            }),
+        }
+    }
+
+    /// The modelled misses of `p`'s OpenMP kernel on `levels` with this bench's threads.
+    pub fn cache_model(
+        &self,
+        p: &Planned,
+        levels: &[CacheLevel],
+    ) -> Result<CacheReport, MeasureError> {
+        self.openmp_only()?;
+        let (schedule, _) = self.schedule_of(p)?;
+        let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+        absinthe_cache::model(&schedule, levels, self.threads(), jobs)
+            .map_err(|e| MeasureError::Cache(e.to_string()))
+    }
+
+    /// Builds `p`'s kernel with its trace harness, runs it once with this bench's threads and
+    /// the harness's deterministic inputs, and writes the trace to `path`: one line per access,
+    /// `THREAD R|W ADDRESS`, thread by thread, each in execution order.
+    pub fn trace(&self, p: &Planned, path: &Path) -> Result<TraceRun, MeasureError> {
+        self.openmp_only()?;
+        let (schedule, _) = self.schedule_of(p)?;
+        let h = HarnessOptions {
+            runs: 1,
+            flush: Flush::NONE,
+            label: p.name.clone(),
+            trace: true,
+            ..HarnessOptions::default()
+        };
+        let files = self.renderer.openmp(&schedule, Some(&h))?;
+        let exe =
+            self.toolchain
+                .build(&files.files, &[])
+                .map_err(|source| MeasureError::Variant {
+                    variant: p.name.clone(),
+                    doing: "building the trace of",
+                    source,
+                })?;
+        let run_error = |message: String| MeasureError::Run {
+            source: CodegenError::Run {
+                program: exe.display().to_string(),
+                message,
+            },
+        };
+        let out = Command::new(&exe)
+            .args(["1", "0", "kernel"])
+            .arg(path)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .env_remove("ABSINTHE_ARRAY_STAGGER")
+            .output()
+            .map_err(|e| run_error(e.to_string()))?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let line = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("ABSINTHE_TRACE "))
+            .ok_or_else(|| {
+                run_error(format!(
+                    "{}: no ABSINTHE_TRACE line\n{}",
+                    out.status,
+                    String::from_utf8_lossy(&out.stderr)
+                        .chars()
+                        .take(4000)
+                        .collect::<String>()
+                ))
+            })?;
+        serde_json::from_str(line).map_err(|e| run_error(format!("bad trace line `{line}`: {e}")))
+    }
+
+    fn openmp_only(&self) -> Result<(), MeasureError> {
+        match self.options.target {
+            BenchTarget::Openmp => Ok(()),
+            BenchTarget::CudaEmulated => Err(MeasureError::Cache(
+                "the cache model follows the OpenMP kernels only".into(),
+            )),
+        }
+    }
+}

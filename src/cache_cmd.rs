@@ -1,0 +1,132 @@
+//! `absinthe cache PROGRAM`: each cache level's misses of a variant's kernel, counted without
+//! running it, and with `--trace` the compiled kernel's own access stream.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use absinthe_codegen::render::Flush;
+use absinthe_measure::bench::{BenchOptions, BenchTarget, Build};
+use absinthe_measure::variants::{parse_variants, Variant};
+use clap::Args;
+
+use crate::args::{bench_of, plan_on, MachineArg, SearchArgs};
+use crate::output::Format;
+
+/// Count the cache misses of a variant's OpenMP kernel without running it (HAYSTACK's model):
+/// for the loop order the generated code executes, every access of every thread goes through
+/// each cache level as through an LRU cache of the thread's own (write-allocate, no
+/// prefetching, levels independent; a shared level is each thread's equal share). Each miss is
+/// compulsory (the thread's first access of the line) or capacity (any other), counted for a
+/// fully associative cache and for the level's sets and ways (where capacity includes
+/// conflicts).
+///
+/// The levels come from the machine file's `caches:` list, else from sysfs; the threads from
+/// its `cores`, else this host's CPUs.
+///
+/// With `--trace FILE` the kernel is also built with its trace harness, run once on the
+/// harness's inputs (and verified), and every access it makes is written to FILE, one line
+/// each, thread by thread in execution order: `THREAD R|W ADDRESS` (decimal bytes). Replaying
+/// it through any LRU simulator gives the counts above (docs/MODEL.md, "Cache model").
+///
+/// Examples:
+///   absinthe cache configs/hdiff.yaml
+///   absinthe cache configs/hdiff.yaml --variant unfused --accesses
+///   absinthe cache configs/hdiff.yaml --solution hdiff.solution.yaml --format json
+///   absinthe cache configs/heat4.yaml --variant groups:0,0,1,1 --trace heat4.trace
+#[derive(Args, Clone)]
+#[command(verbatim_doc_comment)]
+pub struct CacheArgs {
+    /// The program file.
+    pub program: PathBuf,
+    #[command(flatten)]
+    pub machine: MachineArg,
+    #[command(flatten)]
+    pub search: SearchArgs,
+    /// How to solve: highs, cbc or z3 (MILP backends), or dp (exact dynamic program).
+    #[arg(long, default_value = "highs", value_parser = crate::args::parse_method)]
+    pub solver: absinthe_solvers::method::Method,
+    /// The variant: opt, naive, unfused, fused, unstreamed, noinline or groups:G,G,... (as
+    /// `bench --variants` takes them).
+    #[arg(long, default_value = "opt", conflicts_with = "solution")]
+    pub variant: String,
+    /// A solution file (`absinthe solve -o`, `absinthe tune`) instead of a variant.
+    #[arg(long, value_name = "FILE")]
+    pub solution: Option<PathBuf>,
+    /// Also build the kernel's trace build, run it, and write every access to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Also list every access site (the JSON always has them).
+    #[arg(long)]
+    pub accesses: bool,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+pub fn run(args: CacheArgs) -> anyhow::Result<ExitCode> {
+    let variant = match &args.solution {
+        Some(path) => Variant::Solution(path.clone()),
+        None => match parse_variants(&args.variant).map_err(anyhow::Error::msg)?[..] {
+            [ref one @ (Variant::Opt
+            | Variant::Naive
+            | Variant::Unfused
+            | Variant::Fused
+            | Variant::Unstreamed
+            | Variant::NoInline
+            | Variant::Groups(_))] => one.clone(),
+            _ => anyhow::bail!(
+                "--variant takes one of opt, naive, unfused, fused, unstreamed, noinline or groups:G,G,...; found `{}`",
+                args.variant
+            ),
+        },
+    };
+    let options = BenchOptions {
+        runs: 1,
+        flush: Flush::NONE,
+        warm: false,
+        build: Build::of_flags(false, false),
+        target: BenchTarget::Openmp,
+        roofline: false,
+    };
+    let bench = bench_of(&args.program, &args.machine, None, options)?;
+    let settings = args.search.plan_settings(&bench.program, args.solver, 1)?;
+    let planned = plan_on(&bench, &[variant], &settings)?;
+    let p = &planned[0];
+    if let Some(why) = &p.skipped {
+        anyhow::bail!("variant {}: {why}", p.name);
+    }
+    let levels = bench.cache_levels()?;
+    eprintln!(
+        "counting the accesses of {} ({}) with {} thread(s) ...",
+        bench.program.name,
+        p.name,
+        bench.threads()
+    );
+    let started = Instant::now();
+    let report = bench.cache_model(p, &levels)?;
+    eprintln!("counted in {:.2} s", started.elapsed().as_secs_f64());
+    if let Some(path) = &args.trace {
+        eprintln!("building and running the trace build ...");
+        let run = bench.trace(p, path)?;
+        eprintln!(
+            "wrote {} accesses of {} thread(s) to {}{}",
+            run.accesses,
+            run.threads,
+            path.display(),
+            if run.verified {
+                " (the run verified)"
+            } else {
+                ""
+            }
+        );
+        if !run.verified {
+            anyhow::bail!("the traced run did not verify against the reference");
+        }
+    }
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        Format::Yaml => anyhow::bail!("--format yaml is not offered by `cache`; use table or json"),
+        Format::Table => print!("{}", report.text(args.accesses)),
+    }
+    Ok(ExitCode::SUCCESS)
+}
