@@ -2,6 +2,7 @@
 //! brute force, the linearization primitives against brute force.
 
 mod architecture;
+mod cache;
 mod cli;
 mod codegen;
 mod common;
