@@ -116,6 +116,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         build: Build::of_flags(args.exact, args.relaxed_math),
         target: args.target,
         roofline: !args.no_roofline,
+        cache_model: args.format == Format::Json,
     };
     let bench = bench_of(
         &args.program,

@@ -46,8 +46,8 @@ pub struct CacheArgs {
     /// How to solve: highs, cbc or z3 (MILP backends), or dp (exact dynamic program).
     #[arg(long, default_value = "highs", value_parser = crate::args::parse_method)]
     pub solver: absinthe_solvers::method::Method,
-    /// The variant: opt, naive, unfused, fused, unstreamed, noinline or groups:G,G,... (as
-    /// `bench --variants` takes them).
+    /// The variant: opt, unfused, fused, unstreamed, noinline or groups:G,G,... (as `bench
+    /// --variants` takes them). Not naive: the reference's loops are not a kernel's.
     #[arg(long, default_value = "opt", conflicts_with = "solution")]
     pub variant: String,
     /// A solution file (`absinthe solve -o`, `absinthe tune`) instead of a variant.
@@ -68,14 +68,13 @@ pub fn run(args: CacheArgs) -> anyhow::Result<ExitCode> {
         Some(path) => Variant::Solution(path.clone()),
         None => match parse_variants(&args.variant).map_err(anyhow::Error::msg)?[..] {
             [ref one @ (Variant::Opt
-            | Variant::Naive
             | Variant::Unfused
             | Variant::Fused
             | Variant::Unstreamed
             | Variant::NoInline
             | Variant::Groups(_))] => one.clone(),
             _ => anyhow::bail!(
-                "--variant takes one of opt, naive, unfused, fused, unstreamed, noinline or groups:G,G,...; found `{}`",
+                "--variant takes one of opt, unfused, fused, unstreamed, noinline or groups:G,G,... (the naive reference's loops are not a kernel's); found `{}`",
                 args.variant
             ),
         },
@@ -87,6 +86,7 @@ pub fn run(args: CacheArgs) -> anyhow::Result<ExitCode> {
         build: Build::of_flags(false, false),
         target: BenchTarget::Openmp,
         roofline: false,
+        cache_model: false,
     };
     let bench = bench_of(&args.program, &args.machine, None, options)?;
     let settings = args.search.plan_settings(&bench.program, args.solver, 1)?;

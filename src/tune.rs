@@ -139,6 +139,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         build: Build::of_flags(args.exact, args.relaxed_math),
         target: BenchTarget::Openmp,
         roofline: false,
+        cache_model: false,
     };
     let bench = bench_of(
         &args.program,

@@ -38,6 +38,7 @@ const CRATES: &[(&str, &str)] = &[
     ("model", "model/src"),
     ("codegen", "codegen/src"),
     ("solvers", "solvers/src"),
+    ("cache", "cache/src"),
     ("measure", "measure/src"),
     ("learn", "learn/src"),
 ];

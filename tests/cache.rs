@@ -188,9 +188,14 @@ fn fully_and_set_associative_misses_equal_a_simulation_of_the_kernels_trace() {
         }
     }
     let groups = cases.iter().flat_map(|(_, s)| &s.groups);
-    assert!(groups.clone().any(|g| g.stream.is_some()), "a group streams");
     assert!(
-        groups.clone().any(|g| g.steps.iter().any(|s| s.buffer.is_some())),
+        groups.clone().any(|g| g.stream.is_some()),
+        "a group streams"
+    );
+    assert!(
+        groups
+            .clone()
+            .any(|g| g.steps.iter().any(|s| s.buffer.is_some())),
         "a group has a tile buffer"
     );
     let renderer = Renderer::embedded();
@@ -208,7 +213,9 @@ fn fully_and_set_associative_misses_equal_a_simulation_of_the_kernels_trace() {
             ..HarnessOptions::default()
         };
         let files = renderer.openmp(schedule, Some(&h)).unwrap();
-        let exe = tc.build(&files.files, &[]).unwrap_or_else(|e| panic!("{label}: {e}"));
+        let exe = tc
+            .build(&files.files, &[])
+            .unwrap_or_else(|e| panic!("{label}: {e}"));
         let path = dir.path().join(format!("case{n}.trace"));
         let out = std::process::Command::new(&exe)
             .args(["1", "0", "kernel"])
@@ -259,7 +266,11 @@ fn cache_command_counts_what_the_traced_kernel_does() {
             trace.to_str().unwrap(),
         ]);
         assert!(out.status.success(), "{}", stderr(&out));
-        assert!(stderr(&out).contains("(the run verified)"), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("(the run verified)"),
+            "{}",
+            stderr(&out)
+        );
         let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
         let levels = json["levels"].as_array().unwrap();
         assert_eq!(levels.len(), 2);
@@ -321,7 +332,15 @@ fn cache_command_counts_what_the_traced_kernel_does() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let table = stdout(&out);
-    for needle in ["L1", "L2 (share)", "lap", "fli", "out", "reads in(", "writes its array"] {
+    for needle in [
+        "L1",
+        "L2 (share)",
+        "lap",
+        "fli",
+        "out",
+        "reads in(",
+        "writes its array",
+    ] {
         assert!(table.contains(needle), "{needle} missing:\n{table}");
     }
 }

@@ -260,6 +260,22 @@ fn bench_runs_naive_unfused_and_opt_and_all_verify() {
     }
     let unfused = &rows[1];
     assert_eq!(unfused["groups"], serde_json::json!([0, 1]));
+    // The cache model's levels (from sysfs: the default machine file lists none) on every row
+    // but the naive reference's.
+    if absinthe_cache::levels::sysfs_caches().is_some() {
+        assert!(rows[0].get("cache").is_none(), "{}", rows[0]);
+        for r in &rows[1..] {
+            let levels = r["cache"].as_array().unwrap_or_else(|| panic!("{r}"));
+            assert!(!levels.is_empty());
+            for l in levels {
+                assert!(
+                    l["name"].is_string() && l["accesses"].as_u64() > Some(0),
+                    "{l}"
+                );
+                assert!(l["compulsory"].as_u64() > Some(0), "{l}");
+            }
+        }
+    }
 }
 
 /// Every row loop of the generated kernels vectorises (GCC's `-fopt-info-vec-optimized`

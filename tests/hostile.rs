@@ -408,3 +408,32 @@ fn misspelt_inputs_are_caught() {
     let report: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(report["warnings"].as_array().map(Vec::len), Some(1));
 }
+
+/// Cache levels the cache model would divide by, index with or loop over without end: refused
+/// with the key, whatever command reads the machine file; a variant `cache` cannot model is
+/// refused by name.
+#[test]
+fn cache_levels_out_of_range_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::read_to_string(root().join("machines/default.yaml")).unwrap();
+    for (name, caches, needle) in [
+        ("line.yaml", "[{name: L1, bytes: 1024, line: 48, ways: 2}]", "caches[0].line"),
+        ("ways.yaml", "[{name: L1, bytes: 1024, line: 64, ways: 0}]", "caches[0].ways"),
+        ("sets.yaml", "[{name: L1, bytes: 1000, line: 64, ways: 2}]", "caches[0].bytes"),
+        ("huge.yaml", "[{name: L1, bytes: 18446744073709551615, line: 64, ways: 1}]", "caches[0].bytes"),
+        ("none.yaml", "[]", "caches must list 1 to 8 levels"),
+        (
+            "twice.yaml",
+            "[{name: L1, bytes: 1024, line: 64, ways: 2}, {name: L1, bytes: 4096, line: 64, ways: 2}]",
+            "caches[1].name",
+        ),
+    ] {
+        let m = temp_file(dir.path(), name, &format!("{base}caches: {caches}\n"));
+        for cmd in ["cache", "solve"] {
+            let o = absinthe(&[cmd, "configs/hdiff.yaml", "--machine", m.to_str().unwrap()]);
+            assert_clean_error(&o, &[name, needle]);
+        }
+    }
+    let o = absinthe(&["cache", "configs/hdiff.yaml", "--variant", "naive"]);
+    assert_clean_error(&o, &["--variant takes one of", "naive"]);
+}

@@ -130,16 +130,29 @@ struct Sets {
 }
 
 impl Sets {
-    fn new(sets: u64, ways: u64) -> Sets {
+    /// A cache of `sets` sets of `ways` lines for lines among `lines` consecutive ones. When no
+    /// set can receive more lines than its ways (at most `ceil(lines / sets)` map to one),
+    /// nothing is ever evicted and nothing is kept: every access after the first hits. Else
+    /// `sets * ways` is below `lines + sets`.
+    fn new(sets: u64, ways: u64, lines: u64) -> Sets {
+        let kept = if lines.div_ceil(sets) <= ways {
+            0
+        } else {
+            sets * ways
+        };
         Sets {
             sets,
             ways: ways as usize,
-            tags: vec![u64::MAX; (sets * ways) as usize],
+            tags: vec![u64::MAX; kept as usize],
         }
     }
 
-    /// Accesses line `line` (an absolute line number): whether it hit.
+    /// Accesses line `line` (an absolute line number): whether it hit (a first access is
+    /// counted by the caller whatever this says).
     fn touch(&mut self, line: u64) -> bool {
+        if self.tags.is_empty() {
+            return true;
+        }
         let set = (line % self.sets) as usize;
         let ways = &mut self.tags[set * self.ways..(set + 1) * self.ways];
         match ways.iter().position(|&t| t == line) {
@@ -196,7 +209,7 @@ impl Counter {
                     shift,
                     class,
                     fully: Recency::new(l.lines(), lines),
-                    sets: Sets::new(l.sets, l.ways),
+                    sets: Sets::new(l.sets, l.ways, lines as u64),
                 }
             })
             .collect();

@@ -110,6 +110,20 @@ pub fn sysfs_caches_in(dir: &Path) -> Option<Vec<CacheLevel>> {
     (!found.is_empty()).then(|| found.into_iter().map(|(_, c)| c).collect())
 }
 
+/// `levels` as a machine file's `caches:` value, in flow style on one line.
+pub fn flow_yaml(levels: &[CacheLevel]) -> String {
+    let items: Vec<String> = levels
+        .iter()
+        .map(|l| {
+            format!(
+                "{{name: {}, bytes: {}, line: {}, ways: {}, shared: {}}}",
+                l.name, l.bytes, l.line, l.ways, l.shared
+            )
+        })
+        .collect();
+    format!("[{}]", items.join(", "))
+}
+
 /// `32K`, `1024K`, `32M` or a plain byte count.
 fn parse_size(text: &str) -> Option<u64> {
     let (digits, shift) = match text.as_bytes().last()? {
@@ -187,13 +201,16 @@ mod tests {
             ways: 12,
             shared: false,
         };
-        let per = thread_levels(&[l1, l3], 3);
+        let per = thread_levels(&[l1.clone(), l3], 3);
         assert_eq!(per[0].bytes, 48 << 10);
         assert_eq!(per[0].sets, 64);
         // 32768 sets / 3 threads = 10922 whole sets.
         assert_eq!(per[1].sets, 10922);
         assert_eq!(per[1].bytes, 10922 * 64 * 16);
         assert_eq!(parse_size("32M"), Some(32 << 20));
+        let text = format!("name: m\ncaches: {}\n", flow_yaml(&[l1]));
+        let m = absinthe_model::formats::machine::Machine::from_yaml(&text).unwrap();
+        assert_eq!(m.caches.unwrap()[0].bytes, 48 << 10);
         assert_eq!(parse_size("x"), None);
     }
 }

@@ -65,11 +65,17 @@ pub struct CacheReport {
     pub accesses: Vec<AccessReport>,
 }
 
+/// The most (line, level) pairs the counting keeps state for: the lines the arrays span times
+/// the levels (about 9 bytes each, 2.4 GB at the limit).
+pub const MAX_LINE_STATES: u64 = 1 << 28;
+
 /// Why the model cannot run.
 #[derive(Debug, PartialEq, Eq)]
 pub enum CacheError {
     NoLevels,
     TooManyLevels(usize),
+    /// The arrays span this many lines times levels, past [`MAX_LINE_STATES`].
+    TooLarge(u64),
 }
 
 impl std::fmt::Display for CacheError {
@@ -79,6 +85,10 @@ impl std::fmt::Display for CacheError {
             CacheError::TooManyLevels(n) => write!(
                 f,
                 "{n} cache levels; the model takes at most {MAX_CACHE_LEVELS}"
+            ),
+            CacheError::TooLarge(n) => write!(
+                f,
+                "the arrays' lines times the levels are {n}; the model keeps state for at most {MAX_LINE_STATES} (a smaller domain has the same per-cell behaviour away from the boundaries)"
             ),
         }
     }
@@ -103,6 +113,13 @@ pub fn model(
     let threads = threads.max(1);
     let per_thread = levels::thread_levels(levels, threads);
     let walk = walk::Walk::new(schedule, threads);
+    let states: u64 = per_thread
+        .iter()
+        .map(|l| (walk.end() - layout::ALIGN) / l.line)
+        .sum();
+    if states > MAX_LINE_STATES {
+        return Err(CacheError::TooLarge(states));
+    }
     let sites = walk.sites.len();
     let counted = parallel_map(threads, jobs.clamp(1, threads), |t| {
         let mut counter = count::Counter::new(&per_thread, layout::ALIGN, walk.end(), sites);

@@ -243,10 +243,14 @@ fn rewritten(
             .as_ref()
             .map(|(r, rows)| r.record(rows, learning.synthetic_r2)),
     };
-    let extra = [
+    let mut extra = vec![
         ("cores", threads.to_string()),
         ("cache_bytes", cache_bytes.to_string()),
     ];
+    // The cache model's levels (`absinthe cache`), where the file lists none.
+    if let Some(levels) = absinthe_cache::levels::sysfs_caches() {
+        extra.push(("caches", absinthe_cache::levels::flow_yaml(&levels)));
+    }
     let mut new_text = machine_file::rewrite(text, &result.params, &learned, &extra)?;
     if let Some(c) = &learning.calibration {
         if c.chosen != machine.cache_fraction {

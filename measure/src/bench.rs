@@ -35,6 +35,8 @@ pub struct BenchOptions {
     pub target: BenchTarget,
     /// Measure the streaming bandwidth (the roofline columns).
     pub roofline: bool,
+    /// Count each variant's cache misses per level with the cache model (`Row::cache`).
+    pub cache_model: bool,
 }
 
 /// Targets `bench` can build and run on this machine.
@@ -191,6 +193,10 @@ pub struct Row {
     /// refit the model's form to measured times (absent for skipped variants).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<ModelCounts>,
+    /// The cache model's misses per level (`absinthe cache`), with `BenchOptions::cache_model`;
+    /// absent for the naive reference, whose loops are not a kernel's, and skipped variants.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache: Option<Vec<absinthe_cache::LevelReport>>,
 }
 
 /// The model's counts of one variant (`evaluate::evaluate` on the program it runs, inlined
@@ -515,6 +521,16 @@ impl Bench {
         Ok((schedule, counts))
     }
 
+    /// The cache model's levels of `p` when the options ask for them; None for the naive
+    /// reference and skipped variants, and where no cache levels are known.
+    fn row_cache(&self, p: &Planned) -> Option<Vec<absinthe_cache::LevelReport>> {
+        if !self.options.cache_model || p.reference || p.skipped.is_some() {
+            return None;
+        }
+        let levels = self.cache_levels().ok()?;
+        self.cache_model(p, &levels).ok().map(|r| r.levels)
+    }
+
     /// The row of `p` from its pooled runs (per flush, one case each).
     fn row(
         &self,
@@ -553,6 +569,7 @@ impl Bench {
             roofline_seconds: self.bandwidth.map(|b| compulsory_bytes as f64 / b),
             roofline_fraction: None,
             model,
+            cache: self.row_cache(p),
         };
         let mut flushes = pooled
             .into_iter()

@@ -708,7 +708,7 @@ impl Machine {
                 level.validate(&format!("caches[{n}]"), &mut errors);
                 if levels[..n].iter().any(|l| l.name == level.name) {
                     errors.push(Diagnostic::new(
-                        &format!("caches[{n}].name"),
+                        format!("caches[{n}].name"),
                         format!("cache level `{}` is listed twice", level.name),
                     ));
                 }
