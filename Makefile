@@ -8,7 +8,7 @@ DEMO_DIR ?= build/demo
 DEMO_MACHINE ?= $(DEMO_DIR)/machine.yaml
 ABSINTHE = ./target/release/absinthe
 
-.PHONY: setup demo test build bench-milp bench-halide lint
+.PHONY: setup demo test build bench-milp bench-halide cache-peer lint
 
 setup:
 	@./scripts/setup.sh
@@ -56,3 +56,15 @@ bench-halide: build
 	@$(if $(findstring --no-absinthe,$(HALIDE_ARGS)),true,test -f $(DEMO_MACHINE) || { mkdir -p $(DEMO_DIR) && \
 		$(ABSINTHE) learn --machine machines/template.yaml --out $(DEMO_MACHINE) --quiet; })
 	$(HALIDE_VENV)/bin/python benches/halide_peer.py $(HALIDE_PROGRAM) --machine $(DEMO_MACHINE) $(HALIDE_ARGS)
+
+# The cache model against Kerncraft's cache simulator (pycachesim): `absinthe cache --trace` on
+# small domains of shipped programs, the trace replayed through pycachesim per level and thread;
+# every count must agree (benches/cache_peer.py --help). Creates build/cache-venv. Uses this
+# machine's caches (sysfs) unless CACHE_PEER_ARGS names a machine file with `caches:`.
+CACHE_VENV ?= build/cache-venv
+CACHE_PEER_ARGS ?= --domain 40,24,8
+cache-peer: build
+	@test -x $(CACHE_VENV)/bin/python || python3 -m venv $(CACHE_VENV)
+	@$(CACHE_VENV)/bin/python -c "import cachesim" 2>/dev/null || $(CACHE_VENV)/bin/pip install pycachesim
+	@for p in configs/hdiff.yaml configs/cosmo_hdiff4.yaml configs/cosmo_adv5.yaml configs/heat4.yaml; do \
+		$(CACHE_VENV)/bin/python benches/cache_peer.py $$p $(CACHE_PEER_ARGS) || exit 1; done
