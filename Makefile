@@ -59,12 +59,13 @@ bench-halide: build
 
 # The cache model against Kerncraft's cache simulator (pycachesim): `absinthe cache --trace` on
 # small domains of shipped programs, the trace replayed through pycachesim per level and thread;
-# every count must agree (benches/cache_peer.py --help). Creates build/cache-venv. Uses this
-# machine's caches (sysfs) unless CACHE_PEER_ARGS names a machine file with `caches:`.
+# every count must agree (benches/cache_peer.py --help). Creates build/cache-venv. Each program
+# runs on this machine's caches (sysfs) and on small levels that its small domain overflows.
 CACHE_VENV ?= build/cache-venv
 CACHE_PEER_ARGS ?= --domain 40,24,8
 cache-peer: build
 	@test -x $(CACHE_VENV)/bin/python || python3 -m venv $(CACHE_VENV)
 	@$(CACHE_VENV)/bin/python -c "import cachesim" 2>/dev/null || $(CACHE_VENV)/bin/pip install pycachesim
 	@for p in configs/hdiff.yaml configs/cosmo_hdiff4.yaml configs/cosmo_adv5.yaml configs/heat4.yaml; do \
-		$(CACHE_VENV)/bin/python benches/cache_peer.py $$p $(CACHE_PEER_ARGS) || exit 1; done
+		$(CACHE_VENV)/bin/python benches/cache_peer.py $$p $(CACHE_PEER_ARGS) || exit 1; \
+		$(CACHE_VENV)/bin/python benches/cache_peer.py $$p $(CACHE_PEER_ARGS) --small-levels || exit 1; done

@@ -57,6 +57,9 @@ def main():
     ap.add_argument("--variants", default="opt,unfused")
     ap.add_argument("--absinthe", default="target/release/absinthe")
     ap.add_argument("--domain", help="X,Y,Z: run the program on this domain instead (traces grow with it)")
+    ap.add_argument("--small-levels", action="store_true",
+                    help="model small levels (1 KiB 2-way; 8 KiB 4-way with 128-byte lines; 32 KiB 8-way "
+                         "shared) on machines/default.yaml, so that small domains have capacity misses")
     args = ap.parse_args()
     failed = False
     with tempfile.TemporaryDirectory() as tmp:
@@ -69,6 +72,14 @@ def main():
             args.program = os.path.join(tmp, os.path.basename(args.program))
             with open(args.program, "w") as f:
                 f.write(text)
+        if args.small_levels:
+            with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "machines", "default.yaml")) as f:
+                text = f.read()
+            args.machine = os.path.join(tmp, "small_levels.yaml")
+            with open(args.machine, "w") as f:
+                f.write(text + "caches: [{name: L1, bytes: 1024, line: 64, ways: 2}, "
+                        "{name: L2, bytes: 8192, line: 128, ways: 4}, "
+                        "{name: L3, bytes: 65536, line: 64, ways: 8, shared: true}]\n")
         for variant in args.variants.split(","):
             trace = os.path.join(tmp, "trace.txt")
             cmd = [args.absinthe, "cache", args.program, "--variant", variant,
