@@ -13,7 +13,8 @@ use clap::Args;
 use crate::args::{bench_of, plan_on, MachineArg, SearchArgs};
 use crate::output::Format;
 
-/// Count the cache misses of a variant's OpenMP kernel without running it (HAYSTACK's model):
+/// Count the cache misses of a variant's OpenMP kernel (for `naive`, of the reference the
+/// harness verifies against) without running it (HAYSTACK's model):
 /// for the loop order the generated code executes, every access of every thread goes through
 /// each cache level as through an LRU cache of the thread's own (write-allocate, no
 /// prefetching, levels independent; a shared level is each thread's equal share). Each miss is
@@ -46,8 +47,8 @@ pub struct CacheArgs {
     /// How to solve: highs, cbc or z3 (MILP backends), or dp (exact dynamic program).
     #[arg(long, default_value = "highs", value_parser = crate::args::parse_method)]
     pub solver: absinthe_solvers::method::Method,
-    /// The variant: opt, unfused, fused, unstreamed, noinline or groups:G,G,... (as `bench
-    /// --variants` takes them). Not naive: the reference's loops are not a kernel's.
+    /// The variant: opt, naive (the reference's loops), unfused, fused, unstreamed, noinline
+    /// or groups:G,G,... (as `bench --variants` takes them).
     #[arg(long, default_value = "opt", conflicts_with = "solution")]
     pub variant: String,
     /// A solution file (`absinthe solve -o`, `absinthe tune`) instead of a variant.
@@ -68,13 +69,14 @@ pub fn run(args: CacheArgs) -> anyhow::Result<ExitCode> {
         Some(path) => Variant::Solution(path.clone()),
         None => match parse_variants(&args.variant).map_err(anyhow::Error::msg)?[..] {
             [ref one @ (Variant::Opt
+            | Variant::Naive
             | Variant::Unfused
             | Variant::Fused
             | Variant::Unstreamed
             | Variant::NoInline
             | Variant::Groups(_))] => one.clone(),
             _ => anyhow::bail!(
-                "--variant takes one of opt, unfused, fused, unstreamed, noinline or groups:G,G,... (the naive reference's loops are not a kernel's); found `{}`",
+                "--variant takes one of opt, naive, unfused, fused, unstreamed, noinline or groups:G,G,...; found `{}`",
                 args.variant
             ),
         },

@@ -217,8 +217,10 @@ fn fully_and_set_associative_misses_equal_a_simulation_of_the_kernels_trace() {
             .build(&files.files, &[])
             .unwrap_or_else(|e| panic!("{label}: {e}"));
         let path = dir.path().join(format!("case{n}.trace"));
+        // Every fifth case traces and models the naive reference instead.
+        let timed = if n % 5 == 4 { "reference" } else { "kernel" };
         let out = std::process::Command::new(&exe)
-            .args(["1", "0", "kernel"])
+            .args(["1", "0", timed])
             .arg(&path)
             .env("OMP_NUM_THREADS", "3")
             .output()
@@ -230,7 +232,12 @@ fn fully_and_set_associative_misses_equal_a_simulation_of_the_kernels_trace() {
             String::from_utf8_lossy(&out.stderr)
         );
         let trace = read_trace(&path);
-        let report = absinthe_cache::model(schedule, &levels, 3, 1).unwrap();
+        let code = if n % 5 == 4 {
+            absinthe_cache::Code::Reference
+        } else {
+            absinthe_cache::Code::Kernel
+        };
+        let report = absinthe_cache::model(schedule, code, &levels, 3, 1).unwrap();
         assert_eq!(report.threads, 3);
         let (want, got) = (simulated(&trace, &report), modelled(&report));
         assert_eq!(got, want, "{label}: model against the trace's simulation");
@@ -251,7 +258,7 @@ fn cache_command_counts_what_the_traced_kernel_does() {
     let mut m = std::fs::read_to_string(root().join("machines/default.yaml")).unwrap();
     m.push_str("caches: [{name: L1, bytes: 1024, line: 64, ways: 4}, {name: L2, bytes: 8192, line: 64, ways: 8, shared: true}]\n");
     std::fs::write(&machine, m).unwrap();
-    for variant in ["opt", "unfused"] {
+    for variant in ["opt", "unfused", "naive"] {
         let trace = dir.path().join(format!("{variant}.trace"));
         let out = absinthe(&[
             "cache",

@@ -34,9 +34,11 @@ fn bench(c: &mut Criterion) {
     let view = machine.model_view(8).expect("machine view");
     let mut group = c.benchmark_group("cache");
     group.sample_size(10);
-    for (file, size) in [("cosmo_hdiff4", "64x64x60"), ("cosmo_hdiff4_256", "256x256x60")] {
-        let original =
-            Program::load(&root.join(format!("configs/{file}.yaml"))).expect("program");
+    for (file, size) in [
+        ("cosmo_hdiff4", "64x64x60"),
+        ("cosmo_hdiff4_256", "256x256x60"),
+    ] {
+        let original = Program::load(&root.join(format!("configs/{file}.yaml"))).expect("program");
         // The laplacians and fluxes inlined into the four outputs.
         let inline: Vec<usize> = (0..original.stencils.len())
             .filter(|&s| !original.outputs.contains(&original.stencils[s].name))
@@ -57,7 +59,10 @@ fn bench(c: &mut Criterion) {
             let cost = evaluate(analysis, &view, &config);
             let schedule = lower(program, analysis, &config, &cost).expect("lower");
             group.bench_function(format!("{name}/{size}"), |b| {
-                b.iter(|| absinthe_cache::model(&schedule, &levels(), 2, 2).expect("model"))
+                b.iter(|| {
+                    absinthe_cache::model(&schedule, absinthe_cache::Code::Kernel, &levels(), 2, 2)
+                        .expect("model")
+                })
             });
         }
     }

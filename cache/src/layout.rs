@@ -1,5 +1,5 @@
-//! Where every array and tile buffer of a generated kernel lies, as the trace build places
-//! them: each allocation on its own 2 MiB boundary, the harness's arrays staggered within
+//! Where every array and tile buffer of a generated kernel (and the reference's arrays) lies,
+//! as the trace build places them: each allocation on its own 2 MiB boundary, the harness's arrays staggered within
 //! their first page, each thread's tile buffers in its own arena slice. Within a 2 MiB span
 //! (every L1 and L2 set index, and most L3 ones) the addresses are the trace build's, modulo
 //! that span; which line an element falls in never depends on it.
@@ -15,6 +15,8 @@ pub const ALIGN: u64 = 2 << 20;
 pub struct Layout {
     /// Per global array (in `Schedule::arrays` order): the address of element (0, 0, 0).
     pub origin: Vec<u64>,
+    /// Per reference array (in `Schedule::stencil_arrays` order): the same.
+    pub reference: Vec<u64>,
     /// Per group, per step: per thread, the address of the thread's tile buffer (its element
     /// 0), when the step has one.
     pub buffers: Vec<Vec<Option<Vec<u64>>>>,
@@ -56,6 +58,15 @@ impl Layout {
             let base = allocate(cells * vb + 8192) + (slot * step) % 4096;
             origin.push(base + schedule.origin_offset as u64 * vb);
         }
+        // The reference's arrays take the slots after the inputs too.
+        let reference = (0..schedule.stencil_arrays.len() as u64)
+            .map(|n| {
+                let slot = inputs as u64 + n;
+                allocate(cells * vb + 8192)
+                    + (slot * step) % 4096
+                    + schedule.origin_offset as u64 * vb
+            })
+            .collect();
         // Each buffer's arena is per thread and holds every thread's slice; a thread uses its
         // own (`kernel_body.j2`).
         let buffers = schedule
@@ -78,6 +89,7 @@ impl Layout {
             .collect();
         Layout {
             origin,
+            reference,
             buffers,
             end: next,
         }

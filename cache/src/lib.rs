@@ -25,7 +25,7 @@ use serde::Serialize;
 
 pub use count::Counts;
 pub use levels::ThreadLevel;
-pub use walk::Site;
+pub use walk::{Code, Site};
 
 /// One level's totals over all threads.
 #[derive(Clone, Debug, Serialize)]
@@ -96,10 +96,11 @@ impl std::fmt::Display for CacheError {
 
 impl std::error::Error for CacheError {}
 
-/// The counts of `schedule` (an OpenMP lowering) run by `threads` threads on caches `levels`,
-/// each thread's counts in parallel on up to `jobs` cores.
+/// The counts of `schedule`'s `code` (an OpenMP lowering) run by `threads` threads on caches
+/// `levels`, each thread's counts in parallel on up to `jobs` cores.
 pub fn model(
     schedule: &Schedule,
+    code: Code,
     levels: &[CacheLevel],
     threads: usize,
     jobs: usize,
@@ -112,7 +113,7 @@ pub fn model(
     }
     let threads = threads.max(1);
     let per_thread = levels::thread_levels(levels, threads);
-    let walk = walk::Walk::new(schedule, threads);
+    let walk = walk::Walk::new(schedule, threads, code);
     let states: u64 = per_thread
         .iter()
         .map(|l| (walk.end() - layout::ALIGN) / l.line)
@@ -133,11 +134,17 @@ pub fn model(
             sum.add(c);
         }
     }
-    Ok(report(schedule, &walk, per_thread, &per_site, threads))
+    Ok(report(
+        &schedule.program,
+        &walk,
+        per_thread,
+        &per_site,
+        threads,
+    ))
 }
 
 fn report(
-    schedule: &Schedule,
+    program: &str,
     walk: &walk::Walk,
     per_thread: Vec<ThreadLevel>,
     per_site: &[Counts],
@@ -163,29 +170,29 @@ fn report(
         }
         total
     };
-    let stencils = schedule
-        .groups
+    let stencils = walk
+        .parts
         .iter()
-        .flat_map(|g| {
-            g.steps.iter().map(|st| PartReport {
-                name: st.name.clone(),
-                group: g.index,
-                levels: sum(&|s| s.group == g.index && s.stencil == st.name),
+        .flat_map(|(g, names)| {
+            names.iter().map(|name| PartReport {
+                name: name.clone(),
+                group: *g,
+                levels: sum(&|s| s.group == *g && s.stencil == *name),
             })
         })
         .collect();
-    let groups = schedule
-        .groups
+    let groups = walk
+        .parts
         .iter()
-        .map(|g| PartReport {
-            name: g.stencils.join(", "),
-            group: g.index,
-            levels: sum(&|s| s.group == g.index),
+        .map(|(g, names)| PartReport {
+            name: names.join(", "),
+            group: *g,
+            levels: sum(&|s| s.group == *g),
         })
         .collect();
     let totals = sum(&|_| true);
     CacheReport {
-        program: schedule.program.clone(),
+        program: program.to_string(),
         threads,
         levels: per_thread
             .into_iter()

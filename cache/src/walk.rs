@@ -2,6 +2,8 @@
 //! (`codegen/templates/kernel_body.j2`): each group's tiles split among the threads as
 //! `schedule(static)` splits them, each tile's row loops with their reads (in source order),
 //! tile-buffer writes and stores. A trace build of the same kernel records the same stream.
+//! The naive reference (`harness_body.j2`) is walked the same way: each stencil over its box,
+//! its k planes split among the threads.
 
 use absinthe_codegen::schedule::GroupSchedule;
 use absinthe_codegen::Schedule;
@@ -54,12 +56,23 @@ struct StepOps {
     store: Option<Op>,
 }
 
-/// The per-cell accesses of every step of a schedule, ready to walk.
+/// Which code of a schedule runs: its kernel or the naive reference.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Code {
+    Kernel,
+    Reference,
+}
+
+/// The per-cell accesses of every step of a schedule (or of every stencil of its reference),
+/// ready to walk.
 pub struct Walk<'a> {
     schedule: &'a Schedule,
     layout: Layout,
     threads: usize,
+    code: Code,
     pub sites: Vec<Site>,
+    /// Per group (for the reference: per stencil, each its own group), its stencils.
+    pub parts: Vec<(usize, Vec<String>)>,
     ops: Vec<Vec<StepOps>>,
 }
 
@@ -85,79 +98,152 @@ pub fn static_chunk(n: usize, threads: usize, t: usize) -> (usize, usize) {
 }
 
 impl<'a> Walk<'a> {
-    /// The walk of `schedule` (an OpenMP lowering) run by `threads` threads.
-    pub fn new(schedule: &'a Schedule, threads: usize) -> Walk<'a> {
+    /// The walk of `schedule`'s `code` (an OpenMP lowering) run by `threads` threads.
+    pub fn new(schedule: &'a Schedule, threads: usize, code: Code) -> Walk<'a> {
         let layout = Layout::of(schedule, threads);
-        let mut sites = Vec::new();
-        let mut ops = Vec::new();
-        let global = |name: &str| {
-            let a = schedule
-                .arrays
-                .iter()
-                .position(|a| a.name == name)
-                .expect("a global read names a kernel array");
-            Target::Global(layout.origin[a])
+        let (sites, parts, ops) = match code {
+            Code::Kernel => kernel_ops(schedule, &layout),
+            Code::Reference => reference_ops(schedule, &layout),
         };
-        for g in &schedule.groups {
-            let mut group_ops = Vec::new();
-            for st in &g.steps {
-                let mut site = |kind, array: &str, buffer, offset: [i32; 3]| {
-                    sites.push(Site {
-                        group: g.index,
-                        stencil: st.name.clone(),
-                        kind,
-                        array: array.to_string(),
-                        buffer,
-                        offset,
-                    });
-                    (sites.len() - 1) as u32
-                };
-                let mut step_ops = StepOps::default();
-                for r in &st.reads {
-                    let target = if r.buffer {
-                        Target::Buffer(
-                            g.steps
-                                .iter()
-                                .position(|p| p.name == r.array)
-                                .expect("a buffer read names an in-group producer"),
-                        )
-                    } else {
-                        global(&r.array)
-                    };
-                    step_ops.reads.push(Op {
-                        site: site("read", &r.array, r.buffer, r.offset),
-                        target,
-                        offset: r.offset.map(i64::from),
-                    });
-                }
-                let own = g.steps.iter().position(|p| p.name == st.name).unwrap_or(0);
-                if st.buffer.is_some() {
-                    step_ops.buffer_write = Some(Op {
-                        site: site("write", &st.name, true, [0; 3]),
-                        target: Target::Buffer(own),
-                        offset: [0; 3],
-                    });
-                }
-                if st.global.is_some() {
-                    step_ops.store = Some(Op {
-                        site: site("write", &st.name, false, [0; 3]),
-                        target: global(&st.name),
-                        offset: [0; 3],
-                    });
-                }
-                group_ops.push(step_ops);
-            }
-            ops.push(group_ops);
-        }
         Walk {
             schedule,
             layout,
             threads,
+            code,
             sites,
+            parts,
             ops,
         }
     }
+}
 
+/// Sites, parts (per group its stencils) and per-cell operations of a walk.
+type Ops = (Vec<Site>, Vec<(usize, Vec<String>)>, Vec<Vec<StepOps>>);
+
+/// The naive reference's: one group per stencil, its reads and its store.
+fn reference_ops(schedule: &Schedule, layout: &Layout) -> Ops {
+    let mut sites = Vec::new();
+    let mut ops = Vec::new();
+    {
+        let origin = |name: &str| match schedule.stencil_arrays.iter().position(|n| n == name) {
+            Some(n) => Target::Global(layout.reference[n]),
+            None => Target::Global(
+                layout.origin[schedule
+                    .arrays
+                    .iter()
+                    .position(|a| a.name == name)
+                    .expect("a reference read names an input or a stencil")],
+            ),
+        };
+        for (g, r) in schedule.reference.iter().enumerate() {
+            let mut site = |kind, array: &str, offset: [i32; 3]| {
+                sites.push(Site {
+                    group: g,
+                    stencil: r.name.clone(),
+                    kind,
+                    array: array.to_string(),
+                    buffer: false,
+                    offset,
+                });
+                (sites.len() - 1) as u32
+            };
+            let mut step_ops = StepOps::default();
+            for rd in &r.reads {
+                step_ops.reads.push(Op {
+                    site: site("read", &rd.array, rd.offset),
+                    target: origin(&rd.array),
+                    offset: rd.offset.map(i64::from),
+                });
+            }
+            step_ops.store = Some(Op {
+                site: site("write", &r.name, [0; 3]),
+                target: origin(&r.name),
+                offset: [0; 3],
+            });
+            ops.push(vec![step_ops]);
+        }
+        let parts = schedule
+            .reference
+            .iter()
+            .enumerate()
+            .map(|(g, r)| (g, vec![r.name.clone()]))
+            .collect();
+        (sites, parts, ops)
+    }
+}
+
+/// The kernel's: per group, per step, its reads, buffer write and store.
+fn kernel_ops(schedule: &Schedule, layout: &Layout) -> Ops {
+    let mut sites = Vec::new();
+    let mut ops = Vec::new();
+    let global = |name: &str| {
+        let a = schedule
+            .arrays
+            .iter()
+            .position(|a| a.name == name)
+            .expect("a global read names a kernel array");
+        Target::Global(layout.origin[a])
+    };
+    for g in &schedule.groups {
+        let mut group_ops = Vec::new();
+        for st in &g.steps {
+            let mut site = |kind, array: &str, buffer, offset: [i32; 3]| {
+                sites.push(Site {
+                    group: g.index,
+                    stencil: st.name.clone(),
+                    kind,
+                    array: array.to_string(),
+                    buffer,
+                    offset,
+                });
+                (sites.len() - 1) as u32
+            };
+            let mut step_ops = StepOps::default();
+            for r in &st.reads {
+                let target = if r.buffer {
+                    Target::Buffer(
+                        g.steps
+                            .iter()
+                            .position(|p| p.name == r.array)
+                            .expect("a buffer read names an in-group producer"),
+                    )
+                } else {
+                    global(&r.array)
+                };
+                step_ops.reads.push(Op {
+                    site: site("read", &r.array, r.buffer, r.offset),
+                    target,
+                    offset: r.offset.map(i64::from),
+                });
+            }
+            let own = g.steps.iter().position(|p| p.name == st.name).unwrap_or(0);
+            if st.buffer.is_some() {
+                step_ops.buffer_write = Some(Op {
+                    site: site("write", &st.name, true, [0; 3]),
+                    target: Target::Buffer(own),
+                    offset: [0; 3],
+                });
+            }
+            if st.global.is_some() {
+                step_ops.store = Some(Op {
+                    site: site("write", &st.name, false, [0; 3]),
+                    target: global(&st.name),
+                    offset: [0; 3],
+                });
+            }
+            group_ops.push(step_ops);
+        }
+        ops.push(group_ops);
+    }
+    let parts = schedule
+        .groups
+        .iter()
+        .map(|g| (g.index, g.steps.iter().map(|s| s.name.clone()).collect()))
+        .collect();
+    (sites, parts, ops)
+}
+
+impl Walk<'_> {
     /// The threads the walk splits tiles among.
     pub fn threads(&self) -> usize {
         self.threads
@@ -170,6 +256,10 @@ impl<'a> Walk<'a> {
 
     /// Every access thread `t` makes, in order, to `sink`.
     pub fn run<S: Sink>(&self, t: usize, sink: &mut S) {
+        if self.code == Code::Reference {
+            self.run_reference(t, sink);
+            return;
+        }
         for (gi, g) in self.schedule.groups.iter().enumerate() {
             let (lo, hi) = static_chunk(g.tiles_total, self.threads, t);
             for tile in lo..hi {
@@ -186,6 +276,35 @@ impl<'a> Walk<'a> {
                     rows: Vec::new(),
                 };
                 tw.run(sink);
+            }
+        }
+    }
+
+    /// The reference's accesses of thread `t`: each stencil over its box, the thread's
+    /// `schedule(static)` share of its k planes, rows along i.
+    fn run_reference<S: Sink>(&self, t: usize, sink: &mut S) {
+        let s = self.schedule;
+        let vb = s.value_bytes as i64;
+        let sy = s.alloc[0] as i64;
+        let sz = sy * s.alloc[1] as i64;
+        let mut rows: Vec<(u64, u32)> = Vec::new();
+        for (r, ops) in s.reference.iter().zip(&self.ops) {
+            let [x, y, z] = r.region;
+            let (lo, hi) = static_chunk((z[1] - z[0]).max(0) as usize, self.threads, t);
+            for k in z[0] + lo as i64..z[0] + hi as i64 {
+                for j in y[0]..y[1] {
+                    rows.clear();
+                    for op in ops[0].reads.iter().chain(&ops[0].store) {
+                        let Target::Global(origin) = op.target else {
+                            unreachable!("the reference reads no buffer")
+                        };
+                        let [ox, oy, oz] = op.offset;
+                        let at =
+                            origin.wrapping_add_signed((ox + (j + oy) * sy + (k + oz) * sz) * vb);
+                        rows.push((at, op.site));
+                    }
+                    cells(&rows, x[0], x[1], vb as u64, sink);
+                }
             }
         }
     }

@@ -194,7 +194,7 @@ pub struct Row {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<ModelCounts>,
     /// The cache model's misses per level (`absinthe cache`), with `BenchOptions::cache_model`;
-    /// absent for the naive reference, whose loops are not a kernel's, and skipped variants.
+    /// absent for skipped variants.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache: Option<Vec<absinthe_cache::LevelReport>>,
 }
@@ -521,10 +521,10 @@ impl Bench {
         Ok((schedule, counts))
     }
 
-    /// The cache model's levels of `p` when the options ask for them; None for the naive
-    /// reference and skipped variants, and where no cache levels are known.
+    /// The cache model's levels of `p` when the options ask for them; None for skipped
+    /// variants and where no cache levels are known.
     fn row_cache(&self, p: &Planned) -> Option<Vec<absinthe_cache::LevelReport>> {
-        if !self.options.cache_model || p.reference || p.skipped.is_some() {
+        if !self.options.cache_model || p.skipped.is_some() {
             return None;
         }
         let levels = self.cache_levels().ok()?;

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use absinthe_cache::levels::sysfs_caches;
-use absinthe_cache::CacheReport;
+use absinthe_cache::{CacheReport, Code};
 use absinthe_codegen::render::{Flush, HarnessOptions};
 use absinthe_codegen::CodegenError;
 use absinthe_model::formats::machine::CacheLevel;
@@ -46,7 +46,8 @@ impl Bench {
         }
     }
 
-    /// The modelled misses of `p`'s OpenMP kernel on `levels` with this bench's threads.
+    /// The modelled misses of `p`'s OpenMP kernel (the naive reference for `naive`) on
+    /// `levels` with this bench's threads.
     pub fn cache_model(
         &self,
         p: &Planned,
@@ -55,13 +56,14 @@ impl Bench {
         self.openmp_only()?;
         let (schedule, _) = self.schedule_of(p)?;
         let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
-        absinthe_cache::model(&schedule, levels, self.threads(), jobs)
+        absinthe_cache::model(&schedule, code_of(p), levels, self.threads(), jobs)
             .map_err(|e| MeasureError::Cache(e.to_string()))
     }
 
     /// Builds `p`'s kernel with its trace harness, runs it once with this bench's threads and
-    /// the harness's deterministic inputs, and writes the trace to `path`: one line per access,
-    /// `THREAD R|W ADDRESS`, thread by thread, each in execution order.
+    /// the harness's deterministic inputs, and writes the trace of the kernel (of the reference
+    /// for `naive`) to `path`: one line per access, `THREAD R|W ADDRESS`, thread by thread,
+    /// each in execution order.
     pub fn trace(&self, p: &Planned, path: &Path) -> Result<TraceRun, MeasureError> {
         self.openmp_only()?;
         let (schedule, _) = self.schedule_of(p)?;
@@ -88,7 +90,11 @@ impl Bench {
             },
         };
         let out = Command::new(&exe)
-            .args(["1", "0", "kernel"])
+            .args(["1", "0"])
+            .arg(match code_of(p) {
+                Code::Kernel => "kernel",
+                Code::Reference => "reference",
+            })
             .arg(path)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .env_remove("ABSINTHE_ARRAY_STAGGER")
@@ -118,5 +124,14 @@ impl Bench {
                 "the cache model follows the OpenMP kernels only".into(),
             )),
         }
+    }
+}
+
+/// The code `p` times: the reference for `naive`, else the kernel.
+fn code_of(p: &Planned) -> Code {
+    if p.reference {
+        Code::Reference
+    } else {
+        Code::Kernel
     }
 }

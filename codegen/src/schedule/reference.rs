@@ -1,12 +1,14 @@
 //! The naive reference every harness verifies against: every stencil in program order over the
 //! box the semantics evaluates it on.
 
+use std::cell::RefCell;
+
 use absinthe_model::cost_model::boxes::Interval;
 use absinthe_model::language::analysis::{Analysis, ArrayKind};
 use absinthe_model::language::program::Program;
 
 use super::access::global_access;
-use super::types::{LocalDef, ReferenceStencil, Schedule};
+use super::types::{LocalDef, ReferenceStencil, Schedule, StepRead};
 use crate::cexpr::c_expr;
 
 /// The box the reference evaluates stencil `s` on: the domain grown by its analysis extent.
@@ -26,27 +28,38 @@ pub(super) fn reference_stencils(program: &Program, analysis: &Analysis) -> Vec<
         .iter()
         .enumerate()
         .map(|(s, st)| {
+            let reads = RefCell::new(Vec::new());
             let access = |array: &str, off: [i32; 3]| -> String {
                 let origin = if program.stencil_index(array).is_some() {
                     format!("r_{array}")
                 } else {
                     format!("g_{array}")
                 };
-                global_access(off, &origin)
+                let c = global_access(off, &origin);
+                reads.borrow_mut().push(StepRead {
+                    c: c.clone(),
+                    array: array.to_string(),
+                    buffer: false,
+                    offset: off,
+                });
+                c
             };
+            let lets = st
+                .lets
+                .iter()
+                .map(|l| LocalDef {
+                    ident: local_ident(&l.name),
+                    code: c_expr(&l.expr, vt, &access, &local_ident),
+                })
+                .collect();
+            let code = c_expr(&st.expr, vt, &access, &local_ident);
             ReferenceStencil {
                 name: st.name.clone(),
                 target: format!("r_{}", st.name),
                 region: reference_region(analysis, s),
-                lets: st
-                    .lets
-                    .iter()
-                    .map(|l| LocalDef {
-                        ident: local_ident(&l.name),
-                        code: c_expr(&l.expr, vt, &access, &local_ident),
-                    })
-                    .collect(),
-                code: c_expr(&st.expr, vt, &access, &local_ident),
+                lets,
+                code,
+                reads: reads.into_inner(),
             }
         })
         .collect()

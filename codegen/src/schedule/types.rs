@@ -191,6 +191,9 @@ pub struct ReferenceStencil {
     pub region: [Interval; 3],
     pub lets: Vec<LocalDef>,
     pub code: String,
+    /// Every memory read at `(i, j, k)` in source order (as [`StencilStep::reads`]): inputs
+    /// and the reference arrays of the stencils read.
+    pub reads: Vec<StepRead>,
 }
 
 /// Everything a target needs to emit code for one (program, configuration).
