@@ -12,6 +12,7 @@ use clap::Args;
 
 use crate::args::{bench_of, plan_on, MachineArg, SearchArgs};
 use crate::output::Format;
+use crate::progress::Progress;
 
 /// Count the cache misses of a variant's OpenMP kernel (for `naive`, of the reference the
 /// harness verifies against) without running it (HAYSTACK's model):
@@ -105,11 +106,21 @@ pub fn run(args: CacheArgs) -> anyhow::Result<ExitCode> {
         bench.threads()
     );
     let started = Instant::now();
-    let report = bench.cache_model(p, &levels)?;
-    eprintln!("counted in {:.2} s", started.elapsed().as_secs_f64());
+    let report = {
+        let _progress = Progress::start(format!("counting {}", p.name));
+        bench.cache_model(p, &levels)?
+    };
+    eprintln!(
+        "counted {} accesses in {:.2} s",
+        report.levels[0].counts.accesses,
+        started.elapsed().as_secs_f64()
+    );
     if let Some(path) = &args.trace {
         eprintln!("building and running the trace build ...");
-        let run = bench.trace(p, path)?;
+        let run = {
+            let _progress = Progress::start(format!("tracing {}", p.name));
+            bench.trace(p, path)?
+        };
         eprintln!(
             "wrote {} accesses of {} thread(s) to {}{}",
             run.accesses,
