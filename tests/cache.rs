@@ -100,9 +100,10 @@ fn read_trace(path: &Path) -> Vec<Vec<u64>> {
     threads
 }
 
-/// Small levels, so that the random programs' few KiB miss in them: two line sizes, a shared
-/// level.
-fn small_levels() -> Vec<CacheLevel> {
+/// Two sets of levels. Small ones, so that the random programs' few KiB miss in them: two line
+/// sizes, a shared level. Larger ones, which hold a whole row of every access, so that the
+/// model's repeated cells (`walk::cells`) are taken.
+fn level_sets() -> [Vec<CacheLevel>; 2] {
     let level = |name: &str, bytes, line, ways, shared| CacheLevel {
         name: name.into(),
         bytes,
@@ -110,10 +111,17 @@ fn small_levels() -> Vec<CacheLevel> {
         ways,
         shared,
     };
-    vec![
-        level("L1", 512, 64, 2, false),
-        level("L2", 4096, 128, 4, false),
-        level("L3", 3 * 8192, 64, 8, true),
+    [
+        vec![
+            level("L1", 512, 64, 2, false),
+            level("L2", 4096, 128, 4, false),
+            level("L3", 3 * 8192, 64, 8, true),
+        ],
+        vec![
+            level("L1", 8192, 64, 8, false),
+            level("L2", 8192, 64, 4, false),
+            level("L3", 3 * 65536, 128, 16, true),
+        ],
     ]
 }
 
@@ -202,7 +210,7 @@ fn fully_and_set_associative_misses_equal_a_simulation_of_the_kernels_trace() {
     let tc = Toolchain::new("g++", &["-O0".to_string()])
         .with_cache_dir(root().join("target/absinthe-test-cache"));
     let dir = tempfile::tempdir().unwrap();
-    let levels = small_levels();
+    let level_sets = level_sets();
     parallel_map(cases.len(), 2, |n| {
         let (label, schedule) = &cases[n];
         let h = HarnessOptions {
@@ -237,11 +245,13 @@ fn fully_and_set_associative_misses_equal_a_simulation_of_the_kernels_trace() {
         } else {
             absinthe_cache::Code::Kernel
         };
-        let report = absinthe_cache::model(schedule, code, &levels, 3, 1).unwrap();
-        assert_eq!(report.threads, 3);
-        let (want, got) = (simulated(&trace, &report), modelled(&report));
-        assert_eq!(got, want, "{label}: model against the trace's simulation");
-        assert!(want[0][0] > 0, "{label}: no access traced");
+        for levels in &level_sets {
+            let report = absinthe_cache::model(schedule, code, levels, 3, 1).unwrap();
+            assert_eq!(report.threads, 3);
+            let (want, got) = (simulated(&trace, &report), modelled(&report));
+            assert_eq!(got, want, "{label}: model against the trace's simulation");
+            assert!(want[0][0] > 0, "{label}: no access traced");
+        }
     });
 }
 

@@ -4,9 +4,10 @@
 //! conflict misses).
 //!
 //! A fully associative LRU cache of `C` lines misses an access exactly when `C` or more other
-//! lines were accessed since its line was last (its stack distance is `C` or more), so one
-//! recency list per level gives HAYSTACK's counts for the access stream; the set-associative
-//! cache keeps one recency order per set (`line mod sets`).
+//! lines were accessed since its line was last (its stack distance is `C` or more): one
+//! recency list per line size, cut at every level's capacity, gives HAYSTACK's counts for the
+//! access stream at every level at once; the set-associative cache keeps one recency order per
+//! set (`line mod sets`).
 
 use absinthe_model::formats::limits::MAX_CACHE_LEVELS;
 use serde::Serialize;
@@ -49,76 +50,108 @@ impl Counts {
 }
 
 const NONE: u32 = u32::MAX;
+/// The zone of a line that is in no level.
+const ABSENT: u8 = u8::MAX;
 
-/// A fully associative LRU cache of `capacity` lines over dense line numbers: a doubly linked
-/// recency list, most recent first.
-struct Recency {
-    capacity: u64,
-    len: u64,
+/// The fully associative LRU caches of every level of one line size at once: one recency list
+/// over dense line numbers, most recent first, cut into zones by the levels' capacities (zone
+/// `z` holds the lines a cache of `capacities[z]` lines holds and one of `capacities[z - 1]`
+/// does not). All levels see the same accesses, so an LRU cache of `C` lines holds exactly the
+/// `C` most recent lines of the one list: a line in zone `z` hits in level `z` and every larger
+/// one. Lines beyond the largest capacity leave the list.
+struct Stack {
+    /// Per zone: the lines it holds at most (`capacities[z] - capacities[z - 1]`), how many it
+    /// holds, and its last (least recent) line.
+    room: Vec<u64>,
+    size: Vec<u64>,
+    last: Vec<u32>,
     head: u32,
-    tail: u32,
-    next: Vec<u32>,
-    prev: Vec<u32>,
-    present: Vec<bool>,
+    /// Per line: `[next, previous]` (toward older, toward newer).
+    links: Vec<[u32; 2]>,
+    zone: Vec<u8>,
 }
 
-impl Recency {
-    fn new(capacity: u64, lines: usize) -> Recency {
-        Recency {
-            capacity,
-            len: 0,
+impl Stack {
+    /// `capacities` in lines, ascending; `lines` dense line numbers.
+    fn new(capacities: &[u64], lines: usize) -> Stack {
+        let room = capacities
+            .iter()
+            .enumerate()
+            .map(|(z, &c)| c - if z == 0 { 0 } else { capacities[z - 1] })
+            .collect();
+        Stack {
+            room,
+            size: vec![0; capacities.len()],
+            last: vec![NONE; capacities.len()],
             head: NONE,
-            tail: NONE,
-            next: vec![NONE; lines],
-            prev: vec![NONE; lines],
-            present: vec![false; lines],
+            links: vec![[NONE; 2]; lines],
+            zone: vec![ABSENT; lines],
         }
     }
 
     fn unlink(&mut self, x: u32) {
-        let (p, n) = (self.prev[x as usize], self.next[x as usize]);
-        if p == NONE {
-            self.head = n;
+        let [next, prev] = self.links[x as usize];
+        if prev == NONE {
+            self.head = next;
         } else {
-            self.next[p as usize] = n;
+            self.links[prev as usize][0] = next;
         }
-        if n == NONE {
-            self.tail = p;
-        } else {
-            self.prev[n as usize] = p;
+        if next != NONE {
+            self.links[next as usize][1] = prev;
         }
     }
 
-    fn push_front(&mut self, x: u32) {
-        self.prev[x as usize] = NONE;
-        self.next[x as usize] = self.head;
+    /// Accesses line `x`: the zone it was in (the number of levels when in none).
+    fn touch(&mut self, x: u32) -> usize {
+        let zones = self.room.len();
+        let was = self.zone[x as usize];
+        let found = if was == ABSENT { zones } else { was as usize };
+        if found == 0 && self.head == x {
+            return 0;
+        }
+        if found < zones {
+            if self.last[found] == x {
+                let prev = self.links[x as usize][1];
+                self.last[found] = if self.size[found] > 1 { prev } else { NONE };
+            }
+            self.size[found] -= 1;
+            self.unlink(x);
+        }
+        // To the front, in zone 0.
+        self.links[x as usize] = [self.head, NONE];
         if self.head != NONE {
-            self.prev[self.head as usize] = x;
-        } else {
-            self.tail = x;
+            self.links[self.head as usize][1] = x;
         }
         self.head = x;
-    }
-
-    /// Accesses line `x`: whether it hit.
-    fn touch(&mut self, x: u32) -> bool {
-        if self.present[x as usize] {
-            if self.head != x {
-                self.unlink(x);
-                self.push_front(x);
+        self.zone[x as usize] = 0;
+        self.size[0] += 1;
+        if self.last[0] == NONE {
+            self.last[0] = x;
+        }
+        // Each overfull zone hands its least recent line to the next one.
+        for z in 0..zones {
+            if self.size[z] <= self.room[z] {
+                break;
             }
-            return true;
+            let y = self.last[z];
+            self.size[z] -= 1;
+            self.last[z] = if self.size[z] > 0 {
+                self.links[y as usize][1]
+            } else {
+                NONE
+            };
+            if z + 1 < zones {
+                self.zone[y as usize] = (z + 1) as u8;
+                self.size[z + 1] += 1;
+                if self.last[z + 1] == NONE {
+                    self.last[z + 1] = y;
+                }
+            } else {
+                self.zone[y as usize] = ABSENT;
+                self.unlink(y);
+            }
         }
-        self.present[x as usize] = true;
-        self.push_front(x);
-        self.len += 1;
-        if self.len > self.capacity {
-            let last = self.tail;
-            self.unlink(last);
-            self.present[last as usize] = false;
-            self.len -= 1;
-        }
-        false
+        found
     }
 }
 
@@ -172,50 +205,79 @@ impl Sets {
 /// One level's caches for one thread.
 struct LevelState {
     shift: u32,
-    /// Index of its line size in `Counter::seen`.
+    /// Index of its line size in `Counter::classes`.
     class: usize,
-    fully: Recency,
+    /// Its zone in the class's stack: the line hits when found in this zone or a nearer one.
+    zone: usize,
     sets: Sets,
+}
+
+/// The levels of one line size: the lines seen (a bitset over dense line numbers) and their
+/// fully associative caches.
+struct Class {
+    shift: u32,
+    seen: Vec<u64>,
+    stack: Stack,
 }
 
 /// One thread's caches, every level, and its counts per site and level.
 pub struct Counter {
     levels: Vec<LevelState>,
-    /// Per line size (as a shift): the lines seen, as a bitset over dense line numbers.
-    seen: Vec<(u32, Vec<u64>)>,
+    classes: Vec<Class>,
     /// Address of dense line 0 (the layout's first allocation).
     base: u64,
     /// `counts[site * levels + level]`.
     pub counts: Vec<Counts>,
+    /// The smallest line size, as a power of two.
+    shift: u32,
 }
 
 impl Counter {
     /// Empty caches for addresses in `[base, end)` and `sites` access sites.
     pub fn new(levels: &[ThreadLevel], base: u64, end: u64, sites: usize) -> Counter {
-        let mut seen: Vec<(u32, Vec<u64>)> = Vec::new();
+        let lines_of = |shift: u32| ((end - base) >> shift) as usize + 1;
+        let mut shifts: Vec<u32> = levels.iter().map(|l| l.line.trailing_zeros()).collect();
+        shifts.sort_unstable();
+        shifts.dedup();
+        let classes = shifts
+            .iter()
+            .map(|&shift| {
+                let mut capacities: Vec<u64> = levels
+                    .iter()
+                    .filter(|l| l.line.trailing_zeros() == shift)
+                    .map(ThreadLevel::lines)
+                    .collect();
+                capacities.sort_unstable();
+                Class {
+                    shift,
+                    seen: vec![0; lines_of(shift).div_ceil(64)],
+                    stack: Stack::new(&capacities, lines_of(shift)),
+                }
+            })
+            .collect::<Vec<_>>();
         let states = levels
             .iter()
             .map(|l| {
                 let shift = l.line.trailing_zeros();
-                let lines = ((end - base) >> shift) as usize + 1;
-                let class = match seen.iter().position(|(s, _)| *s == shift) {
-                    Some(c) => c,
-                    None => {
-                        seen.push((shift, vec![0; lines.div_ceil(64)]));
-                        seen.len() - 1
-                    }
-                };
+                let class = shifts.iter().position(|&s| s == shift).unwrap_or(0);
+                // Its rank among its class's capacities (equal ones: the first zone of that
+                // capacity; the zones between equal capacities hold nothing).
+                let zone = levels
+                    .iter()
+                    .filter(|o| o.line == l.line && o.lines() < l.lines())
+                    .count();
                 LevelState {
                     shift,
                     class,
-                    fully: Recency::new(l.lines(), lines),
-                    sets: Sets::new(l.sets, l.ways, lines as u64),
+                    zone,
+                    sets: Sets::new(l.sets, l.ways, lines_of(shift) as u64),
                 }
             })
             .collect();
         Counter {
             levels: states,
-            seen,
+            shift: shifts.first().copied().unwrap_or(6),
+            classes,
             base,
             counts: vec![Counts::default(); sites * levels.len()],
         }
@@ -224,31 +286,85 @@ impl Counter {
 
 impl Sink for Counter {
     #[inline]
-    fn access(&mut self, address: u64, site: u32) {
+    fn access(&mut self, address: u64, site: u32) -> bool {
         let offset = address - self.base;
         let n = self.levels.len();
-        // At most one line size per level (`limits::MAX_CACHE_LEVELS`).
+        // Per line size (at most one per level, `limits::MAX_CACHE_LEVELS`): whether this is
+        // the line's first access, and the zone it was found in.
         let mut first = [false; MAX_CACHE_LEVELS];
-        for (c, (shift, bits)) in self.seen.iter_mut().enumerate() {
-            let line = (offset >> *shift) as usize;
-            let word = &mut bits[line / 64];
+        let mut found = [0usize; MAX_CACHE_LEVELS];
+        for (c, class) in self.classes.iter_mut().enumerate() {
+            let line = (offset >> class.shift) as usize;
+            let word = &mut class.seen[line / 64];
             let bit = 1u64 << (line % 64);
             first[c] = *word & bit == 0;
             *word |= bit;
+            found[c] = class.stack.touch(line as u32);
         }
         let counts = &mut self.counts[site as usize * n..(site as usize + 1) * n];
+        let mut all = true;
         for (state, c) in self.levels.iter_mut().zip(counts) {
-            let dense = (offset >> state.shift) as u32;
-            let new = first[state.class];
-            let hit = state.fully.touch(dense);
+            let hit = found[state.class] <= state.zone;
             let hit_sa = state.sets.touch(address >> state.shift);
             c.accesses += 1;
-            if new {
+            if first[state.class] {
                 c.compulsory += 1;
                 c.compulsory_sa += 1;
+                all = false;
             } else {
                 c.capacity += u64::from(!hit);
                 c.capacity_sa += u64::from(!hit_sa);
+                all &= hit && hit_sa;
+            }
+        }
+        all
+    }
+
+    fn repeat(&mut self, rows: &[(u64, u32)]) {
+        let n = self.levels.len();
+        for &(_, site) in rows {
+            for c in &mut self.counts[site as usize * n..(site as usize + 1) * n] {
+                c.accesses += 1;
+            }
+        }
+    }
+
+    fn line_shift(&self) -> u32 {
+        self.shift
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::VecDeque;
+
+    /// The one stack against one plain LRU list per capacity, equal capacities included, on
+    /// a random stream with runs of repeats.
+    #[test]
+    fn one_stack_answers_for_every_capacity() {
+        let capacities = [1u64, 3, 7, 7, 50];
+        let mut stack = Stack::new(&capacities, 200);
+        let mut lists: Vec<VecDeque<u32>> = vec![VecDeque::new(); capacities.len()];
+        let mut state = 12345u64;
+        for _ in 0..20000 {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let x = ((state >> 33) % if state & 1 == 0 { 12 } else { 200 }) as u32;
+            let found = stack.touch(x);
+            for (z, (list, &cap)) in lists.iter_mut().zip(&capacities).enumerate() {
+                let hit = match list.iter().position(|&y| y == x) {
+                    Some(at) => {
+                        list.remove(at);
+                        true
+                    }
+                    None => false,
+                };
+                list.push_front(x);
+                list.truncate(cap as usize);
+                let rank = capacities.iter().filter(|&&c| c < cap).count();
+                assert_eq!(found <= rank, hit, "capacity {cap} (level {z}), line {x}");
             }
         }
     }

@@ -29,7 +29,14 @@ pub struct Site {
 
 /// What hears every access: its byte address and its site (an index into [`Walk::sites`]).
 pub trait Sink {
-    fn access(&mut self, address: u64, site: u32);
+    /// One access; whether it hit everywhere (a line seen before, found in every cache).
+    fn access(&mut self, address: u64, site: u32) -> bool;
+    /// The accesses `rows` (address at `i = 0`, site) once more at a cell whose every access
+    /// falls in the same line as at the cell before, after a cell at which all hit: they all
+    /// hit again and leave every cache as it was (see [`cells`]).
+    fn repeat(&mut self, rows: &[(u64, u32)]);
+    /// The smallest line size of the caches, as a power of two.
+    fn line_shift(&self) -> u32;
 }
 
 /// Where an access goes.
@@ -477,11 +484,30 @@ impl TileWalk<'_, '_> {
 }
 
 /// Cells `[lo, hi)` of a row: at each, every access of `rows` in order.
+///
+/// A cell whose accesses all fall in the lines of the cell before (no address is the first of
+/// a line), after a cell at which every access hit in every cache, is a repeat: the same lines
+/// in the same order. When a sequence of lines hits throughout, no line was evicted during it,
+/// so all its lines fit every cache (and every set) at once; run again, each line finds only
+/// lines of the sequence since its last access, hits, and the recency order ends as it was.
+/// Such cells are counted as hits without touching the caches: exact, not an estimate.
 fn cells<S: Sink>(rows: &[(u64, u32)], lo: i64, hi: i64, vb: u64, sink: &mut S) {
+    let line = 1u64 << sink.line_shift();
+    let mut stable = false;
     for i in lo..hi {
         let di = (i as u64).wrapping_mul(vb);
-        for &(base, site) in rows {
-            sink.access(base.wrapping_add(di), site);
+        if stable
+            && rows
+                .iter()
+                .all(|&(base, _)| base.wrapping_add(di) & (line - 1) >= vb)
+        {
+            sink.repeat(rows);
+            continue;
         }
+        let mut all = true;
+        for &(base, site) in rows {
+            all &= sink.access(base.wrapping_add(di), site);
+        }
+        stable = all;
     }
 }
