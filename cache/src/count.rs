@@ -158,6 +158,8 @@ impl Stack {
 /// A set-associative LRU cache: per set its ways' lines, most recent first.
 struct Sets {
     sets: u64,
+    /// `sets - 1` when `sets` is a power of two (the set is then `line & mask`).
+    mask: Option<u64>,
     ways: usize,
     tags: Vec<u64>,
 }
@@ -175,6 +177,7 @@ impl Sets {
         };
         Sets {
             sets,
+            mask: sets.is_power_of_two().then(|| sets - 1),
             ways: ways as usize,
             tags: vec![u64::MAX; kept as usize],
         }
@@ -186,8 +189,14 @@ impl Sets {
         if self.tags.is_empty() {
             return true;
         }
-        let set = (line % self.sets) as usize;
+        let set = match self.mask {
+            Some(mask) => line & mask,
+            None => line % self.sets,
+        } as usize;
         let ways = &mut self.tags[set * self.ways..(set + 1) * self.ways];
+        if ways[0] == line {
+            return true;
+        }
         match ways.iter().position(|&t| t == line) {
             Some(at) => {
                 ways[..=at].rotate_right(1);
