@@ -125,21 +125,11 @@ fn level_sets() -> [Vec<CacheLevel>; 2] {
     ]
 }
 
-/// The simulated totals of a trace, summed over threads, for the model's levels per thread.
-fn simulated(trace: &[Vec<u64>], report: &absinthe_cache::CacheReport) -> Vec<Totals> {
-    let levels: Vec<SimLevel> = report
-        .levels
-        .iter()
-        .map(|l| SimLevel {
-            lines: l.level.bytes / l.level.line,
-            line: l.level.line,
-            sets: l.level.sets,
-            ways: l.level.ways as usize,
-        })
-        .collect();
+/// The simulated totals of a trace, summed over threads, for `levels` (each thread's).
+fn simulated(trace: &[Vec<u64>], levels: &[SimLevel]) -> Vec<Totals> {
     let mut sum = vec![[0u64; 4]; levels.len()];
     for addresses in trace {
-        for (s, t) in sum.iter_mut().zip(simulate(addresses, &levels)) {
+        for (s, t) in sum.iter_mut().zip(simulate(addresses, levels)) {
             for (a, b) in s.iter_mut().zip(t) {
                 *a += b;
             }
@@ -248,7 +238,17 @@ fn fully_and_set_associative_misses_equal_a_simulation_of_the_kernels_trace() {
         for levels in &level_sets {
             let report = absinthe_cache::model(schedule, code, levels, 3, 1).unwrap();
             assert_eq!(report.threads, 3);
-            let (want, got) = (simulated(&trace, &report), modelled(&report));
+            let per_thread: Vec<SimLevel> = report
+                .levels
+                .iter()
+                .map(|l| SimLevel {
+                    lines: l.level.bytes / l.level.line,
+                    line: l.level.line,
+                    sets: l.level.sets,
+                    ways: l.level.ways as usize,
+                })
+                .collect();
+            let (want, got) = (simulated(&trace, &per_thread), modelled(&report));
             assert_eq!(got, want, "{label}: model against the trace's simulation");
             assert!(want[0][0] > 0, "{label}: no access traced");
         }
@@ -268,20 +268,24 @@ fn cache_command_counts_what_the_traced_kernel_does() {
     let mut m = std::fs::read_to_string(root().join("machines/default.yaml")).unwrap();
     m.push_str("caches: [{name: L1, bytes: 1024, line: 64, ways: 4}, {name: L2, bytes: 8192, line: 64, ways: 8, shared: true}]\n");
     std::fs::write(&machine, m).unwrap();
-    for variant in ["opt", "unfused", "naive"] {
-        let trace = dir.path().join(format!("{variant}.trace"));
-        let out = absinthe(&[
+    let cache = |variant: &str, more: &[&str]| {
+        let mut args = vec![
             "cache",
             program.to_str().unwrap(),
             "--machine",
             machine.to_str().unwrap(),
             "--variant",
             variant,
-            "--format",
-            "json",
-            "--trace",
-            trace.to_str().unwrap(),
-        ]);
+        ];
+        args.extend_from_slice(more);
+        absinthe(&args)
+    };
+    for variant in ["opt", "unfused", "naive"] {
+        let trace = dir.path().join(format!("{variant}.trace"));
+        let out = cache(
+            variant,
+            &["--format", "json", "--trace", trace.to_str().unwrap()],
+        );
         assert!(out.status.success(), "{}", stderr(&out));
         assert!(
             stderr(&out).contains("(the run verified)"),
@@ -303,14 +307,7 @@ fn cache_command_counts_what_the_traced_kernel_does() {
                 ways: l["ways"].as_u64().unwrap() as usize,
             })
             .collect();
-        let mut want = vec![[0u64; 4]; 2];
-        for addresses in read_trace(&trace) {
-            for (s, t) in want.iter_mut().zip(simulate(&addresses, &report_levels)) {
-                for (a, b) in s.iter_mut().zip(t) {
-                    *a += b;
-                }
-            }
-        }
+        let want = simulated(&read_trace(&trace), &report_levels);
         let field = |l: &serde_json::Value, k: &str| l[k].as_u64().unwrap();
         let got: Vec<Totals> = levels
             .iter()
@@ -338,15 +335,7 @@ fn cache_command_counts_what_the_traced_kernel_does() {
         assert_eq!(sum("accesses"), got[0][2]);
     }
     // The table names every level and stencil.
-    let out = absinthe(&[
-        "cache",
-        program.to_str().unwrap(),
-        "--machine",
-        machine.to_str().unwrap(),
-        "--variant",
-        "unfused",
-        "--accesses",
-    ]);
+    let out = cache("unfused", &["--accesses"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let table = stdout(&out);
     for needle in [

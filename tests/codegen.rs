@@ -262,7 +262,7 @@ fn bench_runs_naive_unfused_and_opt_and_all_verify() {
     assert_eq!(unfused["groups"], serde_json::json!([0, 1]));
     // The cache model's levels (from sysfs: the default machine file lists none) on every row,
     // the naive reference's included.
-    if absinthe_cache::levels::sysfs_caches().is_some() {
+    if absinthe_codegen::host::sysfs_caches().is_some() {
         for r in rows {
             let levels = r["cache"].as_array().unwrap_or_else(|| panic!("{r}"));
             assert!(!levels.is_empty());

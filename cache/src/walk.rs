@@ -251,11 +251,6 @@ fn kernel_ops(schedule: &Schedule, layout: &Layout) -> Ops {
 }
 
 impl Walk<'_> {
-    /// The threads the walk splits tiles among.
-    pub fn threads(&self) -> usize {
-        self.threads
-    }
-
     /// One past the highest address any access can have.
     pub fn end(&self) -> u64 {
         self.layout.end

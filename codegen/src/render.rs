@@ -178,26 +178,8 @@ impl Serialize for Flush {
 /// Bytes to stream before each timed run: 1.25 times the last-level cache from sysfs (at least
 /// 8 MiB, at most 1 GiB), or 64 MiB when sysfs says nothing.
 pub fn default_flush_bytes() -> u64 {
-    let llc = last_level_cache_bytes().unwrap_or(48 << 20);
+    let llc = crate::host::last_level_cache_bytes().unwrap_or(48 << 20);
     (llc + llc / 4).clamp(8 << 20, 1 << 30)
-}
-
-/// The largest cache reported under `/sys/devices/system/cpu/cpu0/cache`.
-pub fn last_level_cache_bytes() -> Option<u64> {
-    let dir = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
-    dir.filter_map(|e| {
-        let text = std::fs::read_to_string(e.ok()?.path().join("size")).ok()?;
-        let t = text.trim();
-        let (num, mult) = match t.strip_suffix('K') {
-            Some(n) => (n, 1u64 << 10),
-            None => match t.strip_suffix('M') {
-                Some(n) => (n, 1 << 20),
-                None => (t, 1),
-            },
-        };
-        num.parse::<u64>().ok().map(|n| n * mult)
-    })
-    .max()
 }
 
 /// Generated files: (file name, contents).

@@ -290,35 +290,18 @@ pub fn utc_timestamp(seconds: u64) -> String {
     )
 }
 
-/// The per-core L2 (else the largest data or unified cache) that sysfs reports for cpu0.
-pub fn sysfs_cache_bytes() -> Option<u64> {
-    let dir = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
-    let mut caches: Vec<(u32, u64)> = Vec::new();
-    for entry in dir.flatten() {
-        let p = entry.path();
-        let read = |f: &str| std::fs::read_to_string(p.join(f)).ok();
-        let (Some(level), Some(size), Some(kind)) = (read("level"), read("size"), read("type"))
-        else {
-            continue;
-        };
-        if kind.trim() == "Instruction" {
-            continue;
-        }
-        let size = size.trim();
-        let bytes = if let Some(k) = size.strip_suffix('K') {
-            k.parse::<u64>().ok()? << 10
-        } else if let Some(m) = size.strip_suffix('M') {
-            m.parse::<u64>().ok()? << 20
-        } else {
-            size.parse::<u64>().ok()?
-        };
-        caches.push((level.trim().parse().ok()?, bytes));
-    }
-    caches
+/// `levels` as a machine file's `caches:` value, in flow style on one line.
+pub fn caches_yaml(levels: &[absinthe_model::formats::machine::CacheLevel]) -> String {
+    let items: Vec<String> = levels
         .iter()
-        .find(|c| c.0 == 2)
-        .or_else(|| caches.iter().max_by_key(|c| c.1))
-        .map(|c| c.1)
+        .map(|l| {
+            format!(
+                "{{name: {}, bytes: {}, line: {}, ways: {}, shared: {}}}",
+                l.name, l.bytes, l.line, l.ways, l.shared
+            )
+        })
+        .collect();
+    format!("[{}]", items.join(", "))
 }
 
 /// The host's name and CPU model, for `learned.host`.

@@ -248,8 +248,8 @@ fn rewritten(
         ("cache_bytes", cache_bytes.to_string()),
     ];
     // The cache model's levels (`absinthe cache`), where the file lists none.
-    if let Some(levels) = absinthe_cache::levels::sysfs_caches() {
-        extra.push(("caches", absinthe_cache::levels::flow_yaml(&levels)));
+    if let Some(levels) = absinthe_codegen::host::sysfs_caches() {
+        extra.push(("caches", machine_file::caches_yaml(&levels)));
     }
     let mut new_text = machine_file::rewrite(text, &result.params, &learned, &extra)?;
     if let Some(c) = &learning.calibration {

@@ -1335,3 +1335,27 @@ fn the_h100_timings_fit_to_the_shipped_learned_file() {
     }
     assert_eq!(refit.params.crowded.row_streams, params.crowded.row_streams);
 }
+
+/// The `caches:` value learn writes reads back as the same levels.
+#[test]
+fn caches_written_by_learn_read_back() {
+    let levels = vec![
+        absinthe_model::formats::machine::CacheLevel {
+            name: "L1".into(),
+            bytes: 48 << 10,
+            line: 64,
+            ways: 12,
+            shared: false,
+        },
+        absinthe_model::formats::machine::CacheLevel {
+            name: "L3".into(),
+            bytes: 32 << 20,
+            line: 64,
+            ways: 16,
+            shared: true,
+        },
+    ];
+    let text = format!("name: m\ncaches: {}\n", machine_file::caches_yaml(&levels));
+    let m = Machine::from_yaml(&text).unwrap();
+    assert_eq!(m.caches, Some(levels));
+}

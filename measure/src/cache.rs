@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use absinthe_cache::levels::sysfs_caches;
 use absinthe_cache::{CacheReport, Code};
+use absinthe_codegen::host::sysfs_caches;
 use absinthe_codegen::render::{Flush, HarnessOptions};
 use absinthe_codegen::CodegenError;
 use absinthe_model::formats::machine::CacheLevel;

@@ -12,7 +12,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use absinthe_codegen::compile::{OperationTimes, Toolchain};
-use absinthe_learn::machine_file::sysfs_cache_bytes;
+use absinthe_codegen::host::l2_cache_bytes;
 use absinthe_learn::pipeline::{self, Event, Step, Steps};
 use absinthe_learn::{
     calibrate, kernels, training, training_runs, Kernels, LearnOptions, Progress,
@@ -238,7 +238,7 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
     let threads = machine.cores.unwrap_or(cpus);
     let cache_bytes = match machine.cache_bytes {
         Some(c) => c,
-        None => sysfs_cache_bytes().context(
+        None => l2_cache_bytes().context(
             "the machine file has no cache_bytes and sysfs reports no cache size; add cache_bytes",
         )?,
     };
