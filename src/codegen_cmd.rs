@@ -7,8 +7,9 @@ use std::process::ExitCode;
 use absinthe_codegen::cuda::{plan, GpuLimits};
 use absinthe_codegen::render::HarnessOptions;
 use absinthe_codegen::{lower, lower_cuda, Schedule};
+use absinthe_model::cost_model::boxes::BlockLimits;
 use absinthe_model::cost_model::evaluate::{evaluate, Configuration};
-use absinthe_model::formats::machine::Machine;
+use absinthe_model::formats::machine::{Machine, ModelMachine};
 use absinthe_model::output::solution::Solution;
 use absinthe_model::{Analysis, FileError};
 use anyhow::Context;
@@ -58,6 +59,11 @@ pub struct CodegenArgs {
     /// Also emit the verification and timing harness (`<program>_harness.cpp`).
     #[arg(long)]
     pub harness: bool,
+    /// With --target cuda: read every array from global memory. By default a streamed group
+    /// copies the arrays its stencils read at x-y offsets into shared memory, plane by plane,
+    /// while the block stays within the model's shared-memory capacity (docs/MODEL.md, "GPU").
+    #[arg(long)]
+    pub no_stage: bool,
     /// Timed runs the harness does by default (the first quarter is discarded).
     #[arg(long, default_value_t = 64, value_parser = crate::args::parse_runs)]
     pub runs: usize,
@@ -71,16 +77,17 @@ pub struct CodegenArgs {
 
 fn schedule(args: &CodegenArgs) -> anyhow::Result<(Schedule, String)> {
     // A streamed group walks z in the CUDA kernels (thread blocks own x-y tiles), in blocks of
-    // at most the device's threads (the number the model's shared-memory test used).
-    let block_threads = match args.target {
-        Target::Cuda => {
-            GpuLimits::of_machine(&Machine::load(&args.machine.path()?)?).block_threads()
-        }
-        Target::Openmp => 0,
-    };
-    let lower = |p: &_, a: &_, c: &Configuration, cost: &_| {
+    // at most the device's threads (the number the model's shared-memory test used), staging
+    // inputs within the model's shared-memory capacity unless --no-stage.
+    let lower = |p: &_, a: &_, c: &Configuration, cost: &_, view: &ModelMachine| {
         if args.target == Target::Cuda {
-            lower_cuda(p, a, c, cost, block_threads)
+            let limits = BlockLimits::of(view);
+            let limits = if args.no_stage {
+                limits.unstaged()
+            } else {
+                limits
+            };
+            lower_cuda(p, a, c, cost, limits)
         } else {
             lower(p, a, c, cost)
         }
@@ -99,18 +106,20 @@ fn schedule(args: &CodegenArgs) -> anyhow::Result<(Schedule, String)> {
             .configuration(&analysis)
             .map_err(|d| FileError::new(sol, d))?;
         let cost = evaluate(&analysis, &view, &config);
-        let schedule = lower(&program, &analysis, &config, &cost)?;
+        let schedule = lower(&program, &analysis, &config, &cost, &view)?;
         Ok((
             schedule.with_reference(&original, &original_analysis),
             format!("{}", sol.display()),
         ))
     } else {
         let solved = solve_program(&args.program, &args.machine, &args.search, args.solver)?;
+        let (_, view) = args.machine.load(&solved.program)?;
         let s = lower(
             &solved.program,
             &solved.analysis,
             &solved.optimum.config,
             &solved.optimum.cost,
+            &view,
         )?
         .with_reference(&solved.original, &solved.original_analysis);
         Ok((s, format!("the {} optimum", args.solver)))

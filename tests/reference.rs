@@ -28,6 +28,7 @@ use absinthe_codegen::compile::{
 use absinthe_codegen::cuda::{plan, CudaBundleCase, CudaPlan, GpuLimits};
 use absinthe_codegen::render::{BundleCase, HarnessOptions, Renderer, TEMPLATES};
 use absinthe_codegen::{lower, lower_cuda, Schedule};
+use absinthe_model::cost_model::boxes::BlockLimits;
 use absinthe_model::cost_model::evaluate::evaluate;
 use absinthe_model::formats::machine::{Machine, ModelMachine};
 use absinthe_model::language::analysis::Analysis;
@@ -145,7 +146,7 @@ fn cases(subjects: &[Subject], per_subject: usize, cuda: bool, seed: u64) -> Vec
             let config = random_configuration(&mut rng, program.stencils.len(), analysis.domain);
             let cost = evaluate(&analysis, &m, &config);
             let schedule = if cuda {
-                lower_cuda(&program, &analysis, &config, &cost, m.block_threads).unwrap()
+                lower_cuda(&program, &analysis, &config, &cost, BlockLimits::of(&m)).unwrap()
             } else {
                 lower(&program, &analysis, &config, &cost).unwrap()
             }

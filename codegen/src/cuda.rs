@@ -85,8 +85,8 @@ impl GpuLimits {
     }
 }
 
-/// Where one tile buffer in memory lives (register windows, `LocalBuffer::registers`, are
-/// declared by the kernel itself).
+/// Where one tile buffer or staged copy (`StagedArray`) in memory lives (register windows,
+/// `LocalBuffer::registers`, are declared by the kernel itself).
 #[derive(Clone, Debug, Serialize)]
 pub struct CudaBuffer {
     pub ident: String,
@@ -125,8 +125,9 @@ pub struct CudaPlan {
     pub groups: Vec<CudaGroup>,
 }
 
-/// Places every group's buffers that are not register windows: shared memory while the
-/// group's total fits the limit, in the schedule's order, the rest in global scratch. The
+/// Places every group's buffers that are not register windows, then its staged copies: shared
+/// memory while the group's total fits the limit, in the schedule's order, the rest in global
+/// scratch. The
 /// block shape is the schedule's (`boxes::block_plan`, which also chose the register windows).
 /// Fails when the schedule was not lowered for CUDA ([`crate::lower_cuda`]): a group streams
 /// along y or shares row loops.
@@ -145,13 +146,17 @@ pub fn plan(schedule: &Schedule, limits: &GpuLimits) -> Result<CudaPlan, Codegen
         .map(|g| {
             let mut shared_values = 0usize;
             let mut scratch = 0usize;
-            let buffers = g
+            // Tile buffers first (the model counted them), then the staged copies (which
+            // use what the buffers leave of the model's capacity).
+            let extents = g
                 .steps
                 .iter()
                 .filter_map(|st| st.buffer.as_ref())
                 .filter(|b| b.registers.is_none())
-                .map(|b| {
-                    let [ex, ey, ez] = b.device;
+                .map(|b| (b.ident.clone(), b.device))
+                .chain(g.staged.iter().map(|a| (a.ident.clone(), a.extents)));
+            let buffers = extents
+                .map(|(ident, [ex, ey, ez])| {
                     let size = ex * ey * ez;
                     let shared = ((shared_values + size) * schedule.value_bytes) as u64
                         <= limits.shared_bytes_per_block;
@@ -163,7 +168,7 @@ pub fn plan(schedule: &Schedule, limits: &GpuLimits) -> Result<CudaPlan, Codegen
                         scratch - size
                     };
                     CudaBuffer {
-                        ident: b.ident.clone(),
+                        ident,
                         size,
                         stride_y: ex,
                         stride_z: ex * ey,

@@ -23,6 +23,7 @@ use std::collections::HashMap;
 use absinthe_codegen::cuda::{plan, CudaBundleCase, GpuLimits};
 use absinthe_codegen::lower_cuda;
 use absinthe_codegen::render::{Flush, HarnessOptions, Renderer};
+use absinthe_model::cost_model::boxes::BlockLimits;
 use absinthe_model::cost_model::evaluate::{evaluate, Configuration};
 use absinthe_model::cost_model::inline_search::apply as inline_apply;
 use absinthe_model::formats::machine::{Machine, ModelMachine, Params};
@@ -568,8 +569,13 @@ fn training_cases(
         let tiles = training::tile_counts(size, domain);
         let config = training::configuration(&p.analysis, tiles, true);
         let cost = evaluate(&p.analysis, view, &config);
-        let block_threads = limits.block_threads();
-        let schedule = lower_cuda(&p.program, &p.analysis, &config, &cost, block_threads)?;
+        let schedule = lower_cuda(
+            &p.program,
+            &p.analysis,
+            &config,
+            &cost,
+            BlockLimits::of(view),
+        )?;
         let cuda = plan(&schedule, limits)?;
         let label = label(&p.program.name, size);
         let bytes = constant_bytes(&config);
@@ -604,7 +610,7 @@ fn kernel_bundles(
             let (prog, an, _) = inline_apply(&program, view.params.operations, &p.inline)
                 .map_err(|e| LearnError::Kernels(format!("{name}: {e}")))?;
             let cost = evaluate(&an, view, &p.config);
-            let schedule = lower_cuda(&prog, &an, &p.config, &cost, limits.block_threads())?
+            let schedule = lower_cuda(&prog, &an, &p.config, &cost, BlockLimits::of(view))?
                 .with_reference(&program, &analysis);
             let cuda = plan(&schedule, limits)?;
             let label = format!("kernel/{name}/{}", p.name);

@@ -10,6 +10,7 @@ use absinthe_codegen::compile::{stream_bandwidth, HarnessResult, Toolchain};
 use absinthe_codegen::cuda::{plan as cuda_plan, GpuLimits};
 use absinthe_codegen::render::{default_flush_bytes, Flush, HarnessOptions, Renderer};
 use absinthe_codegen::{lower, lower_cuda, Schedule};
+use absinthe_model::cost_model::boxes::BlockLimits;
 use absinthe_model::cost_model::evaluate::{evaluate, overhead_count, stream_shape, Cost, Counts};
 use absinthe_model::cost_model::inline_search::apply as inline_apply;
 use absinthe_model::formats::machine::{FlushKind, Machine, ModelMachine};
@@ -514,7 +515,7 @@ impl Bench {
         let schedule: Schedule = match self.options.target {
             BenchTarget::Openmp => lower(&prog, &an, &p.config, &cost)?,
             BenchTarget::CudaEmulated => {
-                lower_cuda(&prog, &an, &p.config, &cost, view.block_threads)?
+                lower_cuda(&prog, &an, &p.config, &cost, BlockLimits::of(view))?
             }
         }
         .with_reference(program, analysis);

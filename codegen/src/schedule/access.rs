@@ -32,6 +32,18 @@ pub(super) fn buffer_access(b: &LocalBuffer, off: [i32; 3], stream_dim: usize) -
     }
 }
 
+/// An element of a staged copy `id` (a rolling window of `window` planes) at `off` from
+/// `(i, j, k)` as C: `id[id_base + (i + ox) + (j + oy) * id_Y + absinthe_slot(k + oz, window) *
+/// id_Z]`.
+pub(super) fn staged_access(id: &str, window: usize, off: [i32; 3]) -> String {
+    format!(
+        "{id}[{id}_base + {} + {} * {id}_Y + absinthe_slot({}, {window}) * {id}_Z]",
+        shifted("i", off[0]),
+        shifted("j", off[1]),
+        shifted("k", off[2])
+    )
+}
+
 /// A register window's value at `slot` for the thread's current round, as C (the macro of
 /// `absinthe_cuda_emu.h`: a register array on the device, per-thread storage in the emulation).
 pub(super) fn register_access(b: &LocalBuffer, slot: i64) -> String {

@@ -4,11 +4,11 @@
 use std::ops::Range;
 
 use absinthe_model::cost_model::boxes::{
-    block_plan, stream_window, tile_intervals, BlockPlan, Interval, RegisterWindow,
+    block_plan, read_hull, stream_window, tile_intervals, BlockPlan, Interval, RegisterWindow,
 };
 use absinthe_model::language::analysis::Extent;
 
-use super::types::{GroupSchedule, StencilStep, StreamPlan};
+use super::types::{GroupSchedule, StagedArray, StencilStep, StreamPlan};
 use super::{Lowering, Target};
 use crate::CodegenError;
 
@@ -46,7 +46,10 @@ impl<'a> GroupLowering<'a> {
             &widths,
             config.tiles[index],
             streams && lowering.stream_dim == 2,
-            lowering.block_threads,
+            match lowering.target {
+                Target::Cuda => lowering.limits,
+                Target::OpenMp | Target::Plain => lowering.limits.unstaged(),
+            },
         );
         let tile_size = config.tile_size(index, domain);
         GroupLowering {
@@ -138,7 +141,53 @@ impl<'a> GroupLowering<'a> {
             }),
             block: self.device.block,
             loops,
+            staged: self.staged(),
         })
+    }
+
+    /// The id of the array staged in shared memory under `name`, if the group stages it.
+    pub fn staged_id(&self, name: &str) -> Option<usize> {
+        self.device
+            .inputs
+            .iter()
+            .map(|i| i.array)
+            .find(|&a| self.lowering.analysis.arrays[a].name == name)
+    }
+
+    /// The arrays the group's CUDA kernel stages (`boxes::block_plan`), with their read boxes
+    /// per tile.
+    fn staged(&self) -> Vec<StagedArray> {
+        let analysis = self.lowering.analysis;
+        self.device
+            .inputs
+            .iter()
+            .map(|input| {
+                let name = &analysis.arrays[input.array].name;
+                StagedArray {
+                    ident: format!("in{}", input.array),
+                    array: name.clone(),
+                    origin: format!("g_{name}"),
+                    extents: input.extents,
+                    reach: input.reach,
+                    read_box: [0, 1, 2].map(|d| {
+                        (0..self.grid[d])
+                            .map(|t| {
+                                read_hull(
+                                    analysis,
+                                    &self.range,
+                                    &self.widths,
+                                    self.tile_size,
+                                    input.array,
+                                    d,
+                                    t,
+                                )
+                                .expect("a staged array is read in the group")
+                            })
+                            .collect()
+                    }),
+                }
+            })
+            .collect()
     }
 
     /// The tile cores per dimension.

@@ -35,11 +35,12 @@ pub use buffers::{buffer_page_offset, THREAD_STRIDE_BYTES};
 pub use row_loops::ROW_LOOP_OPERATIONS;
 pub use types::{
     GlobalArray, GroupSchedule, HostLayout, LocalBuffer, LocalDef, ReferenceStencil, Role,
-    Schedule, StencilStep, StepRead, StreamPlan,
+    Schedule, StagedArray, StencilStep, StepRead, StreamPlan,
 };
 
 use std::ops::Range;
 
+use absinthe_model::cost_model::boxes::BlockLimits;
 use absinthe_model::cost_model::evaluate::{stream_shape, Configuration, Cost};
 use absinthe_model::formats::machine::MAX_BLOCK_THREADS;
 use absinthe_model::language::analysis::Analysis;
@@ -59,14 +60,7 @@ pub fn lower(
     config: &Configuration,
     cost: &Cost,
 ) -> Result<Schedule, CodegenError> {
-    lower_with(
-        program,
-        analysis,
-        config,
-        cost,
-        Target::OpenMp,
-        MAX_BLOCK_THREADS,
-    )
+    lower_with(program, analysis, config, cost, Target::OpenMp, UNSTAGED)
 }
 
 /// [`lower`] in the original schedule: no group streams and every stencil has its own loop nest
@@ -81,30 +75,32 @@ pub fn lower_plain(
         stream: Vec::new(),
         ..config.clone()
     };
-    lower_with(
-        program,
-        analysis,
-        &config,
-        cost,
-        Target::Plain,
-        MAX_BLOCK_THREADS,
-    )
+    lower_with(program, analysis, &config, cost, Target::Plain, UNSTAGED)
 }
 
 /// [`lower`] for the CUDA kernels: a streamed group walks z (thread blocks own x-y tiles, its
 /// buffers keep rolling windows of z planes), every stencil has its own loop nest, rows are
 /// padded to 128 bytes, and indices are 32-bit where the arrays allow. Blocks have at most
-/// `block_threads` threads (`ModelMachine::block_threads`, the number the model's
+/// `limits.threads` threads (`ModelMachine::block_threads`, the number the model's
 /// shared-memory test used): the block shape decides which buffers fit register windows.
+/// Streamed groups stage the arrays they read at x-y offsets in shared memory while the
+/// block's shared memory stays within `limits.stage_values` (`BlockLimits::of` a machine: the
+/// model's capacity; 0 stages nothing).
 pub fn lower_cuda(
     program: &Program,
     analysis: &Analysis,
     config: &Configuration,
     cost: &Cost,
-    block_threads: usize,
+    limits: BlockLimits,
 ) -> Result<Schedule, CodegenError> {
-    lower_with(program, analysis, config, cost, Target::Cuda, block_threads)
+    lower_with(program, analysis, config, cost, Target::Cuda, limits)
 }
+
+/// The block limits of the CPU targets (whose schedules carry a block plan nobody runs).
+const UNSTAGED: BlockLimits = BlockLimits {
+    threads: MAX_BLOCK_THREADS,
+    stage_values: 0,
+};
 
 /// What a lowering is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,8 +122,8 @@ struct Lowering<'a> {
     config: &'a Configuration,
     cost: &'a Cost,
     target: Target,
-    /// The most threads of a CUDA block.
-    block_threads: usize,
+    /// What a CUDA block may hold.
+    limits: BlockLimits,
     /// Per stencil, whether it is stored globally: the model's store rule
     /// (`evaluate::group_shape`), an output or read by another group.
     stored: Vec<bool>,
@@ -142,7 +138,7 @@ fn lower_with(
     config: &Configuration,
     cost: &Cost,
     target: Target,
-    block_threads: usize,
+    limits: BlockLimits,
 ) -> Result<Schedule, CodegenError> {
     let ranges = config.group_ranges();
     check_configuration(program, analysis, config, cost, &ranges)?;
@@ -154,7 +150,7 @@ fn lower_with(
         config,
         cost,
         target,
-        block_threads,
+        limits,
         stored: cost.stencils().map(|c| c.store).collect(),
         stream_dim: match target {
             Target::Cuda => 2,

@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use absinthe_model::cost_model::boxes::{tile_intervals, Interval, RegisterWindow};
 use absinthe_model::language::analysis::ArrayKind;
 
-use super::access::{buffer_access, global_access, register_access};
+use super::access::{buffer_access, global_access, register_access, staged_access};
 use super::group::GroupLowering;
 use super::row_loops::joins_row_loop;
 use super::types::{LocalBuffer, LocalDef, StencilStep, StepRead};
@@ -57,8 +57,13 @@ impl GroupLowering<'_> {
         let rounds = own_window
             .or_else(|| read_windows.iter().flatten().next().copied())
             .map(|r| r.rounds);
-        let barrier =
-            (buffer.is_some() && own_window.is_none()) || read_windows.iter().any(Option::is_none);
+        let reads_staged = info
+            .accesses
+            .iter()
+            .any(|(a, _)| self.device.inputs.iter().any(|i| i.array == *a));
+        let barrier = (buffer.is_some() && own_window.is_none())
+            || read_windows.iter().any(Option::is_none)
+            || reads_staged;
         let step = StencilStep {
             stencil: s,
             name: info.name.clone(),
@@ -171,8 +176,23 @@ impl GroupLowering<'_> {
                     None => (buffer_access(b, off, self.lowering.stream_dim), Some(true)),
                 }
             }
-            _ => (global_access(off, &format!("g_{array}")), Some(false)),
+            _ => match self.staged_id(array) {
+                Some(a) => (
+                    staged_access(&format!("in{a}"), self.stage_window(a), off),
+                    Some(true),
+                ),
+                None => (global_access(off, &format!("g_{array}")), Some(false)),
+            },
         }
+    }
+
+    /// The window of planes of the staged array `a`.
+    fn stage_window(&self, a: usize) -> usize {
+        self.device
+            .inputs
+            .iter()
+            .find(|i| i.array == a)
+            .map_or(1, |i| i.extents[2])
     }
 
     /// The element of buffer `b` that a step writes at `(i, j, k)`, as C.

@@ -149,7 +149,8 @@ pub struct StepRead {
     pub c: String,
     /// The program array read: an input's or a stencil's name.
     pub array: String,
-    /// Whether the read goes to the producer's tile buffer (else to the global array).
+    /// Whether the read goes to the producer's tile buffer, or on the CUDA target to a staged
+    /// copy ([`StagedArray`]); else to the global array.
     pub buffer: bool,
     /// The offset from `(i, j, k)`.
     pub offset: [i32; 3],
@@ -180,6 +181,30 @@ pub struct GroupSchedule {
     /// one loop over `i` (`row_loops::joins_row_loop` says when they may). A reader in the same
     /// loop reads a producer at offset zero from the producer's value variable.
     pub loops: Vec<Vec<usize>>,
+    /// On the CUDA target, the arrays this streamed group stages in shared memory
+    /// (`boxes::block_plan`); empty on the other targets.
+    pub staged: Vec<StagedArray>,
+}
+
+/// An array read from global memory that a streamed group's CUDA kernel stages in shared
+/// memory (`boxes::StagedInput`): at stream step `t`, before its stencils run, the block copies
+/// the planes `t + reach[0] ..= t + reach[1]` it has not yet copied, over the tile's read box,
+/// into a rolling window of `extents[2]` planes (plane `q` in slot `q mod window`); the
+/// stencils then read the copy.
+#[derive(Clone, Debug, Serialize)]
+pub struct StagedArray {
+    /// The copy's variable: `in<array id>`.
+    pub ident: String,
+    /// The program array: an input's or an earlier group's stencil's name.
+    pub array: String,
+    /// Its origin pointer: `g_<name>`.
+    pub origin: String,
+    /// `[x, y, window]`: the longest read box along x and y, and the planes kept.
+    pub extents: [usize; 3],
+    pub reach: [i64; 2],
+    /// Per dimension per tile index: the cells the group's stencils read in that tile
+    /// (`boxes::read_hull`); along z, the planes.
+    pub read_box: [Vec<Interval>; 3],
 }
 
 /// The naive reference: every stencil in program order over its reference box.

@@ -10,8 +10,8 @@
 
 use std::ops::Range;
 
-use crate::formats::machine::MAX_BLOCK_THREADS;
-use crate::language::analysis::{Analysis, Extent};
+use crate::formats::machine::{ModelMachine, MAX_BLOCK_THREADS};
+use crate::language::analysis::{Analysis, ArrayId, ArrayKind, Extent};
 
 /// A half-open interval `[lo, hi)` along one dimension.
 pub type Interval = [i64; 2];
@@ -163,22 +163,79 @@ pub struct BlockBuffer {
     pub registers: Option<RegisterWindow>,
 }
 
-/// What a group's CUDA kernel keeps per thread block: its block shape and its tile buffers.
+/// An array a streamed group reads from global memory (an input, or a stencil of an earlier
+/// group), staged in shared memory: each block copies the planes its stencils read, over the
+/// hull of their read boxes, into a rolling window of planes, and the stencils read the copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StagedInput {
+    pub array: ArrayId,
+    /// `[x, y, z]`: the longest hull of the readers' x-y read boxes over the tiles
+    /// ([`read_hull`]), and the window of planes along z.
+    pub extents: [usize; 3],
+    /// At stream step `t` the group's stencils read planes `t + reach[0] ..= t + reach[1]` of
+    /// the array (stencil `c` computes plane `t + lag_c` and reads it at its z bounds).
+    pub reach: [i64; 2],
+}
+
+impl StagedInput {
+    /// Values of shared memory the copy takes.
+    pub fn values(&self) -> u64 {
+        self.extents.iter().map(|&v| v as u64).product()
+    }
+}
+
+/// What a group's CUDA kernel keeps per thread block: its block shape, its tile buffers and
+/// its staged inputs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BlockPlan {
     /// Threads along x (a multiple of [`WARP`]) and y.
     pub block: [usize; 2],
     pub buffers: Vec<BlockBuffer>,
+    /// The arrays read from global memory that are staged in shared memory, in array order.
+    pub inputs: Vec<StagedInput>,
 }
 
 impl BlockPlan {
-    /// Values of shared memory the block needs: its buffers that are not in registers.
+    /// Values of shared memory the block needs: its buffers that are not in registers and its
+    /// staged inputs.
     pub fn shared_values(&self) -> u64 {
+        self.buffer_values() + self.inputs.iter().map(StagedInput::values).sum::<u64>()
+    }
+
+    /// Values of shared memory the block's tile buffers need (those not in registers).
+    pub fn buffer_values(&self) -> u64 {
         self.buffers
             .iter()
             .filter(|b| b.registers.is_none())
             .map(|b| b.extents.iter().map(|&v| v as u64).product::<u64>())
             .sum()
+    }
+}
+
+/// What a group's thread block may hold: at most `threads` threads, and staged inputs only
+/// while all of its shared memory stays within `stage_values` values (0: stage nothing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockLimits {
+    pub threads: usize,
+    pub stage_values: u64,
+}
+
+impl BlockLimits {
+    /// A GPU machine's: its block threads, staging within the model's shared-memory capacity
+    /// (`cache_capacity`).
+    pub fn of(machine: &ModelMachine) -> BlockLimits {
+        BlockLimits {
+            threads: machine.block_threads,
+            stage_values: crate::cost_model::evaluate::cache_capacity(machine),
+        }
+    }
+
+    /// The same limits, staging nothing.
+    pub fn unstaged(self) -> BlockLimits {
+        BlockLimits {
+            stage_values: 0,
+            ..self
+        }
     }
 }
 
@@ -196,14 +253,22 @@ impl BlockPlan {
 /// cells), and the group's register windows stay within [`REGISTER_WINDOW_VALUES`] per thread
 /// (taken in stencil order). Such a buffer takes no shared memory and needs no barrier: every
 /// value a thread reads it computed itself.
+///
+/// An array the streamed group reads from global memory is **staged** in shared memory
+/// ([`StagedInput`], the first step of StencilGen and ARTEMIS) when some in-group stencil reads
+/// it at an x or y offset other than 0 (threads then share its cells), in array order, while the
+/// block's shared memory stays within `limits.stage_values`. Staging uses shared memory the
+/// tile buffers leave free within the model's capacity, so it never makes a configuration
+/// infeasible and keeps the resident blocks the model assumes.
 pub fn block_plan(
     analysis: &Analysis,
     range: &Range<usize>,
     widths: &[Extent],
     tiles: [usize; 3],
     stream: bool,
-    max_threads: usize,
+    limits: BlockLimits,
 ) -> BlockPlan {
+    let max_threads = limits.threads;
     let domain = analysis.domain;
     let tile = [0, 1, 2].map(|d| domain[d].div_ceil(tiles[d].max(1)));
     let longest = |s: usize, d: usize| {
@@ -248,7 +313,121 @@ pub fn block_plan(
             }
         })
         .collect();
-    BlockPlan { block, buffers }
+    let mut plan = BlockPlan {
+        block,
+        buffers,
+        inputs: Vec::new(),
+    };
+    if stream && limits.stage_values > 0 {
+        let mut values = plan.shared_values();
+        for a in staging_candidates(analysis, range) {
+            let input = staged_input(analysis, range, widths, tile, a);
+            if values + input.values() <= limits.stage_values {
+                values += input.values();
+                plan.inputs.push(input);
+            }
+        }
+    }
+    plan
+}
+
+/// The arrays a group reads from global memory (inputs and stencils of other groups) that some
+/// in-group stencil reads at an x or y offset other than 0, in array order.
+fn staging_candidates(analysis: &Analysis, range: &Range<usize>) -> Vec<ArrayId> {
+    let mut arrays: Vec<ArrayId> = range
+        .clone()
+        .flat_map(|c| {
+            analysis.stencils[c]
+                .bounds
+                .iter()
+                .filter(|(_, b)| b[0] != (0, 0) || b[1] != (0, 0))
+                .map(|(&a, _)| a)
+        })
+        .filter(|&a| match analysis.arrays[a].kind {
+            ArrayKind::Input => true,
+            ArrayKind::Stencil(p) => !range.contains(&p),
+        })
+        .collect();
+    arrays.sort_unstable();
+    arrays.dedup();
+    arrays
+}
+
+/// How array `a` is staged for the streamed group `range` with tiles of size `tile`.
+fn staged_input(
+    analysis: &Analysis,
+    range: &Range<usize>,
+    widths: &[Extent],
+    tile: [usize; 3],
+    a: ArrayId,
+) -> StagedInput {
+    let longest = |d: usize| {
+        (0..grid(analysis.domain[d], tile[d]))
+            .filter_map(|t| read_hull(analysis, range, widths, tile, a, d, t))
+            .map(|h| (h[1] - h[0]).max(0) as usize)
+            .max()
+            .unwrap_or(0)
+    };
+    let reach = stage_reach(analysis, range, widths, a);
+    StagedInput {
+        array: a,
+        extents: [
+            longest(0),
+            longest(1),
+            (reach[1] - reach[0] + 1).max(1) as usize,
+        ],
+        reach,
+    }
+}
+
+/// The hull, along dimension `d` in tile `t`, of the cells of array `a` that the stencils of
+/// the group `range` (tiles of size `tile`) read: each reader's loop box grown by its bounds on
+/// `a`. None when no stencil of the group reads `a`.
+pub fn read_hull(
+    analysis: &Analysis,
+    range: &Range<usize>,
+    widths: &[Extent],
+    tile: [usize; 3],
+    a: ArrayId,
+    d: usize,
+    t: usize,
+) -> Option<Interval> {
+    range
+        .clone()
+        .filter_map(|c| {
+            let info = &analysis.stencils[c];
+            let b = info.bounds.get(&a)?[d];
+            let l = tile_intervals(
+                analysis.domain[d],
+                tile[d],
+                t,
+                widths[c - range.start][d],
+                info.extent[d],
+            )
+            .1;
+            Some([l[0] + b.0 as i64, l[1] + b.1 as i64])
+        })
+        .reduce(|h, r| [h[0].min(r[0]), h[1].max(r[1])])
+}
+
+/// The planes of array `a` the stencils of the streamed group `range` read at stream step `t`,
+/// relative to `t`: `[min, max]` over readers `c` of `lag_c + ` its z bounds on `a`, where
+/// `lag_c` is `c`'s forward z width.
+pub fn stage_reach(
+    analysis: &Analysis,
+    range: &Range<usize>,
+    widths: &[Extent],
+    a: ArrayId,
+) -> [i64; 2] {
+    range
+        .clone()
+        .filter_map(|c| {
+            let b = analysis.stencils[c].bounds.get(&a)?[2];
+            let lag = widths[c - range.start][2][1] as i64;
+            Some([lag + b.0 as i64, lag + b.1 as i64])
+        })
+        .reduce(|h, r| [h[0].min(r[0]), h[1].max(r[1])])
+        .unwrap_or([0, 0])
 }
 
 /// Whether every in-group reader of `p` reads it only at x-y offset (0, 0) and has `p`'s x-y

@@ -259,7 +259,9 @@ impl GroupShape {
             .shared_values()
     }
 
-    /// The block shape and tile buffers of this group's CUDA kernel (`boxes::block_plan`).
+    /// The block shape and tile buffers of this group's CUDA kernel (`boxes::block_plan`),
+    /// staging nothing: what the shared-memory test counts (staged inputs only ever use the
+    /// capacity the buffers leave free).
     pub fn block_plan(
         &self,
         analysis: &Analysis,
@@ -274,7 +276,10 @@ impl GroupShape {
             &widths,
             tiles,
             stream,
-            max_threads,
+            crate::cost_model::boxes::BlockLimits {
+                threads: max_threads,
+                stage_values: 0,
+            },
         )
     }
 }
