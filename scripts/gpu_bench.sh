@@ -1,27 +1,33 @@
 #!/usr/bin/env bash
-# Times the generated CUDA on a GPU: z-streamed (`opt`) against whole-tile (`unstreamed`) and
-# unfused kernels, each verified against the CPU reference, with the achieved bandwidth against
-# the device's measured copy bandwidth. Two steps, so the GPU machine needs only nvcc:
+# Times the generated CUDA on a GPU: the model's optimum against its variants, each verified
+# against the CPU reference, with the achieved bandwidth against the device's measured copy
+# bandwidth. Three steps, so that the GPU machine needs only the driver:
 #
-#   scripts/gpu_bench.sh generate DIR PROGRAM.yaml...   (here: absinthe writes the CUDA sources)
-#   scripts/gpu_bench.sh run DIR [--compile-only]       (on the GPU machine: nvcc, run, report)
+#   scripts/gpu_bench.sh generate DIR PROGRAM.yaml...   (absinthe writes the CUDA sources)
+#   scripts/gpu_bench.sh build DIR                      (nvcc: two builds of every variant)
+#   scripts/gpu_bench.sh run DIR                        (on the GPU machine: run, report)
 #
 # `generate` writes, per program and per size in $SIZES (default "256x256x60 512x512x80"), one
 # directory per variant with `absinthe codegen --target cuda --harness` on $MACHINE (default
 # machines/h100.yaml), the variants in $VARIANTS (default all): opt (the model's optimum,
-# groups streaming along z), unstreamed (--no-stream: whole tiles), buffered (--no-inline:
-# every stencil stored in a tile buffer, streamed), buffered_unstreamed (--no-inline
-# --no-stream: the original schedule, full 3-D tile buffers) and unfused (--fix-groups 0,1,...).
-# `run` builds each with nvcc (the timed build: FMA, verified within the harness's tolerance;
-# ABSINTHE_EXACT=1 for the exact build, bit for bit) and prints one JSON line per variant:
-# the harness's verification, the CUDA-event timing, the compulsory bandwidth and its fraction of
-# the copy bandwidth. --compile-only stops after nvcc (with -Xptxas -v: spills are reported).
-# nvcc: $NVCC, else the one on PATH, else scripts/nvcc.sh (PyPI).
+# groups streaming along z, arrays read at x-y offsets staged in shared memory), unstaged
+# (--no-stage: every array read from global memory), unstreamed (--no-stream: whole tiles),
+# buffered (--no-inline: every stencil stored in a tile buffer, streamed),
+# buffered_unstreamed (--no-inline --no-stream: the original schedule, full 3-D tile
+# buffers), unfused (--fix-groups 0,1,...), deep and deep_unstaged (at most nz/10 tiles along
+# z, so that every block streams at least ten planes; staged and not).
+# `build` compiles each variant twice with nvcc ($JOBS at a time, default the cores): the timed
+# build (FMA, verified within the harness's tolerance) and the exact build (--fmad=false, bit
+# for bit), with -Xptxas -v so that spills are reported. `run` runs both (building what is
+# missing) and prints one JSON line per variant: the spills, the exact build's verification,
+# the timed build's verification and CUDA-event timing, the compulsory bandwidth and its
+# fraction of the copy bandwidth.
+# nvcc: $NVCC, else the one on PATH, else scripts/nvcc.sh (PyPI). Architecture: $ARCH (sm_90).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 usage() {
-  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 [ $# -ge 2 ] || usage
@@ -58,9 +64,13 @@ generate)
         || { echo "gpu_bench.sh: $program has no top-level 'domain:' line" >&2; exit 2; }
       n="$(grep -cE '^  - name:' "$case_dir/program.yaml")"
       unfused="$(seq -s, 0 $((n - 1)))"
-      for variant in ${VARIANTS:-opt unstreamed buffered buffered_unstreamed unfused}; do
+      deep="$nx,$ny,$(( nz / 10 > 0 ? nz / 10 : 1 ))"
+      for variant in ${VARIANTS:-opt unstaged unstreamed buffered buffered_unstreamed unfused deep deep_unstaged}; do
         case "$variant" in
         opt) extra=() ;;
+        unstaged) extra=(--no-stage) ;;
+        deep) extra=(--tiles-max "$deep") ;;
+        deep_unstaged) extra=(--tiles-max "$deep" --no-stage) ;;
         unstreamed) extra=(--no-stream) ;;
         buffered) extra=(--no-inline) ;;
         buffered_unstreamed) extra=(--no-inline --no-stream) ;;
@@ -74,37 +84,53 @@ generate)
   done
   echo "gpu_bench.sh: sources under $dir; on the GPU machine: scripts/gpu_bench.sh run $dir" >&2
   ;;
-run)
-  compile_only=0
-  [ "${1:-}" = "--compile-only" ] && compile_only=1
+build | run)
   nvcc="${NVCC:-}"
-  [ -n "$nvcc" ] || nvcc="$(command -v nvcc || bash "$root/scripts/nvcc.sh")"
-  if [ "${ABSINTHE_EXACT:-0}" = 1 ]; then
-    flags=(--fmad=false -Xcompiler -fopenmp,-ffp-contract=off)
-  else
-    flags=(-DABSINTHE_FMA_BUILD -Xcompiler -fopenmp)
-  fi
+  [ -n "$nvcc" ] || nvcc="$(command -v nvcc || bash "$root/scripts/nvcc.sh" || true)"
   arch="${ARCH:-sm_90}"
+  # One build of one variant: `compile CU exact|timed`, skipped when its binary is newer (by
+  # `run`: when it exists, since copying the tree to a GPU machine may reorder timestamps).
+  compile() {
+    local cu="$1" kind="$2" vdir flags
+    vdir="$(dirname "$cu")"
+    if [ "$kind" = exact ]; then
+      flags=(--fmad=false -Xcompiler -fopenmp,-ffp-contract=off)
+    else
+      flags=(-DABSINTHE_FMA_BUILD -Xcompiler -fopenmp)
+    fi
+    [ "$vdir/bench_$kind" -nt "$cu" ] && return 0
+    [ "$step" = run ] && [ -x "$vdir/bench_$kind" ] && return 0
+    [ -n "$nvcc" ] || { echo "gpu_bench.sh: no nvcc (set NVCC)" >&2; return 1; }
+    "$nvcc" -O3 -arch="$arch" "${flags[@]}" -Xptxas -v "$cu" -lgomp -o "$vdir/bench_$kind" \
+      >"$vdir/nvcc_$kind.log" 2>&1
+  }
+  export -f compile
+  export nvcc arch step
+  sources=("$dir"/*/*/*.cu)
+  [ -e "${sources[0]}" ] || { echo "gpu_bench.sh: no sources under $dir (run generate)" >&2; exit 2; }
+  if [ "$step" = build ]; then
+    printf '%s\n' "${sources[@]}" | sed 's/$/ timed/; p; s/ timed$/ exact/' \
+      | xargs -P "${JOBS:-$(nproc)}" -L 1 bash -c 'compile "$0" "$1" || echo "gpu_bench.sh: nvcc failed on $0 ($1)" >&2'
+    exit 0
+  fi
   status=0
-  for cu in "$dir"/*/*/*.cu; do
+  for cu in "${sources[@]}"; do
     vdir="$(dirname "$cu")"
     variant="$(basename "$vdir")"
     case_name="$(basename "$(dirname "$vdir")")"
-    exe="$vdir/bench_cuda"
-    if ! "$nvcc" -O3 -arch="$arch" "${flags[@]}" -Xptxas -v "$cu" -lgomp -o "$exe" >"$vdir/nvcc.log" 2>&1; then
-      echo "{\"case\":\"$case_name\",\"variant\":\"$variant\",\"error\":\"nvcc failed, see $vdir/nvcc.log\"}"
+    if ! compile "$cu" timed || ! compile "$cu" exact; then
+      echo "{\"case\":\"$case_name\",\"variant\":\"$variant\",\"error\":\"nvcc failed, see $vdir/nvcc_*.log\"}"
       status=1
       continue
     fi
-    spills="$(grep -Eo '[0-9]+ bytes spill stores' "$vdir/nvcc.log" | awk '{s += $1} END {print s + 0}')"
-    if [ "$compile_only" = 1 ]; then
-      echo "{\"case\":\"$case_name\",\"variant\":\"$variant\",\"compiled\":true,\"spill_store_bytes\":$spills}"
-      continue
-    fi
-    out="$("$exe" "${RUNS:-64}" 2>&1)" || status=1
+    spills="$(cat "$vdir"/nvcc_timed.log "$vdir"/nvcc_exact.log 2>/dev/null \
+      | grep -Eo '[0-9]+ bytes spill stores' | awk '{s += $1} END {print s + 0}')"
+    exact="$("$vdir/bench_exact" 2 2>&1)" || status=1
+    exact="$(grep -o 'ABSINTHE_RESULT .*' <<<"$exact" | head -n 1 | cut -d' ' -f2-)"
+    out="$("$vdir/bench_timed" "${RUNS:-64}" 2>&1)" || status=1
     result="$(grep -o 'ABSINTHE_RESULT .*' <<<"$out" | head -n 1 | cut -d' ' -f2-)"
     timing="$(grep -o 'ABSINTHE_CUDA_TIMING .*' <<<"$out" | head -n 1 | cut -d' ' -f2-)"
-    echo "{\"case\":\"$case_name\",\"variant\":\"$variant\",\"spill_store_bytes\":$spills,\"result\":${result:-null},\"timing\":${timing:-null}}"
+    echo "{\"case\":\"$case_name\",\"variant\":\"$variant\",\"spill_store_bytes\":$spills,\"exact\":${exact:-null},\"result\":${result:-null},\"timing\":${timing:-null}}"
   done
   exit "$status"
   ;;
