@@ -10,6 +10,9 @@
 // shared by the blocks run one after another (so a read of a value no phase wrote shows up), so
 // the same index arithmetic is executed and verified on machines without a GPU.
 //
+// Staged planes are copied with ABS_COPY_ASYNC (cp.async on the device, committed with
+// ABS_COPY_COMMIT and awaited with ABS_COPY_WAIT before a barrier); the emulation copies at once.
+//
 // A register window (ABS_REGISTERS, read and written with ABS_REG) is an array in each thread's
 // registers on the device: its indices are constants once ABS_UNROLL has unrolled the loops
 // around them. The emulation keeps one such array per thread of the block, filled with NaNs at
@@ -47,6 +50,12 @@
 #endif
 #define ABS_REGISTERS(T, name, cells, window) T name[cells][window]
 #define ABS_REG(name, r, w) name[r][w]
+// Asynchronous copies from global to shared memory (cp.async on sm_80 and later, a plain copy
+// before): a thread waits for its own copies, and a barrier then shows them to the block.
+#include <cuda_pipeline.h>
+#define ABS_COPY_ASYNC(to, from) __pipeline_memcpy_async((to), (from), sizeof(*(from)))
+#define ABS_COPY_COMMIT() __pipeline_commit()
+#define ABS_COPY_WAIT() __pipeline_wait_prior(0)
 #define ABS_UNROLL _Pragma("unroll")
 #define ABS_DYNAMIC_SHARED(T, name) \
     extern __shared__ __align__(16) unsigned char absinthe_smem_bytes[]; \
@@ -90,6 +99,9 @@ inline std::vector<unsigned char> shared_memory;
     constexpr int name##_window = (window); \
     std::vector<T> name((size_t)abs_bx * abs_by * name##_cells * name##_window, std::numeric_limits<T>::quiet_NaN())
 #define ABS_REG(name, r, w) name[((size_t)(abs_ty * abs_bx + abs_tx) * name##_cells + (size_t)(r)) * name##_window + (size_t)(w)]
+#define ABS_COPY_ASYNC(to, from) (*(to) = *(from))
+#define ABS_COPY_COMMIT() ((void)0)
+#define ABS_COPY_WAIT() ((void)0)
 #define ABS_UNROLL
 #define ABS_LAUNCH(kernel, blocks, bx, by, smem, ...) \
     do { \

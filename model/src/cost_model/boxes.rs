@@ -163,6 +163,12 @@ pub struct BlockBuffer {
     pub registers: Option<RegisterWindow>,
 }
 
+/// The fewest planes per tile a block must walk for its group to stage: the copy of the next
+/// plane overlaps only the computation of the current one, so a block of one plane would wait
+/// for its whole copy (on an H100, 256x256x60 at one plane per block, staged kernels ran
+/// 1.4-2.4x slower than the same kernels reading global memory; docs/RESULTS.md, "GPU").
+pub const STAGE_MIN_PLANES: usize = 2;
+
 /// An array a streamed group reads from global memory (an input, or a stencil of an earlier
 /// group), staged in shared memory: each block copies the planes its stencils read, over the
 /// hull of their read boxes, into a rolling window of planes, and the stencils read the copy.
@@ -170,7 +176,8 @@ pub struct BlockBuffer {
 pub struct StagedInput {
     pub array: ArrayId,
     /// `[x, y, z]`: the longest hull of the readers' x-y read boxes over the tiles
-    /// ([`read_hull`]), and the window of planes along z.
+    /// ([`read_hull`]), and along z the slots of the rolling window: the planes one step reads
+    /// and one more, which the block fills with the next step's plane while this step computes.
     pub extents: [usize; 3],
     /// At stream step `t` the group's stencils read planes `t + reach[0] ..= t + reach[1]` of
     /// the array (stencil `c` computes plane `t + lag_c` and reads it at its z bounds).
@@ -255,9 +262,10 @@ impl BlockLimits {
 /// value a thread reads it computed itself.
 ///
 /// An array the streamed group reads from global memory is **staged** in shared memory
-/// ([`StagedInput`], the first step of StencilGen and ARTEMIS) when some in-group stencil reads
-/// it at an x or y offset other than 0 (threads then share its cells), in array order, while the
-/// block's shared memory stays within `limits.stage_values`. Staging uses shared memory the
+/// ([`StagedInput`], the first step of StencilGen and ARTEMIS) when the block walks at least
+/// [`STAGE_MIN_PLANES`] planes and some in-group stencil reads the array at an x or y offset
+/// other than 0 (threads then share its cells), in array order, while the block's shared memory
+/// stays within `limits.stage_values`. Staging uses shared memory the
 /// tile buffers leave free within the model's capacity, so it never makes a configuration
 /// infeasible and keeps the resident blocks the model assumes.
 pub fn block_plan(
@@ -318,7 +326,7 @@ pub fn block_plan(
         buffers,
         inputs: Vec::new(),
     };
-    if stream && limits.stage_values > 0 {
+    if stream && tile[2] >= STAGE_MIN_PLANES && limits.stage_values > 0 {
         let mut values = plan.shared_values();
         for a in staging_candidates(analysis, range) {
             let input = staged_input(analysis, range, widths, tile, a);
@@ -374,7 +382,7 @@ fn staged_input(
         extents: [
             longest(0),
             longest(1),
-            (reach[1] - reach[0] + 1).max(1) as usize,
+            (reach[1] - reach[0] + 2).max(2) as usize,
         ],
         reach,
     }
