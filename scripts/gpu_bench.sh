@@ -10,12 +10,12 @@
 # `generate` writes, per program and per size in $SIZES (default "256x256x60 512x512x80"), one
 # directory per variant with `absinthe codegen --target cuda --harness` on $MACHINE (default
 # machines/h100.yaml), the variants in $VARIANTS (default all): opt (the model's optimum,
-# groups streaming along z, arrays read at x-y offsets staged in shared memory), unstaged
-# (--no-stage: every array read from global memory), unstreamed (--no-stream: whole tiles),
+# groups streaming along z), staged (--stage: arrays read at x-y offsets staged in shared
+# memory), unstreamed (--no-stream: whole tiles),
 # buffered (--no-inline: every stencil stored in a tile buffer, streamed),
 # buffered_unstreamed (--no-inline --no-stream: the original schedule, full 3-D tile
-# buffers), unfused (--fix-groups 0,1,...), deep and deep_unstaged (at most nz/10 tiles along
-# z, so that every block streams at least ten planes; staged and not).
+# buffers), unfused (--fix-groups 0,1,...), deep and deep_staged (at most nz/10 tiles along
+# z, so that every block streams at least ten planes; not staged and staged).
 # `build` compiles each variant twice with nvcc ($JOBS at a time, default the cores): the timed
 # build (FMA, verified within the harness's tolerance) and the exact build (--fmad=false, bit
 # for bit), with -Xptxas -v so that spills are reported. `run` runs both (building what is
@@ -65,12 +65,12 @@ generate)
       n="$(grep -cE '^  - name:' "$case_dir/program.yaml")"
       unfused="$(seq -s, 0 $((n - 1)))"
       deep="$nx,$ny,$(( nz / 10 > 0 ? nz / 10 : 1 ))"
-      for variant in ${VARIANTS:-opt unstaged unstreamed buffered buffered_unstreamed unfused deep deep_unstaged}; do
+      for variant in ${VARIANTS:-opt staged unstreamed buffered buffered_unstreamed unfused deep deep_staged}; do
         case "$variant" in
         opt) extra=() ;;
-        unstaged) extra=(--no-stage) ;;
+        staged) extra=(--stage) ;;
         deep) extra=(--tiles-max "$deep") ;;
-        deep_unstaged) extra=(--tiles-max "$deep" --no-stage) ;;
+        deep_staged) extra=(--tiles-max "$deep" --stage) ;;
         unstreamed) extra=(--no-stream) ;;
         buffered) extra=(--no-inline) ;;
         buffered_unstreamed) extra=(--no-inline --no-stream) ;;

@@ -59,11 +59,12 @@ pub struct CodegenArgs {
     /// Also emit the verification and timing harness (`<program>_harness.cpp`).
     #[arg(long)]
     pub harness: bool,
-    /// With --target cuda: read every array from global memory. By default a streamed group
-    /// copies the arrays its stencils read at x-y offsets into shared memory, plane by plane,
-    /// while the block stays within the model's shared-memory capacity (docs/MODEL.md, "GPU").
+    /// With --target cuda: a streamed group copies the arrays its stencils read at x-y offsets
+    /// into shared memory, plane by plane, while the block stays within the model's
+    /// shared-memory capacity (docs/MODEL.md). Off by default: on an H100 it sped up 2 of 10
+    /// programs and slowed 8 (docs/decisions/0028-input-staging-opt-in.md).
     #[arg(long)]
-    pub no_stage: bool,
+    pub stage: bool,
     /// Timed runs the harness does by default (the first quarter is discarded).
     #[arg(long, default_value_t = 64, value_parser = crate::args::parse_runs)]
     pub runs: usize,
@@ -78,14 +79,13 @@ pub struct CodegenArgs {
 fn schedule(args: &CodegenArgs) -> anyhow::Result<(Schedule, String)> {
     // A streamed group walks z in the CUDA kernels (thread blocks own x-y tiles), in blocks of
     // at most the device's threads (the number the model's shared-memory test used), staging
-    // inputs within the model's shared-memory capacity unless --no-stage.
+    // inputs within the model's shared-memory capacity with --stage.
     let lower = |p: &_, a: &_, c: &Configuration, cost: &_, view: &ModelMachine| {
         if args.target == Target::Cuda {
-            let limits = BlockLimits::of(view);
-            let limits = if args.no_stage {
-                limits.unstaged()
+            let limits = if args.stage {
+                BlockLimits::staged(view)
             } else {
-                limits
+                BlockLimits::of(view)
             };
             lower_cuda(p, a, c, cost, limits)
         } else {

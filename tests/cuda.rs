@@ -56,7 +56,7 @@ fn cases(seeds: std::ops::Range<u64>, per_program: usize) -> Vec<(String, Schedu
             let config = random_configuration(&mut rng, program.stencils.len(), analysis.domain);
             let cost = evaluate(&analysis, &m, &config);
             let schedule =
-                lower_cuda(&program, &analysis, &config, &cost, BlockLimits::of(&m)).unwrap();
+                lower_cuda(&program, &analysis, &config, &cost, BlockLimits::staged(&m)).unwrap();
             let limits = GpuLimits {
                 shared_bytes_per_block: *rng.pick(&[0, 600, 4096, 48 << 10]),
                 ..GpuLimits::h100()
@@ -98,7 +98,7 @@ fn column_cases(count: usize) -> Vec<(String, Schedule, CudaPlan)> {
         }
         let cost = evaluate(&analysis, &m, &config);
         let schedule =
-            lower_cuda(&program, &analysis, &config, &cost, BlockLimits::of(&m)).unwrap();
+            lower_cuda(&program, &analysis, &config, &cost, BlockLimits::staged(&m)).unwrap();
         let limits = GpuLimits {
             shared_bytes_per_block: *rng.pick(&[0, 600, 48 << 10]),
             ..GpuLimits::h100()
@@ -353,6 +353,13 @@ fn nvcc_compiles_generated_cuda_without_spills_within_shared_memory() {
         .filter(|st| st.buffer.as_ref().is_some_and(|b| b.registers.is_some()))
         .count();
     assert!(windows > 0, "no register windows among the compiled cases");
+    let staged = extra
+        .iter()
+        .filter(|(_, s, _)| s.groups.iter().any(|g| !g.staged.is_empty()));
+    assert!(
+        staged.count() > 0,
+        "no staged arrays among the compiled cases"
+    );
     {
         let text = std::fs::read_to_string(root().join("configs/heat4.yaml")).unwrap();
         let program = Program::from_yaml(&text).unwrap();
@@ -360,8 +367,14 @@ fn nvcc_compiles_generated_cuda_without_spills_within_shared_memory() {
         let config = Configuration::new(vec![0, 0, 1, 1], vec![[4, 8, 32], [4, 8, 32]]);
         let view = h100().model_view(8).unwrap();
         let cost = evaluate(&analysis, &view, &config);
-        let schedule =
-            lower_cuda(&program, &analysis, &config, &cost, BlockLimits::of(&view)).unwrap();
+        let schedule = lower_cuda(
+            &program,
+            &analysis,
+            &config,
+            &cost,
+            BlockLimits::staged(&view),
+        )
+        .unwrap();
         let p = plan(&schedule, &limits).unwrap();
         extra.push(("heat4 [0,0,1,1] [4,8,32]".into(), schedule, p));
     }
@@ -615,7 +628,7 @@ fn gpu_model_counts_exactly_the_shared_memory_the_kernels_use() {
             m.cache_values = rng.range(0, 400) as f64;
             let cost = evaluate(&analysis, &m, &config);
             let schedule =
-                lower_cuda(&program, &analysis, &config, &cost, BlockLimits::of(&m)).unwrap();
+                lower_cuda(&program, &analysis, &config, &cost, BlockLimits::staged(&m)).unwrap();
             let p = plan(&schedule, &unlimited).unwrap();
             let mut over = false;
             for (g, range) in config.group_ranges().into_iter().enumerate() {
@@ -703,6 +716,49 @@ fn codegen_cuda_emits_kernels_whose_emulation_verifies() {
     assert!(c.status.success(), "{}", stderr(&c));
     let r = run_harness(&exe, &["2".into(), "0".into()], &[]).unwrap();
     assert!(r[0].verified, "{r:?}");
+}
+
+/// `codegen --stage` stages j3d7pt's input (a copy in shared memory, copied asynchronously) and
+/// its emulation verifies bit for bit; without the flag nothing is staged.
+#[test]
+fn codegen_cuda_stage_flag_stages_inputs_and_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("j3d7pt.yaml");
+    let text = std::fs::read_to_string(root().join("configs/j3d7pt.yaml")).unwrap();
+    std::fs::write(
+        &program,
+        text.replace("domain: [256, 256, 256]", "domain: [64, 48, 20]"),
+    )
+    .unwrap();
+    for stage in [true, false] {
+        let out = dir.path().join(format!("gen{stage}"));
+        let mut args = vec!["codegen", program.to_str().unwrap(), "--target", "cuda"];
+        args.extend(["--harness", "-o", out.to_str().unwrap()]);
+        if stage {
+            args.push("--stage");
+        }
+        let o = absinthe(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let kernels = std::fs::read_to_string(out.join("j3d7pt_kernels.cuh")).unwrap();
+        assert_eq!(kernels.contains("in, staged:"), stage, "{kernels}");
+        assert_eq!(kernels.contains("ABS_COPY_ASYNC"), stage);
+        let exe = dir.path().join(format!("emu{stage}"));
+        let c = Command::new("g++")
+            .current_dir(&out)
+            .args([
+                "-O1",
+                "-fopenmp",
+                "-ffp-contract=off",
+                "j3d7pt_emu.cpp",
+                "-o",
+            ])
+            .arg(&exe)
+            .output()
+            .unwrap();
+        assert!(c.status.success(), "{}", stderr(&c));
+        let r = run_harness(&exe, &["2".into(), "0".into()], &[]).unwrap();
+        assert!(r[0].verified && r[0].verification == "bit-exact", "{r:?}");
+    }
 }
 
 #[test]

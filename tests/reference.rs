@@ -146,7 +146,7 @@ fn cases(subjects: &[Subject], per_subject: usize, cuda: bool, seed: u64) -> Vec
             let config = random_configuration(&mut rng, program.stencils.len(), analysis.domain);
             let cost = evaluate(&analysis, &m, &config);
             let schedule = if cuda {
-                lower_cuda(&program, &analysis, &config, &cost, BlockLimits::of(&m)).unwrap()
+                lower_cuda(&program, &analysis, &config, &cost, BlockLimits::staged(&m)).unwrap()
             } else {
                 lower(&program, &analysis, &config, &cost).unwrap()
             }

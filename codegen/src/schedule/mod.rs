@@ -84,8 +84,8 @@ pub fn lower_plain(
 /// `limits.threads` threads (`ModelMachine::block_threads`, the number the model's
 /// shared-memory test used): the block shape decides which buffers fit register windows.
 /// Streamed groups stage the arrays they read at x-y offsets in shared memory while the
-/// block's shared memory stays within `limits.stage_values` (`BlockLimits::of` a machine: the
-/// model's capacity; 0 stages nothing).
+/// block's shared memory stays within `limits.stage_values` (`BlockLimits::staged`: the
+/// model's capacity; `BlockLimits::of`, the default: 0, staging nothing).
 pub fn lower_cuda(
     program: &Program,
     analysis: &Analysis,

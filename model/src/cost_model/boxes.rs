@@ -164,9 +164,9 @@ pub struct BlockBuffer {
 }
 
 /// The fewest planes per tile a block must walk for its group to stage: the copy of the next
-/// plane overlaps only the computation of the current one, so a block of one plane would wait
-/// for its whole copy (on an H100, 256x256x60 at one plane per block, staged kernels ran
-/// 1.4-2.4x slower than the same kernels reading global memory; docs/RESULTS.md, "GPU").
+/// plane overlaps only the computation of the current one, so a block of one plane waits for
+/// its whole copy (on an H100 at 256x256x60 and one plane per block, staged kernels ran
+/// 1.4-2.4x slower than the same kernels reading global memory; decision 0028).
 pub const STAGE_MIN_PLANES: usize = 2;
 
 /// An array a streamed group reads from global memory (an input, or a stencil of an earlier
@@ -228,9 +228,16 @@ pub struct BlockLimits {
 }
 
 impl BlockLimits {
-    /// A GPU machine's: its block threads, staging within the model's shared-memory capacity
-    /// (`cache_capacity`).
+    /// A GPU machine's: its block threads, staging nothing (the default: see [`block_plan`]).
     pub fn of(machine: &ModelMachine) -> BlockLimits {
+        BlockLimits {
+            threads: machine.block_threads,
+            stage_values: 0,
+        }
+    }
+
+    /// A GPU machine's, staging within the model's shared-memory capacity (`cache_capacity`).
+    pub fn staged(machine: &ModelMachine) -> BlockLimits {
         BlockLimits {
             threads: machine.block_threads,
             stage_values: crate::cost_model::evaluate::cache_capacity(machine),
@@ -261,13 +268,15 @@ impl BlockLimits {
 /// (taken in stencil order). Such a buffer takes no shared memory and needs no barrier: every
 /// value a thread reads it computed itself.
 ///
-/// An array the streamed group reads from global memory is **staged** in shared memory
-/// ([`StagedInput`], the first step of StencilGen and ARTEMIS) when the block walks at least
-/// [`STAGE_MIN_PLANES`] planes and some in-group stencil reads the array at an x or y offset
-/// other than 0 (threads then share its cells), in array order, while the block's shared memory
-/// stays within `limits.stage_values`. Staging uses shared memory the
-/// tile buffers leave free within the model's capacity, so it never makes a configuration
-/// infeasible and keeps the resident blocks the model assumes.
+/// With `limits.stage_values > 0` (`codegen --stage`), an array the streamed group reads from
+/// global memory is **staged** in shared memory ([`StagedInput`], the first step of StencilGen
+/// and ARTEMIS) when the block walks at least [`STAGE_MIN_PLANES`] planes and some in-group
+/// stencil reads the array at an x or y offset other than 0 (threads share its cells), in array
+/// order, while the block's shared memory stays within `limits.stage_values`. Staging uses
+/// shared memory the tile buffers leave free within the model's capacity, so it never makes a
+/// configuration infeasible and keeps the resident blocks the model assumes. It is off by
+/// default: on an H100 it made 2 of 10 programs 1.2x faster and 8 slower, and neither the
+/// planes read per step nor the halo predicted which (docs/decisions/0028-input-staging-opt-in.md).
 pub fn block_plan(
     analysis: &Analysis,
     range: &Range<usize>,
