@@ -61,8 +61,8 @@ pub struct CodegenArgs {
     pub harness: bool,
     /// With --target cuda: a streamed group copies the arrays its stencils read at x-y offsets
     /// into shared memory, plane by plane, while the block stays within the model's
-    /// shared-memory capacity (docs/MODEL.md). Off by default: on an H100 it sped up 2 of 10
-    /// programs and slowed 8 (docs/decisions/0028-input-staging-opt-in.md).
+    /// shared-memory capacity (docs/MODEL.md). Off by default: on an H100 it sped up 3 of 10
+    /// programs and slowed 7 (docs/decisions/0028-input-staging-opt-in.md).
     #[arg(long)]
     pub stage: bool,
     /// Timed runs the harness does by default (the first quarter is discarded).

@@ -165,8 +165,8 @@ pub struct BlockBuffer {
 
 /// The fewest planes per tile a block must walk for its group to stage: the copy of the next
 /// plane overlaps only the computation of the current one, so a block of one plane waits for
-/// its whole copy (on an H100 at 256x256x60 and one plane per block, staged kernels ran
-/// 1.4-2.4x slower than the same kernels reading global memory; decision 0028).
+/// its whole copy (on an H100, staged without overlap at one plane a block, hdiff, cosmo_hdiff4
+/// and cosmo_adv5 ran 1.4-2.4x slower than reading global memory; decision 0028).
 pub const STAGE_MIN_PLANES: usize = 2;
 
 /// An array a streamed group reads from global memory (an input, or a stencil of an earlier
@@ -275,8 +275,8 @@ impl BlockLimits {
 /// order, while the block's shared memory stays within `limits.stage_values`. Staging uses
 /// shared memory the tile buffers leave free within the model's capacity, so it never makes a
 /// configuration infeasible and keeps the resident blocks the model assumes. It is off by
-/// default: on an H100 it made 2 of 10 programs 1.2x faster and 8 slower, and neither the
-/// planes read per step nor the halo predicted which (docs/decisions/0028-input-staging-opt-in.md).
+/// default: on an H100 it made 3 of 10 programs 1.09-1.23x faster and 7 1.05-1.74x slower, and
+/// the planes read per step did not predict which (docs/decisions/0028-input-staging-opt-in.md).
 pub fn block_plan(
     analysis: &Analysis,
     range: &Range<usize>,
