@@ -4,7 +4,7 @@
 //! spills, shared memory within the limit), the GPU machine's effect on the MILP, and the
 //! CLI (`codegen --target cuda`, `bench --target cuda-emulated`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use absinthe_codegen::compile::{run_harness, HarnessResult, Toolchain};
@@ -700,22 +700,28 @@ fn codegen_cuda_emits_kernels_whose_emulation_verifies() {
     assert!(kernels.contains("ABS_PHASE_BEGIN") && kernels.contains("__restrict__"));
     let header = std::fs::read_to_string(out.join("absinthe_cuda_emu.h")).unwrap();
     assert!(header.contains("__syncthreads()"));
-    let exe = dir.path().join("example2_emu");
+    let r = run_emulation(&out, "example2", &dir.path().join("example2_emu"));
+    assert!(r.verified, "{r:?}");
+}
+
+/// Builds `<stem>_emu.cpp` in `dir` into `exe` with g++ and runs it twice.
+fn run_emulation(dir: &Path, stem: &str, exe: &Path) -> absinthe_codegen::compile::HarnessResult {
     let c = Command::new("g++")
-        .current_dir(&out)
+        .current_dir(dir)
         .args([
             "-O1",
             "-fopenmp",
             "-ffp-contract=off",
-            "example2_emu.cpp",
+            &format!("{stem}_emu.cpp"),
             "-o",
         ])
-        .arg(&exe)
+        .arg(exe)
         .output()
         .unwrap();
     assert!(c.status.success(), "{}", stderr(&c));
-    let r = run_harness(&exe, &["2".into(), "0".into()], &[]).unwrap();
-    assert!(r[0].verified, "{r:?}");
+    run_harness(exe, &["2".into(), "0".into()], &[])
+        .unwrap()
+        .remove(0)
 }
 
 /// `codegen --stage` stages j3d7pt's input (a copy in shared memory, copied asynchronously) and
@@ -742,22 +748,8 @@ fn codegen_cuda_stage_flag_stages_inputs_and_verifies() {
         let kernels = std::fs::read_to_string(out.join("j3d7pt_kernels.cuh")).unwrap();
         assert_eq!(kernels.contains("in, staged:"), stage, "{kernels}");
         assert_eq!(kernels.contains("ABS_COPY_ASYNC"), stage);
-        let exe = dir.path().join(format!("emu{stage}"));
-        let c = Command::new("g++")
-            .current_dir(&out)
-            .args([
-                "-O1",
-                "-fopenmp",
-                "-ffp-contract=off",
-                "j3d7pt_emu.cpp",
-                "-o",
-            ])
-            .arg(&exe)
-            .output()
-            .unwrap();
-        assert!(c.status.success(), "{}", stderr(&c));
-        let r = run_harness(&exe, &["2".into(), "0".into()], &[]).unwrap();
-        assert!(r[0].verified && r[0].verification == "bit-exact", "{r:?}");
+        let r = run_emulation(&out, "j3d7pt", &dir.path().join(format!("emu{stage}")));
+        assert!(r.verified && r.verification == "bit-exact", "{r:?}");
     }
 }
 
