@@ -8,7 +8,7 @@ DEMO_DIR ?= build/demo
 DEMO_MACHINE ?= $(DEMO_DIR)/machine.yaml
 ABSINTHE = ./target/release/absinthe
 
-.PHONY: setup demo test build bench-milp bench-halide cache-peer lint
+.PHONY: setup demo test build bench-milp bench-halide cache-peer lint python-test python-overhead
 
 setup:
 	@./scripts/setup.sh
@@ -32,6 +32,22 @@ demo: build
 
 test: setup lint
 	$(CARGO) test --workspace
+	$(MAKE) python-test
+
+# The Python package (python/): installed into a fresh venv with pytest, run against the debug
+# build of absinthe that `cargo test` made.
+PY_VENV ?= build/py-venv
+python-test: setup
+	$(CARGO) build
+	@test -x $(PY_VENV)/bin/python || python3 -m venv $(PY_VENV)
+	$(PY_VENV)/bin/pip install -q --disable-pip-version-check ./python numpy pytest
+	ABSINTHE_BIN=$(CURDIR)/target/debug/absinthe $(PY_VENV)/bin/python -m pytest -q -p no:cacheprovider python/tests
+
+# The cost of a kernel call from Python (benches/python_overhead.py), on the release build.
+python-overhead: build
+	@test -x $(PY_VENV)/bin/python || python3 -m venv $(PY_VENV)
+	$(PY_VENV)/bin/pip install -q --disable-pip-version-check ./python numpy
+	ABSINTHE_BIN=$(CURDIR)/target/release/absinthe $(PY_VENV)/bin/python benches/python_overhead.py $(PYTHON_OVERHEAD_ARGS)
 
 # Formatting and lints are part of the test command (and so of CI).
 lint: setup

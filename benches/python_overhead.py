@@ -1,0 +1,72 @@
+"""The cost of calling a compiled kernel from Python (`make python-overhead`).
+
+Times, in one process: the hdiff kernel at 64x64x60 called from Python on NumPy arrays (the
+median of --runs calls, after a warm-up), and the same kernel at a 1x1x1 domain, whose call
+is almost all overhead: argument checks, the ctypes call with the GIL released, OpenMP's
+fork and join. Prints the overhead in microseconds and as a share of the 64x64x60 call, and
+the same kernel timed by absinthe's C++ harness (`absinthe bench --variants opt --format json`,
+whose runs flush the caches first) for reference.
+"""
+
+import argparse
+import json
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+
+import absinthe
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def program_at(domain):
+    text = (ROOT / "configs" / "hdiff.yaml").read_text()
+    lines = [f"domain: [{domain[0]}, {domain[1]}, {domain[2]}]" if l.startswith("domain:") else l
+             for l in text.splitlines()]
+    return absinthe.Program.from_string("\n".join(lines) + "\n")
+
+
+def median_call(kernel, runs):
+    rng = np.random.default_rng(0)
+    arrays = {n: rng.uniform(-1, 1, kernel.shape) for n in kernel.inputs}
+    out = np.zeros(kernel.shape)
+    for _ in range(3):
+        kernel(**arrays, out=out)
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        kernel(**arrays, out=out)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--machine", default=str(ROOT / "machines" / "default.yaml"))
+    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--threads", type=int, default=0, help="OpenMP threads (0: OpenMP's default)")
+    args = ap.parse_args()
+    big = program_at((64, 64, 60))
+    kernel = big.compile(big.solve(machine=args.machine), threads=args.threads)
+    tiny = program_at((1, 1, 1))
+    tiny_kernel = tiny.compile(tiny.solve(machine=args.machine), threads=args.threads)
+    call = median_call(kernel, args.runs)
+    empty = median_call(tiny_kernel, args.runs)
+    bench = json.loads(subprocess.run(
+        [absinthe.executable(), "bench", str(big.path), "--machine", args.machine, "--variants", "opt",
+         "--runs", str(min(args.runs, 64)), "--format", "json"],
+        check=True, capture_output=True, text=True).stdout)
+    harness = [r for r in bench if r["variant"] == "opt"][0]["measured_seconds"]
+    print(json.dumps({
+        "python_call_us": round(call * 1e6, 2),
+        "python_empty_call_us": round(empty * 1e6, 2),
+        "overhead_share": round(empty / call, 4),
+        "harness_median_us": round(harness * 1e6, 2),
+    }))
+
+
+if __name__ == "__main__":
+    main()

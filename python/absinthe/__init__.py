@@ -1,0 +1,296 @@
+"""absinthe from Python: programs, solving, and generated kernels run on NumPy arrays.
+
+A thin layer over the ``absinthe`` command line, which stays the one source of truth: every
+check, solve and code generation is the CLI's, with its JSON output read back and its error
+messages (file, key, column) raised as :class:`AbsintheError`. A compiled kernel is the same
+generated OpenMP C++ as ``absinthe codegen``, built into a shared library (cached by a hash of
+its source and flags) and called through ctypes on the arrays' own memory, with the GIL
+released.
+
+The executable is ``$ABSINTHE_BIN``, else ``absinthe`` on ``PATH``, else a build
+(``target/release``, then ``target/debug``) of the repository this package sits in or of the
+current directory or one above it.
+
+    import absinthe, numpy as np
+    p = absinthe.Program.load("configs/hdiff.yaml")
+    s = p.solve(machine="machines/default.yaml")
+    k = p.compile(s)
+    inputs = {name: np.random.rand(*k.shape) for name in k.inputs}
+    out = k(**inputs)["out"]          # or k(**inputs, out=array) to write into your own
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["AbsintheError", "Program", "Solution", "Group", "Kernel", "executable"]
+
+
+class AbsintheError(Exception):
+    """A refusal of the absinthe command line; the message is the CLI's (file, key, column)."""
+
+
+def executable() -> str:
+    """The absinthe executable this package drives."""
+    env = os.environ.get("ABSINTHE_BIN")
+    if env:
+        return env
+    found = shutil.which("absinthe")
+    if found:
+        return found
+    here = Path(__file__).resolve().parents[2]
+    cwd = Path.cwd().resolve()
+    for root in [here, cwd, *cwd.parents]:
+        for build in ("release", "debug"):
+            candidate = root / "target" / build / "absinthe"
+            if candidate.is_file():
+                return str(candidate)
+    raise AbsintheError(
+        "no absinthe executable: set ABSINTHE_BIN, put absinthe on PATH, or run cargo build --release"
+    )
+
+
+def _run(*args: str) -> str:
+    proc = subprocess.run([executable(), *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise AbsintheError(proc.stderr.strip() or f"absinthe {args[0]} failed ({proc.returncode})")
+    return proc.stdout
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("ABSINTHE_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "absinthe"
+    )
+    path = Path(base) / "python"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@dataclass(frozen=True)
+class Group:
+    """One fused group of the solution: its stencils, tile counts, tile size, streaming."""
+
+    stencils: list
+    tiles: tuple
+    tile_size: tuple
+    stream: bool
+
+
+@dataclass(frozen=True)
+class Solution:
+    """What `absinthe solve` chose: groups, tiles, inline set and the estimated seconds."""
+
+    program: str
+    machine: str
+    estimate_seconds: float
+    inline: list
+    groups: list
+    solver: dict
+    yaml: str = field(repr=False)
+
+    def save(self, path) -> None:
+        """Writes the solution file (`absinthe codegen --solution` reads it)."""
+        Path(path).write_text(self.yaml)
+
+
+class Program:
+    """A stencil program, from a YAML file or string (kept as written)."""
+
+    def __init__(self, text: str, path: Path):
+        self.text = text
+        self.path = path
+
+    @classmethod
+    def load(cls, path) -> "Program":
+        path = Path(path)
+        try:
+            text = path.read_text()
+        except OSError as e:
+            raise AbsintheError(f"{path}: {e.strerror}") from None
+        program = cls(text, path.resolve())
+        program.check()
+        return program
+
+    @classmethod
+    def from_string(cls, text: str) -> "Program":
+        digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+        path = _cache_dir() / f"program-{digest}.yaml"
+        if not path.exists():
+            tmp = path.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_text(text)
+            os.replace(tmp, path)
+        program = cls(text, path)
+        program.check()
+        return program
+
+    def check(self) -> dict:
+        """`absinthe check`: the program's arrays, reads and extents (raises on a bad program)."""
+        return json.loads(_run("check", str(self.path), "--format", "json"))
+
+    @property
+    def name(self) -> str:
+        return self.check()["program"]
+
+    def solve(self, machine=None, solver: str = "highs", extra=()) -> Solution:
+        """`absinthe solve` against a machine file (default: the shipped default)."""
+        args = ["solve", str(self.path), "--solver", solver, *extra]
+        if machine is not None:
+            args += ["--machine", str(machine)]
+        report = json.loads(_run(*args, "--format", "json"))
+        text = _run(*args, "--format", "yaml")
+        return Solution(
+            program=report["program"],
+            machine=report["machine"],
+            estimate_seconds=report["estimate_seconds"],
+            inline=list(report.get("inline", [])),
+            groups=[
+                Group(g["stencils"], tuple(g["tiles"]), tuple(g["tile_size"]), bool(g.get("stream", False)))
+                for g in report["groups"]
+            ],
+            solver=report["solver"],
+            yaml=text,
+        )
+
+    def bench(self, machine=None, variants: str = "naive,unfused,opt", runs: int = 16) -> list:
+        """`absinthe bench --format json`: one row per variant (verified, timed)."""
+        args = ["bench", str(self.path), "--variants", variants, "--runs", str(runs)]
+        if machine is not None:
+            args += ["--machine", str(machine)]
+        return json.loads(_run(*args, "--format", "json"))
+
+    def tune(self, machine=None, extra=()) -> str:
+        """`absinthe tune`: its report, as the CLI prints it."""
+        args = ["tune", str(self.path), *extra]
+        if machine is not None:
+            args += ["--machine", str(machine)]
+        return _run(*args)
+
+    def compile(self, solution: Solution | None = None, machine=None, threads: int = 0) -> "Kernel":
+        """The OpenMP kernel of `solution` (default: solve on `machine` first) as a shared library."""
+        with tempfile.TemporaryDirectory() as tmp:
+            args = ["codegen", str(self.path), "-o", tmp]
+            if machine is not None:
+                args += ["--machine", str(machine)]
+            if solution is not None:
+                sol = Path(tmp) / "solution.yaml"
+                solution.save(sol)
+                args += ["--solution", str(sol)]
+            _run(*args)
+            headers = list(Path(tmp).glob("*.h"))
+            if len(headers) != 1:
+                raise AbsintheError(f"codegen wrote {len(headers)} headers, expected one")
+            header = headers[0]
+            source = header.with_suffix(".cpp")
+            return Kernel._build(header.read_text(), source.read_text(), header.name, threads)
+
+
+_PARAM = re.compile(r"^(const )?(double|float)\* __restrict a_(\w+),? // (input|output|temporary)$")
+_LAYOUT = re.compile(r"Memory layout of every array argument: (double|float)\[(\d+)\]\[(\d+)\]\[(\d+)\]")
+_KERNEL = re.compile(r"^void (\w+)\($", re.M)
+
+_CXX_FLAGS = ["-O3", "-march=native", "-fopenmp", "-ffp-contract=off", "-fno-trapping-math",
+              "-fno-math-errno", "-fPIC", "-shared"]
+
+
+class Kernel:
+    """A compiled kernel: call it with the input arrays (and optionally the output arrays) by
+    name; every array is C-contiguous, of the program's dtype and of shape :attr:`shape`
+    (z, y, x with the halo: element (i, j, k) at ``[k + Hz, j + Hy, i + Hx]``)."""
+
+    def __init__(self, lib, fn, kernel, params, dtype, shape, threads):
+        self._lib, self._fn, self.kernel = lib, fn, kernel
+        self.params, self.dtype, self.shape, self.threads = params, dtype, shape, threads
+        self.inputs = [n for n, r in params if r == "input"]
+        self.outputs = [n for n, r in params if r == "output"]
+
+    @classmethod
+    def _build(cls, header: str, source: str, header_name: str, threads: int) -> "Kernel":
+        layout = _LAYOUT.search(header)
+        kernel = _KERNEL.search(header)
+        params = [(m.group(3), m.group(4)) for m in map(_PARAM.match, header.splitlines()) if m]
+        if not (layout and kernel and params):
+            raise AbsintheError("the generated header is not in the form this package reads")
+        dtype = np.float64 if layout.group(1) == "double" else np.float32
+        shape = tuple(int(layout.group(g)) for g in (2, 3, 4))
+        ctype = layout.group(1)
+        casts = ", ".join(
+            f"({'const ' if r == 'input' else ''}{ctype}*)arrays[{n}]" for n, (_, r) in enumerate(params)
+        )
+        shim = (
+            f'#include <omp.h>\n#include "{header_name}"\n'
+            f'extern "C" void absinthe_call(void* const* arrays, int threads)\n'
+            f"{{\n    if (threads > 0) omp_set_num_threads(threads);\n    {kernel.group(1)}({casts});\n}}\n"
+        )
+        cxx = os.environ.get("CXX", "g++")
+        digest = hashlib.sha256("\0".join([header, source, shim, cxx, *_CXX_FLAGS]).encode()).hexdigest()[:24]
+        lib_path = _cache_dir() / f"kernel-{digest}.so"
+        if not lib_path.exists():
+            with tempfile.TemporaryDirectory() as tmp:
+                d = Path(tmp)
+                (d / header_name).write_text(header)
+                (d / "kernel.cpp").write_text(source)
+                (d / "shim.cpp").write_text(shim)
+                out = d / "kernel.so"
+                proc = subprocess.run([cxx, *_CXX_FLAGS, "kernel.cpp", "shim.cpp", "-o", str(out)],
+                                      cwd=d, capture_output=True, text=True)
+                if proc.returncode != 0:
+                    raise AbsintheError(f"{cxx} failed on the generated kernel:\n{proc.stderr}")
+                tmp_lib = lib_path.with_suffix(f".tmp{os.getpid()}")
+                shutil.copyfile(out, tmp_lib)
+                os.replace(tmp_lib, lib_path)
+        lib = ctypes.CDLL(str(lib_path))
+        fn = lib.absinthe_call
+        fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int]
+        fn.restype = None
+        return cls(lib, fn, kernel.group(1), params, dtype, shape, threads)
+
+    def _checked(self, name: str, array) -> np.ndarray:
+        if not isinstance(array, np.ndarray):
+            raise ValueError(f"array `{name}`: expected a numpy.ndarray, found {type(array).__name__}")
+        if array.dtype != self.dtype:
+            raise ValueError(f"array `{name}`: expected dtype {np.dtype(self.dtype).name}, found {array.dtype.name}")
+        if array.shape != self.shape:
+            raise ValueError(f"array `{name}`: expected shape {self.shape} (z, y, x with the halo), found {array.shape}")
+        if not array.flags.c_contiguous:
+            raise ValueError(f"array `{name}`: expected a C-contiguous array (x fastest), found strides {array.strides}")
+        return array
+
+    def __call__(self, **arrays) -> dict:
+        """Runs the kernel: inputs by name (required), outputs by name (optional: allocated and
+        returned when absent). Returns the outputs. Every array is checked before the kernel
+        runs; nothing is written when one is refused."""
+        unknown = sorted(set(arrays) - set(self.inputs) - set(self.outputs))
+        if unknown:
+            raise ValueError(f"unknown array(s) {', '.join(unknown)}: the kernel takes "
+                             f"inputs {self.inputs} and outputs {self.outputs}")
+        missing = [n for n in self.inputs if n not in arrays]
+        if missing:
+            raise ValueError(f"missing input array(s) {', '.join(missing)}")
+        checked = {n: self._checked(n, a) for n, a in arrays.items()}
+        for n in self.outputs:
+            if n in checked and not checked[n].flags.writeable:
+                raise ValueError(f"array `{n}`: the output must be writeable")
+            for other, a in checked.items():
+                if n in checked and other != n and np.shares_memory(checked[n], a):
+                    raise ValueError(f"array `{n}`: the output shares memory with `{other}`")
+            if n not in checked:
+                checked[n] = np.zeros(self.shape, self.dtype)
+        temporaries = [np.empty(self.shape, self.dtype) for _, r in self.params if r == "temporary"]
+        pointers, temp = [], iter(temporaries)
+        for n, r in self.params:
+            a = next(temp) if r == "temporary" else checked[n]
+            pointers.append(a.ctypes.data)
+        argv = (ctypes.c_void_p * len(pointers))(*pointers)
+        self._fn(argv, self.threads)
+        return {n: checked[n] for n in self.outputs}
