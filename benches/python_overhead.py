@@ -1,9 +1,10 @@
 """The cost of calling a compiled kernel from Python (`make python-overhead`).
 
 Times, in one process: the hdiff kernel at 64x64x60 called from Python on NumPy arrays (the
-median of --runs calls, after a warm-up), and the same kernel at a 1x1x1 domain, whose call
+median of --runs calls, after a warm-up), and the same kernel at a 4x4x2 domain, whose call
 is almost all overhead: argument checks, the ctypes call with the GIL released, OpenMP's
-fork and join. Prints the overhead in microseconds and as a share of the 64x64x60 call, and
+fork and join; and that tiny kernel through its C entry point alone (what a C caller pays).
+Prints the overheads in microseconds and as shares of the 64x64x60 call, and
 the same kernel timed by absinthe's C++ harness (`absinthe bench --variants opt --format json`,
 whose runs flush the caches first) for reference.
 """
@@ -43,6 +44,20 @@ def median_call(kernel, runs):
     return statistics.median(times)
 
 
+def median_raw_call(kernel, runs):
+    """The tiny kernel called through its C entry point alone (no argument checks): what the
+    same call costs from C, OpenMP's fork and join included."""
+    import ctypes
+    arrays = [np.zeros(kernel.shape) for _ in kernel.params]
+    argv = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        kernel._fn(argv, kernel.threads)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--machine", default=str(ROOT / "machines" / "default.yaml"))
@@ -51,10 +66,11 @@ def main():
     args = ap.parse_args()
     big = program_at((64, 64, 60))
     kernel = big.compile(big.solve(machine=args.machine), threads=args.threads)
-    tiny = program_at((1, 1, 1))
+    tiny = program_at((4, 4, 2))
     tiny_kernel = tiny.compile(tiny.solve(machine=args.machine), threads=args.threads)
     call = median_call(kernel, args.runs)
     empty = median_call(tiny_kernel, args.runs)
+    raw = median_raw_call(tiny_kernel, args.runs)
     bench = json.loads(subprocess.run(
         [absinthe.executable(), "bench", str(big.path), "--machine", args.machine, "--variants", "opt",
          "--runs", str(min(args.runs, 64)), "--format", "json"],
@@ -64,6 +80,8 @@ def main():
         "python_call_us": round(call * 1e6, 2),
         "python_empty_call_us": round(empty * 1e6, 2),
         "overhead_share": round(empty / call, 4),
+        "c_entry_empty_call_us": round(raw * 1e6, 2),
+        "python_share": round((empty - raw) / call, 4),
         "harness_median_us": round(harness * 1e6, 2),
     }))
 

@@ -112,3 +112,22 @@ def test_cli_errors_are_exceptions_with_the_file_key_and_column(tmp_path):
     assert "bad.yaml" in str(e.value) and "expr" in str(e.value)
     with pytest.raises(absinthe.AbsintheError, match="missing.yaml"):
         absinthe.Program.load(tmp_path / "missing.yaml")
+
+
+def test_float_programs_run_on_float32_arrays_bit_for_bit():
+    text = (ROOT / "configs" / "j3d7pt.yaml").read_text().replace(
+        "domain: [256, 256, 256]", "domain: [24, 16, 8]\ntype: float")
+    p = absinthe.Program.from_string(text)
+    k = p.compile(machine=MACHINE)
+    assert k.dtype == np.float32
+    x = inputs_for(k, 4)
+    out = k(**x)["out"]
+    h, n = (1, 1, 1), (24, 16, 8)
+    s = lambda di, dj, dk: window(x["in"], h, (di, dj, dk), (n[0] + di, n[1] + dj, n[2] + dk))
+    f = np.float32
+    want = f(0.125) * (s(-1, 0, 0) + s(1, 0, 0) + s(0, -1, 0) + s(0, 1, 0) + s(0, 0, -1) + s(0, 0, 1)) \
+        + f(0.25) * s(0, 0, 0)
+    assert want.dtype == np.float32
+    assert np.array_equal(window(out, h, (0, 0, 0), n), want)
+    with pytest.raises(ValueError, match="expected dtype float32"):
+        k(**{"in": x["in"].astype(np.float64)})
