@@ -40,7 +40,7 @@ PY_VENV ?= build/py-venv
 python-test: setup
 	$(CARGO) build
 	@test -x $(PY_VENV)/bin/python || python3 -m venv $(PY_VENV)
-	$(PY_VENV)/bin/pip install -q --disable-pip-version-check ./python numpy pytest
+	$(PY_VENV)/bin/pip install -q --disable-pip-version-check ./python numpy pytest pyyaml
 	ABSINTHE_BIN=$(CURDIR)/target/debug/absinthe $(PY_VENV)/bin/python -m pytest -q -p no:cacheprovider python/tests
 
 # The cost of a kernel call from Python (benches/python_overhead.py), on the release build.
