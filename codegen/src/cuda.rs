@@ -127,8 +127,8 @@ pub struct CudaPlan {
 
 /// Places every group's buffers that are not register windows, then its staged copies: shared
 /// memory while the group's total fits the limit, in the schedule's order, the rest in global
-/// scratch. The
-/// block shape is the schedule's (`boxes::block_plan`, which also chose the register windows).
+/// scratch. The block shape is the schedule's (`boxes::block_plan`, which also chose the
+/// register windows).
 /// Fails when the schedule was not lowered for CUDA ([`crate::lower_cuda`]): a group streams
 /// along y or shares row loops.
 pub fn plan(schedule: &Schedule, limits: &GpuLimits) -> Result<CudaPlan, CodegenError> {

@@ -278,19 +278,18 @@ class Kernel:
         if missing:
             raise ValueError(f"missing input array(s) {', '.join(missing)}")
         checked = {n: self._checked(n, a) for n, a in arrays.items()}
-        for n in self.outputs:
-            if n in checked and not checked[n].flags.writeable:
+        for n in (n for n in self.outputs if n in checked):
+            if not checked[n].flags.writeable:
                 raise ValueError(f"array `{n}`: the output must be writeable")
             for other, a in checked.items():
-                if n in checked and other != n and np.shares_memory(checked[n], a):
+                if other != n and np.shares_memory(checked[n], a):
                     raise ValueError(f"array `{n}`: the output shares memory with `{other}`")
-            if n not in checked:
-                checked[n] = np.zeros(self.shape, self.dtype)
-        temporaries = [np.empty(self.shape, self.dtype) for _, r in self.params if r == "temporary"]
-        pointers, temp = [], iter(temporaries)
-        for n, r in self.params:
-            a = next(temp) if r == "temporary" else checked[n]
-            pointers.append(a.ctypes.data)
-        argv = (ctypes.c_void_p * len(pointers))(*pointers)
+        for n in (n for n in self.outputs if n not in checked):
+            checked[n] = np.zeros(self.shape, self.dtype)
+        # Temporaries are scratch between the kernel's groups; the list keeps every array alive
+        # for the call.
+        args = [np.empty(self.shape, self.dtype) if r == "temporary" else checked[n]
+                for n, r in self.params]
+        argv = (ctypes.c_void_p * len(args))(*[a.ctypes.data for a in args])
         self._fn(argv, self.threads)
         return {n: checked[n] for n in self.outputs}

@@ -1,6 +1,8 @@
 //! Array elements as C: a global array's, a tile buffer's and a register window's element at an
 //! offset from the loop indices `(i, j, k)`.
 
+use absinthe_model::cost_model::boxes::StagedInput;
+
 use super::types::LocalBuffer;
 
 /// A global array's element at `off` from `(i, j, k)` as C: `origin` indexed with the strides
@@ -32,10 +34,16 @@ pub(super) fn buffer_access(b: &LocalBuffer, off: [i32; 3], stream_dim: usize) -
     }
 }
 
-/// An element of a staged copy `id` (a rolling window of `window` planes) at `off` from
-/// `(i, j, k)` as C: `id[id_base + (i + ox) + (j + oy) * id_Y + absinthe_slot(k + oz, window) *
-/// id_Z]`.
-pub(super) fn staged_access(id: &str, window: usize, off: [i32; 3]) -> String {
+/// The C variable of the staged copy of array `a`: `in<a>`.
+pub(super) fn staged_ident(a: usize) -> String {
+    format!("in{a}")
+}
+
+/// An element of the staged copy of `input` (a rolling window of `extents[2]` planes) at `off`
+/// from `(i, j, k)` as C: `id[id_base + (i + ox) + (j + oy) * id_Y + absinthe_slot(k + oz,
+/// window) * id_Z]`.
+pub(super) fn staged_access(input: &StagedInput, off: [i32; 3]) -> String {
+    let (id, window) = (staged_ident(input.array), input.extents[2]);
     format!(
         "{id}[{id}_base + {} + {} * {id}_Y + absinthe_slot({}, {window}) * {id}_Z]",
         shifted("i", off[0]),

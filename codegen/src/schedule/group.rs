@@ -5,9 +5,11 @@ use std::ops::Range;
 
 use absinthe_model::cost_model::boxes::{
     block_plan, read_hull, stream_window, tile_intervals, BlockPlan, Interval, RegisterWindow,
+    StagedInput,
 };
 use absinthe_model::language::analysis::Extent;
 
+use super::access::staged_ident;
 use super::types::{GroupSchedule, StagedArray, StencilStep, StreamPlan};
 use super::{Lowering, Target};
 use crate::CodegenError;
@@ -46,10 +48,7 @@ impl<'a> GroupLowering<'a> {
             &widths,
             config.tiles[index],
             streams && lowering.stream_dim == 2,
-            match lowering.target {
-                Target::Cuda => lowering.limits,
-                Target::OpenMp | Target::Plain => lowering.limits.unstaged(),
-            },
+            lowering.limits,
         );
         let tile_size = config.tile_size(index, domain);
         GroupLowering {
@@ -145,13 +144,12 @@ impl<'a> GroupLowering<'a> {
         })
     }
 
-    /// The id of the array staged in shared memory under `name`, if the group stages it.
-    pub fn staged_id(&self, name: &str) -> Option<usize> {
+    /// How the array named `name` is staged in shared memory, if the group stages it.
+    pub fn staged_input(&self, name: &str) -> Option<&StagedInput> {
         self.device
             .inputs
             .iter()
-            .map(|i| i.array)
-            .find(|&a| self.lowering.analysis.arrays[a].name == name)
+            .find(|i| self.lowering.analysis.arrays[i.array].name == name)
     }
 
     /// The arrays the group's CUDA kernel stages (`boxes::block_plan`), with their read boxes
@@ -164,7 +162,7 @@ impl<'a> GroupLowering<'a> {
             .map(|input| {
                 let name = &analysis.arrays[input.array].name;
                 StagedArray {
-                    ident: format!("in{}", input.array),
+                    ident: staged_ident(input.array),
                     array: name.clone(),
                     origin: format!("g_{name}"),
                     extents: input.extents,

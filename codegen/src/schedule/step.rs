@@ -176,23 +176,11 @@ impl GroupLowering<'_> {
                     None => (buffer_access(b, off, self.lowering.stream_dim), Some(true)),
                 }
             }
-            _ => match self.staged_id(array) {
-                Some(a) => (
-                    staged_access(&format!("in{a}"), self.stage_window(a), off),
-                    Some(true),
-                ),
+            _ => match self.staged_input(array) {
+                Some(input) => (staged_access(input, off), Some(true)),
                 None => (global_access(off, &format!("g_{array}")), Some(false)),
             },
         }
-    }
-
-    /// The window of planes of the staged array `a`.
-    fn stage_window(&self, a: usize) -> usize {
-        self.device
-            .inputs
-            .iter()
-            .find(|i| i.array == a)
-            .map_or(1, |i| i.extents[2])
     }
 
     /// The element of buffer `b` that a step writes at `(i, j, k)`, as C.

@@ -206,16 +206,13 @@ impl BlockPlan {
     /// Values of shared memory the block needs: its buffers that are not in registers and its
     /// staged inputs.
     pub fn shared_values(&self) -> u64 {
-        self.buffer_values() + self.inputs.iter().map(StagedInput::values).sum::<u64>()
-    }
-
-    /// Values of shared memory the block's tile buffers need (those not in registers).
-    pub fn buffer_values(&self) -> u64 {
-        self.buffers
+        let buffers: u64 = self
+            .buffers
             .iter()
             .filter(|b| b.registers.is_none())
             .map(|b| b.extents.iter().map(|&v| v as u64).product::<u64>())
-            .sum()
+            .sum();
+        buffers + self.inputs.iter().map(StagedInput::values).sum::<u64>()
     }
 }
 
@@ -241,14 +238,6 @@ impl BlockLimits {
         BlockLimits {
             threads: machine.block_threads,
             stage_values: crate::cost_model::evaluate::cache_capacity(machine),
-        }
-    }
-
-    /// The same limits, staging nothing.
-    pub fn unstaged(self) -> BlockLimits {
-        BlockLimits {
-            stage_values: 0,
-            ..self
         }
     }
 }
