@@ -359,7 +359,7 @@ def load_program(path):
         raise UserError(f"{path}: invalid YAML: {where}{problem}")
     if not isinstance(doc, dict):
         err("", "expected a mapping with keys name, domain, halo, outputs, stencils")
-    known = {"name", "domain", "halo", "outputs", "type", "stencils", "constraints"}
+    known = {"name", "domain", "halo", "outputs", "type", "scalars", "stencils", "constraints"}
     for key in doc:
         if key not in known:
             err(str(key), f"unknown key; the keys are {', '.join(sorted(known))}")
@@ -388,6 +388,16 @@ def load_program(path):
         err("outputs", "expected a non-empty list of stencil names")
     if not isinstance(doc["stencils"], list) or not doc["stencils"]:
         err("stencils", "expected a non-empty list of stencils")
+
+    # Run-time scalars: bare names in expressions; absinthe's harness gives scalar n the value
+    # absinthe_value(2^32 + n, 0, 0, 0) unless told otherwise (--scalar).
+    p.scalars = doc.get("scalars") or []
+    if not isinstance(p.scalars, list):
+        err("scalars", "expected a list of names")
+    for n, s in enumerate(p.scalars):
+        if not isinstance(s, str) or not IDENT.match(s) or s in INDEX_NAMES or s in FUNCTIONS:
+            err(f"scalars[{n}]", f"`{s}` is not a valid scalar name")
+    p.scalar_values = [absinthe_value((1 << 32) + n, 0, 0, 0) for n in range(len(p.scalars))]
 
     p.stencils = []  # (name, [(local, tree)], tree)
     names = []
@@ -438,12 +448,12 @@ def load_program(path):
         defined = []
         for lname, tree in lets:
             for used in visit_locals(tree, []):
-                if used not in defined:
+                if used not in defined and used not in p.scalars:
                     err(f"{key}.let.{lname}", f"undefined local `{used}` (a let may use only earlier lets)")
             visit_accesses(tree, acc)
             defined.append(lname)
         for used in visit_locals(expr, []):
-            if used not in defined:
+            if used not in defined and used not in p.scalars:
                 err(f"{key}.expr", f"undefined local `{used}`")
         visit_accesses(expr, acc)
         for array, _ in acc:
@@ -492,6 +502,19 @@ def load_program(path):
 # ---------------------------------------------------------------------------------------------
 # The inputs absinthe's harness uses (absinthe_value in codegen/templates/harness_body.j2)
 # ---------------------------------------------------------------------------------------------
+
+def absinthe_value(array, i, j, k):
+    """One value of absinthe_value (Python integers, wrapped to 64 bits)."""
+    m = (1 << 64) - 1
+    z = (array * 0x9E3779B97F4A7C15) & m
+    z ^= ((i + 4096) * 0xBF58476D1CE4E5B9) & m
+    z ^= ((j + 4096) * 0x94D049BB133111EB) & m
+    z ^= ((k + 4096) * 0xD6E8FEB86659FD93) & m
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m
+    z ^= z >> 31
+    return 0.5 + (z >> 11) * 2.0 ** -53
+
 
 def absinthe_inputs(np, program, array):
     """The input array as the harness fills it: shape (AZ, AY, AX), x fastest."""
@@ -664,8 +687,15 @@ def build_pipeline(hl, np, program):
             return getattr(hl, name)(args[0])  # sqrt exp log floor ceil
         raise AssertionError(tag)
 
+    # The scalars as parameters of the pipeline (absinthe's kernel takes them as arguments too),
+    # set to the values absinthe's harness uses, converted to the program's type.
+    scalars = {}
+    for s, value in zip(program.scalars, program.scalar_values):
+        param = hl.Param(T, s)
+        param.set(float(np.float32(value)) if program.type == "float" else value)
+        scalars[s] = param
     for name, lets, expr in program.stencils:
-        local = {}
+        local = dict(scalars)
         for lname, tree in lets:
             local[lname] = build(tree, local)
         f = hl.Func(name)

@@ -95,6 +95,47 @@ impl FlushArgs {
     }
 }
 
+/// Values of a program's run-time scalars (`codegen --harness`, `bench`, `tune`).
+#[derive(Args, Clone, Debug, Default)]
+pub struct ScalarArgs {
+    /// The value of one of the program's run-time scalars (`scalars:`), e.g. `--scalar
+    /// dt=10.0`; repeat it for several. The harness passes it to the kernel (as an exact
+    /// hexadecimal literal, converted to the program's type). A scalar not given takes a fixed
+    /// value in [0.5, 1.5) (`absinthe_value(2^32 + index, 0, 0, 0)`).
+    #[arg(long = "scalar", value_name = "NAME=VALUE", value_parser = parse_scalar)]
+    pub scalar: Vec<(String, f64)>,
+}
+
+impl ScalarArgs {
+    /// The values of `program`'s scalars, in its order.
+    pub fn values(&self, program: &Program) -> anyhow::Result<Vec<f64>> {
+        program
+            .scalar_values(&self.scalar)
+            .map_err(anyhow::Error::msg)
+    }
+}
+
+/// A `--scalar` value: `NAME=VALUE`, the value a finite number.
+fn parse_scalar(text: &str) -> Result<(String, f64), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("`{text}` is not NAME=VALUE"))?;
+    let name = name.trim();
+    if !absinthe_model::language::program::is_identifier(name) {
+        return Err(format!("`{name}` is not a scalar name"));
+    }
+    let value: f64 = value
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{}` is not a number", value.trim()))?;
+    if !value.is_finite() {
+        return Err(format!(
+            "the value of `{name}` must be finite, found {value}"
+        ));
+    }
+    Ok((name.to_string(), value))
+}
+
 /// A `--solver` value: `dp` or a MILP backend compiled into this build.
 pub fn parse_method(text: &str) -> Result<absinthe_solvers::method::Method, String> {
     text.parse()
@@ -364,15 +405,17 @@ pub fn renderer(templates: Option<&Path>) -> anyhow::Result<Renderer> {
     })
 }
 
-/// Sets up the timing of `program` on `machine` (`bench`, `tune`): progress and warnings go to
-/// standard error.
+/// Sets up the timing of `program` on `machine` (`bench`, `tune`), with the values of its
+/// scalars: progress and warnings go to standard error.
 pub fn bench_of(
     program: &Path,
     machine: &MachineArg,
     templates: Option<&Path>,
-    options: BenchOptions,
+    scalars: &ScalarArgs,
+    mut options: BenchOptions,
 ) -> anyhow::Result<Bench> {
     let (program, analysis, machine_file, view) = load_on(program, machine)?;
+    options.scalars = scalars.values(&program)?;
     let renderer = renderer(templates)?;
     if options.roofline {
         eprintln!("measuring streaming bandwidth ...");

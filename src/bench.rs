@@ -62,6 +62,8 @@ pub struct BenchArgs {
     pub runs: usize,
     #[command(flatten)]
     pub flush: FlushArgs,
+    #[command(flatten)]
+    pub scalars: crate::args::ScalarArgs,
     /// Also time every variant with warm caches (no flush before a run, so the arrays stay in
     /// the caches the previous run left them in), interleaved with the flushed runs, into
     /// `measured_warm_seconds`. Flushed minus warm is what fetching the arrays from memory
@@ -115,6 +117,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         warm: args.warm,
         build: Build::of_flags(args.exact, args.relaxed_math),
         target: args.target,
+        scalars: Vec::new(),
         roofline: !args.no_roofline,
         cache_model: args.format == Format::Json,
     };
@@ -122,6 +125,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         &args.program,
         &args.machine,
         args.templates.as_deref(),
+        &args.scalars,
         options,
     )?;
     let settings = args

@@ -90,8 +90,11 @@ pub fn run(args: CacheArgs) -> anyhow::Result<ExitCode> {
         target: BenchTarget::Openmp,
         roofline: false,
         cache_model: false,
+        scalars: Vec::new(),
     };
-    let bench = bench_of(&args.program, &args.machine, None, options)?;
+    // The scalars' values do not change which addresses a run touches: their defaults.
+    let scalars = crate::args::ScalarArgs::default();
+    let bench = bench_of(&args.program, &args.machine, None, &scalars, options)?;
     let settings = args.search.plan_settings(&bench.program, args.solver, 1)?;
     let planned = plan_on(&bench, &[variant], &settings)?;
     let p = &planned[0];

@@ -35,6 +35,9 @@ struct Report {
     value_type: &'static str,
     inputs: Vec<String>,
     outputs: Vec<String>,
+    /// The run-time scalars, arguments of the generated function in this order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    scalars: Vec<String>,
     stencils: Vec<StencilReport>,
     /// Likely mistakes that do not make the program invalid.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -75,6 +78,7 @@ fn report(program: &Program, a: &Analysis) -> Report {
             .iter()
             .map(|&s| a.stencils[s].name.clone())
             .collect(),
+        scalars: program.scalars.clone(),
         stencils: a
             .stencils
             .iter()
@@ -143,6 +147,9 @@ fn print_table(r: &Report) {
     );
     println!("inputs:  {}", r.inputs.join(", "));
     println!("outputs: {}", r.outputs.join(", "));
+    if !r.scalars.is_empty() {
+        println!("scalars: {}", r.scalars.join(", "));
+    }
     println!();
     let rows: Vec<Vec<String>> = r
         .stencils

@@ -51,6 +51,8 @@ pub struct CodegenArgs {
     pub solution: Option<PathBuf>,
     #[command(flatten)]
     pub search: SearchArgs,
+    #[command(flatten)]
+    pub scalars: crate::args::ScalarArgs,
     /// How to solve: highs, cbc or z3 (MILP backends), or dp (exact dynamic program).
     #[arg(long, default_value = "highs", value_parser = crate::args::parse_method)]
     pub solver: absinthe_solvers::method::Method,
@@ -137,8 +139,16 @@ pub fn run(mut args: CodegenArgs) -> anyhow::Result<ExitCode> {
     }
     let renderer = renderer(args.templates.as_deref())?;
     let (schedule, source) = schedule(&args)?;
+    let scalars = match args.harness {
+        true => args.scalars.values(&load(&args.program)?.0)?,
+        false if !args.scalars.scalar.is_empty() => {
+            anyhow::bail!("--scalar sets a value in the harness: add --harness")
+        }
+        false => Vec::new(),
+    };
     let harness = args.harness.then(|| HarnessOptions {
         runs: args.runs,
+        scalars,
         ..HarnessOptions::default()
     });
     let files = match args.target {

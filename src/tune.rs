@@ -100,6 +100,8 @@ pub struct TuneArgs {
     pub confirm: u64,
     #[command(flatten)]
     pub flush: FlushArgs,
+    #[command(flatten)]
+    pub scalars: crate::args::ScalarArgs,
     /// Build and verify bit for bit (`-ffp-contract=off`) instead of the timed FMA build.
     #[arg(long)]
     pub exact: bool,
@@ -138,6 +140,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         warm: false,
         build: Build::of_flags(args.exact, args.relaxed_math),
         target: BenchTarget::Openmp,
+        scalars: Vec::new(),
         roofline: false,
         cache_model: false,
     };
@@ -145,6 +148,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         &args.program,
         &args.machine,
         args.templates.as_deref(),
+        &args.scalars,
         options,
     )?;
     eprintln!("planning variants of {} ...", bench.program.name);

@@ -348,3 +348,95 @@ fn cache_fraction_flag_overrides_the_machine_file() {
         stderr(&o)
     );
 }
+
+/// `--scalar NAME=VALUE` reaches the harness as an exact literal, the kernel takes the scalars
+/// as arguments, and the harness verifies with them; bad values and names are refused.
+#[test]
+fn scalars_from_the_command_line_reach_the_harness() {
+    let dir = tempfile::tempdir().unwrap();
+    let text =
+        std::fs::read_to_string(crate::common::root().join("configs/cosmo_smag_params.yaml"))
+            .unwrap()
+            .replace("domain: [64, 64, 60]", "domain: [20, 12, 3]");
+    let program = temp_file(dir.path(), "smag.yaml", &text);
+    let p = program.to_str().unwrap();
+    let out = dir.path().join("out");
+    let o = absinthe(&[
+        "codegen",
+        p,
+        "--harness",
+        "-o",
+        out.to_str().unwrap(),
+        "--scalar",
+        "dt=20",
+        "--scalar",
+        "rdx=4.5454545e-4",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let header = std::fs::read_to_string(out.join("cosmo_smag_params.h")).unwrap();
+    assert!(
+        header.contains("    , const double sc_dt // scalar `dt`"),
+        "{header}"
+    );
+    let harness = std::fs::read_to_string(out.join("cosmo_smag_params_harness.cpp")).unwrap();
+    assert!(harness.contains("const double sc_dt = (double)0x1.4000000000000p+4;"));
+    assert!(harness.contains(&format!(
+        "const double sc_rdx = (double){};",
+        absinthe_codegen::cexpr::hex_double(4.5454545e-4)
+    )));
+    // rdy and cs_dx2 were not given: their defaults.
+    assert!(harness.contains(&format!(
+        "const double sc_rdy = (double){};",
+        absinthe_codegen::cexpr::hex_double(absinthe_model::language::interp::scalar_default(2))
+    )));
+    let exe = out.join("harness");
+    let build = std::process::Command::new("g++")
+        .args(["-O1", "-fopenmp", "-ffp-contract=off", "-o"])
+        .arg(&exe)
+        .arg(out.join("cosmo_smag_params.cpp"))
+        .arg(out.join("cosmo_smag_params_harness.cpp"))
+        .output()
+        .unwrap();
+    assert!(
+        build.status.success(),
+        "{}",
+        String::from_utf8_lossy(&build.stderr)
+    );
+    let run = std::process::Command::new(&exe).arg("2").output().unwrap();
+    let line = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success() && line.contains("\"verified\":true"),
+        "{line}"
+    );
+    for (args, message) in [
+        (
+            vec!["--scalar", "dx=1"],
+            "has no scalar `dx`; its scalars are dt, rdx, rdy, cs_dx2",
+        ),
+        (
+            vec!["--scalar", "dt=1", "--scalar", "dt=2"],
+            "--scalar dt: given twice",
+        ),
+        (
+            vec!["--scalar", "dt=inf"],
+            "the value of `dt` must be finite",
+        ),
+        (vec!["--scalar", "dt"], "`dt` is not NAME=VALUE"),
+        (vec!["--scalar", "dt=fast"], "`fast` is not a number"),
+    ] {
+        let mut all = vec!["codegen", p, "--harness", "-o", out.to_str().unwrap()];
+        all.extend(args);
+        let o = absinthe(&all);
+        assert!(!o.status.success());
+        assert!(stderr(&o).contains(message), "{}", stderr(&o));
+    }
+    let o = absinthe(&[
+        "codegen",
+        p,
+        "-o",
+        out.to_str().unwrap(),
+        "--scalar",
+        "dt=1",
+    ]);
+    assert!(stderr(&o).contains("--scalar sets a value in the harness: add --harness"));
+}

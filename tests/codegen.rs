@@ -289,6 +289,7 @@ fn generated_row_loops_vectorise() {
         "configs/cosmo_adv5.yaml",
         "configs/cosmo_pgrad.yaml",
         "configs/cosmo_smag.yaml",
+        "configs/cosmo_smag_params.yaml",
     ] {
         // Streamed (nothing inlined: the working sets then miss the cache), the default
         // (inlined), and whole tiles.

@@ -65,8 +65,15 @@ struct Subject {
 fn subject(text: String) -> Subject {
     let program = Program::from_yaml(&text).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
     let analysis = Analysis::new(&program).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
-    let evaluation = interpret(&program, &analysis, &harness_inputs, &LibmAccuracy::glibc())
-        .unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let scalars = program.scalar_values(&[]).unwrap();
+    let evaluation = interpret(
+        &program,
+        &analysis,
+        &harness_inputs,
+        &scalars,
+        &LibmAccuracy::glibc(),
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{text}"));
     Subject {
         text,
         program,
@@ -335,6 +342,15 @@ fn check(subjects: &[Subject], cases: &[Case], per_bundle: usize) -> Tally {
     tally
 }
 
+/// Cases whose program has run-time scalars (the generated kernel takes their values as
+/// arguments, the harness passes their defaults, the interpreter was given the same).
+fn with_scalars(subjects: &[Subject], cases: &[Case]) -> usize {
+    cases
+        .iter()
+        .filter(|c| !subjects[c.subject].program.scalars.is_empty())
+        .count()
+}
+
 fn report(what: &str, cases: usize, tally: &Tally) {
     eprintln!(
         "{what}: {cases} cases, {} elements: {} bit for bit, {} within their bound (largest \
@@ -361,6 +377,7 @@ fn openmp_kernels_match_the_interpreter() {
         .filter(|c| !c.description.contains("inlined 0 "))
         .count();
     assert!(inlined >= 30, "{inlined} cases inline something");
+    assert!(with_scalars(&subjects, &cases) >= 60);
     let tally = check(&subjects, &cases, 40);
     report("OpenMP", cases.len(), &tally);
     assert!(cases.len() >= 200);
@@ -376,6 +393,7 @@ fn emulated_cuda_kernels_match_the_interpreter() {
         .flat_map(|g| g.buffers.iter().map(|b| b.shared))
         .collect();
     assert!(placements.contains(&true) && placements.contains(&false));
+    assert!(with_scalars(&subjects, &cases) >= 15);
     let tally = check(&subjects, &cases, 30);
     report("CUDA emulation", cases.len(), &tally);
     assert!(cases.len() >= 50);
@@ -565,7 +583,8 @@ fn inlined_programs_interpret_to_the_same_outputs_bit_for_bit() {
             let by_name = |id: usize, at: [i64; 3]| {
                 harness_inputs(s.analysis.array_id(&a.arrays[id].name).unwrap(), at)
             };
-            let e = interpret(&p, &a, &by_name, &LibmAccuracy::glibc()).unwrap();
+            let scalars = p.scalar_values(&[]).unwrap();
+            let e = interpret(&p, &a, &by_name, &scalars, &LibmAccuracy::glibc()).unwrap();
             assert_eq!(e.outputs.len(), s.evaluation.outputs.len());
             for (got, want) in e.outputs.iter().zip(&s.evaluation.outputs) {
                 assert_eq!(got.name, want.name);

@@ -39,6 +39,32 @@ pub fn literal(value: f64, vt: ValueType) -> String {
     }
 }
 
+/// The C identifier of a run-time scalar: the generated function's parameter `sc_<name>`.
+pub fn scalar_ident(name: &str) -> String {
+    format!("sc_{name}")
+}
+
+/// `value` as a C hexadecimal floating literal of type `double`, exact for every finite value
+/// (`0x1.8p+3` is 12): what a harness writes for a value given on the command line, so that
+/// nothing is lost to a decimal round trip. Infinities and NaN print as `INFINITY` and `NAN`.
+pub fn hex_double(value: f64) -> String {
+    if value.is_nan() {
+        return "((double)NAN)".into();
+    }
+    let sign = if value.is_sign_negative() { "-" } else { "" };
+    if value.is_infinite() {
+        return format!("({sign}(double)INFINITY)");
+    }
+    let bits = value.to_bits();
+    let exponent = ((bits >> 52) & 0x7ff) as i64;
+    let mantissa = bits & ((1u64 << 52) - 1);
+    match (exponent, mantissa) {
+        (0, 0) => format!("{sign}0x0p+0"),
+        (0, m) => format!("{sign}0x0.{m:013x}p-1022"),
+        (e, m) => format!("{sign}0x1.{m:013x}p{:+}", e - 1023),
+    }
+}
+
 /// A literal written as `text` (its parsed value `value`), in the program's type: the decimal
 /// rounded once to that type.
 pub fn number(text: &str, value: f64, vt: ValueType) -> String {
@@ -73,6 +99,7 @@ fn write_expr(
     match expr {
         Expr::Number { text, value } => out.push_str(&number(text, *value, vt)),
         Expr::Local(name) => out.push_str(&local(name)),
+        Expr::Scalar(name) => out.push_str(&scalar_ident(name)),
         Expr::Access { array, offset } => out.push_str(&access(array, *offset)),
         Expr::Unary { op, operand } => match op {
             UnaryOp::Neg => {
@@ -182,6 +209,27 @@ mod tests {
         assert_eq!(show("16777217", ValueType::Float), "16777216.0f");
         assert_eq!(show("1e39", ValueType::Float), "((float)INFINITY)");
         assert_eq!(show("1e39", ValueType::Double), "1e39");
+    }
+
+    #[test]
+    fn hex_doubles_are_exact() {
+        assert_eq!(hex_double(12.0), "0x1.8000000000000p+3");
+        assert_eq!(hex_double(-0.0), "-0x0p+0");
+        assert_eq!(
+            hex_double(f64::MIN_POSITIVE / 2.0),
+            "0x0.8000000000000p-1022"
+        );
+        assert_eq!(hex_double(0.1), "0x1.999999999999ap-4");
+        let e = parse_expr("dt * a(i,j,k) + x")
+            .unwrap()
+            .with_scalars(&["dt".to_string()]);
+        let c = c_expr(
+            &e,
+            ValueType::Double,
+            &|a, o| format!("{a}[{},{},{}]", o[0], o[1], o[2]),
+            &|l| format!("l_{l}"),
+        );
+        assert_eq!(c, "((sc_dt * a[0,0,0]) + l_x)");
     }
 
     #[test]

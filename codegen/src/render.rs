@@ -40,6 +40,10 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ("huge_pages.j2", include_str!("../templates/huge_pages.j2")),
     ("arena.j2", include_str!("../templates/arena.j2")),
     (
+        "scalar_values.j2",
+        include_str!("../templates/scalar_values.j2"),
+    ),
+    (
         "flush_arrays.j2",
         include_str!("../templates/flush_arrays.j2"),
     ),
@@ -94,6 +98,15 @@ pub struct HarnessOptions {
     /// tile-buffer access, and the harness runs it once, writes the trace to its fourth
     /// argument, verifies the run and prints an `ABSINTHE_TRACE` line instead of timing.
     pub trace: bool,
+    /// The values of the program's run-time scalars, in the order of `scalars:`; empty: each
+    /// scalar's default (`absinthe_model::language::interp::scalar_default`). Written into the
+    /// harness as exact hexadecimal literals, converted to the program's type as inputs are.
+    #[serde(serialize_with = "hex_doubles")]
+    pub scalars: Vec<f64>,
+}
+
+fn hex_doubles<S: serde::Serializer>(values: &[f64], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(values.iter().map(|&v| crate::cexpr::hex_double(v)))
 }
 
 impl Default for HarnessOptions {
@@ -104,6 +117,7 @@ impl Default for HarnessOptions {
             label: String::new(),
             build_hint: "g++ -O3 -march=native -fopenmp -ffp-contract=off *.cpp".into(),
             trace: false,
+            scalars: Vec::new(),
         }
     }
 }

@@ -38,6 +38,9 @@ pub struct BenchOptions {
     pub roofline: bool,
     /// Count each variant's cache misses per level with the cache model (`Row::cache`).
     pub cache_model: bool,
+    /// The program's run-time scalars' values, in order (`Program::scalar_values`); empty:
+    /// their defaults.
+    pub scalars: Vec<f64>,
 }
 
 /// Targets `bench` can build and run on this machine.
@@ -493,6 +496,7 @@ impl Bench {
             runs: self.options.runs,
             flush: self.options.flush,
             label: p.name.clone(),
+            scalars: self.options.scalars.clone(),
             ..HarnessOptions::default()
         };
         let files = match self.options.target {

@@ -687,3 +687,77 @@ fn crowding_counts_row_streams_and_charges_the_stream_body() {
     }
     assert!(charged.total > plain.total);
 }
+
+#[test]
+fn scalars_are_read_bare_and_checked() {
+    let text = |scalars: &str, body: &str| {
+        format!(
+            "name: t\ndomain: [8, 8, 8]\nhalo: [1, 1, 0]\noutputs: [out]\nscalars: {scalars}\nstencils:\n  - name: out\n{body}"
+        )
+    };
+    let ok = text(
+        "[dt, kdiff]",
+        "    let:\n      f: kdiff * (x(i+1,j,k) - x(i,j,k))\n    expr: x(i,j,k) + dt * f\n",
+    );
+    let p = Program::from_yaml(&ok).unwrap();
+    assert_eq!(p.scalars, ["dt", "kdiff"]);
+    let mut scalars = Vec::new();
+    p.stencils[0]
+        .expr
+        .visit_scalars(&mut |s| scalars.push(s.to_string()));
+    p.stencils[0].lets[0]
+        .expr
+        .visit_scalars(&mut |s| scalars.push(s.to_string()));
+    assert_eq!(scalars, ["dt", "kdiff"]);
+    // A scalar costs nothing: the same operations as a literal in its place.
+    let literal = Program::from_yaml(
+        &ok.replace("scalars: [dt, kdiff]\n", "")
+            .replace("dt *", "2.0 *")
+            .replace("kdiff *", "3.0 *"),
+    )
+    .unwrap();
+    assert_eq!(
+        analyse(&ok).stencils[0].operations,
+        Analysis::new(&literal).unwrap().stencils[0].operations
+    );
+    // Printed and read back: the same program.
+    let back = Program::from_yaml(&p.to_yaml()).unwrap();
+    assert_eq!(back.scalars, p.scalars);
+    assert_eq!(back.stencils[0].expr, p.stencils[0].expr);
+    assert_eq!(back.stencils[0].lets, p.stencils[0].lets);
+    // Values: given, default, refused.
+    assert_eq!(
+        p.scalar_values(&[("kdiff".into(), 2.0)]).unwrap(),
+        [crate::language::interp::scalar_default(0), 2.0]
+    );
+    for (given, message) in [
+        (
+            vec![("dx".to_string(), 1.0)],
+            "has no scalar `dx`; its scalars are dt, kdiff",
+        ),
+        (
+            vec![("dt".into(), 1.0), ("dt".into(), 2.0)],
+            "--scalar dt: given twice",
+        ),
+        (vec![("dt".into(), f64::INFINITY)], "must be finite"),
+    ] {
+        let e = p.scalar_values(&given).unwrap_err();
+        assert!(e.contains(message), "{e}");
+    }
+    let expr = "    expr: x(i,j,k) + dt\n";
+    let cases = [
+        (text("[x]", expr), "scalars[0]: `x` is an array read by stencils[0]; a scalar and an array may not share a name"),
+        (text("[out]", expr), "scalars[0]: `out` is the array written by stencils[0]"),
+        (text("[dt, dt]", expr), "scalars[1]: `dt` is listed twice"),
+        (text("[k]", expr), "scalars[0]: `k` is an index variable and cannot name a scalar"),
+        (text("[exp]", expr), "scalars[0]: `exp` is a function name"),
+        (text("[2t]", expr), "scalars[0]: `2t` is not an identifier"),
+        (text("[a]", "    let:\n      a: x(i,j,k)\n    expr: a\n"), "stencils[0].let.a: local `a` has the name of a scalar"),
+        (text("[]", expr), "stencils[0].expr: `dt` is not defined: a bare name must be a `let` local defined before this expression or a scalar listed under `scalars:`"),
+        (text("dt", expr), "scalars"),
+    ];
+    for (program, want) in cases {
+        let got = errors(&program);
+        assert!(got.iter().any(|e| e.contains(want)), "{got:?} lacks {want}");
+    }
+}

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -142,6 +143,11 @@ class Program:
     def name(self) -> str:
         return self.check()["program"]
 
+    @property
+    def scalars(self) -> list:
+        """The program's run-time scalars (`scalars:`), in the order the kernel takes them."""
+        return self.check().get("scalars", [])
+
     def solve(self, machine=None, solver: str = "highs", extra=()) -> Solution:
         """`absinthe solve` against a machine file (default: the shipped default)."""
         args = ["solve", str(self.path), "--solver", solver, *extra]
@@ -162,9 +168,13 @@ class Program:
             yaml=text,
         )
 
-    def bench(self, machine=None, variants: str = "naive,unfused,opt", runs: int = 16) -> list:
-        """`absinthe bench --format json`: one row per variant (verified, timed)."""
+    def bench(self, machine=None, variants: str = "naive,unfused,opt", runs: int = 16,
+              scalars: dict | None = None) -> list:
+        """`absinthe bench --format json`: one row per variant (verified, timed); `scalars` maps
+        scalar names to the values the harness passes (`--scalar NAME=VALUE`)."""
         args = ["bench", str(self.path), "--variants", variants, "--runs", str(runs)]
+        for name, value in (scalars or {}).items():
+            args += ["--scalar", f"{name}={float(value)!r}"]
         if machine is not None:
             args += ["--machine", str(machine)]
         return json.loads(_run(*args, "--format", "json"))
@@ -198,6 +208,7 @@ class Program:
 _PARAM = re.compile(r"^(const )?(double|float)\* __restrict a_(\w+),? // (input|output|temporary)$")
 _LAYOUT = re.compile(r"Memory layout of every array argument: (double|float)\[(\d+)\]\[(\d+)\]\[(\d+)\]")
 _KERNEL = re.compile(r"^void (\w+)\($", re.M)
+_SCALAR = re.compile(r"^    , const (double|float) sc_(\w+) // scalar `(\w+)`$")
 
 _CXX_FLAGS = ["-O3", "-march=native", "-fopenmp", "-ffp-contract=off", "-fno-trapping-math",
               "-fno-math-errno", "-fPIC", "-shared"]
@@ -208,9 +219,10 @@ class Kernel:
     name; every array is C-contiguous, of the program's dtype and of shape :attr:`shape`
     (z, y, x with the halo: element (i, j, k) at ``[k + Hz, j + Hy, i + Hx]``)."""
 
-    def __init__(self, lib, fn, kernel, params, dtype, shape, threads):
+    def __init__(self, lib, fn, kernel, params, scalars, dtype, shape, threads):
         self._lib, self._fn, self.kernel = lib, fn, kernel
         self.params, self.dtype, self.shape, self.threads = params, dtype, shape, threads
+        self.scalars = scalars
         self.inputs = [n for n, r in params if r == "input"]
         self.outputs = [n for n, r in params if r == "output"]
 
@@ -219,17 +231,19 @@ class Kernel:
         layout = _LAYOUT.search(header)
         kernel = _KERNEL.search(header)
         params = [(m.group(3), m.group(4)) for m in map(_PARAM.match, header.splitlines()) if m]
+        scalars = [m.group(3) for m in map(_SCALAR.match, header.splitlines()) if m]
         if not (layout and kernel and params):
             raise AbsintheError("the generated header is not in the form this package reads")
         dtype = np.float64 if layout.group(1) == "double" else np.float32
         shape = tuple(int(layout.group(g)) for g in (2, 3, 4))
         ctype = layout.group(1)
         casts = ", ".join(
-            f"({'const ' if r == 'input' else ''}{ctype}*)arrays[{n}]" for n, (_, r) in enumerate(params)
+            [f"({'const ' if r == 'input' else ''}{ctype}*)arrays[{n}]" for n, (_, r) in enumerate(params)]
+            + [f"({ctype})scalars[{n}]" for n in range(len(scalars))]
         )
         shim = (
             f'#include <omp.h>\n#include "{header_name}"\n'
-            f'extern "C" void absinthe_call(void* const* arrays, int threads)\n'
+            f'extern "C" void absinthe_call(void* const* arrays, const double* scalars, int threads)\n'
             f"{{\n    if (threads > 0) omp_set_num_threads(threads);\n    {kernel.group(1)}({casts});\n}}\n"
         )
         cxx = os.environ.get("CXX", "g++")
@@ -251,9 +265,18 @@ class Kernel:
                 os.replace(tmp_lib, lib_path)
         lib = ctypes.CDLL(str(lib_path))
         fn = lib.absinthe_call
-        fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int]
+        fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_double), ctypes.c_int]
         fn.restype = None
-        return cls(lib, fn, kernel.group(1), params, dtype, shape, threads)
+        return cls(lib, fn, kernel.group(1), params, scalars, dtype, shape, threads)
+
+    @staticmethod
+    def _scalar(name: str, value) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise ValueError(f"scalar `{name}`: expected a number, found {type(value).__name__}")
+        v = float(value)
+        if not math.isfinite(v):
+            raise ValueError(f"scalar `{name}`: expected a finite number, found {v}")
+        return v
 
     def _checked(self, name: str, array) -> np.ndarray:
         if not isinstance(array, np.ndarray):
@@ -266,17 +289,23 @@ class Kernel:
             raise ValueError(f"array `{name}`: expected a C-contiguous array (x fastest), found strides {array.strides}")
         return array
 
-    def __call__(self, **arrays) -> dict:
-        """Runs the kernel: inputs by name (required), outputs by name (optional: allocated and
-        returned when absent). Returns the outputs. Every array is checked before the kernel
-        runs; nothing is written when one is refused."""
+    def __call__(self, **arguments) -> dict:
+        """Runs the kernel: inputs by name (required), the program's run-time scalars by name
+        (required, finite numbers, converted to the program's type), outputs by name (optional:
+        allocated and returned when absent). Returns the outputs. Every argument is checked
+        before the kernel runs; nothing is written when one is refused."""
+        arrays = {n: a for n, a in arguments.items() if n not in self.scalars}
         unknown = sorted(set(arrays) - set(self.inputs) - set(self.outputs))
         if unknown:
-            raise ValueError(f"unknown array(s) {', '.join(unknown)}: the kernel takes "
-                             f"inputs {self.inputs} and outputs {self.outputs}")
+            raise ValueError(f"unknown argument(s) {', '.join(unknown)}: the kernel takes "
+                             f"inputs {self.inputs}, outputs {self.outputs} and scalars {self.scalars}")
         missing = [n for n in self.inputs if n not in arrays]
         if missing:
             raise ValueError(f"missing input array(s) {', '.join(missing)}")
+        missing = [n for n in self.scalars if n not in arguments]
+        if missing:
+            raise ValueError(f"missing scalar(s) {', '.join(missing)}")
+        values = [self._scalar(n, arguments[n]) for n in self.scalars]
         checked = {n: self._checked(n, a) for n, a in arrays.items()}
         for n in (n for n in self.outputs if n in checked):
             if not checked[n].flags.writeable:
@@ -291,5 +320,6 @@ class Kernel:
         args = [np.empty(self.shape, self.dtype) if r == "temporary" else checked[n]
                 for n, r in self.params]
         argv = (ctypes.c_void_p * len(args))(*[a.ctypes.data for a in args])
-        self._fn(argv, self.threads)
+        scalars = (ctypes.c_double * max(1, len(values)))(*values)
+        self._fn(argv, scalars, self.threads)
         return {n: checked[n] for n in self.outputs}

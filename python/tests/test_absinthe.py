@@ -133,6 +133,47 @@ def test_float_programs_run_on_float32_arrays_bit_for_bit():
         k(**{"in": x["in"].astype(np.float64)})
 
 
+SCALED = """
+name: scaled
+domain: [20, 12, 5]
+halo: [1, 1, 0]
+type: TYPE
+outputs: [out]
+scalars: [dt, kdiff]
+stencils:
+  - name: flux
+    expr: in(i+1,j,k) - in(i,j,k)
+  - name: out
+    let:
+      d: kdiff * (flux(i,j,k) - flux(i-1,j,k))
+    expr: in(i,j,k) + dt * d
+"""
+
+
+@pytest.mark.parametrize("vtype", ["double", "float"])
+def test_scalars_are_arguments_of_the_kernel(vtype):
+    p = absinthe.Program.from_string(SCALED.replace("TYPE", vtype))
+    assert p.scalars == ["dt", "kdiff"]
+    k = p.compile(machine=MACHINE)
+    assert k.scalars == ["dt", "kdiff"]
+    x = inputs_for(k, 6)
+    f = k.dtype
+    n, h = (20, 12, 5), (1, 1, 0)
+    s = lambda di: window(x["in"], h, (di, 0, 0), (n[0] + di, n[1], n[2]))
+    for dt, kdiff in [(0.1, 3.0), (-2.5, 1e-3)]:
+        out = k(**x, dt=dt, kdiff=kdiff)["out"]
+        flux0, flux1 = s(1) - s(0), s(0) - s(-1)
+        want = s(0) + f(dt) * (f(kdiff) * (flux0 - flux1))
+        assert np.array_equal(window(out, h, (0, 0, 0), n), want)
+    out = np.full(k.shape, 7.0, k.dtype)
+    for bad, message in [({}, "missing scalar"), ({"dt": float("nan"), "kdiff": 1.0}, "finite"),
+                         ({"dt": True, "kdiff": 1.0}, "expected a number"),
+                         ({"dt": "1", "kdiff": 1.0}, "expected a number")]:
+        with pytest.raises(ValueError, match=message):
+            k(**x, out=out, **bad)
+        assert (out == 7.0).all()
+
+
 def _peer():
     """benches/halide_peer.py's parser of the program language (a Python port that shares no
     code with absinthe's Rust parser, interpreter or code generator)."""
@@ -143,11 +184,13 @@ def _peer():
     return module
 
 
-def numpy_outputs(peer, path, inputs):
+def numpy_outputs(peer, path, inputs, scalars=None):
     """The program's stencils evaluated with NumPy over the whole allocated box (reads beyond it
-    are NaN, which reaches no domain cell), in program order, expressions left to right."""
+    are NaN, which reaches no domain cell), in program order, expressions left to right; the
+    run-time scalars from `scalars` (name to value)."""
     prog = peer.load_program(str(path))
     dt = np.float32 if prog.type == "float" else np.float64
+    scalar_values = {s: dt((scalars or {})[s]) for s in prog.scalars}
     lit = (lambda t: peer.float32_literal(np, t)) if prog.type == "float" else (lambda t: dt(float(t)))
     one, zero = dt(1), dt(0)
     values = {n: inputs[n] for n in prog.inputs}
@@ -204,7 +247,7 @@ def numpy_outputs(peer, path, inputs):
     uses_libm = False
     with np.errstate(all="ignore"):
         for name, lets, tree in prog.stencils:
-            local = {}
+            local = dict(scalar_values)
             for lname, ltree in lets:
                 local[lname] = ev(ltree, local)
             values[name] = np.asarray(ev(tree, local), dt)
@@ -225,8 +268,9 @@ def test_every_shipped_program_equals_numpy(name):
     p = program(name, domain)
     k = p.compile(p.solve(machine=MACHINE, solver="dp"), threads=2)
     x = inputs_for(k, 5)
-    got = k(**x)
-    prog, want, uses_libm = numpy_outputs(peer, p.path, x)
+    scalars = {s: 0.5 + 0.375 * n for n, s in enumerate(p.scalars)}
+    got = k(**x, **scalars)
+    prog, want, uses_libm = numpy_outputs(peer, p.path, x, scalars)
     h = prog.halo
     for out in k.outputs:
         g = window(got[out], h, (0, 0, 0), domain)

@@ -35,7 +35,7 @@ pub use buffers::{buffer_page_offset, THREAD_STRIDE_BYTES};
 pub use row_loops::ROW_LOOP_OPERATIONS;
 pub use types::{
     GlobalArray, GroupSchedule, HostLayout, LocalBuffer, LocalDef, ReferenceStencil, Role,
-    Schedule, StagedArray, StencilStep, StepRead, StreamPlan,
+    ScalarParam, Schedule, StagedArray, StencilStep, StepRead, StreamPlan,
 };
 
 use std::ops::Range;
@@ -164,6 +164,16 @@ fn lower_with(
         .enumerate()
         .map(|(g, range)| GroupLowering::new(&lowering, g, range).schedule())
         .collect::<Result<Vec<_>, _>>()?;
+    let scalars: Vec<ScalarParam> = program
+        .scalars
+        .iter()
+        .enumerate()
+        .map(|(index, name)| ScalarParam {
+            name: name.clone(),
+            ident: crate::cexpr::scalar_ident(name),
+            index,
+        })
+        .collect();
     Ok(Schedule {
         program: program.name.clone(),
         kernel: kernel_name(&program.name),
@@ -183,6 +193,12 @@ fn lower_with(
         ),
         index_type: allocation.index_type.to_string(),
         arrays,
+        scalar_params: scalars
+            .iter()
+            .map(|p| format!(", const {} {}", vt.c_name(), p.ident))
+            .collect(),
+        scalar_args: scalars.iter().map(|p| format!(", {}", p.ident)).collect(),
+        scalars,
         stencil_arrays: stencil_arrays_of(analysis),
         groups,
         reference,

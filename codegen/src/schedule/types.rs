@@ -34,6 +34,19 @@ pub struct GlobalArray {
     pub region: Option<[Interval; 3]>,
 }
 
+/// A run-time scalar of the program: a parameter of the generated function, of the program's
+/// type.
+#[derive(Clone, Debug, Serialize)]
+pub struct ScalarParam {
+    pub name: String,
+    /// The parameter, `sc_<name>` ([`crate::cexpr::scalar_ident`]).
+    pub ident: String,
+    /// Index among the program's scalars: the harness's default value is
+    /// `absinthe_value(2^32 + index, 0, 0, 0)`
+    /// (`absinthe_model::language::interp::scalar_default`).
+    pub index: usize,
+}
+
 /// A tile-local buffer: one per thread, sized for the largest loop box of any tile.
 #[derive(Clone, Debug, Serialize)]
 pub struct LocalBuffer {
@@ -248,6 +261,13 @@ pub struct Schedule {
     pub index_type: String,
     /// Kernel parameters in order: inputs, outputs, temporaries.
     pub arrays: Vec<GlobalArray>,
+    /// The run-time scalars, parameters after the arrays in this order.
+    pub scalars: Vec<ScalarParam>,
+    /// Their declarations as they follow the arrays in a parameter list,
+    /// `, const double sc_dt, const double sc_kdiff` (empty without scalars).
+    pub scalar_params: String,
+    /// Their names as they follow the arrays in a call, `, sc_dt, sc_kdiff`.
+    pub scalar_args: String,
     /// All stencils' reference arrays and the inputs, for the harness.
     pub stencil_arrays: Vec<String>,
     pub groups: Vec<GroupSchedule>,

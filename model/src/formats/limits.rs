@@ -24,6 +24,10 @@ pub const MAX_OFFSET: i32 = MAX_HALO as i32;
 /// memory.
 pub const MAX_STENCILS: usize = 4096;
 
+/// Run-time scalars of a program (`scalars:`): 1024, each an argument of the generated
+/// function.
+pub const MAX_SCALARS: usize = 1024;
+
 /// Threads of a machine (`cores`): 4096.
 pub const MAX_THREADS: usize = 4096;
 

@@ -162,14 +162,55 @@ pub fn random_program(seed: u64, shape: &RandomShape) -> String {
         mark_reads(&names[..s], &lets, &expr, &mut read_by_later);
         bodies.push((lets, expr));
     }
-    program_text(
+    let text = program_text(
         &format!("random{seed}"),
         &domain,
         &names,
         &bodies,
         &read_by_later,
         &mut rng,
-    )
+    );
+    match shape.rich_expressions {
+        true => with_random_scalars(text, seed),
+        false => text,
+    }
+}
+
+/// Half the programs (by `seed`, from a generator of its own, so that the program is otherwise
+/// the one the seed gave before): one or two run-time scalars `c0`, `c1` declared, and some
+/// `let` and stencil expressions `E` rewritten as `(E) * cN` or `cN - (E)`. The reads, and so
+/// the extents and the halo, do not change.
+fn with_random_scalars(text: String, seed: u64) -> String {
+    let mut rng = Rng::new(seed ^ 0x5CA1_A85E_ED00);
+    if !rng.chance(50) {
+        return text;
+    }
+    let names: Vec<String> = (0..rng.range(1, 2)).map(|c| format!("c{c}")).collect();
+    let mut out = String::new();
+    for line in text.lines() {
+        if line == "stencils:" {
+            let _ = writeln!(out, "scalars: [{}]", names.join(", "));
+        }
+        let expression = line
+            .split_once(": \"")
+            .filter(|(key, e)| key.starts_with("    ") && e.ends_with('"'));
+        match expression {
+            Some((key, e)) if rng.chance(60) => {
+                let e = &e[..e.len() - 1];
+                let c = rng.pick(&names);
+                let rewritten = match rng.chance(50) {
+                    true => format!("({e}) * {c}"),
+                    false => format!("{c} - ({e})"),
+                };
+                let _ = writeln!(out, "{key}: \"{rewritten}\"");
+            }
+            _ => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    out
 }
 
 /// Marks the earlier stencils (`names`) that a stencil's locals or expression read.
@@ -555,12 +596,13 @@ pub fn random_language_program(seed: u64, shape: &RandomShape) -> String {
         mark_reads(&names[..s], &lets, &expr, &mut read_by_later);
         bodies.push((lets, expr));
     }
-    program_text(
+    let text = program_text(
         &format!("language{seed}"),
         &domain,
         &names,
         &bodies,
         &read_by_later,
         &mut rng,
-    )
+    );
+    with_random_scalars(text, seed)
 }

@@ -116,7 +116,7 @@ pub fn inline_program(program: &Program, inline: &[usize]) -> Result<Program, In
     let mut bodies: HashMap<String, (Vec<Let>, Expr)> = HashMap::new();
     let mut stencils = Vec::new();
     for (s, st) in program.stencils.iter().enumerate() {
-        let (lets, expr) = substitute(st, &bodies);
+        let (lets, expr) = substitute(st, &bodies, &program.scalars);
         if sorted.binary_search(&s).is_ok() {
             bodies.insert(st.name.clone(), (lets, expr));
             continue;
@@ -174,9 +174,20 @@ fn with_sources(name: &str, lets: Vec<Let>, expr: Expr) -> Stencil {
 
 /// `st`'s lets and expression with every read of a stencil in `bodies` replaced by a local
 /// holding its value at that offset; the hoisted lets come first, in order of first read.
-fn substitute(st: &Stencil, bodies: &HashMap<String, (Vec<Let>, Expr)>) -> (Vec<Let>, Expr) {
-    // Names in use: the stencil's own lets.
-    let mut taken: BTreeSet<String> = st.lets.iter().map(|l| l.name.clone()).collect();
+/// No hoisted local takes the name of one of the program's `scalars` (so that the inlined
+/// program, printed, reads back the same).
+fn substitute(
+    st: &Stencil,
+    bodies: &HashMap<String, (Vec<Let>, Expr)>,
+    scalars: &[String],
+) -> (Vec<Let>, Expr) {
+    // Names in use: the stencil's own lets and the scalars.
+    let mut taken: BTreeSet<String> = st
+        .lets
+        .iter()
+        .map(|l| l.name.clone())
+        .chain(scalars.iter().cloned())
+        .collect();
     let mut hoisted: Vec<Let> = Vec::new();
     // (array, offset) -> the local holding its value.
     let mut locals: BTreeMap<(String, [i32; 3]), String> = BTreeMap::new();
@@ -306,7 +317,7 @@ fn map_expr(e: &Expr, f: &mut impl FnMut(&Expr) -> Option<Expr>) -> Expr {
         return r;
     }
     match e {
-        Expr::Number { .. } | Expr::Local(_) | Expr::Access { .. } => e.clone(),
+        Expr::Number { .. } | Expr::Local(_) | Expr::Scalar(_) | Expr::Access { .. } => e.clone(),
         Expr::Unary { op, operand } => Expr::Unary {
             op: *op,
             operand: Box::new(map_expr(operand, f)),

@@ -73,6 +73,12 @@ pub fn absinthe_value(array: u64, i: i64, j: i64, k: i64) -> f64 {
     0.5 + (z >> 11) as f64 * f64::from_bits(((1023 - 53) as u64) << 52)
 }
 
+/// The value the generated harness gives the program's scalar number `index` when none is
+/// given (`--scalar`): `absinthe_value(2^32 + index, 0, 0, 0)`, in `[0.5, 1.5)`.
+pub fn scalar_default(index: usize) -> f64 {
+    absinthe_value((1u64 << 32) + index as u64, 0, 0, 0)
+}
+
 /// The inputs of the generated harness: `absinthe_value(array id, i, j, k)`.
 pub fn harness_inputs(array: ArrayId, at: [i64; 3]) -> f64 {
     absinthe_value(array as u64, at[0], at[1], at[2])
@@ -142,16 +148,19 @@ pub struct InterpError(pub String);
 
 /// Runs `program` on inputs `input(array id, [i, j, k])` (indices relative to the domain
 /// origin, halo included; converted to the program's type by rounding to nearest) and returns
-/// its outputs over the domain with their bounds under `accuracy`.
+/// its outputs over the domain with their bounds under `accuracy`. `scalars` holds the values of
+/// the program's run-time scalars, in the order of `program.scalars` (rounded to the program's
+/// type like the inputs).
 pub fn interpret(
     program: &Program,
     analysis: &Analysis,
     input: &dyn Fn(ArrayId, [i64; 3]) -> f64,
+    scalars: &[f64],
     accuracy: &LibmAccuracy,
 ) -> Result<Evaluation, InterpError> {
     match program.value_type {
-        ValueType::Double => run::<f64>(program, analysis, input, accuracy),
-        ValueType::Float => run::<f32>(program, analysis, input, accuracy),
+        ValueType::Double => run::<f64>(program, analysis, input, scalars, accuracy),
+        ValueType::Float => run::<f32>(program, analysis, input, scalars, accuracy),
     }
 }
 
@@ -225,7 +234,7 @@ stencils:
     #[test]
     fn example2_by_hand() {
         let (p, a) = program(EXAMPLE2_SMALL);
-        let e = interpret(&p, &a, &example2_inputs(&a), &LibmAccuracy::glibc()).unwrap();
+        let e = interpret(&p, &a, &example2_inputs(&a), &[], &LibmAccuracy::glibc()).unwrap();
         assert_eq!(e.outputs.len(), 1);
         assert_eq!(e.outputs[0].name, "s1");
         // s0(i, j) = 0.5 (i+1 + 10j + i + 10j) = i + 0.5 + 10 j, so
@@ -253,7 +262,7 @@ stencils:
         let (p, a) = program(text);
         // Inputs are rounded to float first: 1/3 + i.
         let input = |_: ArrayId, [i, _, _]: [i64; 3]| 1.0 / 3.0 + i as f64;
-        let e = interpret(&p, &a, &input, &LibmAccuracy::glibc()).unwrap();
+        let e = interpret(&p, &a, &input, &[], &LibmAccuracy::glibc()).unwrap();
         let by_hand = |i: i64| {
             let x = (1.0f64 / 3.0 + i as f64) as f32;
             let t = x * 0.1f32;
@@ -311,7 +320,7 @@ stencils:
 "#;
         let (p, a) = program(text);
         let input = |_: ArrayId, _: [i64; 3]| 0.75;
-        let e = interpret(&p, &a, &input, &LibmAccuracy::glibc()).unwrap();
+        let e = interpret(&p, &a, &input, &[], &LibmAccuracy::glibc()).unwrap();
         let v: Vec<f64> = e.outputs.iter().map(|o| o.values[0]).collect();
         assert_eq!(v[0], 1.0 + 2.0);
         assert_eq!(v[1], 0.75 + 20.0);
@@ -351,7 +360,7 @@ stencils:
 "#;
         let (p, a) = program(text);
         let input = |_: ArrayId, _: [i64; 3]| 0.5;
-        let e = interpret(&p, &a, &input, &LibmAccuracy::glibc()).unwrap();
+        let e = interpret(&p, &a, &input, &[], &LibmAccuracy::glibc()).unwrap();
         let ulp_e = f64::EPSILON; // e^0.5 ~ 1.65 is in [1, 2)
         let bound = |n: usize| e.outputs[n].bounds[0];
         assert!(bound(0) >= 2.0 * ulp_e && bound(0) < 2.01 * ulp_e);
@@ -420,12 +429,32 @@ stencils:
             rich_expressions: true,
             ..RandomShape::default()
         };
+        let mut with_scalars = 0;
         for seed in 0..200 {
             let text = random_language_program(seed, &shape);
             let (p, a) = program(&text);
-            let e = interpret(&p, &a, &harness_inputs, &LibmAccuracy::glibc())
+            let scalars = p.scalar_values(&[]).unwrap();
+            let e = interpret(&p, &a, &harness_inputs, &scalars, &LibmAccuracy::glibc())
                 .unwrap_or_else(|e| panic!("{e}\n{text}"));
             assert_eq!(e.outputs.len(), a.outputs.len());
+            with_scalars += !p.scalars.is_empty() as usize;
         }
+        assert!(
+            (60..140).contains(&with_scalars),
+            "{with_scalars} with scalars"
+        );
+    }
+
+    #[test]
+    fn scalars_take_their_values_in_the_programs_type() {
+        let text = "name: s\ndomain: [2, 1, 1]\nhalo: [0, 0, 0]\noutputs: [out]\ntype: float\nscalars: [dt]\nstencils:\n  - name: out\n    expr: dt * in(i,j,k)\n";
+        let (p, a) = program(text);
+        let one = |_: usize, _: [i64; 3]| 1.0;
+        let e = interpret(&p, &a, &one, &[0.1], &LibmAccuracy::glibc()).unwrap();
+        assert_eq!(e.outputs[0].values[0], 0.1f32 as f64);
+        let err = interpret(&p, &a, &one, &[], &LibmAccuracy::glibc()).unwrap_err();
+        assert!(err
+            .0
+            .contains("0 scalar values given for the program's 1 scalars"));
     }
 }

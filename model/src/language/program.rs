@@ -91,6 +91,9 @@ pub struct Program {
     /// The input arrays, when the file declares them (`inputs:`): then reading any other array
     /// that no stencil writes is an error (`Analysis::new`).
     pub inputs: Option<Vec<String>>,
+    /// Run-time scalars (`scalars:`): names read bare in expressions ([`Expr::Scalar`]),
+    /// arguments of the generated function after its arrays, in this order.
+    pub scalars: Vec<String>,
     pub stencils: Vec<Stencil>,
     pub constraints: Constraints,
 }
@@ -106,6 +109,8 @@ struct ProgramFile {
     value_type: ValueType,
     #[serde(default)]
     inputs: Option<Vec<String>>,
+    #[serde(default)]
+    scalars: Vec<String>,
     stencils: Vec<StencilFile>,
     #[serde(default)]
     constraints: Option<Constraints>,
@@ -184,9 +189,16 @@ impl Program {
             ));
         }
         let (domain, halo) = domain_and_halo(&file, &mut errors);
-        let (stencils, seen) = read_stencils(&file.stencils, &mut errors);
+        let (mut stencils, seen) = read_stencils(&file.stencils, &mut errors);
         if !errors.is_empty() {
             return Err(errors);
+        }
+        check_scalars(&file.scalars, &stencils, &file.inputs, &mut errors);
+        for s in &mut stencils {
+            s.expr = s.expr.with_scalars(&file.scalars);
+            for l in &mut s.lets {
+                l.expr = l.expr.with_scalars(&file.scalars);
+            }
         }
         check_stencil_locals(&stencils, &mut errors);
         if let Some(inputs) = &file.inputs {
@@ -205,6 +217,7 @@ impl Program {
             outputs: file.outputs,
             value_type: file.value_type,
             inputs: file.inputs,
+            scalars: file.scalars,
             stencils,
             constraints,
         })
@@ -225,6 +238,9 @@ impl Program {
         m.insert(text("outputs"), names(&self.outputs));
         if let Some(inputs) = &self.inputs {
             m.insert(text("inputs"), names(inputs));
+        }
+        if !self.scalars.is_empty() {
+            m.insert(text("scalars"), names(&self.scalars));
         }
         let stencils = self
             .stencils
@@ -259,6 +275,43 @@ impl Program {
             m.insert(text("constraints"), Value::Mapping(cm));
         }
         crate::formats::yaml::to_string(&Value::Mapping(m)).unwrap_or_default()
+    }
+
+    /// The values of the program's scalars, in the order of `scalars:`: each one `given`
+    /// (`--scalar NAME=VALUE`), the others their default
+    /// ([`scalar_default`](crate::language::interp::scalar_default)). A name the program does
+    /// not declare, a name given twice, and a value that is not finite are errors.
+    pub fn scalar_values(&self, given: &[(String, f64)]) -> Result<Vec<f64>, String> {
+        let mut values: Vec<Option<f64>> = vec![None; self.scalars.len()];
+        for (name, value) in given {
+            let Some(n) = self.scalars.iter().position(|s| s == name) else {
+                return Err(if self.scalars.is_empty() {
+                    format!(
+                        "--scalar {name}: program `{}` has no scalars (no `scalars:` list)",
+                        self.name
+                    )
+                } else {
+                    format!(
+                        "--scalar {name}: program `{}` has no scalar `{name}`; its scalars are {}",
+                        self.name,
+                        self.scalars.join(", ")
+                    )
+                });
+            };
+            if !value.is_finite() {
+                return Err(format!(
+                    "--scalar {name}: the value must be finite, found {value}"
+                ));
+            }
+            if values[n].replace(*value).is_some() {
+                return Err(format!("--scalar {name}: given twice"));
+            }
+        }
+        Ok(values
+            .into_iter()
+            .enumerate()
+            .map(|(n, v)| v.unwrap_or_else(|| crate::language::interp::scalar_default(n)))
+            .collect())
     }
 
     /// Index of the stencil named `name`.
@@ -400,6 +453,86 @@ fn check_stencil_locals(stencils: &[Stencil], errors: &mut Vec<Diagnostic>) {
             &s.sources.expr,
             errors,
         );
+    }
+}
+
+/// Checks a program's `scalars:`: identifiers, not reserved, each listed once, at most
+/// [`limits::MAX_SCALARS`], and not the name of an array (a stencil, a declared input, or an
+/// array read) or of a `let` local.
+fn check_scalars(
+    scalars: &[String],
+    stencils: &[Stencil],
+    inputs: &Option<Vec<String>>,
+    errors: &mut Vec<Diagnostic>,
+) {
+    if scalars.len() > limits::MAX_SCALARS {
+        errors.push(Diagnostic::new(
+            "scalars",
+            format!(
+                "the program has {} scalars; absinthe handles at most {}",
+                scalars.len(),
+                limits::MAX_SCALARS
+            ),
+        ));
+        return;
+    }
+    // Every name that is an array, with what makes it one (the first such place).
+    let mut arrays: BTreeMap<String, String> = BTreeMap::new();
+    for (n, s) in stencils.iter().enumerate() {
+        arrays
+            .entry(s.name.clone())
+            .or_insert_with(|| format!("the array written by stencils[{n}]"));
+    }
+    for (n, name) in inputs.iter().flatten().enumerate() {
+        arrays
+            .entry(name.clone())
+            .or_insert_with(|| format!("the input listed at inputs[{n}]"));
+    }
+    for (n, s) in stencils.iter().enumerate() {
+        let mut note = |a: &str| {
+            arrays
+                .entry(a.to_string())
+                .or_insert_with(|| format!("an array read by stencils[{n}]"));
+        };
+        s.expr.visit_accesses(&mut |a, _| note(a));
+        s.lets
+            .iter()
+            .for_each(|l| l.expr.visit_accesses(&mut |a, _| note(a)));
+    }
+    let mut seen = HashSet::new();
+    for (n, name) in scalars.iter().enumerate() {
+        let path = format!("scalars[{n}]");
+        if !is_identifier(name) {
+            errors.push(Diagnostic::new(
+                path,
+                format!("`{name}` is not an identifier ([A-Za-z_][A-Za-z0-9_]*)"),
+            ));
+        } else if let Some(why) = reserved_reason(name) {
+            errors.push(Diagnostic::new(
+                path,
+                format!("`{name}` {why} and cannot name a scalar"),
+            ));
+        } else if !seen.insert(name) {
+            errors.push(Diagnostic::new(path, format!("`{name}` is listed twice")));
+        } else if let Some(what) = arrays.get(name) {
+            errors.push(Diagnostic::new(
+                path,
+                format!("`{name}` is {what}; a scalar and an array may not share a name"),
+            ));
+        }
+    }
+    for (n, s) in stencils.iter().enumerate() {
+        for l in &s.lets {
+            if scalars.contains(&l.name) {
+                errors.push(Diagnostic::new(
+                    format!("stencils[{n}].let.{}", l.name),
+                    format!(
+                        "local `{}` has the name of a scalar of the program; a `let` name may not shadow a scalar",
+                        l.name
+                    ),
+                ));
+            }
+        }
     }
 }
 
@@ -594,7 +727,7 @@ fn check_locals(
         let mut d = Diagnostic::new(
             path,
             format!(
-                "`{name}` is not defined: a bare name must be a `let` local defined before this expression (arrays are accessed as `{name}(i, j, k)`)"
+                "`{name}` is not defined: a bare name must be a `let` local defined before this expression or a scalar listed under `scalars:` (arrays are accessed as `{name}(i, j, k)`)"
             ),
         );
         if let Some(col) = find_word(src, &name) {

@@ -69,6 +69,10 @@ pub enum Expr {
     },
     /// A `let` local of the enclosing stencil.
     Local(String),
+    /// A run-time scalar of the program (`scalars:`), an argument of the generated function.
+    /// The parser reads every bare name as a [`Expr::Local`]; the program reader turns those
+    /// that name a declared scalar into this.
+    Scalar(String),
     /// `name(i+a, j+b, k+c)`.
     Access {
         array: String,
@@ -223,11 +227,54 @@ impl Expr {
         });
     }
 
+    /// Calls `f` on every use of a run-time scalar, in source order.
+    pub fn visit_scalars<'a>(&'a self, f: &mut impl FnMut(&'a str)) {
+        self.visit(&mut |e| {
+            if let Expr::Scalar(name) = e {
+                f(name);
+            }
+        });
+    }
+
+    /// The same tree with every bare name in `scalars` read as that scalar (see
+    /// [`Expr::Scalar`]).
+    pub fn with_scalars(&self, scalars: &[String]) -> Expr {
+        let sub = |e: &Expr| Box::new(e.with_scalars(scalars));
+        match self {
+            Expr::Local(name) if scalars.contains(name) => Expr::Scalar(name.clone()),
+            Expr::Number { .. } | Expr::Local(_) | Expr::Scalar(_) | Expr::Access { .. } => {
+                self.clone()
+            }
+            Expr::Unary { op, operand } => Expr::Unary {
+                op: *op,
+                operand: sub(operand),
+            },
+            Expr::Binary { op, lhs, rhs } => Expr::Binary {
+                op: *op,
+                lhs: sub(lhs),
+                rhs: sub(rhs),
+            },
+            Expr::Ternary {
+                cond,
+                then,
+                otherwise,
+            } => Expr::Ternary {
+                cond: sub(cond),
+                then: sub(then),
+                otherwise: sub(otherwise),
+            },
+            Expr::Call { func, args } => Expr::Call {
+                func: *func,
+                args: args.iter().map(|a| a.with_scalars(scalars)).collect(),
+            },
+        }
+    }
+
     /// Pre-order walk: a node, then its children left to right (source order).
     fn visit<'a>(&'a self, f: &mut impl FnMut(&'a Expr)) {
         f(self);
         match self {
-            Expr::Number { .. } | Expr::Local(_) | Expr::Access { .. } => {}
+            Expr::Number { .. } | Expr::Local(_) | Expr::Scalar(_) | Expr::Access { .. } => {}
             Expr::Unary { operand, .. } => operand.visit(f),
             Expr::Binary { lhs, rhs, .. } => {
                 lhs.visit(f);

@@ -56,7 +56,7 @@ impl Expr {
     pub fn operation_counts(&self) -> OperationCounts {
         let mut n = OperationCounts::default();
         self.visit(&mut |e| match e {
-            Expr::Number { .. } | Expr::Local(_) | Expr::Access { .. } => {}
+            Expr::Number { .. } | Expr::Local(_) | Expr::Scalar(_) | Expr::Access { .. } => {}
             // A negative literal (`-4.0`) is a constant, not an operation.
             Expr::Unary {
                 op: UnaryOp::Neg,

@@ -17,9 +17,11 @@ impl Expr {
             Expr::Ternary { .. } => TERNARY_PRECEDENCE,
             Expr::Binary { op, .. } => op.precedence(),
             Expr::Unary { .. } => UNARY_PRECEDENCE,
-            Expr::Number { .. } | Expr::Local(_) | Expr::Access { .. } | Expr::Call { .. } => {
-                PRIMARY_PRECEDENCE
-            }
+            Expr::Number { .. }
+            | Expr::Local(_)
+            | Expr::Scalar(_)
+            | Expr::Access { .. }
+            | Expr::Call { .. } => PRIMARY_PRECEDENCE,
         }
     }
 
@@ -84,7 +86,7 @@ impl fmt::Display for Expr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Expr::Number { text, .. } => f.write_str(text),
-            Expr::Local(name) => f.write_str(name),
+            Expr::Local(name) | Expr::Scalar(name) => f.write_str(name),
             Expr::Access { array, offset } => Expr::fmt_access(f, array, offset),
             Expr::Unary { op, operand } => {
                 f.write_str(op.symbol())?;

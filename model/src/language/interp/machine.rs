@@ -30,6 +30,8 @@ struct Machine<'a, T> {
     alloc: [usize; 3],
     halo: [usize; 3],
     accuracy: LibmAccuracy,
+    /// The run-time scalars' values, rounded to `T`.
+    scalars: HashMap<&'a str, T>,
 }
 
 /// Runs `program` in `T` (see [`super::interpret`]).
@@ -37,6 +39,7 @@ pub(super) fn run<T: Real>(
     program: &Program,
     analysis: &Analysis,
     input: &dyn Fn(ArrayId, [i64; 3]) -> f64,
+    scalars: &[f64],
     accuracy: &LibmAccuracy,
 ) -> Result<Evaluation, InterpError> {
     let mut m = Machine::<T>::new(analysis, input, accuracy);
@@ -45,6 +48,19 @@ pub(super) fn run<T: Real>(
             "the analysis does not belong to this program".into(),
         ));
     }
+    if scalars.len() != program.scalars.len() {
+        return Err(InterpError(format!(
+            "{} scalar values given for the program's {} scalars",
+            scalars.len(),
+            program.scalars.len()
+        )));
+    }
+    m.scalars = program
+        .scalars
+        .iter()
+        .zip(scalars)
+        .map(|(name, &v)| (name.as_str(), T::from_f64(v)))
+        .collect();
     for (s, stencil) in program.stencils.iter().enumerate() {
         m.evaluate_stencil(s, stencil)?;
     }
@@ -103,6 +119,7 @@ impl<'a, T: Real> Machine<'a, T> {
             alloc,
             halo,
             accuracy: *accuracy,
+            scalars: HashMap::new(),
         }
     }
 
@@ -228,6 +245,11 @@ impl<'a, T: Real> Machine<'a, T> {
                 .find(|(n, _)| n == name)
                 .map(|(_, v)| *v)
                 .ok_or_else(|| InterpError(format!("undefined local `{name}`")))?,
+            Expr::Scalar(name) => self
+                .scalars
+                .get(name.as_str())
+                .map(|&v| Tracked::exact(v))
+                .ok_or_else(|| InterpError(format!("undefined scalar `{name}`")))?,
             Expr::Access { array, offset } => {
                 let p = [0, 1, 2].map(|d| at[d] + offset[d] as i64);
                 self.read(array, p)?
