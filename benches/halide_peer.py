@@ -692,7 +692,9 @@ def build_pipeline(hl, np, program):
     scalars = {}
     for s, value in zip(program.scalars, program.scalar_values):
         param = hl.Param(T, s)
-        param.set(float(np.float32(value)) if program.type == "float" else value)
+        value = float(np.float32(value)) if program.type == "float" else value
+        param.set(value)
+        param.set_estimate(value)
         scalars[s] = param
     for name, lets, expr in program.stencils:
         local = dict(scalars)
@@ -866,6 +868,8 @@ def run_halide(args, program, scheduler, hl, np, inputs, flush, log):
         out_bufs = [hl.Buffer(o) for o in outs]
         in_bufs = {n: hl.Buffer(a) for n, a in inputs.items()}
         by_name = {f"{n}_input": in_bufs[n] for n in program.inputs}
+        # The scalars' values, as absinthe's harness passes them (its defaults).
+        by_name.update({s: float(dtype(v)) for s, v in zip(program.scalars, program.scalar_values)})
         call_args = [by_name[a.name] for a in arguments] + out_bufs
 
         log(f"halide {scheduler}: running {args.runs} runs ...")

@@ -91,7 +91,7 @@ def test_bad_arrays_are_refused_and_nothing_is_written(j3d7pt):
         (dict(x, **{"in": x["in"][:-1]}), "expected shape"),
         (dict(x, **{"in": np.asfortranarray(x["in"])}), "C-contiguous"),
         ({}, "missing input array(s) in"),
-        (dict(x, nope=x["in"]), "unknown array(s) nope"),
+        (dict(x, nope=x["in"]), "unknown argument(s) nope"),
         (dict(x, out=x["in"]), "shares memory with `in`"),
     ]
     for arrays, message in cases:
