@@ -32,7 +32,9 @@ use absinthe_model::cost_model::boxes::BlockLimits;
 use absinthe_model::cost_model::evaluate::evaluate;
 use absinthe_model::formats::machine::{Machine, ModelMachine};
 use absinthe_model::language::analysis::Analysis;
-use absinthe_model::language::generate::{random_language_program, random_program, RandomShape};
+use absinthe_model::language::generate::{
+    random_column_program, random_language_program, random_program, RandomShape,
+};
 use absinthe_model::language::inline::{candidates, inline_program};
 use absinthe_model::language::interp::{
     absinthe_value, agreement, harness_inputs, interpret, Agreement, Evaluation, LibmAccuracy,
@@ -150,7 +152,13 @@ fn cases(subjects: &[Subject], per_subject: usize, cuda: bool, seed: u64) -> Vec
                 Err(_) => (s.program.clone(), s.analysis.clone()),
             };
             let inlined = s.program.stencils.len() - program.stencils.len();
-            let config = random_configuration(&mut rng, program.stencils.len(), analysis.domain);
+            let mut config =
+                random_configuration(&mut rng, program.stencils.len(), analysis.domain);
+            if analysis.has_sweeps() {
+                // Whole columns, nothing streamed (`Infeasibility::Sweep`).
+                config.tiles.iter_mut().for_each(|t| t[2] = 1);
+                config.stream.clear();
+            }
             let cost = evaluate(&analysis, &m, &config);
             let schedule = if cuda {
                 lower_cuda(&program, &analysis, &config, &cost, BlockLimits::staged(&m)).unwrap()
@@ -381,6 +389,36 @@ fn openmp_kernels_match_the_interpreter() {
     let tally = check(&subjects, &cases, 40);
     report("OpenMP", cases.len(), &tally);
     assert!(cases.len() >= 200);
+}
+
+#[test]
+fn sweeps_and_intervals_match_the_interpreter() {
+    let subjects: Vec<Subject> = (0..80)
+        .map(|seed| {
+            let text = random_column_program(seed);
+            subject(match seed % 2 {
+                1 => text.replacen("\ndomain:", "\ntype: float\ndomain:", 1),
+                _ => text,
+            })
+        })
+        .collect();
+    let sweeps = subjects.iter().filter(|s| s.analysis.has_sweeps()).count();
+    let intervals = subjects
+        .iter()
+        .filter(|s| s.analysis.stencils.iter().any(|st| st.intervals))
+        .count();
+    assert!(sweeps >= 40 && intervals >= 55, "{sweeps} {intervals}");
+    let cases = cases(&subjects, 3, false, 3);
+    assert!(with_scalars(&subjects, &cases) >= 60);
+    let tally = check(&subjects, &cases, 40);
+    // No libm call in these programs: every element is compared bit for bit.
+    eprintln!(
+        "sweeps and intervals: {} cases, {} elements bit for bit",
+        cases.len(),
+        tally.exact
+    );
+    assert_eq!(tally.exact, tally.total(), "{tally:?}");
+    assert!(cases.len() >= 240);
 }
 
 #[test]

@@ -40,6 +40,14 @@ pub fn render(schedule: &Schedule) -> Result<Vec<(String, String)>, CodegenError
         )));
     }
     let g = &schedule.groups[0];
+    if g.steps
+        .iter()
+        .any(|s| !s.intervals.is_empty() || s.computation != "parallel")
+    {
+        return Err(CodegenError::Configuration(
+            "runtime tile counts need stencils computed on every level at once (no sweep, no intervals)".into(),
+        ));
+    }
     if g.stream.is_some() || g.loops.iter().any(|l| l.len() > 1) {
         return Err(CodegenError::Configuration(
             "runtime tile counts need the original schedule (lower it with `lower_plain`)".into(),

@@ -185,7 +185,7 @@ fn exercise_program(text: &str) {
     assert_eq!(again.domain, program.domain);
     assert_eq!(again.halo, program.halo);
     for (a, b) in again.stencils.iter().zip(&program.stencils) {
-        assert_eq!(a.expr, b.expr);
+        assert!(a.exprs().eq(b.exprs()));
     }
     let analysis = match Analysis::new(&program) {
         Ok(a) => a,
@@ -280,7 +280,7 @@ proptest! {
     ) {
         // Expressions of the shipped programs, mutated, or printable noise.
         let program = Program::from_yaml(PROGRAMS[base]).expect("shipped");
-        let exprs: Vec<String> = program.stencils.iter().map(|s| s.expr.to_string()).collect();
+        let exprs: Vec<String> = program.stencils.iter().map(|s| s.bodies[0].expr.to_string()).collect();
         let source = if edits.is_empty() { noise } else { mutate(&exprs[edits.len() % exprs.len()], &edits) };
         match parse_expr(&source) {
             Ok(e) => {

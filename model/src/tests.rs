@@ -702,10 +702,10 @@ fn scalars_are_read_bare_and_checked() {
     let p = Program::from_yaml(&ok).unwrap();
     assert_eq!(p.scalars, ["dt", "kdiff"]);
     let mut scalars = Vec::new();
-    p.stencils[0]
+    p.stencils[0].bodies[0]
         .expr
         .visit_scalars(&mut |s| scalars.push(s.to_string()));
-    p.stencils[0].lets[0]
+    p.stencils[0].bodies[0].lets[0]
         .expr
         .visit_scalars(&mut |s| scalars.push(s.to_string()));
     assert_eq!(scalars, ["dt", "kdiff"]);
@@ -723,8 +723,14 @@ fn scalars_are_read_bare_and_checked() {
     // Printed and read back: the same program.
     let back = Program::from_yaml(&p.to_yaml()).unwrap();
     assert_eq!(back.scalars, p.scalars);
-    assert_eq!(back.stencils[0].expr, p.stencils[0].expr);
-    assert_eq!(back.stencils[0].lets, p.stencils[0].lets);
+    assert_eq!(
+        back.stencils[0].bodies[0].expr,
+        p.stencils[0].bodies[0].expr
+    );
+    assert_eq!(
+        back.stencils[0].bodies[0].lets,
+        p.stencils[0].bodies[0].lets
+    );
     // Values: given, default, refused.
     assert_eq!(
         p.scalar_values(&[("kdiff".into(), 2.0)]).unwrap(),

@@ -142,6 +142,7 @@ fn lower_with(
 ) -> Result<Schedule, CodegenError> {
     let ranges = config.group_ranges();
     check_configuration(program, analysis, config, cost, &ranges)?;
+    check_levels(program, analysis, config, target)?;
     let vt = program.value_type;
     let allocation = Allocation::of(analysis, vt, target);
     let lowering = Lowering {
@@ -204,6 +205,39 @@ fn lower_with(
         reference,
         configuration: config.clone(),
     })
+}
+
+/// Refuses what the targets do not compute level by level: in a program with a sweep, a group
+/// split along z or streamed (each tile walks whole columns, `Infeasibility::Sweep`); on the
+/// CUDA target, sweeps and intervals (not generated there yet).
+fn check_levels(
+    program: &Program,
+    analysis: &Analysis,
+    config: &Configuration,
+    target: Target,
+) -> Result<(), CodegenError> {
+    let by_level = program
+        .stencils
+        .iter()
+        .find(|s| s.computation.is_sweep() || s.has_intervals());
+    if let (Target::Cuda, Some(s)) = (target, by_level) {
+        return Err(CodegenError::Configuration(format!(
+            "stencil `{}` is a sweep or has intervals: the CUDA target does not generate those yet (use --target openmp)",
+            s.name
+        )));
+    }
+    if analysis.has_sweeps() {
+        if let Some(g) =
+            (0..config.tiles.len()).find(|&g| config.tiles[g][2] > 1 || config.stream.contains(&g))
+        {
+            return Err(CodegenError::Configuration(format!(
+                "group {g}: the program has a sweep, so every group computes whole columns (1 tile along z) and none streams; this one has {} tiles along z{}",
+                config.tiles[g][2],
+                if config.stream.contains(&g) { " and streams" } else { "" }
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Refuses a configuration of the wrong shape for the program, and a cost evaluated for

@@ -8,8 +8,7 @@ use absinthe_model::language::analysis::{Analysis, ArrayKind};
 use absinthe_model::language::program::Program;
 
 use super::access::global_access;
-use super::types::{LocalDef, ReferenceStencil, Schedule, StepRead};
-use crate::cexpr::c_expr;
+use super::types::{ReferenceStencil, Schedule, StepRead};
 
 /// The box the reference evaluates stencil `s` on: the domain grown by its analysis extent.
 pub(super) fn reference_region(analysis: &Analysis, s: usize) -> [Interval; 3] {
@@ -44,21 +43,15 @@ pub(super) fn reference_stencils(program: &Program, analysis: &Analysis) -> Vec<
                 });
                 c
             };
-            let lets = st
-                .lets
-                .iter()
-                .map(|l| LocalDef {
-                    ident: local_ident(&l.name),
-                    code: c_expr(&l.expr, vt, &access, &local_ident),
-                })
-                .collect();
-            let code = c_expr(&st.expr, vt, &access, &local_ident);
+            let body = super::step::body_code(st, program.domain[2], vt, &access, &local_ident);
             ReferenceStencil {
                 name: st.name.clone(),
                 target: format!("r_{}", st.name),
                 region: reference_region(analysis, s),
-                lets,
-                code,
+                lets: body.lets,
+                code: body.code,
+                intervals: body.intervals,
+                computation: st.computation.name().to_string(),
                 reads: reads.into_inner(),
             }
         })

@@ -32,6 +32,11 @@ pub(super) fn joins_row_loop(
     let operations = |s: usize| analysis.stencils[s].operations;
     let split_store = |st: &StencilStep| st.buffer.is_some() && st.global.is_some();
     let first = &steps[row_loop[0]];
+    // A sweep's row loop walks its levels in its own order: it shares it with no other step.
+    let sweep = |s: usize| analysis.stencils[s].computation.is_sweep();
+    if sweep(s) || row_loop.iter().any(|&n| sweep(steps[n].stencil)) {
+        return false;
+    }
     row_loop
         .iter()
         .map(|&n| operations(steps[n].stencil))

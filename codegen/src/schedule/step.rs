@@ -10,10 +10,11 @@ use absinthe_model::language::analysis::ArrayKind;
 use super::access::{buffer_access, global_access, register_access, staged_access};
 use super::group::GroupLowering;
 use super::row_loops::joins_row_loop;
-use super::types::{LocalBuffer, LocalDef, StencilStep, StepRead};
+use super::types::{BodyCode, IntervalCode, LocalBuffer, LocalDef, StencilStep, StepRead};
 use super::Target;
 use crate::cexpr::c_expr;
 use crate::CodegenError;
+use absinthe_model::language::program::{Stencil, ValueType};
 
 /// Loop box and store box per dimension per tile index.
 type StepBoxes = ([Vec<Interval>; 3], [Vec<Interval>; 3]);
@@ -51,7 +52,7 @@ impl GroupLowering<'_> {
             Some(row_loop) if joins => row_loop.iter().map(|&n| steps[n].stencil).collect(),
             _ => Vec::new(),
         };
-        let (lets, code, reads) = self.step_code(s, steps, &same_loop);
+        let (body, reads) = self.step_code(s, steps, &same_loop, buffer.as_ref());
         let read_windows = self.read_windows(s);
         let own_window = buffer.as_ref().and_then(|b| b.registers);
         let rounds = own_window
@@ -80,8 +81,10 @@ impl GroupLowering<'_> {
             store_box: is_stored.then_some(store_box),
             global: is_stored.then(|| format!("g_{}", info.name)),
             buffer,
-            lets,
-            code,
+            lets: body.lets,
+            code: body.code,
+            intervals: body.intervals,
+            computation: info.computation.name().to_string(),
             reads,
         };
         Ok((step, joins))
@@ -106,19 +109,26 @@ impl GroupLowering<'_> {
         (loop_box, store_box)
     }
 
-    /// Stencil `s`'s `let` locals and expression as C, and its memory reads in source order.
-    /// Step locals are named per stencil: steps sharing a row loop share its scope.
+    /// Stencil `s`'s `let` locals and expression (or intervals) as C, and its memory reads in
+    /// source order. Step locals are named per stencil: steps sharing a row loop share its
+    /// scope. `buffer` is the step's own buffer, which a sweep's reads of itself read.
     fn step_code(
         &self,
         s: usize,
         steps: &[StencilStep],
         same_loop: &[usize],
-    ) -> (Vec<LocalDef>, String, Vec<StepRead>) {
+        buffer: Option<&LocalBuffer>,
+    ) -> (BodyCode, Vec<StepRead>) {
         let program = self.lowering.program;
         let vt = program.value_type;
         let reads = RefCell::new(Vec::new());
         let access = |array: &str, off: [i32; 3]| {
-            let (c, source) = self.read(s, array, off, steps, same_loop);
+            let (c, source) = match (array == program.stencils[s].name, buffer) {
+                // A sweep reads a level it computed before: from its buffer, else its array.
+                (true, Some(b)) => (buffer_access(b, off, self.lowering.stream_dim), Some(true)),
+                (true, None) => (global_access(off, &format!("g_{array}")), Some(false)),
+                _ => self.read(s, array, off, steps, same_loop),
+            };
             if let Some(buffer) = source {
                 reads.borrow_mut().push(StepRead {
                     c: c.clone(),
@@ -131,16 +141,8 @@ impl GroupLowering<'_> {
         };
         let step_local = |name: &str| format!("l{s}_{name}");
         let st = &program.stencils[s];
-        let lets = st
-            .lets
-            .iter()
-            .map(|l| LocalDef {
-                ident: step_local(&l.name),
-                code: c_expr(&l.expr, vt, &access, &step_local),
-            })
-            .collect();
-        let code = c_expr(&st.expr, vt, &access, &step_local);
-        (lets, code, reads.into_inner())
+        let body = body_code(st, program.domain[2], vt, &access, &step_local);
+        (body, reads.into_inner())
     }
 
     /// Stencil `s`'s read of `array` at `off` as C: the value variable of a producer in the same
@@ -226,4 +228,61 @@ fn check_step(
         )));
     }
     Ok(())
+}
+
+/// A stencil's body as C: its lets and expression, or with `intervals:` each interval's, in
+/// level order (the intervals cover `0..nz`). `access` prints a read, `local` a local's name.
+pub(super) fn body_code(
+    st: &Stencil,
+    nz: usize,
+    vt: ValueType,
+    access: &dyn Fn(&str, [i32; 3]) -> String,
+    local: &dyn Fn(&str) -> String,
+) -> BodyCode {
+    let code = |b: usize| {
+        let body = &st.bodies[b];
+        let lets = body
+            .lets
+            .iter()
+            .map(|l| LocalDef {
+                ident: local(&l.name),
+                code: c_expr(&l.expr, vt, access, local),
+            })
+            .collect();
+        (lets, c_expr(&body.expr, vt, access, local))
+    };
+    if !st.has_intervals() {
+        let (lets, code) = code(0);
+        return BodyCode {
+            lets,
+            code,
+            intervals: Vec::new(),
+        };
+    }
+    let mut order: Vec<usize> = (0..st.bodies.len()).collect();
+    order.sort_by_key(|&b| st.body_levels(b, nz).0);
+    let last = order.len() - 1;
+    BodyCode {
+        lets: Vec::new(),
+        code: String::new(),
+        intervals: order
+            .into_iter()
+            .enumerate()
+            .map(|(n, b)| {
+                let (lets, code) = code(b);
+                let hi = st.body_levels(b, nz).1;
+                let branch = match (n, n == last) {
+                    (_, true) if n > 0 => "else ".to_string(),
+                    (0, _) => format!("if (k < {hi}) "),
+                    _ => format!("else if (k < {hi}) "),
+                };
+                IntervalCode {
+                    hi,
+                    branch,
+                    lets,
+                    code,
+                }
+            })
+            .collect(),
+    }
 }

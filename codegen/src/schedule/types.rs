@@ -107,6 +107,28 @@ pub struct LocalDef {
     pub code: String,
 }
 
+/// One interval of a stencil with `intervals:`, as C: the levels below `hi` (and at or above
+/// the previous interval's) compute `code` after `lets`.
+#[derive(Clone, Debug, Serialize)]
+pub struct IntervalCode {
+    /// The interval's first level above it (levels `[lo, hi)`, the intervals in order).
+    pub hi: i64,
+    /// Its branch of the chain the intervals make: `if (k < hi) `, `else if (k < hi) `, and
+    /// `else ` for the last.
+    pub branch: String,
+    pub lets: Vec<LocalDef>,
+    pub code: String,
+}
+
+/// A stencil's body as C: one on every level (`lets`, `code`), or by intervals (`intervals`
+/// non-empty; then `lets` is empty and `code` too).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct BodyCode {
+    pub lets: Vec<LocalDef>,
+    pub code: String,
+    pub intervals: Vec<IntervalCode>,
+}
+
 /// One stencil of a group as the tile loop runs it.
 #[derive(Clone, Debug, Serialize)]
 pub struct StencilStep {
@@ -148,6 +170,10 @@ pub struct StencilStep {
     pub lets: Vec<LocalDef>,
     /// The expression as C, reading locals, local buffers and global arrays.
     pub code: String,
+    /// With `intervals:`, the body of each interval (then `lets` and `code` are empty).
+    pub intervals: Vec<IntervalCode>,
+    /// `parallel`, `forward` or `backward`: a backward sweep's loop walks k downwards.
+    pub computation: String,
     /// Every memory read of the step's `let`s and expression at `(i, j, k)`, in source order
     /// (both arms of a conditional included): what the trace build records before the step's
     /// value and the cache model replays. Reads of a value variable or a register window are
@@ -229,6 +255,10 @@ pub struct ReferenceStencil {
     pub region: [Interval; 3],
     pub lets: Vec<LocalDef>,
     pub code: String,
+    /// With `intervals:`, the body of each interval (then `lets` and `code` are empty).
+    pub intervals: Vec<IntervalCode>,
+    /// `parallel`, `forward` or `backward`: a sweep's reference walks k in order.
+    pub computation: String,
     /// Every memory read at `(i, j, k)` in source order (as [`StencilStep::reads`]): inputs
     /// and the reference arrays of the stencils read.
     pub reads: Vec<StepRead>,

@@ -76,9 +76,23 @@ impl SearchSpace {
         })
     }
 
-    /// The program's stream shape, or None when streaming is off.
+    /// [`SearchSpace::tile_range`] for `analysis`'s program: in a program with a sweep, one
+    /// tile along z (its levels are computed in order, so each tile walks whole columns). The
+    /// encodings bound their tile variables with it; the DP and the range table meet the same
+    /// rule as a feasibility test (`Infeasibility::Sweep`).
+    pub fn tile_range_of(&self, analysis: &Analysis) -> [(usize, usize); 3] {
+        let mut range = self.tile_range(analysis.domain);
+        if analysis.has_sweeps() {
+            range[2] = (1, 1);
+        }
+        range
+    }
+
+    /// The program's stream shape, or None when streaming is off (asked for, or a program with
+    /// a sweep).
     pub fn stream_shape(&self, analysis: &Analysis, machine: &ModelMachine) -> Option<StreamShape> {
-        (!self.no_stream && machine.streams).then(|| stream_shape_on(analysis, machine))
+        (!self.no_stream && machine.streams && !analysis.has_sweeps())
+            .then(|| stream_shape_on(analysis, machine))
     }
 
     /// Whether a configuration respects these restrictions.

@@ -563,7 +563,7 @@ pub fn explain_infeasible(
     use crate::language::program::DIMS;
     let n = analysis.stencils.len();
     let counts = admissible_tile_counts(analysis.domain, machine, options);
-    let range = options.tile_range(analysis.domain);
+    let range = options.tile_range_of(analysis);
     for d in 0..3 {
         if counts[d].is_empty() {
             return Some(format!(

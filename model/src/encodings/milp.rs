@@ -127,7 +127,7 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
         same_memo: HashMap::new(),
         bits: Vec::new(),
         linearizations: Vec::new(),
-        tile_range: options.space.tile_range(analysis.domain),
+        tile_range: options.space.tile_range_of(analysis),
     };
     let group_index = b.group_variables(n_st, options);
     let tile_counts = b.tile_variables(n_st);

@@ -28,6 +28,9 @@ pub const MAX_STENCILS: usize = 4096;
 /// function.
 pub const MAX_SCALARS: usize = 1024;
 
+/// Intervals of one stencil (`intervals:`).
+pub const MAX_INTERVALS: usize = 1024;
+
 /// Threads of a machine (`cores`): 4096.
 pub const MAX_THREADS: usize = 4096;
 

@@ -11,7 +11,7 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use crate::formats::diagnostic::{closest, edit_distance, Diagnostic};
 use crate::formats::machine::OperationWeights;
 use crate::language::expr::OperationCounts;
-use crate::language::program::{access_snippet, Program, DIMS};
+use crate::language::program::{access_snippet, Computation, Program, DIMS};
 
 /// Index into [`Analysis::arrays`].
 pub type ArrayId = usize;
@@ -58,6 +58,16 @@ pub struct StencilInfo {
     pub is_output: bool,
     /// The box the reference semantics evaluates this stencil on, beyond the domain.
     pub extent: Extent,
+    /// How its levels are ordered; a sweep (forward or backward) reads its own earlier levels
+    /// (`self_reads`), so its levels are computed in order.
+    pub computation: Computation,
+    /// A sweep's reads of its own array (offsets along k only, toward the levels computed
+    /// before), sorted; not in `accesses` (the model counts no load for them: the level was
+    /// just written).
+    pub self_reads: Vec<[i32; 3]>,
+    /// Whether it has `intervals:` (then, like a sweep, it is computed on the domain's levels
+    /// only: its extent along k is 0).
+    pub intervals: bool,
 }
 
 impl StencilInfo {
@@ -114,6 +124,7 @@ fn stencil_infos(
     let mut stencils = Vec::new();
     for (n, s) in program.stencils.iter().enumerate() {
         let mut reads: BTreeSet<(ArrayId, [i32; 3])> = BTreeSet::new();
+        let mut self_reads: BTreeSet<[i32; 3]> = BTreeSet::new();
         let mut reported: BTreeSet<String> = BTreeSet::new();
         let mut visit = |expr: &crate::language::expr::Expr, src: &str, spans, path: String| {
             expr.visit_accesses(&mut |name, offset| {
@@ -142,11 +153,15 @@ fn stencil_infos(
                         id
                     }
                 };
+                if id == n && s.computation.is_sweep() {
+                    self_reads.insert(offset);
+                    return;
+                }
                 if let ArrayKind::Stencil(m) = arrays[id].kind {
                     if m >= n && reported.insert(name.to_string()) {
                         let message = if m == n {
                             format!(
-                                "stencil `{}` reads its own array `{name}`: a stencil may not read what it writes (a cycle)",
+                                "stencil `{}` reads its own array `{name}`: a stencil may not read what it writes (a cycle), unless it is a sweep (`computation: forward` reads k-1, k-2, ...; `backward` k+1, k+2, ...)",
                                 s.name
                             )
                         } else {
@@ -165,32 +180,46 @@ fn stencil_infos(
                 reads.insert((id, offset));
             });
         };
-        for (l, (src, spans)) in s.lets.iter().zip(&s.sources.lets) {
-            visit(&l.expr, src, spans, format!("stencils[{n}].let.{}", l.name));
+        for b in &s.bodies {
+            for (l, (src, spans)) in b.lets.iter().zip(&b.sources.lets) {
+                visit(&l.expr, src, spans, format!("{}.let.{}", b.path, l.name));
+            }
+            visit(
+                &b.expr,
+                &b.sources.expr,
+                &b.sources.expr_accesses,
+                format!("{}.expr", b.path),
+            );
         }
-        visit(
-            &s.expr,
-            &s.sources.expr,
-            &s.sources.expr_accesses,
-            format!("stencils[{n}].expr"),
-        );
         let bounds = bounds_of(&reads);
+        // The operations of one evaluation: those of the body on the most levels (an interval
+        // stencil's interior).
+        let widest = (0..s.bodies.len())
+            .max_by_key(|&b| {
+                let (lo, hi) = s.body_levels(b, program.domain[2]);
+                (hi - lo, std::cmp::Reverse(b))
+            })
+            .unwrap_or(0);
+        let body = &s.bodies[widest];
         stencils.push(StencilInfo {
             name: s.name.clone(),
             array: n,
             fetch_weight: 1 + reads.len() as u64,
             operations: 0,
-            operation_counts: s
+            operation_counts: body
                 .lets
                 .iter()
                 .map(|l| l.expr.operation_counts())
                 .sum::<OperationCounts>()
-                + s.expr.operation_counts(),
+                + body.expr.operation_counts(),
             accesses: reads.into_iter().collect(),
             bounds,
             readers: Vec::new(),
             is_output: program.outputs.contains(&s.name),
             extent: [[0; 2]; 3],
+            computation: s.computation,
+            self_reads: self_reads.into_iter().collect(),
+            intervals: s.has_intervals(),
         });
     }
     stencils
@@ -232,19 +261,59 @@ fn link_readers(
     graph
 }
 
+/// The cells of array `a` (domain coordinates, `[lo, hi)` per dimension) that stencil `n`'s
+/// bodies read, each body over its region: the domain grown by the stencil's extent, along k
+/// the body's interval. The stencil's own array (a sweep's self-reads) is left out.
+fn read_regions(
+    program: &Program,
+    stencils: &[StencilInfo],
+    ids: &HashMap<String, ArrayId>,
+    n: usize,
+) -> BTreeMap<ArrayId, [(i64, i64); 3]> {
+    let domain = program.domain;
+    let ext = stencils[n].extent;
+    let st = &program.stencils[n];
+    let mut regions: BTreeMap<ArrayId, [(i64, i64); 3]> = BTreeMap::new();
+    for (b, body) in st.bodies.iter().enumerate() {
+        let mut region =
+            [0, 1, 2].map(|d| (-(ext[d][0] as i64), domain[d] as i64 + ext[d][1] as i64));
+        if body.levels.is_some() {
+            region[2] = st.body_levels(b, domain[2]);
+        }
+        let mut note = |name: &str, off: [i32; 3]| {
+            let Some(&a) = ids.get(name) else { return };
+            if a == n {
+                return;
+            }
+            let r = regions.entry(a).or_insert([(i64::MAX, i64::MIN); 3]);
+            for d in 0..3 {
+                r[d].0 = r[d].0.min(region[d].0 + off[d] as i64);
+                r[d].1 = r[d].1.max(region[d].1 + off[d] as i64);
+            }
+        };
+        for e in body.lets.iter().map(|l| &l.expr).chain([&body.expr]) {
+            e.visit_accesses(&mut |name, off| note(name, off));
+        }
+    }
+    regions
+}
+
 /// The extents the reference evaluates each stencil on, from the last stencil backwards: each
-/// reader widens what it reads by its access offsets.
-fn widen_extents(stencils: &mut [StencilInfo], arrays: &[Array]) {
+/// reader widens what it reads by its access offsets (an interval body by its levels).
+fn widen_extents(
+    program: &Program,
+    stencils: &mut [StencilInfo],
+    arrays: &[Array],
+    ids: &HashMap<String, ArrayId>,
+) {
+    let domain = program.domain;
     for n in (0..stencils.len()).rev() {
-        let ext = stencils[n].extent;
-        let reads: Vec<(ArrayId, Bounds)> =
-            stencils[n].bounds.iter().map(|(&a, &b)| (a, b)).collect();
-        for (a, b) in reads {
+        for (a, r) in read_regions(program, stencils, ids, n) {
             if let ArrayKind::Stencil(m) = arrays[a].kind {
                 for d in 0..3 {
                     let e = &mut stencils[m].extent[d];
-                    e[0] = e[0].max(ext[d][0] + (-b[d].0).max(0) as usize);
-                    e[1] = e[1].max(ext[d][1] + b[d].1.max(0) as usize);
+                    e[0] = e[0].max((-r[d].0).max(0) as usize);
+                    e[1] = e[1].max((r[d].1 - domain[d] as i64).max(0) as usize);
                 }
             }
         }
@@ -252,50 +321,150 @@ fn widen_extents(stencils: &mut [StencilInfo], arrays: &[Array]) {
 }
 
 /// Everything read must lie in domain + halo: an error per read that leaves it, at the access.
+/// A sweep or an interval stencil is computed on the domain's levels only: a read of it beyond
+/// them is an error, and so is a sweep's read of its own array that is not along k toward the
+/// levels computed before, or that reaches beyond the domain's levels.
 fn check_halo(
     program: &Program,
     stencils: &[StencilInfo],
     arrays: &[Array],
+    ids: &HashMap<String, ArrayId>,
     errors: &mut Vec<Diagnostic>,
 ) {
+    let domain = program.domain;
     for (n, s) in stencils.iter().enumerate() {
-        for (&a, b) in &s.bounds {
+        let at = |name: &str| access_error_site(program, n, name);
+        for (a, r) in read_regions(program, stencils, ids, n) {
+            let name = &arrays[a].name;
+            let producer = match arrays[a].kind {
+                ArrayKind::Stencil(m) => Some(m),
+                ArrayKind::Input => None,
+            };
             for d in 0..3 {
                 for side in 0..2 {
-                    let reach = if side == 0 { -b[d].0 } else { b[d].1 }.max(0) as usize;
-                    let need = s.extent[d][side] + reach;
-                    if need > program.halo[d] {
-                        let sign = if side == 0 { "-" } else { "+" };
-                        let name = &arrays[a].name;
-                        let message = format!(
-                            "stencil `{}` reads `{name}` {need} cell(s) beyond the domain on the {}{sign} side (it is evaluated {} cell(s) beyond the domain there and reads up to offset {sign}{reach}); the halo along {} is {}, it must be at least {need}",
+                    let need = match side {
+                        0 => (-r[d].0).max(0) as usize,
+                        _ => (r[d].1 - domain[d] as i64).max(0) as usize,
+                    };
+                    let sign = if side == 0 { "-" } else { "+" };
+                    let message = match producer {
+                        None if need > program.halo[d] => format!(
+                            "stencil `{}` reads `{name}` {need} cell(s) beyond the domain on the {}{sign} side (it is evaluated {} cell(s) beyond the domain there, and reads beyond it); the halo along {} is {}, it must be at least {need}",
                             s.name, DIMS[d], s.extent[d][side], DIMS[d], program.halo[d]
-                        );
-                        let src = &program.stencils[n].sources;
-                        let mut d = Diagnostic::new(format!("stencils[{n}].expr"), message);
-                        if let Some((col, len)) =
-                            access_snippet(&src.expr, &src.expr_accesses, name)
+                        ),
+                        Some(m) if d == 2
+                            && need > 0
+                            && (stencils[m].computation.is_sweep() || stencils[m].intervals) =>
                         {
-                            d = d.with_snippet(&src.expr, col, len);
-                        } else if let Some((k, (text, spans))) = src
-                            .lets
-                            .iter()
-                            .enumerate()
-                            .find(|(_, (t, sp))| access_snippet(t, sp, name).is_some())
-                        {
-                            let (col, len) = access_snippet(text, spans, name).unwrap_or((1, 1));
-                            d = Diagnostic::new(
-                                format!("stencils[{n}].let.{}", program.stencils[n].lets[k].name),
-                                d.message,
+                            format!(
+                                "stencil `{}` reads `{name}` {need} level(s) beyond the domain's {} on the k{sign} side, but `{name}` is {} and so is computed on the domain's levels only; give `{}` intervals whose reads stay inside",
+                                s.name,
+                                if side == 0 { "bottom".to_string() } else { format!("top ({} levels)", domain[2]) },
+                                if stencils[m].computation.is_sweep() { "a sweep" } else { "computed by intervals" },
+                                s.name
                             )
-                            .with_snippet(text, col, len);
                         }
-                        errors.push(d);
-                    }
+                        _ => continue,
+                    };
+                    let (path, src) = at(name);
+                    errors.push(located(path, message, src, name));
                 }
             }
         }
+        if s.computation.is_sweep() {
+            check_self_reads(program, s, n, errors);
+        }
     }
+}
+
+/// A sweep's reads of its own array: along k only, toward the levels computed before (k-1,
+/// k-2, ... forward; k+1, ... backward), and at every level of each body, within the domain's
+/// levels.
+fn check_self_reads(program: &Program, s: &StencilInfo, n: usize, errors: &mut Vec<Diagnostic>) {
+    let nz = program.domain[2] as i64;
+    let st = &program.stencils[n];
+    let forward = s.computation == Computation::Forward;
+    for (b, body) in st.bodies.iter().enumerate() {
+        let (lo, hi) = st.body_levels(b, program.domain[2]);
+        let mut problems = Vec::new();
+        for e in body.lets.iter().map(|l| &l.expr).chain([&body.expr]) {
+            e.visit_accesses(&mut |name, off| {
+                if name != s.name {
+                    return;
+                }
+                let written = format!(
+                    "{name}(i{}, j{}, k{})",
+                    signed(off[0]),
+                    signed(off[1]),
+                    signed(off[2])
+                );
+                let toward = if forward { off[2] < 0 } else { off[2] > 0 };
+                if off[0] != 0 || off[1] != 0 || !toward {
+                    problems.push(format!(
+                        "`{written}`: a {} sweep reads its own array only at k{} (levels computed before)",
+                        s.computation.name(),
+                        if forward { "-1, k-2, ..." } else { "+1, k+2, ..." }
+                    ));
+                } else {
+                    let level = if forward { lo + off[2] as i64 } else { hi - 1 + off[2] as i64 };
+                    if level < 0 || level >= nz {
+                        problems.push(format!(
+                            "`{written}` at level {} reads level {level}, outside the domain's levels 0..{nz}: the {} interval needs a body that does not read it",
+                            if forward { lo } else { hi - 1 },
+                            if forward { "first" } else { "last" }
+                        ));
+                    }
+                }
+            });
+        }
+        problems.dedup();
+        for p in problems {
+            errors.push(located(
+                format!("{}.expr", body.path),
+                format!("stencil `{}`: {p}", s.name),
+                Some(&body.sources.expr),
+                &s.name,
+            ));
+        }
+    }
+}
+
+fn signed(v: i32) -> String {
+    match v {
+        0 => String::new(),
+        v if v > 0 => format!("+{v}"),
+        v => v.to_string(),
+    }
+}
+
+/// Where stencil `n` reads `name` first: the key path of that expression and its source.
+fn access_error_site<'a>(program: &'a Program, n: usize, name: &str) -> (String, Option<&'a str>) {
+    let st = &program.stencils[n];
+    for body in &st.bodies {
+        if access_snippet(&body.sources.expr, &body.sources.expr_accesses, name).is_some() {
+            return (format!("{}.expr", body.path), Some(&body.sources.expr));
+        }
+        for (l, (text, spans)) in body.lets.iter().zip(&body.sources.lets) {
+            if access_snippet(text, spans, name).is_some() {
+                return (format!("{}.let.{}", body.path, l.name), Some(text));
+            }
+        }
+    }
+    (format!("{}.expr", st.bodies[0].path), None)
+}
+
+/// A diagnostic at `path` with a caret under the first access of `name` in `src`.
+fn located(path: String, message: String, src: Option<&str>, name: &str) -> Diagnostic {
+    let mut d = Diagnostic::new(path, message);
+    if let Some(src) = src {
+        let spans = crate::language::expr::parse_expr_spanned(src)
+            .map(|(_, s)| s)
+            .unwrap_or_default();
+        if let Some((col, len)) = access_snippet(src, &spans, name) {
+            d = d.with_snippet(src, col, len);
+        }
+    }
+    d
 }
 
 /// Whether `name`, which no stencil writes, is missing from the program's declared `inputs:`.
@@ -391,8 +560,8 @@ impl Analysis {
 
         let graph = link_readers(&mut stencils, &arrays, &mut errors);
 
-        widen_extents(&mut stencils, &arrays);
-        check_halo(program, &stencils, &arrays, &mut errors);
+        widen_extents(program, &mut stencils, &arrays, &ids);
+        check_halo(program, &stencils, &arrays, &ids, &mut errors);
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -448,6 +617,13 @@ impl Analysis {
         let mut t: BTreeSet<ArrayId> = s.reads().collect();
         t.insert(s.array);
         t
+    }
+
+    /// Whether a stencil is a sweep (`computation: forward` or `backward`): then every group
+    /// computes whole columns, one tile along z, and none streams (`SearchSpace::tile_range`,
+    /// `SearchSpace::stream_shape`, `Infeasibility::Sweep`).
+    pub fn has_sweeps(&self) -> bool {
+        self.stencils.iter().any(|s| s.computation.is_sweep())
     }
 
     pub fn num_stencils(&self) -> usize {

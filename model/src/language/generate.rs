@@ -606,3 +606,118 @@ pub fn random_language_program(seed: u64, shape: &RandomShape) -> String {
     );
     with_random_scalars(text, seed)
 }
+
+/// A random valid program of vertical operators: stencils computed on every level, by
+/// intervals (`[0, 1]`, `[1, -1]`, `[-1, null]`, each reading levels that exist there), forward
+/// sweeps (reading their own level below) and backward sweeps (their own level above), reading
+/// inputs and earlier stencils at horizontal and vertical offsets; half with run-time scalars
+/// ([`with_random_scalars`]). At least 3 levels, so that every interval holds one. Deterministic
+/// from `seed`; every program it returns parses and analyses.
+pub fn random_column_program(seed: u64) -> String {
+    let mut attempt = 0u64;
+    loop {
+        let text = column_program_attempt(seed.wrapping_mul(1_000_003).wrapping_add(attempt));
+        let text = with_random_scalars(text, seed);
+        let ok = crate::language::program::Program::from_yaml(&text)
+            .ok()
+            .is_some_and(|p| crate::language::analysis::Analysis::new(&p).is_ok());
+        if ok {
+            return text;
+        }
+        attempt += 1;
+    }
+}
+
+/// One draw of [`random_column_program`] (not necessarily valid).
+fn column_program_attempt(seed: u64) -> String {
+    let mut rng = Rng::new(seed ^ 0xC01_0A4E);
+    let n = rng.range(2, 5) as usize;
+    let domain = [
+        rng.range(1, 6) as usize,
+        rng.range(1, 5) as usize,
+        rng.range(3, 6) as usize,
+    ];
+    let inputs = ["in0", "in1"];
+    // Per stencil: 0 every level, 1 intervals, 2 forward sweep, 3 backward sweep.
+    let kinds: Vec<u64> = (0..n).map(|_| rng.below(4) as u64).collect();
+    let names: Vec<String> = (0..n).map(|s| format!("s{s}")).collect();
+    let mut read = vec![false; n];
+    let mut text = format!(
+        "name: column{seed}\ndomain: [{}, {}, {}]\nhalo: [1, 1, 1]\noutputs: [OUTPUTS]\nstencils:\n",
+        domain[0], domain[1], domain[2]
+    );
+    for s in 0..n {
+        // A read of an input or an earlier stencil at level offset `dk`: horizontal offsets
+        // on inputs and on stencils computed on every level at once.
+        let mut term = |rng: &mut Rng, dk: i64, read: &mut Vec<bool>| {
+            let pick = rng.below(inputs.len() + s);
+            let (array, plain) = match pick < inputs.len() {
+                true => (inputs[pick].to_string(), true),
+                false => {
+                    let p = pick - inputs.len();
+                    read[p] = true;
+                    (names[p].clone(), kinds[p] == 0)
+                }
+            };
+            let (di, dj, dk) = match plain {
+                true => (rng.range(-1, 1), rng.range(-1, 1), dk),
+                false => (rng.range(-1, 1) * (s % 2) as i64, 0, dk),
+            };
+            let index = |v: &str, o: i64| match o {
+                0 => v.to_string(),
+                o if o > 0 => format!("{v}+{o}"),
+                o => format!("{v}{o}"),
+            };
+            let literal = rng.pick(&LITERALS).to_string();
+            format!(
+                "{literal} * {array}({}, {}, {})",
+                index("i", di),
+                index("j", dj),
+                index("k", dk)
+            )
+        };
+        let _ = writeln!(text, "  - name: {}", names[s]);
+        let own = &names[s];
+        match kinds[s] {
+            0 => {
+                let dk = if rng.chance(50) { 0 } else { rng.range(-1, 1) };
+                let a = term(&mut rng, dk, &mut read);
+                let b = term(&mut rng, 0, &mut read);
+                let _ = writeln!(text, "    expr: \"{a} + {b}\"");
+            }
+            1 => {
+                text.push_str("    intervals:\n");
+                for (k, lo, hi) in [("[0, 1]", 0, 1), ("[1, -1]", -1, 1), ("[-1, null]", -1, 0)] {
+                    let a = term(&mut rng, lo, &mut read);
+                    let b = term(&mut rng, hi, &mut read);
+                    let _ = writeln!(text, "      - k: {k}\n        expr: \"{a} - {b}\"");
+                }
+            }
+            kind => {
+                let forward = kind == 2;
+                let _ = writeln!(
+                    text,
+                    "    computation: {}",
+                    if forward { "forward" } else { "backward" }
+                );
+                text.push_str("    intervals:\n");
+                let (first, rest, dk) = match forward {
+                    true => ("[0, 1]", "[1, null]", "k-1"),
+                    false => ("[-1, null]", "[0, -1]", "k+1"),
+                };
+                let a = term(&mut rng, 0, &mut read);
+                let b = term(&mut rng, 0, &mut read);
+                let _ = writeln!(text, "      - k: {first}\n        expr: \"{a}\"");
+                let _ = writeln!(
+                    text,
+                    "      - k: {rest}\n        let:\n          prev: \"{own}(i, j, {dk})\"\n        expr: \"{b} + 0.5 * prev\""
+                );
+            }
+        }
+    }
+    let outputs: Vec<&str> = (0..n)
+        .filter(|&s| !read[s] || s == n - 1)
+        .map(|s| names[s].as_str())
+        .collect();
+    text.replace("OUTPUTS", &outputs.join(", "))
+}

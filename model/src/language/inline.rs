@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::language::analysis::Analysis;
 use crate::language::expr::{parse_expr_spanned, Expr};
-use crate::language::program::{Let, Program, Stencil, StencilSources};
+use crate::language::program::{Body, Let, Program, Stencil, StencilSources};
 
 /// At most this many distinct reads in a rewritten stencil: larger inline sets are not
 /// candidates (the code would grow without bound along chains).
@@ -42,6 +42,10 @@ pub enum InlineError {
     #[error("`{0}` is listed twice")]
     Twice(String),
     #[error(
+        "`{0}` is a sweep or has intervals: it is computed level by level, it cannot be inlined"
+    )]
+    ByLevel(String),
+    #[error(
         "inlining makes stencil `{stencil}` too large ({reads} distinct reads, {lets} lets; at most {max_reads} and {max_lets})"
     )]
     TooLarge {
@@ -53,10 +57,14 @@ pub enum InlineError {
     },
 }
 
-/// The stencils that may be inlined: every stencil that is not an output.
+/// The stencils that may be inlined: every stencil that is not an output, a sweep, or
+/// computed by intervals.
 pub fn candidates(analysis: &Analysis) -> Vec<usize> {
     (0..analysis.stencils.len())
-        .filter(|&s| !analysis.stencils[s].is_output)
+        .filter(|&s| {
+            let st = &analysis.stencils[s];
+            !st.is_output && !st.computation.is_sweep() && !st.intervals
+        })
         .collect()
 }
 
@@ -69,6 +77,9 @@ pub fn indices_of(program: &Program, names: &[String]) -> Result<Vec<usize>, Inl
             .ok_or_else(|| InlineError::Unknown(name.clone()))?;
         if program.outputs.contains(name) {
             return Err(InlineError::Output(name.clone()));
+        }
+        if !inlinable(&program.stencils[s]) {
+            return Err(InlineError::ByLevel(name.clone()));
         }
         if !out.insert(s) {
             return Err(InlineError::Twice(name.clone()));
@@ -116,27 +127,39 @@ pub fn inline_program(program: &Program, inline: &[usize]) -> Result<Program, In
     let mut bodies: HashMap<String, (Vec<Let>, Expr)> = HashMap::new();
     let mut stencils = Vec::new();
     for (s, st) in program.stencils.iter().enumerate() {
-        let (lets, expr) = substitute(st, &bodies, &program.scalars);
         if sorted.binary_search(&s).is_ok() {
-            bodies.insert(st.name.clone(), (lets, expr));
+            if !inlinable(st) {
+                return Err(InlineError::ByLevel(st.name.clone()));
+            }
+            let rewritten = substitute(&st.bodies[0], &bodies, &program.scalars);
+            bodies.insert(st.name.clone(), rewritten);
             continue;
         }
-        let mut reads = BTreeSet::new();
-        for e in lets.iter().map(|l| &l.expr).chain([&expr]) {
-            e.visit_accesses(&mut |a, o| {
-                reads.insert((a.to_string(), o));
-            });
+        let mut rewritten = Vec::new();
+        for b in &st.bodies {
+            let (lets, expr) = substitute(b, &bodies, &program.scalars);
+            let mut reads = BTreeSet::new();
+            for e in lets.iter().map(|l| &l.expr).chain([&expr]) {
+                e.visit_accesses(&mut |a, o| {
+                    reads.insert((a.to_string(), o));
+                });
+            }
+            if reads.len() > MAX_INLINED_READS || lets.len() > MAX_INLINED_LETS {
+                return Err(InlineError::TooLarge {
+                    stencil: st.name.clone(),
+                    reads: reads.len(),
+                    lets: lets.len(),
+                    max_reads: MAX_INLINED_READS,
+                    max_lets: MAX_INLINED_LETS,
+                });
+            }
+            rewritten.push(with_sources(b, lets, expr));
         }
-        if reads.len() > MAX_INLINED_READS || lets.len() > MAX_INLINED_LETS {
-            return Err(InlineError::TooLarge {
-                stencil: st.name.clone(),
-                reads: reads.len(),
-                lets: lets.len(),
-                max_reads: MAX_INLINED_READS,
-                max_lets: MAX_INLINED_LETS,
-            });
-        }
-        stencils.push(with_sources(&st.name, lets, expr));
+        stencils.push(Stencil {
+            name: st.name.clone(),
+            computation: st.computation,
+            bodies: rewritten,
+        });
     }
     let mut constraints = program.constraints.clone();
     constraints.groups = None;
@@ -147,8 +170,15 @@ pub fn inline_program(program: &Program, inline: &[usize]) -> Result<Program, In
     })
 }
 
-/// A stencil whose source texts are its expressions printed (what error messages quote).
-fn with_sources(name: &str, lets: Vec<Let>, expr: Expr) -> Stencil {
+/// Whether a stencil can be computed where it is read: one body on every level, not a sweep
+/// (a reader at level k would need the levels before it, or the body of another level).
+fn inlinable(st: &Stencil) -> bool {
+    !st.computation.is_sweep() && !st.has_intervals()
+}
+
+/// `body` with new lets and expression, its source texts their printed forms (what error
+/// messages quote).
+fn with_sources(body: &Body, lets: Vec<Let>, expr: Expr) -> Body {
     let spans = |e: &Expr| -> (String, Vec<crate::language::expr::AccessSpan>) {
         let text = e.to_string();
         // The printer's output parses back to the same tree (the parser's round-trip
@@ -164,11 +194,12 @@ fn with_sources(name: &str, lets: Vec<Let>, expr: Expr) -> Stencil {
         expr_accesses: accesses,
         lets: lets.iter().map(|l| spans(&l.expr)).collect(),
     };
-    Stencil {
-        name: name.to_string(),
+    Body {
+        levels: body.levels,
         lets,
         expr,
         sources,
+        path: body.path.clone(),
     }
 }
 
@@ -177,7 +208,7 @@ fn with_sources(name: &str, lets: Vec<Let>, expr: Expr) -> Stencil {
 /// No hoisted local takes the name of one of the program's `scalars` (so that the inlined
 /// program, printed, reads back the same).
 fn substitute(
-    st: &Stencil,
+    st: &Body,
     bodies: &HashMap<String, (Vec<Let>, Expr)>,
     scalars: &[String],
 ) -> (Vec<Let>, Expr) {
@@ -372,7 +403,7 @@ stencils:
         let p = program(CHAIN);
         let q = inline_program(&p, &[0, 1]).unwrap();
         assert_eq!(q.stencils.len(), 1);
-        let out = &q.stencils[0];
+        let out = &q.stencils[0].bodies[0];
         let names: Vec<&str> = out.lets.iter().map(|l| l.name.as_str()).collect();
         // flx at 0 and -1, each with lap at two offsets, then lap at 0 read directly. lap at
         // 0 is reached three times (flx at 0, flx at -1 at its +1, and directly): it is

@@ -446,6 +446,23 @@ stencils:
     }
 
     #[test]
+    fn random_column_programs_interpret_without_errors() {
+        use crate::language::generate::random_column_program;
+        let (mut sweeps, mut intervals) = (0, 0);
+        for seed in 0..100 {
+            let text = random_column_program(seed);
+            let (p, a) = program(&text);
+            let scalars = p.scalar_values(&[]).unwrap();
+            let e = interpret(&p, &a, &harness_inputs, &scalars, &LibmAccuracy::glibc())
+                .unwrap_or_else(|e| panic!("{e}\n{text}"));
+            assert_eq!(e.outputs.len(), a.outputs.len());
+            sweeps += a.has_sweeps() as usize;
+            intervals += a.stencils.iter().any(|s| s.intervals) as usize;
+        }
+        assert!(sweeps >= 50 && intervals >= 70, "{sweeps} {intervals}");
+    }
+
+    #[test]
     fn scalars_take_their_values_in_the_programs_type() {
         let text = "name: s\ndomain: [2, 1, 1]\nhalo: [0, 0, 0]\noutputs: [out]\ntype: float\nscalars: [dt]\nstencils:\n  - name: out\n    expr: dt * in(i,j,k)\n";
         let (p, a) = program(text);

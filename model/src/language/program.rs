@@ -50,11 +50,92 @@ pub struct Let {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Stencil {
     pub name: String,
+    /// How its levels are computed: all at once, or in order along k.
+    pub computation: Computation,
+    /// What it computes: one body on every level (a stencil with `expr:`), or one body per
+    /// interval of levels (`intervals:`), which together cover the domain's levels.
+    pub bodies: Vec<Body>,
+}
+
+/// GT4Py's `computation(...)`: how a stencil's levels are ordered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Computation {
+    /// Every level independently (the default).
+    #[default]
+    Parallel,
+    /// Level by level from the bottom: the stencil may read its own values at `k-1`, `k-2`, ...
+    Forward,
+    /// Level by level from the top: the stencil may read its own values at `k+1`, `k+2`, ...
+    Backward,
+}
+
+impl Computation {
+    pub fn name(self) -> &'static str {
+        match self {
+            Computation::Parallel => "parallel",
+            Computation::Forward => "forward",
+            Computation::Backward => "backward",
+        }
+    }
+
+    /// A sweep: the levels are computed in order (forward or backward).
+    pub fn is_sweep(self) -> bool {
+        self != Computation::Parallel
+    }
+}
+
+/// The levels of one interval, GT4Py's `interval(start, end)`: counted from the bottom, a
+/// negative value from the top, `end` None for the top.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Levels {
+    pub start: i64,
+    pub end: Option<i64>,
+}
+
+impl Levels {
+    /// The levels `[start, end)` in a domain of `nz` levels (possibly empty or out of range:
+    /// the program reader refuses those).
+    pub fn resolve(self, nz: usize) -> (i64, i64) {
+        let at = |v: i64| if v < 0 { nz as i64 + v } else { v };
+        (at(self.start), self.end.map_or(nz as i64, at))
+    }
+}
+
+/// One body of a stencil: its `let` locals and expression, on every level or on one interval.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Body {
+    /// The interval it computes; None: every level.
+    pub levels: Option<Levels>,
     pub lets: Vec<Let>,
     pub expr: Expr,
     /// Source text and access spans of `expr` and of each let (same order as `lets`), kept so
     /// later checks can point a caret at an access.
     pub sources: StencilSources,
+    /// The key path of the body in the program file, for messages: `stencils[3]` or
+    /// `stencils[3].intervals[1]`.
+    pub path: String,
+}
+
+impl Stencil {
+    /// Every expression of every body, lets first, in source order.
+    pub fn exprs(&self) -> impl Iterator<Item = &Expr> {
+        self.bodies
+            .iter()
+            .flat_map(|b| b.lets.iter().map(|l| &l.expr).chain([&b.expr]))
+    }
+
+    /// Whether the stencil has intervals (more than one body, or one on part of the levels).
+    pub fn has_intervals(&self) -> bool {
+        self.bodies.iter().any(|b| b.levels.is_some())
+    }
+
+    /// The resolved levels `[lo, hi)` of body `b` in a domain of `nz` levels.
+    pub fn body_levels(&self, b: usize, nz: usize) -> (i64, i64) {
+        self.bodies[b]
+            .levels
+            .map_or((0, nz as i64), |l| l.resolve(nz))
+    }
 }
 
 /// Where a stencil's expressions came from, for error messages.
@@ -120,6 +201,20 @@ struct ProgramFile {
 #[serde(deny_unknown_fields)]
 struct StencilFile {
     name: String,
+    #[serde(default)]
+    computation: Computation,
+    #[serde(default, rename = "let")]
+    lets: IndexMap<String, String>,
+    #[serde(default)]
+    expr: Option<String>,
+    #[serde(default)]
+    intervals: Option<Vec<IntervalFile>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IntervalFile {
+    k: (i64, Option<i64>),
     #[serde(default, rename = "let")]
     lets: IndexMap<String, String>,
     expr: String,
@@ -189,14 +284,14 @@ impl Program {
             ));
         }
         let (domain, halo) = domain_and_halo(&file, &mut errors);
-        let (mut stencils, seen) = read_stencils(&file.stencils, &mut errors);
+        let (mut stencils, seen) = read_stencils(&file.stencils, domain[2], &mut errors);
         if !errors.is_empty() {
             return Err(errors);
         }
         check_scalars(&file.scalars, &stencils, &file.inputs, &mut errors);
-        for s in &mut stencils {
-            s.expr = s.expr.with_scalars(&file.scalars);
-            for l in &mut s.lets {
+        for b in stencils.iter_mut().flat_map(|s| s.bodies.iter_mut()) {
+            b.expr = b.expr.with_scalars(&file.scalars);
+            for l in &mut b.lets {
                 l.expr = l.expr.with_scalars(&file.scalars);
             }
         }
@@ -248,14 +343,41 @@ impl Program {
             .map(|st| {
                 let mut s = Mapping::new();
                 s.insert(text("name"), text(&st.name));
-                if !st.lets.is_empty() {
-                    let mut lets = Mapping::new();
-                    for l in &st.lets {
-                        lets.insert(text(&l.name), text(&l.expr.to_string()));
-                    }
-                    s.insert(text("let"), Value::Mapping(lets));
+                if st.computation.is_sweep() {
+                    s.insert(text("computation"), text(st.computation.name()));
                 }
-                s.insert(text("expr"), text(&st.expr.to_string()));
+                let body = |b: &Body, m: &mut Mapping| {
+                    if !b.lets.is_empty() {
+                        let mut lets = Mapping::new();
+                        for l in &b.lets {
+                            lets.insert(text(&l.name), text(&l.expr.to_string()));
+                        }
+                        m.insert(text("let"), Value::Mapping(lets));
+                    }
+                    m.insert(text("expr"), text(&b.expr.to_string()));
+                };
+                if st.has_intervals() {
+                    let intervals = st
+                        .bodies
+                        .iter()
+                        .map(|b| {
+                            let levels = b.levels.expect("an interval's body has levels");
+                            let mut m = Mapping::new();
+                            m.insert(
+                                text("k"),
+                                Value::Sequence(vec![
+                                    Value::from(levels.start),
+                                    levels.end.map_or(Value::Null, Value::from),
+                                ]),
+                            );
+                            body(b, &mut m);
+                            Value::Mapping(m)
+                        })
+                        .collect();
+                    s.insert(text("intervals"), Value::Sequence(intervals));
+                } else {
+                    body(&st.bodies[0], &mut s);
+                }
                 Value::Mapping(s)
             })
             .collect();
@@ -325,6 +447,7 @@ impl Program {
 /// first definition.
 fn read_stencils<'a>(
     files: &'a [StencilFile],
+    nz: usize,
     errors: &mut Vec<Diagnostic>,
 ) -> (Vec<Stencil>, BTreeMap<&'a str, usize>) {
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
@@ -341,22 +464,149 @@ fn read_stencils<'a>(
                 ),
             ));
         }
-        let (lets, let_sources) = read_lets(&base, &s.lets, errors);
-        match parse_expr_spanned(&s.expr) {
-            Ok((expr, spans)) => stencils.push(Stencil {
+        let bodies = match (&s.expr, &s.intervals) {
+            (Some(expr), None) => read_body(&base, None, &s.lets, expr, errors)
+                .into_iter()
+                .collect(),
+            (None, Some(intervals)) => {
+                if !s.lets.is_empty() {
+                    errors.push(Diagnostic::new(
+                        format!("{base}.let"),
+                        "a stencil with `intervals:` has its `let` locals in each interval",
+                    ));
+                }
+                let bodies: Vec<Body> = intervals
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(m, i)| {
+                        let levels = Levels {
+                            start: i.k.0,
+                            end: i.k.1,
+                        };
+                        let path = format!("{base}.intervals[{m}]");
+                        read_body(&path, Some(levels), &i.lets, &i.expr, errors)
+                    })
+                    .collect();
+                if bodies.len() == intervals.len() {
+                    check_intervals(&base, &bodies, nz, errors);
+                }
+                bodies
+            }
+            (Some(_), Some(_)) => {
+                errors.push(Diagnostic::new(
+                    format!("{base}.intervals"),
+                    "a stencil has either `expr:` (every level) or `intervals:`, not both",
+                ));
+                Vec::new()
+            }
+            (None, None) => {
+                errors.push(Diagnostic::new(
+                    format!("{base}.expr"),
+                    "missing: a stencil needs `expr:` (every level) or `intervals:`",
+                ));
+                Vec::new()
+            }
+        };
+        if !bodies.is_empty() {
+            stencils.push(Stencil {
                 name: s.name.clone(),
-                lets,
-                expr,
-                sources: StencilSources {
-                    expr: s.expr.clone(),
-                    expr_accesses: spans,
-                    lets: let_sources,
-                },
-            }),
-            Err(e) => errors.push(expr_diagnostic(format!("{base}.expr"), &s.expr, &e)),
+                computation: s.computation,
+                bodies,
+            });
         }
     }
     (stencils, seen)
+}
+
+/// One body: its lets and expression parsed (errors pushed, and None, when one does not parse).
+fn read_body(
+    path: &str,
+    levels: Option<Levels>,
+    lets: &IndexMap<String, String>,
+    expr: &str,
+    errors: &mut Vec<Diagnostic>,
+) -> Option<Body> {
+    let before = errors.len();
+    let (lets, let_sources) = read_lets(path, lets, errors);
+    match parse_expr_spanned(expr) {
+        Ok((parsed, spans)) if errors.len() == before => Some(Body {
+            levels,
+            lets,
+            expr: parsed,
+            sources: StencilSources {
+                expr: expr.to_string(),
+                expr_accesses: spans,
+                lets: let_sources,
+            },
+            path: path.to_string(),
+        }),
+        Ok(_) => None,
+        Err(e) => {
+            errors.push(expr_diagnostic(format!("{path}.expr"), expr, &e));
+            None
+        }
+    }
+}
+
+/// The intervals of the stencil at `base` cover the domain's `nz` levels, each non-empty,
+/// without overlap: at most [`limits::MAX_INTERVALS`].
+fn check_intervals(base: &str, bodies: &[Body], nz: usize, errors: &mut Vec<Diagnostic>) {
+    if bodies.is_empty() || bodies.len() > limits::MAX_INTERVALS {
+        errors.push(Diagnostic::new(
+            format!("{base}.intervals"),
+            format!(
+                "a stencil has 1 to {} intervals, found {}",
+                limits::MAX_INTERVALS,
+                bodies.len()
+            ),
+        ));
+        return;
+    }
+    let mut ranges = Vec::new();
+    for (m, b) in bodies.iter().enumerate() {
+        let levels = b.levels.expect("an interval's body has levels");
+        let (lo, hi) = levels.resolve(nz);
+        let written = format!(
+            "[{}, {}]",
+            levels.start,
+            levels.end.map_or("null".to_string(), |e| e.to_string())
+        );
+        if lo < 0 || hi > nz as i64 || lo >= hi {
+            errors.push(Diagnostic::new(
+                format!("{base}.intervals[{m}].k"),
+                format!(
+                    "interval {written} is levels [{lo}, {hi}) of the domain's {nz}: an interval must hold at least one level of 0..{nz}"
+                ),
+            ));
+            return;
+        }
+        ranges.push((lo, hi, m));
+    }
+    ranges.sort_unstable();
+    let mut next = 0;
+    for &(lo, hi, m) in &ranges {
+        if lo != next {
+            let why = if lo > next {
+                format!("levels [{next}, {lo}) are in no interval")
+            } else {
+                format!("it overlaps an earlier interval at levels [{lo}, {next})")
+            };
+            errors.push(Diagnostic::new(
+                format!("{base}.intervals[{m}].k"),
+                format!("the intervals must cover the domain's {nz} levels without overlap: {why}"),
+            ));
+            return;
+        }
+        next = hi;
+    }
+    if next != nz as i64 {
+        errors.push(Diagnostic::new(
+            format!("{base}.intervals"),
+            format!(
+                "the intervals must cover the domain's {nz} levels without overlap: levels [{next}, {nz}) are in no interval"
+            ),
+        ));
+    }
 }
 
 /// A stencil's name is an identifier and not a reserved word.
@@ -422,18 +672,16 @@ fn check_stencil_locals(stencils: &[Stencil], errors: &mut Vec<Diagnostic>) {
     let mut arrays: HashSet<String> = HashSet::new();
     for s in stencils {
         arrays.insert(s.name.clone());
-        let mut collect = |e: &Expr| {
+        for e in s.exprs() {
             e.visit_accesses(&mut |a, _| {
                 arrays.insert(a.to_string());
             })
-        };
-        collect(&s.expr);
-        s.lets.iter().for_each(|l| collect(&l.expr));
+        }
     }
-    for (n, s) in stencils.iter().enumerate() {
+    for s in stencils.iter().flat_map(|s| &s.bodies) {
         let mut defined: Vec<&str> = Vec::new();
         for (l, (src, _)) in s.lets.iter().zip(&s.sources.lets) {
-            let path = format!("stencils[{n}].let.{}", l.name);
+            let path = format!("{}.let.{}", s.path, l.name);
             if arrays.contains(&l.name) {
                 errors.push(Diagnostic::new(
                     path.clone(),
@@ -449,7 +697,7 @@ fn check_stencil_locals(stencils: &[Stencil], errors: &mut Vec<Diagnostic>) {
         check_locals(
             &s.expr,
             &defined,
-            &format!("stencils[{n}].expr"),
+            &format!("{}.expr", s.path),
             &s.sources.expr,
             errors,
         );
@@ -489,15 +737,13 @@ fn check_scalars(
             .or_insert_with(|| format!("the input listed at inputs[{n}]"));
     }
     for (n, s) in stencils.iter().enumerate() {
-        let mut note = |a: &str| {
-            arrays
-                .entry(a.to_string())
-                .or_insert_with(|| format!("an array read by stencils[{n}]"));
-        };
-        s.expr.visit_accesses(&mut |a, _| note(a));
-        s.lets
-            .iter()
-            .for_each(|l| l.expr.visit_accesses(&mut |a, _| note(a)));
+        for e in s.exprs() {
+            e.visit_accesses(&mut |a, _| {
+                arrays
+                    .entry(a.to_string())
+                    .or_insert_with(|| format!("an array read by stencils[{n}]"));
+            });
+        }
     }
     let mut seen = HashSet::new();
     for (n, name) in scalars.iter().enumerate() {
@@ -521,11 +767,11 @@ fn check_scalars(
             ));
         }
     }
-    for (n, s) in stencils.iter().enumerate() {
-        for l in &s.lets {
+    for b in stencils.iter().flat_map(|s| &s.bodies) {
+        for l in &b.lets {
             if scalars.contains(&l.name) {
                 errors.push(Diagnostic::new(
-                    format!("stencils[{n}].let.{}", l.name),
+                    format!("{}.let.{}", b.path, l.name),
                     format!(
                         "local `{}` has the name of a scalar of the program; a `let` name may not shadow a scalar",
                         l.name

@@ -195,7 +195,10 @@ impl Solution {
         };
         let indices = indices_of(program, &self.inline).map_err(|e| {
             let name = match &e {
-                InlineError::Unknown(n) | InlineError::Output(n) | InlineError::Twice(n) => n,
+                InlineError::Unknown(n)
+                | InlineError::Output(n)
+                | InlineError::Twice(n)
+                | InlineError::ByLevel(n) => n,
                 InlineError::TooLarge { stencil, .. } => stencil,
             };
             vec![Diagnostic::new(at(name), e.to_string())]

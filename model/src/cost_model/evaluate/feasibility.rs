@@ -53,6 +53,13 @@ pub enum Infeasibility {
     /// On a CPU: a streamed group split along x. Each step's face would be rows of part of the
     /// domain's width, a new short stream per row ([`STREAM_TILES_X`]).
     StreamSplitRows { group: usize, tiles_x: usize },
+    /// In a program with a sweep (`computation: forward` or `backward`): a group split along z,
+    /// or streamed. Its levels are computed in order, each tile walking its whole column.
+    Sweep {
+        group: usize,
+        tiles_z: usize,
+        stream: bool,
+    },
     /// Tiles of one dimension are too uneven.
     UnevenTiles {
         group: usize,
@@ -113,6 +120,15 @@ impl fmt::Display for Infeasibility {
             Infeasibility::StreamSplitRows { group, tiles_x } => write!(
                 f,
                 "group {group}: streams with {tiles_x} tiles along x; a streamed tile spans whole rows (1 tile along x)"
+            ),
+            Infeasibility::Sweep {
+                group,
+                tiles_z,
+                stream,
+            } => write!(
+                f,
+                "group {group}: {}; in a program with a sweep every group computes whole columns (1 tile along z) and none streams",
+                if stream { "streams".to_string() } else { format!("{tiles_z} tiles along z") }
             ),
             Infeasibility::UnevenTiles {
                 group,
@@ -193,6 +209,13 @@ pub fn group_infeasibility_with(
 ) -> Option<Infeasibility> {
     let (even_tiles, parallel_ok) = (tests.even_tiles, tests.parallel_ok);
     let dom = analysis.domain;
+    if analysis.has_sweeps() && (tiles[2] > 1 || stream) {
+        return Some(Infeasibility::Sweep {
+            group,
+            tiles_z: tiles[2],
+            stream,
+        });
+    }
     for d in 0..3 {
         if !even_tiles(dom[d], tiles[d], machine.slack.size) {
             return Some(Infeasibility::UnevenTiles {

@@ -52,7 +52,7 @@ fn declare_variables(
     options: &MilpOptions,
 ) {
     let n_st = analysis.stencils.len();
-    let range = options.space.tile_range(analysis.domain);
+    let range = options.space.tile_range_of(analysis);
     for i in 0..n_st.saturating_sub(1) {
         let c = smt.declare(format!("cut_{i}"), Sort::Int);
         let fixed = options

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use crate::language::analysis::{Analysis, ArrayId, ArrayKind};
 use crate::language::expr::Expr;
-use crate::language::program::{Program, Stencil};
+use crate::language::program::{Computation, Program, Stencil};
 
 use super::operations::{binary, call, unary};
 use super::real::Real;
@@ -134,17 +134,36 @@ impl<'a, T: Real> Machine<'a, T> {
                 (domain[d] + info.extent[d][1]) as i64,
             )
         });
-        let mut results = Vec::new();
-        for k in region[2].0..region[2].1 {
+        // Level by level, each level stored before the next is computed: a sweep reads the
+        // levels before it (a backward sweep walks down).
+        let levels: Vec<i64> = match stencil.computation {
+            Computation::Backward => (region[2].0..region[2].1).rev().collect(),
+            _ => (region[2].0..region[2].1).collect(),
+        };
+        let array = info.array;
+        for k in levels {
+            let body = (0..stencil.bodies.len())
+                .find(|&b| {
+                    let (lo, hi) = stencil.body_levels(b, domain[2]);
+                    stencil.bodies[b].levels.is_none() || (lo <= k && k < hi)
+                })
+                .map(|b| &stencil.bodies[b])
+                .ok_or_else(|| {
+                    InterpError(format!(
+                        "`{}` has no interval holding level {k}",
+                        stencil.name
+                    ))
+                })?;
+            let mut results = Vec::new();
             for j in region[1].0..region[1].1 {
                 for i in region[0].0..region[0].1 {
                     let at = [i, j, k];
                     let mut locals: Vec<(&str, Tracked<T>)> = Vec::new();
-                    for l in &stencil.lets {
+                    for l in &body.lets {
                         let v = self.eval(&l.expr, at, &locals)?;
                         locals.push((l.name.as_str(), v));
                     }
-                    let v = self.eval(&stencil.expr, at, &locals)?;
+                    let v = self.eval(&body.expr, at, &locals)?;
                     let n = self.index(at).ok_or_else(|| {
                         InterpError(format!(
                             "`{}` evaluated at {at:?}, outside domain plus halo",
@@ -154,12 +173,12 @@ impl<'a, T: Real> Machine<'a, T> {
                     results.push((n, v));
                 }
             }
-        }
-        let f = &mut self.fields[info.array];
-        for (n, v) in results {
-            f.values[n] = v.v;
-            f.bounds[n] = v.e;
-            f.computed[n] = true;
+            let f = &mut self.fields[array];
+            for (n, v) in results {
+                f.values[n] = v.v;
+                f.bounds[n] = v.e;
+                f.computed[n] = true;
+            }
         }
         Ok(())
     }
