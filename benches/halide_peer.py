@@ -406,6 +406,9 @@ def load_program(path):
         if not isinstance(s, dict):
             err(key, "expected a mapping with name, optional let, and expr")
         for k in s:
+            if k in ("computation", "intervals"):
+                err(f"{key}.{k}", "sweeps and intervals (vertical solvers) are not built in this "
+                    "peer; compare them with absinthe's interpreter (tests/reference.rs) instead")
             if k not in ("name", "let", "expr"):
                 err(f"{key}.{k}", "unknown key; the keys are name, let, expr")
         name = s.get("name")

@@ -55,6 +55,15 @@ struct StencilReport {
     output: bool,
     /// Cells beyond the domain the reference evaluates, [[i-, i+], [j-, j+], [k-, k+]].
     extent: [[usize; 2]; 3],
+    /// `parallel`, `forward` or `backward`.
+    computation: &'static str,
+    /// The levels `[lo, hi)` of each interval, in the order written (absent: one body on
+    /// every level).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    intervals: Vec<[i64; 2]>,
+    /// A sweep's reads of its own array (offsets).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    self_reads: Vec<[i32; 3]>,
 }
 
 #[derive(Serialize)]
@@ -82,7 +91,19 @@ fn report(program: &Program, a: &Analysis) -> Report {
         stencils: a
             .stencils
             .iter()
-            .map(|s| StencilReport {
+            .enumerate()
+            .map(|(n, s)| StencilReport {
+                computation: s.computation.name(),
+                intervals: match s.intervals {
+                    true => (0..program.stencils[n].bodies.len())
+                        .map(|b| {
+                            let (lo, hi) = program.stencils[n].body_levels(b, program.domain[2]);
+                            [lo, hi]
+                        })
+                        .collect(),
+                    false => Vec::new(),
+                },
+                self_reads: s.self_reads.clone(),
                 name: s.name.clone(),
                 reads: s
                     .bounds
@@ -170,7 +191,7 @@ fn print_table(r: &Report) {
                 rows.push(vec![
                     if first { n.to_string() } else { String::new() },
                     if first {
-                        format!("{}{}", s.name, if s.output { " (out)" } else { "" })
+                        format!("{}{}", s.name, mode(s))
                     } else {
                         String::new()
                     },
@@ -193,7 +214,7 @@ fn print_table(r: &Report) {
             if rows.is_empty() {
                 rows.push(vec![
                     n.to_string(),
-                    s.name.clone(),
+                    format!("{}{}", s.name, mode(s)),
                     "-".into(),
                     "0".into(),
                     "-".into(),
@@ -238,4 +259,27 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         ),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the table shows after a stencil's name: `(out)`, a sweep, its intervals.
+fn mode(s: &StencilReport) -> String {
+    let mut parts = Vec::new();
+    if s.output {
+        parts.push("out".to_string());
+    }
+    if s.computation != "parallel" {
+        parts.push(s.computation.to_string());
+    }
+    if !s.intervals.is_empty() {
+        let levels: Vec<String> = s
+            .intervals
+            .iter()
+            .map(|[lo, hi]| format!("{lo}..{hi}"))
+            .collect();
+        parts.push(format!("k {}", levels.join(" ")));
+    }
+    match parts.is_empty() {
+        true => String::new(),
+        false => format!(" ({})", parts.join(", ")),
+    }
 }

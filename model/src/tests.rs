@@ -767,3 +767,104 @@ fn scalars_are_read_bare_and_checked() {
         assert!(got.iter().any(|e| e.contains(want)), "{got:?} lacks {want}");
     }
 }
+
+#[test]
+fn sweeps_and_intervals_are_checked() {
+    let text = |stencils: &str| {
+        format!("name: t\ndomain: [4, 4, 5]\nhalo: [1, 1, 1]\noutputs: [x]\nstencils:\n{stencils}")
+    };
+    let forward = |rest: &str| {
+        text(&format!(
+            "  - name: x\n    computation: forward\n    intervals:\n      - k: [0, 1]\n        expr: a(i,j,k)\n      - k: [1, null]\n        expr: {rest}\n"
+        ))
+    };
+    let ok = forward("a(i,j,k) + 0.5 * x(i,j,k-1)");
+    let a = analyse(&ok);
+    assert!(a.has_sweeps());
+    assert_eq!(a.stencils[0].self_reads, [[0, 0, -1]]);
+    assert_eq!(a.stencils[0].extent, [[0; 2]; 3]);
+    let p = Program::from_yaml(&ok).unwrap();
+    let back = Program::from_yaml(&p.to_yaml()).unwrap();
+    assert_eq!(back.stencils, {
+        let mut s = p.stencils.clone();
+        for (b, c) in s[0].bodies.iter_mut().zip(&back.stencils[0].bodies) {
+            b.sources = c.sources.clone();
+        }
+        s
+    });
+    let cases = [
+        (
+            forward("a(i,j,k) + x(i,j,k+1)"),
+            "stencils[0].intervals[1].expr: stencil `x`: `x(i, j, k+1)`: a forward sweep reads its own array only at k-1, k-2, ...",
+        ),
+        (
+            forward("a(i,j,k) + x(i+1,j,k-1)"),
+            "`x(i+1, j, k-1)`: a forward sweep reads its own array only at k-1",
+        ),
+        (
+            forward("a(i,j,k) + x(i,j,k-2)"),
+            "`x(i, j, k-2)` at level 1 reads level -1, outside the domain's levels 0..5",
+        ),
+        (
+            text("  - name: x\n    expr: a(i,j,k) + x(i,j,k-1)\n"),
+            "stencils[0].expr: stencil `x` reads its own array `x`: a stencil may not read what it writes (a cycle), unless it is a sweep",
+        ),
+        (
+            text("  - name: x\n    intervals:\n      - k: [0, 2]\n        expr: a(i,j,k)\n      - k: [3, null]\n        expr: a(i,j,k)\n"),
+            "stencils[0].intervals[1].k: the intervals must cover the domain's 5 levels without overlap: levels [2, 3) are in no interval",
+        ),
+        (
+            text("  - name: x\n    intervals:\n      - k: [0, 3]\n        expr: a(i,j,k)\n      - k: [-3, null]\n        expr: a(i,j,k)\n"),
+            "it overlaps an earlier interval at levels [2, 3)",
+        ),
+        (
+            text("  - name: x\n    intervals:\n      - k: [0, -1]\n        expr: a(i,j,k)\n"),
+            "stencils[0].intervals: the intervals must cover the domain's 5 levels without overlap: levels [4, 5) are in no interval",
+        ),
+        (
+            text("  - name: x\n    intervals:\n      - k: [2, 2]\n        expr: a(i,j,k)\n"),
+            "stencils[0].intervals[0].k: interval [2, 2] is levels [2, 2) of the domain's 5: an interval must hold at least one level",
+        ),
+        (
+            text("  - name: x\n    intervals:\n      - k: [0, 9]\n        expr: a(i,j,k)\n"),
+            "interval [0, 9] is levels [0, 9)",
+        ),
+        (
+            text("  - name: x\n    expr: a(i,j,k)\n    intervals:\n      - k: [0, null]\n        expr: a(i,j,k)\n"),
+            "stencils[0].intervals: a stencil has either `expr:` (every level) or `intervals:`, not both",
+        ),
+        (
+            text("  - name: x\n    computation: sideways\n    expr: a(i,j,k)\n"),
+            "computation",
+        ),
+        (
+            text("  - name: x\n    let:\n      b: a(i,j,k)\n    intervals:\n      - k: [0, null]\n        expr: a(i,j,k)\n"),
+            "stencils[0].let: a stencil with `intervals:` has its `let` locals in each interval",
+        ),
+        (
+            text("  - name: y\n    intervals:\n      - k: [0, null]\n        expr: a(i,j,k)\n  - name: x\n    expr: y(i,j,k+1)\n"),
+            "stencils[1].expr: stencil `x` reads `y` 1 level(s) beyond the domain's top (5 levels) on the k+ side, but `y` is computed by intervals",
+        ),
+        (
+            text("  - name: y\n    intervals:\n      - k: [0, null]\n        expr: a(i,j,k)\n  - name: x\n    intervals:\n      - k: [0, -1]\n        expr: y(i,j,k+1)\n      - k: [-1, null]\n        expr: y(i,j,k-2)\n"),
+            "",
+        ),
+    ];
+    for (program, want) in cases {
+        let got = errors(&program);
+        if want.is_empty() {
+            assert!(got.is_empty(), "{got:?}\n{program}");
+        } else {
+            assert!(got.iter().any(|e| e.contains(want)), "{got:?} lacks {want}");
+        }
+    }
+    // A sweep is never inlined; a program with one is costed in whole columns, unstreamed.
+    let b = analyse(&text("  - name: y\n    computation: forward\n    intervals:\n      - k: [0, 1]\n        expr: a(i,j,k)\n      - k: [1, null]\n        expr: y(i,j,k-1)\n  - name: x\n    expr: y(i,j,k)\n"));
+    assert!(crate::language::inline::candidates(&b).is_empty());
+    let m = test_machine();
+    let split = Configuration::new(vec![0], vec![[1, 1, 5]]);
+    assert!(matches!(
+        evaluate(&a, &m, &split).infeasible,
+        Some(Infeasibility::Sweep { tiles_z: 5, .. })
+    ));
+}

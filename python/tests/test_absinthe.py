@@ -258,7 +258,14 @@ def numpy_outputs(peer, path, inputs, scalars=None):
     return prog, values, uses_libm
 
 
-SHIPPED = sorted(p.stem for p in (ROOT / "configs").glob("*.yaml"))
+def _by_levels(path):
+    """Whether a program has sweeps or intervals (the NumPy evaluator here computes every level
+    at once; test_thomas_solve_matches_numpy covers those)."""
+    text = path.read_text()
+    return "computation:" in text or "intervals:" in text
+
+
+SHIPPED = sorted(p.stem for p in (ROOT / "configs").glob("*.yaml") if not _by_levels(p))
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -282,3 +289,25 @@ def test_every_shipped_program_equals_numpy(name):
             np.testing.assert_allclose(g, w, rtol=tol, atol=tol, err_msg=f"{name}: {out}")
         else:
             assert np.array_equal(g, w), f"{name}: {out} differs by {np.nanmax(np.abs(g - w))}"
+
+
+def test_thomas_solve_matches_numpy():
+    """The implicit vertical diffusion (a forward and a backward sweep) against a textbook
+    solve of each column's tridiagonal system with NumPy, to 1e-12 relative."""
+    p = program("cosmo_vdiff_implicit", (6, 5, 9))
+    k = p.compile(machine=MACHINE, threads=2)
+    rng = np.random.default_rng(11)
+    x = {"t": rng.uniform(-1.0, 1.0, k.shape), "kv": rng.uniform(0.5, 1.5, k.shape)}
+    dt, rdz2 = 30.0, 0.04
+    got = k(**x, dt=dt, rdz2=rdz2)["tnew"]
+    nx, ny, nz = 6, 5, 9
+    hz = 1
+    for j in range(ny):
+        for i in range(nx):
+            kv = x["kv"][hz:hz + nz + 1, j, i]  # interfaces 0..nz (the top one unused)
+            a = dt * rdz2 * kv[:nz]
+            c = dt * rdz2 * kv[1:nz + 1]
+            a[0], c[nz - 1] = 0.0, 0.0  # no flux through the bottom and the top
+            m = np.diag(1.0 + a + c) - np.diag(a[1:], -1) - np.diag(c[:-1], 1)
+            want = np.linalg.solve(m, x["t"][hz:hz + nz, j, i])
+            np.testing.assert_allclose(got[hz:hz + nz, j, i], want, rtol=1e-12, atol=1e-14)
