@@ -399,18 +399,18 @@ def load_program(path):
             err(f"scalars[{n}]", f"`{s}` is not a valid scalar name")
     p.scalar_values = [absinthe_value((1 << 32) + n, 0, 0, 0) for n in range(len(p.scalars))]
 
-    p.stencils = []  # (name, [(local, tree)], tree)
+    p.stencils = []  # (name, [(local, tree)], tree); tree None for a stencil by levels
+    # Per stencil: its computation and bodies [(k, [(local, tree)], tree)], k None (every
+    # level) or the interval [start, end] as written (end None: the top).
+    p.computation, p.bodies = {}, {}
     names = []
     for n, s in enumerate(doc["stencils"]):
         key = f"stencils[{n}]"
         if not isinstance(s, dict):
             err(key, "expected a mapping with name, optional let, and expr")
         for k in s:
-            if k in ("computation", "intervals"):
-                err(f"{key}.{k}", "sweeps and intervals (vertical solvers) are not built in this "
-                    "peer; compare them with absinthe's interpreter (tests/reference.rs) instead")
-            if k not in ("name", "let", "expr"):
-                err(f"{key}.{k}", "unknown key; the keys are name, let, expr")
+            if k not in ("name", "let", "expr", "computation", "intervals"):
+                err(f"{key}.{k}", "unknown key; the keys are name, computation, let, expr, intervals")
         name = s.get("name")
         if not isinstance(name, str) or not IDENT.match(name) or name in INDEX_NAMES or name in FUNCTIONS:
             err(f"{key}.name", f"`{name}` is not a valid array name")
@@ -427,17 +427,38 @@ def load_program(path):
             except ParseError as e:
                 err(where, f"column {e.column}: {e}  [in: {src.strip()}]")
 
-        lets = []
-        raw_lets = s.get("let") or {}
-        if not isinstance(raw_lets, dict):
-            err(f"{key}.let", "expected a mapping of local names to expressions")
-        for lname, lsrc in raw_lets.items():
-            if not isinstance(lname, str) or not IDENT.match(lname) or lname in INDEX_NAMES:
-                err(f"{key}.let", f"`{lname}` is not a valid local name")
-            lets.append((lname, parse(lsrc, f"{key}.let.{lname}")))
-        if "expr" not in s:
-            err(f"{key}.expr", "missing")
-        p.stencils.append((name, lets, parse(s["expr"], f"{key}.expr")))
+        def body(src, where):
+            lets = []
+            raw_lets = src.get("let") or {}
+            if not isinstance(raw_lets, dict):
+                err(f"{where}.let", "expected a mapping of local names to expressions")
+            for lname, lsrc in raw_lets.items():
+                if not isinstance(lname, str) or not IDENT.match(lname) or lname in INDEX_NAMES:
+                    err(f"{where}.let", f"`{lname}` is not a valid local name")
+                lets.append((lname, parse(lsrc, f"{where}.let.{lname}")))
+            if "expr" not in src:
+                err(f"{where}.expr", "missing")
+            return lets, parse(src["expr"], f"{where}.expr")
+
+        p.computation[name] = s.get("computation", "parallel")
+        if p.computation[name] not in ("parallel", "forward", "backward"):
+            err(f"{key}.computation", "expected parallel, forward or backward")
+        if "intervals" in s:
+            if not isinstance(s["intervals"], list) or not s["intervals"]:
+                err(f"{key}.intervals", "expected a non-empty list of intervals")
+            bodies = []
+            for m, iv in enumerate(s["intervals"]):
+                where = f"{key}.intervals[{m}]"
+                k = iv.get("k") if isinstance(iv, dict) else None
+                if not isinstance(k, list) or len(k) != 2:
+                    err(f"{where}.k", "expected [start, end]")
+                bodies.append((k,) + body(iv, where))
+            p.bodies[name] = bodies
+            p.stencils.append((name, [], None))
+        else:
+            lets, tree = body(s, key)
+            p.bodies[name] = [(None, lets, tree)]
+            p.stencils.append((name, lets, tree))
 
     # Array numbering exactly as Analysis::new: stencils in order, then inputs in the order of
     # their first access (per stencil: lets in order, then expr; accesses in source order).
@@ -445,20 +466,23 @@ def load_program(path):
     p.array_id = {name: n for n, name in enumerate(names)}
     p.inputs = []
     reads = {}  # stencil -> [(array, offset)]
-    for n, (name, lets, expr) in enumerate(p.stencils):
+    for n, (name, _, _) in enumerate(p.stencils):
         key = f"stencils[{n}]"
         acc = []
-        defined = []
-        for lname, tree in lets:
-            for used in visit_locals(tree, []):
+        for _, lets, expr in p.bodies[name]:
+            defined = []
+            for lname, tree in lets:
+                for used in visit_locals(tree, []):
+                    if used not in defined and used not in p.scalars:
+                        err(f"{key}.let.{lname}", f"undefined local `{used}` (a let may use only earlier lets)")
+                visit_accesses(tree, acc)
+                defined.append(lname)
+            for used in visit_locals(expr, []):
                 if used not in defined and used not in p.scalars:
-                    err(f"{key}.let.{lname}", f"undefined local `{used}` (a let may use only earlier lets)")
-            visit_accesses(tree, acc)
-            defined.append(lname)
-        for used in visit_locals(expr, []):
-            if used not in defined and used not in p.scalars:
-                err(f"{key}.expr", f"undefined local `{used}`")
-        visit_accesses(expr, acc)
+                    err(f"{key}.expr", f"undefined local `{used}`")
+            visit_accesses(expr, acc)
+        if p.computation[name] != "parallel":
+            acc = [(a, o) for a, o in acc if a != name]  # a sweep reads its own earlier levels
         for array, _ in acc:
             if array not in p.array_id:
                 p.array_id[array] = len(p.array_id)
@@ -468,8 +492,8 @@ def load_program(path):
                 err(f"{key}.expr", f"stencil `{name}` reads `{array}`, {what}; a stencil may read "
                     "only inputs and earlier stencils")
         reads[name] = acc
-    for n, (name, lets, _) in enumerate(p.stencils):
-        for lname, _ in lets:
+    for n, (name, _, _) in enumerate(p.stencils):
+        for lname, _ in (l for _, lets, _ in p.bodies[name] for l in lets):
             if lname in p.array_id:
                 err(f"stencils[{n}].let.{lname}", f"a let name may not equal an array's name (`{lname}`)")
     for o in doc["outputs"]:
@@ -486,9 +510,14 @@ def load_program(path):
         name = p.stencils[n][0]
         if need[name] is None:
             err(f"stencils[{n}]", f"stencil `{name}` is neither an output nor read by another stencil (dead code)")
+        # A stencil by levels (a sweep, or intervals) reads along k only inside the domain's
+        # levels (absinthe checks it per interval).
+        by_levels = p.computation[name] != "parallel" or p.bodies[name][0][0] is not None
         for array, off in reads[name]:
             cur = need[array] or [[0, 0], [0, 0], [0, 0]]
             for d in range(3):
+                if d == 2 and by_levels:
+                    continue
                 cur[d][0] = max(cur[d][0], need[name][d][0] - off[d])
                 cur[d][1] = max(cur[d][1], need[name][d][1] + off[d])
             need[array] = cur
@@ -616,6 +645,10 @@ def build_pipeline(hl, np, program):
     buffers are constants (as in absinthe's kernels), and estimates are set for the
     autoschedulers: the domain for outputs, the allocated box for inputs.
     """
+    by_levels = [name for name, _, tree in program.stencils if tree is None]
+    if by_levels:
+        raise UserError(f"{program.path}: `{by_levels[0]}` is a sweep or has intervals: vertical "
+                        "solvers are not built in the Halide peer (benches/gt4py_peer.py runs them)")
     T = hl.Float(32) if program.type == "float" else hl.Float(64)
     x, y, z = hl.Var("x"), hl.Var("y"), hl.Var("z")
     if program.type == "float":

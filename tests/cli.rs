@@ -379,14 +379,14 @@ fn scalars_from_the_command_line_reach_the_harness() {
         "{header}"
     );
     let harness = std::fs::read_to_string(out.join("cosmo_smag_params_harness.cpp")).unwrap();
-    assert!(harness.contains("const double sc_dt = (double)0x1.4000000000000p+4;"));
+    assert!(harness.contains("    double sc_dt = (double)0x1.4000000000000p+4;"));
     assert!(harness.contains(&format!(
-        "const double sc_rdx = (double){};",
+        "    double sc_rdx = (double){};",
         absinthe_codegen::cexpr::hex_double(4.5454545e-4)
     )));
     // rdy and cs_dx2 were not given: their defaults.
     assert!(harness.contains(&format!(
-        "const double sc_rdy = (double){};",
+        "    double sc_rdy = (double){};",
         absinthe_codegen::cexpr::hex_double(absinthe_model::language::interp::scalar_default(2))
     )));
     let exe = out.join("harness");

@@ -21,7 +21,8 @@ pub mod formats {
     pub mod yaml;
 }
 
-/// The stencil language: programs (the file and its validation), expressions, the access
+/// The stencil language: programs (the file and its validation, the levels of sweeps and
+/// intervals, run-time scalars), expressions, the access
 /// analysis, the reference semantics evaluated in Rust, inlining (a program rewrite), and (with
 /// the `generate` feature, which the tests and examples turn on) generated programs for tests
 /// and benchmarks.
@@ -32,7 +33,9 @@ pub mod language {
     pub mod generate;
     pub mod inline;
     pub mod interp;
+    pub mod levels;
     pub mod program;
+    pub mod scalars;
 }
 
 /// The cost model: its formulas written once (`formula`), `evaluate` in f64 and integers,

@@ -1,6 +1,7 @@
 """The Python package against NumPy evaluations of the same programs, written here
 independently of absinthe's code generator and interpreter, and its refusals."""
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -311,3 +312,47 @@ def test_thomas_solve_matches_numpy():
             m = np.diag(1.0 + a + c) - np.diag(a[1:], -1) - np.diag(c[:-1], 1)
             want = np.linalg.solve(m, x["t"][hz:hz + nz, j, i])
             np.testing.assert_allclose(got[hz:hz + nz, j, i], want, rtol=1e-12, atol=1e-14)
+
+
+def test_the_harness_runs_on_inputs_from_outside(tmp_path):
+    """ABSINTHE_LOAD_INPUTS: the generated harness reads the inputs and scalars written here,
+    verifies the kernel against its reference on them, and its dumped output equals a NumPy
+    solve of the same columns; a short file and a missing scalar are refused by name."""
+    import json
+    import subprocess
+    p = program("cosmo_vdiff_implicit", (7, 3, 6))
+    out = tmp_path / "gen"
+    absinthe._run("codegen", str(p.path), "--harness", "-o", str(out), "--machine", str(MACHINE))
+    exe = tmp_path / "harness"
+    subprocess.run(["g++", "-O1", "-fopenmp", "-ffp-contract=off", "-o", str(exe),
+                    *map(str, sorted(out.glob("*.cpp")))], check=True)
+    nx, ny, nz, hz = 7, 3, 6, 1
+    rng = np.random.default_rng(5)
+    t = rng.uniform(-1.0, 1.0, (nz + 2 * hz, ny, nx))
+    kv = rng.uniform(0.5, 1.5, (nz + 2 * hz, ny, nx))
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    t.tofile(inputs / "t.bin")
+    kv.tofile(inputs / "kv.bin")
+    dt, rdz2 = 20.0, 0.25
+    (inputs / "scalars.json").write_text(json.dumps({"dt": dt, "rdz2": rdz2}))
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    env = dict(os.environ, ABSINTHE_LOAD_INPUTS=str(inputs), ABSINTHE_DUMP_OUTPUTS=str(dump))
+    run = subprocess.run([str(exe), "2"], env=env, capture_output=True, text=True)
+    assert run.returncode == 0 and '"verified":true' in run.stdout, run.stdout + run.stderr
+    got = np.fromfile(dump / "cosmo_vdiff_implicit.outputs").reshape(nz, ny, nx)
+    for j in range(ny):
+        for i in range(nx):
+            a = dt * rdz2 * kv[hz:hz + nz, j, i]
+            c = dt * rdz2 * kv[hz + 1:hz + nz + 1, j, i]
+            a[0], c[nz - 1] = 0.0, 0.0
+            m = np.diag(1.0 + a + c) - np.diag(a[1:], -1) - np.diag(c[:-1], 1)
+            np.testing.assert_allclose(got[:, j, i], np.linalg.solve(m, t[hz:hz + nz, j, i]),
+                                       rtol=1e-12, atol=1e-14)
+    (inputs / "scalars.json").write_text(json.dumps({"dt": dt}))
+    run = subprocess.run([str(exe), "2"], env=env, capture_output=True, text=True)
+    assert run.returncode == 2 and "has no number for the scalar `rdz2`" in run.stderr
+    (inputs / "t.bin").write_bytes(t.tobytes()[:-8])
+    run = subprocess.run([str(exe), "2"], env=env, capture_output=True, text=True)
+    assert run.returncode == 2 and "t.bin holds" in run.stderr and "input `t` takes 7 x 3 x 8" in run.stderr

@@ -11,7 +11,8 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use crate::formats::diagnostic::{closest, edit_distance, Diagnostic};
 use crate::formats::machine::OperationWeights;
 use crate::language::expr::OperationCounts;
-use crate::language::program::{access_snippet, Computation, Program, DIMS};
+use crate::language::levels::Computation;
+use crate::language::program::{access_snippet, Program, DIMS};
 
 /// Index into [`Analysis::arrays`].
 pub type ArrayId = usize;
@@ -192,26 +193,12 @@ fn stencil_infos(
             );
         }
         let bounds = bounds_of(&reads);
-        // The operations of one evaluation: those of the body on the most levels (an interval
-        // stencil's interior).
-        let widest = (0..s.bodies.len())
-            .max_by_key(|&b| {
-                let (lo, hi) = s.body_levels(b, program.domain[2]);
-                (hi - lo, std::cmp::Reverse(b))
-            })
-            .unwrap_or(0);
-        let body = &s.bodies[widest];
         stencils.push(StencilInfo {
             name: s.name.clone(),
             array: n,
             fetch_weight: 1 + reads.len() as u64,
             operations: 0,
-            operation_counts: body
-                .lets
-                .iter()
-                .map(|l| l.expr.operation_counts())
-                .sum::<OperationCounts>()
-                + body.expr.operation_counts(),
+            operation_counts: operation_counts(s, program.domain[2]),
             accesses: reads.into_iter().collect(),
             bounds,
             readers: Vec::new(),
@@ -223,6 +210,23 @@ fn stencil_infos(
         });
     }
     stencils
+}
+
+/// The operations of one evaluation of `s`: those of its body on the most levels (an interval
+/// stencil's interior), its `let`s included.
+fn operation_counts(s: &crate::language::program::Stencil, nz: usize) -> OperationCounts {
+    let widest = (0..s.bodies.len())
+        .max_by_key(|&b| {
+            let (lo, hi) = s.body_levels(b, nz);
+            (hi - lo, std::cmp::Reverse(b))
+        })
+        .unwrap_or(0);
+    let body = &s.bodies[widest];
+    body.lets
+        .iter()
+        .map(|l| l.expr.operation_counts())
+        .sum::<OperationCounts>()
+        + body.expr.operation_counts()
 }
 
 /// The data-flow graph (one node per array, an edge from each array to each stencil reading
@@ -261,41 +265,43 @@ fn link_readers(
     graph
 }
 
-/// The cells of array `a` (domain coordinates, `[lo, hi)` per dimension) that stencil `n`'s
-/// bodies read, each body over its region: the domain grown by the stencil's extent, along k
-/// the body's interval. The stencil's own array (a sweep's self-reads) is left out.
+/// How far beyond the domain stencil `n`'s bodies read each array, `[[below, above]; 3]`: its
+/// extent widened by the access offsets (an offset toward the domain does not narrow it), and
+/// along k for a body on an interval `[lo, hi)`, the levels `[lo + c, hi + c)` it reads beyond
+/// `0..nz`. The stencil's own array (a sweep's self-reads) is left out.
 fn read_regions(
     program: &Program,
     stencils: &[StencilInfo],
     ids: &HashMap<String, ArrayId>,
     n: usize,
-) -> BTreeMap<ArrayId, [(i64, i64); 3]> {
-    let domain = program.domain;
+) -> BTreeMap<ArrayId, Extent> {
+    let nz = program.domain[2] as i64;
     let ext = stencils[n].extent;
     let st = &program.stencils[n];
-    let mut regions: BTreeMap<ArrayId, [(i64, i64); 3]> = BTreeMap::new();
+    let mut needs: BTreeMap<ArrayId, Extent> = BTreeMap::new();
     for (b, body) in st.bodies.iter().enumerate() {
-        let mut region =
-            [0, 1, 2].map(|d| (-(ext[d][0] as i64), domain[d] as i64 + ext[d][1] as i64));
-        if body.levels.is_some() {
-            region[2] = st.body_levels(b, domain[2]);
-        }
+        let levels = body.levels.map(|_| st.body_levels(b, program.domain[2]));
         let mut note = |name: &str, off: [i32; 3]| {
             let Some(&a) = ids.get(name) else { return };
             if a == n {
                 return;
             }
-            let r = regions.entry(a).or_insert([(i64::MAX, i64::MIN); 3]);
+            let need = needs.entry(a).or_insert([[0; 2]; 3]);
             for d in 0..3 {
-                r[d].0 = r[d].0.min(region[d].0 + off[d] as i64);
-                r[d].1 = r[d].1.max(region[d].1 + off[d] as i64);
+                let o = off[d] as i64;
+                let (below, above) = match (d, levels) {
+                    (2, Some((lo, hi))) => ((-(lo + o)).max(0), (hi + o - nz).max(0)),
+                    _ => (ext[d][0] as i64 + (-o).max(0), ext[d][1] as i64 + o.max(0)),
+                };
+                need[d][0] = need[d][0].max(below as usize);
+                need[d][1] = need[d][1].max(above as usize);
             }
         };
         for e in body.lets.iter().map(|l| &l.expr).chain([&body.expr]) {
             e.visit_accesses(&mut |name, off| note(name, off));
         }
     }
-    regions
+    needs
 }
 
 /// The extents the reference evaluates each stencil on, from the last stencil backwards: each
@@ -306,14 +312,13 @@ fn widen_extents(
     arrays: &[Array],
     ids: &HashMap<String, ArrayId>,
 ) {
-    let domain = program.domain;
     for n in (0..stencils.len()).rev() {
-        for (a, r) in read_regions(program, stencils, ids, n) {
+        for (a, need) in read_regions(program, stencils, ids, n) {
             if let ArrayKind::Stencil(m) = arrays[a].kind {
                 for d in 0..3 {
                     let e = &mut stencils[m].extent[d];
-                    e[0] = e[0].max((-r[d].0).max(0) as usize);
-                    e[1] = e[1].max((r[d].1 - domain[d] as i64).max(0) as usize);
+                    e[0] = e[0].max(need[d][0]);
+                    e[1] = e[1].max(need[d][1]);
                 }
             }
         }
@@ -342,10 +347,7 @@ fn check_halo(
             };
             for d in 0..3 {
                 for side in 0..2 {
-                    let need = match side {
-                        0 => (-r[d].0).max(0) as usize,
-                        _ => (r[d].1 - domain[d] as i64).max(0) as usize,
-                    };
+                    let need = r[d][side];
                     let sign = if side == 0 { "-" } else { "+" };
                     let message = match producer {
                         None if need > program.halo[d] => format!(

@@ -649,7 +649,7 @@ fn column_program_attempt(seed: u64) -> String {
     for s in 0..n {
         // A read of an input or an earlier stencil at level offset `dk`: horizontal offsets
         // on inputs and on stencils computed on every level at once.
-        let mut term = |rng: &mut Rng, dk: i64, read: &mut Vec<bool>| {
+        let term = |rng: &mut Rng, dk: i64, read: &mut [bool]| {
             let pick = rng.below(inputs.len() + s);
             let (array, plain) = match pick < inputs.len() {
                 true => (inputs[pick].to_string(), true),

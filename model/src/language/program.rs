@@ -11,6 +11,8 @@ use crate::formats::diagnostic::{Diagnostic, FileError};
 use crate::formats::limits;
 use crate::formats::yaml;
 use crate::language::expr::{parse_expr_spanned, AccessSpan, Expr, Func};
+use crate::language::levels::{check_intervals, Computation, Levels};
+use crate::language::scalars::check_scalars;
 
 /// The three dimensions, in memory order: x (contiguous, index `i`), y (`j`), z (`k`).
 pub const DIMS: [&str; 3] = ["i", "j", "k"];
@@ -55,51 +57,6 @@ pub struct Stencil {
     /// What it computes: one body on every level (a stencil with `expr:`), or one body per
     /// interval of levels (`intervals:`), which together cover the domain's levels.
     pub bodies: Vec<Body>,
-}
-
-/// GT4Py's `computation(...)`: how a stencil's levels are ordered.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Computation {
-    /// Every level independently (the default).
-    #[default]
-    Parallel,
-    /// Level by level from the bottom: the stencil may read its own values at `k-1`, `k-2`, ...
-    Forward,
-    /// Level by level from the top: the stencil may read its own values at `k+1`, `k+2`, ...
-    Backward,
-}
-
-impl Computation {
-    pub fn name(self) -> &'static str {
-        match self {
-            Computation::Parallel => "parallel",
-            Computation::Forward => "forward",
-            Computation::Backward => "backward",
-        }
-    }
-
-    /// A sweep: the levels are computed in order (forward or backward).
-    pub fn is_sweep(self) -> bool {
-        self != Computation::Parallel
-    }
-}
-
-/// The levels of one interval, GT4Py's `interval(start, end)`: counted from the bottom, a
-/// negative value from the top, `end` None for the top.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Levels {
-    pub start: i64,
-    pub end: Option<i64>,
-}
-
-impl Levels {
-    /// The levels `[start, end)` in a domain of `nz` levels (possibly empty or out of range:
-    /// the program reader refuses those).
-    pub fn resolve(self, nz: usize) -> (i64, i64) {
-        let at = |v: i64| if v < 0 { nz as i64 + v } else { v };
-        (at(self.start), self.end.map_or(nz as i64, at))
-    }
 }
 
 /// One body of a stencil: its `let` locals and expression, on every level or on one interval.
@@ -399,43 +356,6 @@ impl Program {
         crate::formats::yaml::to_string(&Value::Mapping(m)).unwrap_or_default()
     }
 
-    /// The values of the program's scalars, in the order of `scalars:`: each one `given`
-    /// (`--scalar NAME=VALUE`), the others their default
-    /// ([`scalar_default`](crate::language::interp::scalar_default)). A name the program does
-    /// not declare, a name given twice, and a value that is not finite are errors.
-    pub fn scalar_values(&self, given: &[(String, f64)]) -> Result<Vec<f64>, String> {
-        let mut values: Vec<Option<f64>> = vec![None; self.scalars.len()];
-        for (name, value) in given {
-            let Some(n) = self.scalars.iter().position(|s| s == name) else {
-                return Err(if self.scalars.is_empty() {
-                    format!(
-                        "--scalar {name}: program `{}` has no scalars (no `scalars:` list)",
-                        self.name
-                    )
-                } else {
-                    format!(
-                        "--scalar {name}: program `{}` has no scalar `{name}`; its scalars are {}",
-                        self.name,
-                        self.scalars.join(", ")
-                    )
-                });
-            };
-            if !value.is_finite() {
-                return Err(format!(
-                    "--scalar {name}: the value must be finite, found {value}"
-                ));
-            }
-            if values[n].replace(*value).is_some() {
-                return Err(format!("--scalar {name}: given twice"));
-            }
-        }
-        Ok(values
-            .into_iter()
-            .enumerate()
-            .map(|(n, v)| v.unwrap_or_else(|| crate::language::interp::scalar_default(n)))
-            .collect())
-    }
-
     /// Index of the stencil named `name`.
     pub fn stencil_index(&self, name: &str) -> Option<usize> {
         self.stencils.iter().position(|s| s.name == name)
@@ -548,67 +468,6 @@ fn read_body(
     }
 }
 
-/// The intervals of the stencil at `base` cover the domain's `nz` levels, each non-empty,
-/// without overlap: at most [`limits::MAX_INTERVALS`].
-fn check_intervals(base: &str, bodies: &[Body], nz: usize, errors: &mut Vec<Diagnostic>) {
-    if bodies.is_empty() || bodies.len() > limits::MAX_INTERVALS {
-        errors.push(Diagnostic::new(
-            format!("{base}.intervals"),
-            format!(
-                "a stencil has 1 to {} intervals, found {}",
-                limits::MAX_INTERVALS,
-                bodies.len()
-            ),
-        ));
-        return;
-    }
-    let mut ranges = Vec::new();
-    for (m, b) in bodies.iter().enumerate() {
-        let levels = b.levels.expect("an interval's body has levels");
-        let (lo, hi) = levels.resolve(nz);
-        let written = format!(
-            "[{}, {}]",
-            levels.start,
-            levels.end.map_or("null".to_string(), |e| e.to_string())
-        );
-        if lo < 0 || hi > nz as i64 || lo >= hi {
-            errors.push(Diagnostic::new(
-                format!("{base}.intervals[{m}].k"),
-                format!(
-                    "interval {written} is levels [{lo}, {hi}) of the domain's {nz}: an interval must hold at least one level of 0..{nz}"
-                ),
-            ));
-            return;
-        }
-        ranges.push((lo, hi, m));
-    }
-    ranges.sort_unstable();
-    let mut next = 0;
-    for &(lo, hi, m) in &ranges {
-        if lo != next {
-            let why = if lo > next {
-                format!("levels [{next}, {lo}) are in no interval")
-            } else {
-                format!("it overlaps an earlier interval at levels [{lo}, {next})")
-            };
-            errors.push(Diagnostic::new(
-                format!("{base}.intervals[{m}].k"),
-                format!("the intervals must cover the domain's {nz} levels without overlap: {why}"),
-            ));
-            return;
-        }
-        next = hi;
-    }
-    if next != nz as i64 {
-        errors.push(Diagnostic::new(
-            format!("{base}.intervals"),
-            format!(
-                "the intervals must cover the domain's {nz} levels without overlap: levels [{next}, {nz}) are in no interval"
-            ),
-        ));
-    }
-}
-
 /// A stencil's name is an identifier and not a reserved word.
 fn check_stencil_name(base: &str, name: &str, errors: &mut Vec<Diagnostic>) {
     if !is_identifier(name) {
@@ -701,84 +560,6 @@ fn check_stencil_locals(stencils: &[Stencil], errors: &mut Vec<Diagnostic>) {
             &s.sources.expr,
             errors,
         );
-    }
-}
-
-/// Checks a program's `scalars:`: identifiers, not reserved, each listed once, at most
-/// [`limits::MAX_SCALARS`], and not the name of an array (a stencil, a declared input, or an
-/// array read) or of a `let` local.
-fn check_scalars(
-    scalars: &[String],
-    stencils: &[Stencil],
-    inputs: &Option<Vec<String>>,
-    errors: &mut Vec<Diagnostic>,
-) {
-    if scalars.len() > limits::MAX_SCALARS {
-        errors.push(Diagnostic::new(
-            "scalars",
-            format!(
-                "the program has {} scalars; absinthe handles at most {}",
-                scalars.len(),
-                limits::MAX_SCALARS
-            ),
-        ));
-        return;
-    }
-    // Every name that is an array, with what makes it one (the first such place).
-    let mut arrays: BTreeMap<String, String> = BTreeMap::new();
-    for (n, s) in stencils.iter().enumerate() {
-        arrays
-            .entry(s.name.clone())
-            .or_insert_with(|| format!("the array written by stencils[{n}]"));
-    }
-    for (n, name) in inputs.iter().flatten().enumerate() {
-        arrays
-            .entry(name.clone())
-            .or_insert_with(|| format!("the input listed at inputs[{n}]"));
-    }
-    for (n, s) in stencils.iter().enumerate() {
-        for e in s.exprs() {
-            e.visit_accesses(&mut |a, _| {
-                arrays
-                    .entry(a.to_string())
-                    .or_insert_with(|| format!("an array read by stencils[{n}]"));
-            });
-        }
-    }
-    let mut seen = HashSet::new();
-    for (n, name) in scalars.iter().enumerate() {
-        let path = format!("scalars[{n}]");
-        if !is_identifier(name) {
-            errors.push(Diagnostic::new(
-                path,
-                format!("`{name}` is not an identifier ([A-Za-z_][A-Za-z0-9_]*)"),
-            ));
-        } else if let Some(why) = reserved_reason(name) {
-            errors.push(Diagnostic::new(
-                path,
-                format!("`{name}` {why} and cannot name a scalar"),
-            ));
-        } else if !seen.insert(name) {
-            errors.push(Diagnostic::new(path, format!("`{name}` is listed twice")));
-        } else if let Some(what) = arrays.get(name) {
-            errors.push(Diagnostic::new(
-                path,
-                format!("`{name}` is {what}; a scalar and an array may not share a name"),
-            ));
-        }
-    }
-    for b in stencils.iter().flat_map(|s| &s.bodies) {
-        for l in &b.lets {
-            if scalars.contains(&l.name) {
-                errors.push(Diagnostic::new(
-                    format!("{}.let.{}", b.path, l.name),
-                    format!(
-                        "local `{}` has the name of a scalar of the program; a `let` name may not shadow a scalar",
-                        l.name
-                    ),
-                ));
-            }
-        }
     }
 }
 

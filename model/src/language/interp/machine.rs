@@ -6,7 +6,8 @@ use std::collections::HashMap;
 
 use crate::language::analysis::{Analysis, ArrayId, ArrayKind};
 use crate::language::expr::Expr;
-use crate::language::program::{Computation, Program, Stencil};
+use crate::language::levels::Computation;
+use crate::language::program::{Program, Stencil};
 
 use super::operations::{binary, call, unary};
 use super::real::Real;

@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""absinthe against GT4Py on one stencil program, side by side on this machine.
+
+The program (absinthe's YAML) is written as a GT4Py gtscript stencil: each stencil one
+`computation(PARALLEL | FORWARD | BACKWARD)` block with its `interval`s, its `let` locals and
+intermediate stencils temporaries, the run-time scalars keyword arguments. It is compiled by each
+GT4Py backend asked for (`gt:cpu_kfirst`, `gt:cpu_ifirst`, `dace:cpu`, `numpy`), run on the inputs
+absinthe's harness uses (absinthe_value, shared with benches/halide_peer.py), its outputs checked
+against the kernel absinthe verified, and timed the same way: the caches flushed by reading a
+buffer before each run, the first quarter of the runs discarded, the median of the rest. A GT4Py
+call is timed from Python, as a user calls it: its call overhead counts.
+
+absinthe's rows come from `absinthe bench` (naive, unfused, noinline, opt) with the same flush
+(`--flush read --flush-bytes`), in its default build (FMA contraction allowed), which is what the
+gt backends compile too (no fast-math).
+"""
+
+import argparse
+import gc
+import json
+import os
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import halide_peer as hp  # noqa: E402  (the program parser, absinthe's inputs, the absinthe rows)
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BACKENDS = ["gt:cpu_kfirst", "gt:cpu_ifirst", "dace:cpu", "numpy"]
+COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
+
+
+def gtscript_source(program, nz):
+    """The gtscript definition of `program` as Python source, and the Python name of each input,
+    output and scalar (arrays become `f_<name>`, locals `l_<stencil>_<name>`, scalars `s_<name>`:
+    names such as `in` are Python keywords)."""
+    fields = program.inputs + program.outputs
+    params = ", ".join(f"f_{a}: F" for a in fields)
+    if program.scalars:
+        params += ", *, " + ", ".join(f"s_{s}: float" for s in program.scalars)
+    lines = [f"def definition({params}):"]
+    for name, _, _ in program.stencils:
+        comp = program.computation[name].upper()
+        bodies = program.bodies[name]
+        if bodies[0][0] is None:
+            lines.append(f"    with computation({comp}), interval(...):")
+            lines += body_lines(program, name, bodies[0][1], bodies[0][2], " " * 8)
+            continue
+        lines.append(f"    with computation({comp}):")
+
+        def start(b):
+            s = b[0][0]
+            return s if s >= 0 else nz + s
+        for k, lets, tree in sorted(bodies, key=start, reverse=comp == "BACKWARD"):
+            end = "None" if k[1] is None else str(k[1])
+            lines.append(f"        with interval({k[0]}, {end}):")
+            lines += body_lines(program, name, lets, tree, " " * 12)
+    return "\n".join(lines) + "\n"
+
+
+def body_lines(program, name, lets, tree, indent):
+    env = {s: f"s_{s}" for s in program.scalars}
+    out = []
+    for lname, ltree in lets:
+        code = value(ltree, env)
+        env[lname] = f"l_{name}_{lname}"
+        out.append(f"{indent}{env[lname]} = {code}")
+    out.append(f"{indent}f_{name} = {value(tree, env)}")
+    return out
+
+
+def value(e, env):
+    """An expression as a gtscript value (comparisons and logic as 1.0 or 0.0, as in absinthe)."""
+    tag = e[0]
+    if tag == "num":
+        return repr(float(e[2])) if len(e) > 2 else repr(float(e[1]))
+    if tag == "local":
+        return env[e[1]]
+    if tag == "access":
+        a, b, c = e[2]
+        return f"f_{e[1]}[{a}, {b}, {c}]"
+    if tag == "neg":
+        return f"(-{value(e[1], env)})"
+    if tag == "not" or (tag == "bin" and e[1] in COMPARISONS + ("&&", "||")):
+        return f"(1.0 if {truth(e, env)} else 0.0)"
+    if tag == "bin":
+        op = "**" if e[1] == "^" else e[1]
+        return f"({value(e[2], env)} {op} {value(e[3], env)})"
+    if tag == "cond":
+        return f"({value(e[2], env)} if {truth(e[1], env)} else {value(e[3], env)})"
+    if tag == "call":
+        name, args = e[1], [value(a, env) for a in e[2]]
+        if name in ("min", "max"):
+            # absinthe's min(a, b) is a < b ? a : b (max: a > b ? a : b), NaN cases included.
+            cmp = "<" if name == "min" else ">"
+            return f"({args[0]} if {args[0]} {cmp} {args[1]} else {args[1]})"
+        if name in ("abs", "fabs"):
+            return f"abs({args[0]})"
+        if name == "pow":
+            return f"({args[0]} ** {args[1]})"
+        return f"{name}({args[0]})"  # sqrt exp log floor ceil
+    raise AssertionError(f"unknown node {tag}")
+
+
+def truth(e, env):
+    """An expression as a gtscript condition: a value is true when it is not 0."""
+    tag = e[0]
+    if tag == "bin" and e[1] in COMPARISONS:
+        return f"({value(e[2], env)} {e[1]} {value(e[3], env)})"
+    if tag == "bin" and e[1] in ("&&", "||"):
+        op = "and" if e[1] == "&&" else "or"
+        return f"({truth(e[2], env)} {op} {truth(e[3], env)})"
+    if tag == "not":
+        return f"(not {truth(e[1], env)})"
+    return f"({value(e, env)} != 0.0)"
+
+
+def build(program, backend, source, log):
+    """The compiled GT4Py stencil for `backend` (the definition exec'd from `source`)."""
+    import numpy as np
+    from gt4py.cartesian import gtscript
+    namespace = {"np": np}
+    exec("from gt4py.cartesian.gtscript import PARALLEL, FORWARD, BACKWARD, computation, interval, "
+         "Field, sqrt, exp, log, floor, ceil\n", namespace)
+    namespace["F"] = namespace["Field"][np.float32 if program.type == "float" else np.float64]
+    with tempfile.NamedTemporaryFile("w", suffix=".py", prefix=f"{program.name}_gt_", delete=False) as f:
+        f.write("from gt4py.cartesian.gtscript import *  # noqa\n" + source)
+        path = f.name
+    code = compile(source, path, "exec")
+    exec(code, namespace)
+    log(f"gt4py {backend}: compiling ...")
+    return gtscript.stencil(backend=backend, definition=namespace["definition"], name=program.name)
+
+
+def run_gt4py(args, program, backend, inputs, flush, log):
+    import numpy as np
+    import gt4py.storage as storage
+    row = {"implementation": "gt4py", "variant": backend, "median": None, "min": None, "max": None,
+           "error": None}
+    try:
+        t0 = time.perf_counter()
+        stencil = build(program, backend, gtscript_source(program, program.domain[2]), log)
+        row["compile_seconds"] = time.perf_counter() - t0
+        dtype = np.float32 if program.type == "float" else np.float64
+        H, D = program.halo, program.domain
+        shape = tuple(D[d] + 2 * H[d] for d in range(3))
+        fields = {}
+        for a in program.inputs:
+            # absinthe's inputs are (z, y, x) arrays; GT4Py's fields are indexed (i, j, k).
+            fields[f"f_{a}"] = storage.from_array(np.ascontiguousarray(inputs[a].transpose(2, 1, 0)),
+                                                  dtype=dtype, backend=backend, aligned_index=tuple(H))
+        for o in program.outputs:
+            fields[f"f_{o}"] = storage.full(shape, np.nan, dtype=dtype, backend=backend,
+                                            aligned_index=tuple(H))
+        scalars = {f"s_{s}": float(dtype(v)) for s, v in zip(program.scalars, program.scalar_values)}
+        call = dict(fields, **scalars, origin=tuple(H), domain=tuple(D), validate_args=False)
+        stencil(**call)  # untimed warm-up; its outputs are checked
+        outs = [np.asarray(fields[f"f_{o}"])[H[0]:H[0] + D[0], H[1]:H[1] + D[1], H[2]:H[2] + D[2]]
+                .transpose(2, 1, 0).copy() for o in program.outputs]
+        times = []
+        gc.disable()
+        try:
+            for _ in range(args.runs):
+                flush()
+                start = time.perf_counter()
+                stencil(**call)
+                times.append(time.perf_counter() - start)
+        finally:
+            gc.enable()
+        row.update(hp.summarize(times))
+        return row, outs
+    except Exception as e:  # a backend failing on a program is a result, not a crash
+        message = " ".join(str(e).split())[:400] or type(e).__name__
+        row["error"] = f"{type(e).__name__}: {message}"
+        log(f"gt4py {backend}: FAILED: {row['error']}")
+        return row, None
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="gt4py_peer.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="""examples:
+  build/gt4py-venv/bin/python benches/gt4py_peer.py configs/cosmo_hvdiff.yaml --machine M
+  build/gt4py-venv/bin/python benches/gt4py_peer.py configs/hdiff.yaml --backends gt:cpu_kfirst --runs 16
+  build/gt4py-venv/bin/python benches/gt4py_peer.py configs/cosmo_vdiff_implicit.yaml --print-source
+  make bench-gt4py GT4PY_PROGRAM=configs/cosmo_hvdiff_256.yaml GT4PY_ARGS="--runs 32"
+
+Set up: python3 -m venv build/gt4py-venv && build/gt4py-venv/bin/pip install gt4py numpy pyyaml,
+and boost's headers (Debian: libboost-dev) for the gt: backends (or `make bench-gt4py`).""")
+    parser.add_argument("program", help="the stencil program (YAML)")
+    parser.add_argument("--runs", type=int, default=32, help="timed runs per row; the first quarter is discarded (default 32)")
+    parser.add_argument("--backends", default="gt:cpu_kfirst,gt:cpu_ifirst,dace:cpu",
+                        help=f"GT4Py backends, comma-separated, from {', '.join(BACKENDS)} (default: the three CPU ones)")
+    parser.add_argument("--threads", type=int, default=2, help="OpenMP threads of both sides (default 2)")
+    parser.add_argument("--machine", default=os.path.join(REPO, "build", "demo", "machine.yaml"),
+                        help="absinthe's machine file (default build/demo/machine.yaml)")
+    parser.add_argument("--absinthe", default=os.path.join(REPO, "target", "release", "absinthe"),
+                        help="the absinthe executable (default target/release/absinthe)")
+    parser.add_argument("--absinthe-args", default="", metavar="ARGS", help="extra arguments for `absinthe bench`")
+    parser.add_argument("--flush-bytes", type=int, default=None,
+                        help="bytes read before each run, on both sides (default 1.25 x the largest cache in sysfs)")
+    parser.add_argument("--print-source", action="store_true", help="print the gtscript definition and stop")
+    parser.add_argument("--format", choices=["table", "json"], default="table")
+    args = parser.parse_args(argv)
+    args.float = "strict"  # absinthe's default build, as run_absinthe reads it
+
+    def log(message):
+        print(message, file=sys.stderr, flush=True)
+
+    try:
+        program = hp.load_program(args.program)
+        if args.print_source:
+            print(gtscript_source(program, program.domain[2]), end="")
+            return 0
+        unknown = [b for b in args.backends.split(",") if b not in BACKENDS]
+        if unknown:
+            raise hp.UserError(f"--backends: unknown backend {unknown[0]}; the backends are {', '.join(BACKENDS)}")
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)
+        os.environ.setdefault("CXXFLAGS", "-std=c++20")  # dace:cpu on g++ 12
+        import numpy as np
+        flush_bytes = args.flush_bytes if args.flush_bytes is not None else int(1.25 * hp.llc_bytes())
+        flush = hp.NumpyFlusher(np, flush_bytes)
+        inputs = {a: hp.absinthe_inputs(np, program, a) for a in program.inputs}
+        # hp.absinthe_inputs reads program.alloc: the domain plus halo.
+        rows = []
+        with tempfile.TemporaryDirectory() as dump_dir:
+            rows += hp.run_absinthe(args, program, dump_dir, flush_bytes, log)
+            dump = os.path.join(dump_dir, "opt.outputs")
+            want = hp.read_dump(np, program, dump) if os.path.exists(dump) else None
+        for backend in args.backends.split(","):
+            row, outs = run_gt4py(args, program, backend, inputs, flush, log)
+            if outs is not None and want is not None:
+                ok, worst = hp.compare(np, program, outs, want)
+                row["check"] = f"{'verified' if ok else 'MISMATCH'} (rel {worst:.1e})"
+                if not ok:
+                    row["error"] = row["check"]
+            rows.append(row)
+    except hp.UserError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    opt = next((r["median"] for r in rows if r.get("variant") == "opt" and r["median"]), None)
+    peers = [r for r in rows if r["implementation"] == "gt4py" and r["median"] and not r["error"]]
+    best = min(peers, key=lambda r: r["median"]) if peers else None
+    if args.format == "json":
+        print(json.dumps({"program": program.name, "rows": rows, "best_gt4py": best and best["variant"],
+                          "opt_over_best": best and opt and best["median"] / opt}, indent=1))
+        return 0
+    print(f"{program.name} ({'x'.join(map(str, program.domain))}, {program.type}): {args.runs} runs per row, "
+          f"the first quarter discarded, {flush_bytes} bytes read before each; {args.threads} threads")
+    print(f"{'implementation':<24}{'median':>11}{'min':>11}{'max':>11}{'vs opt':>9}  check")
+    for r in rows:
+        label = f"{r['implementation']} {r['variant']}"
+        if r["error"] and r["median"] is None:
+            print(f"{label:<24}FAILED: {r['error']}")
+            continue
+        vs = hp.ratio(opt, r["median"])
+        print(f"{label:<24}{hp.human(r['median']):>11}{hp.human(r['min']):>11}{hp.human(r['max']):>11}"
+              f"{'-' if vs is None else f'{vs:.2f}x':>9}  {r.get('check', '')}")
+    if best and opt:
+        verdict = "beats it" if opt < best["median"] else "loses to it"
+        print(f"best GT4Py backend: {best['variant']} ({hp.human(best['median'])}); absinthe opt "
+              f"({hp.human(opt)}) {verdict}: {best['median'] / opt:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+//! Run-time scalars (`scalars:`): the checks of their names, and their values for a run
+//! (`--scalar NAME=VALUE`, else each one's default).
+
+use std::collections::{BTreeMap, HashSet};
+
+use crate::formats::diagnostic::Diagnostic;
+use crate::formats::limits;
+use crate::language::program::{is_identifier, reserved_reason, Program, Stencil};
+
+impl Program {
+    /// The values of the program's scalars, in the order of `scalars:`: each one `given`
+    /// (`--scalar NAME=VALUE`), the others their default
+    /// ([`scalar_default`](crate::language::interp::scalar_default)). A name the program does
+    /// not declare, a name given twice, and a value that is not finite are errors.
+    pub fn scalar_values(&self, given: &[(String, f64)]) -> Result<Vec<f64>, String> {
+        let mut values: Vec<Option<f64>> = vec![None; self.scalars.len()];
+        for (name, value) in given {
+            let Some(n) = self.scalars.iter().position(|s| s == name) else {
+                return Err(if self.scalars.is_empty() {
+                    format!(
+                        "--scalar {name}: program `{}` has no scalars (no `scalars:` list)",
+                        self.name
+                    )
+                } else {
+                    format!(
+                        "--scalar {name}: program `{}` has no scalar `{name}`; its scalars are {}",
+                        self.name,
+                        self.scalars.join(", ")
+                    )
+                });
+            };
+            if !value.is_finite() {
+                return Err(format!(
+                    "--scalar {name}: the value must be finite, found {value}"
+                ));
+            }
+            if values[n].replace(*value).is_some() {
+                return Err(format!("--scalar {name}: given twice"));
+            }
+        }
+        Ok(values
+            .into_iter()
+            .enumerate()
+            .map(|(n, v)| v.unwrap_or_else(|| crate::language::interp::scalar_default(n)))
+            .collect())
+    }
+}
+
+/// Checks a program's `scalars:`: identifiers, not reserved, each listed once, at most
+/// [`limits::MAX_SCALARS`], and not the name of an array (a stencil, a declared input, or an
+/// array read) or of a `let` local.
+pub(crate) fn check_scalars(
+    scalars: &[String],
+    stencils: &[Stencil],
+    inputs: &Option<Vec<String>>,
+    errors: &mut Vec<Diagnostic>,
+) {
+    if scalars.len() > limits::MAX_SCALARS {
+        errors.push(Diagnostic::new(
+            "scalars",
+            format!(
+                "the program has {} scalars; absinthe handles at most {}",
+                scalars.len(),
+                limits::MAX_SCALARS
+            ),
+        ));
+        return;
+    }
+    // Every name that is an array, with what makes it one (the first such place).
+    let mut arrays: BTreeMap<String, String> = BTreeMap::new();
+    for (n, s) in stencils.iter().enumerate() {
+        arrays
+            .entry(s.name.clone())
+            .or_insert_with(|| format!("the array written by stencils[{n}]"));
+    }
+    for (n, name) in inputs.iter().flatten().enumerate() {
+        arrays
+            .entry(name.clone())
+            .or_insert_with(|| format!("the input listed at inputs[{n}]"));
+    }
+    for (n, s) in stencils.iter().enumerate() {
+        for e in s.exprs() {
+            e.visit_accesses(&mut |a, _| {
+                arrays
+                    .entry(a.to_string())
+                    .or_insert_with(|| format!("an array read by stencils[{n}]"));
+            });
+        }
+    }
+    let mut seen = HashSet::new();
+    for (n, name) in scalars.iter().enumerate() {
+        let path = format!("scalars[{n}]");
+        if !is_identifier(name) {
+            errors.push(Diagnostic::new(
+                path,
+                format!("`{name}` is not an identifier ([A-Za-z_][A-Za-z0-9_]*)"),
+            ));
+        } else if let Some(why) = reserved_reason(name) {
+            errors.push(Diagnostic::new(
+                path,
+                format!("`{name}` {why} and cannot name a scalar"),
+            ));
+        } else if !seen.insert(name) {
+            errors.push(Diagnostic::new(path, format!("`{name}` is listed twice")));
+        } else if let Some(what) = arrays.get(name) {
+            errors.push(Diagnostic::new(
+                path,
+                format!("`{name}` is {what}; a scalar and an array may not share a name"),
+            ));
+        }
+    }
+    for b in stencils.iter().flat_map(|s| &s.bodies) {
+        for l in &b.lets {
+            if scalars.contains(&l.name) {
+                errors.push(Diagnostic::new(
+                    format!("{}.let.{}", b.path, l.name),
+                    format!(
+                        "local `{}` has the name of a scalar of the program; a `let` name may not shadow a scalar",
+                        l.name
+                    ),
+                ));
+            }
+        }
+    }
+}
