@@ -8,7 +8,7 @@ DEMO_DIR ?= build/demo
 DEMO_MACHINE ?= $(DEMO_DIR)/machine.yaml
 ABSINTHE = ./target/release/absinthe
 
-.PHONY: setup demo test build bench-milp bench-halide cache-peer lint python-test python-overhead
+.PHONY: setup demo test build bench-milp bench-halide bench-gt4py cache-peer lint python-test python-overhead
 
 setup:
 	@./scripts/setup.sh
@@ -72,6 +72,24 @@ bench-halide: build
 	@$(if $(findstring --no-absinthe,$(HALIDE_ARGS)),true,test -f $(DEMO_MACHINE) || { mkdir -p $(DEMO_DIR) && \
 		$(ABSINTHE) learn --machine machines/template.yaml --out $(DEMO_MACHINE) --quiet; })
 	$(HALIDE_VENV)/bin/python benches/halide_peer.py $(HALIDE_PROGRAM) --machine $(DEMO_MACHINE) $(HALIDE_ARGS)
+
+# absinthe against GT4Py's CPU backends (gt:cpu_kfirst, gt:cpu_ifirst, dace:cpu) on one program,
+# side by side: absinthe's naive, unfused, noinline and opt, then the program written as a gtscript
+# stencil (sweeps and intervals included), timed the same way, its outputs checked against
+# absinthe's (benches/gt4py_peer.py --help). Creates build/gt4py-venv (pip: gt4py numpy pyyaml),
+# installs boost's headers (Debian libboost-dev, for the gt: backends) when root may, and learns
+# this machine into $(DEMO_MACHINE) when missing. Options via GT4PY_ARGS, e.g.
+# GT4PY_ARGS="--runs 16 --backends gt:cpu_kfirst".
+GT4PY_PROGRAM ?= configs/cosmo_hvdiff.yaml
+GT4PY_VENV ?= build/gt4py-venv
+bench-gt4py: build
+	@test -x $(GT4PY_VENV)/bin/python || python3 -m venv $(GT4PY_VENV)
+	@$(GT4PY_VENV)/bin/python -c "import gt4py, numpy, yaml" 2>/dev/null || $(GT4PY_VENV)/bin/pip install gt4py numpy pyyaml
+	@test -d /usr/include/boost || { test "$$(id -u)" = 0 && apt-get install -y -qq --no-install-recommends libboost-dev >/dev/null; } || \
+		{ echo "bench-gt4py: the gt: backends need boost's headers: apt-get install libboost-dev" >&2; exit 1; }
+	@test -f $(DEMO_MACHINE) || { mkdir -p $(DEMO_DIR) && \
+		$(ABSINTHE) learn --machine machines/template.yaml --out $(DEMO_MACHINE) --quiet; }
+	$(GT4PY_VENV)/bin/python benches/gt4py_peer.py $(GT4PY_PROGRAM) --machine $(DEMO_MACHINE) $(GT4PY_ARGS)
 
 # The cache model against Kerncraft's cache simulator (pycachesim): `absinthe cache --trace` on
 # small domains of shipped programs, the trace replayed through pycachesim per level and thread;

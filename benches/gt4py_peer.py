@@ -125,7 +125,7 @@ def build(program, backend, source, log):
          "Field, sqrt, exp, log, floor, ceil\n", namespace)
     namespace["F"] = namespace["Field"][np.float32 if program.type == "float" else np.float64]
     with tempfile.NamedTemporaryFile("w", suffix=".py", prefix=f"{program.name}_gt_", delete=False) as f:
-        f.write("from gt4py.cartesian.gtscript import *  # noqa\n" + source)
+        f.write(source)  # gtscript reads the definition's source back from its file
         path = f.name
     code = compile(source, path, "exec")
     exec(code, namespace)

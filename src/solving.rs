@@ -58,7 +58,7 @@ pub fn solve_program(
     let (original, original_analysis, machine, view) = load_on(program_path, machine_arg)?;
     let options = search.milp_options(&original)?;
     let solve_options = search.solve_options()?;
-    if let Some(note) = tile_count_note(original.domain, &view, &options.space) {
+    if let Some(note) = tile_count_note(&original_analysis, &view, &options.space) {
         eprintln!("note: {}: {note}", program_path.display());
     }
     let progress = Progress::start(format!("solving {}", program_path.display()));

@@ -53,7 +53,7 @@ pub(crate) fn naive_best(
         loop {
             let mut config =
                 Configuration::new(groups.clone(), idx.iter().map(|&k| triples[k]).collect());
-            if options.space.admits(&config, a.domain) {
+            if options.space.admits(&config, &a) {
                 let flags = if options.space.no_stream {
                     1
                 } else {
@@ -159,7 +159,7 @@ fn check_case(seed: u64, shape: &RandomShape, naive_limit: usize) -> (bool, bool
                     "seed {seed}: k_best total {t} vs evaluate {}",
                     cost.total
                 );
-                assert!(options.space.admits(c, a.domain));
+                assert!(options.space.admits(c, &a));
                 *t
             })
             .collect();
@@ -228,7 +228,7 @@ fn check_case(seed: u64, shape: &RandomShape, naive_limit: usize) -> (bool, bool
                     best
                 );
                 assert!(agree(opt.objective_seconds, opt.cost.total));
-                assert!(options.space.admits(&opt.config, a.domain));
+                assert!(options.space.admits(&opt.config, &a));
             }
             (Err(OptimizeError::Infeasible(_)), None) => {}
             (r, b) => panic!(

@@ -192,7 +192,7 @@ fn exercise_program(text: &str) {
         Err(d) => return check_errors(d),
     };
     let view = machine();
-    let tilings = admissible_tilings(program.domain, &view, &SearchSpace::default());
+    let tilings = admissible_tilings(&analysis, &view, &SearchSpace::default());
     assert!(tilings.len() <= crate::formats::limits::MAX_TILINGS);
     let n = analysis.stencils.len();
     let config = Configuration::new((0..n).collect(), vec![[1, 1, 1]; n]);
@@ -241,7 +241,7 @@ proptest! {
                     assert!(view.cache_values.is_finite() && view.cache_values > 0.0);
                     let program = Program::from_yaml(PROGRAMS[0]).expect("shipped");
                     let analysis = Analysis::new(&program).expect("shipped");
-                    let tilings = admissible_tilings(program.domain, &view, &SearchSpace::default());
+                    let tilings = admissible_tilings(&analysis, &view, &SearchSpace::default());
                     let config = Configuration::new(vec![0, 1, 2, 3], vec![[1, 1, 1]; 4]);
                     let _ = evaluate(&analysis, &view, &config);
                     assert!(tilings.len() <= crate::formats::limits::MAX_TILINGS);

@@ -102,7 +102,7 @@ pub fn check_estimate(
             return reject(format!("malformed configuration: {}", why.join("; ")));
         }
     };
-    if !options.space.admits(&config, analysis.domain) {
+    if !options.space.admits(&config, analysis) {
         return reject(
             "the configuration violates the program's constraints (fixed groups or tile-count bounds)"
                 .to_string(),

@@ -22,7 +22,7 @@ pub fn random_configurations(
 ) -> Vec<Configuration> {
     let mut rng = Rng::new(seed);
     let stencils = analysis.stencils.len();
-    let tilings = admissible_tilings(analysis.domain, view, options);
+    let tilings = admissible_tilings(analysis, view, options);
     let stream = options.stream_shape(analysis, view);
     let mut feasible_of: std::collections::HashMap<(usize, usize), Vec<[usize; 3]>> =
         std::collections::HashMap::new();

@@ -104,7 +104,7 @@ pub fn sweep(
         tiles[g][d] = count;
         let next = Configuration::new(config.groups.clone(), tiles)
             .canonical_stream(analysis, view, stream);
-        if !bounds.admits(&next, analysis.domain) || out.iter().any(|s| s.config == next) {
+        if !bounds.admits(&next, analysis) || out.iter().any(|s| s.config == next) {
             continue;
         }
         let cost = evaluate(analysis, view, &next);

@@ -182,7 +182,7 @@ mod tests {
     /// every group.
     fn brute_force(analysis: &Analysis, toy: &Toy, options: &SearchSpace) -> Option<f64> {
         let n = analysis.stencils.len();
-        let tilings = admissible_tilings(analysis.domain, &toy.machine, options);
+        let tilings = admissible_tilings(analysis, &toy.machine, options);
         let best_group = |range: Range<usize>| {
             let group = toy.group(analysis, range);
             tilings

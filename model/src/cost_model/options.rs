@@ -95,9 +95,10 @@ impl SearchSpace {
             .then(|| stream_shape_on(analysis, machine))
     }
 
-    /// Whether a configuration respects these restrictions.
-    pub fn admits(&self, config: &Configuration, domain: [usize; 3]) -> bool {
-        if self.no_stream && !config.stream.is_empty() {
+    /// Whether a configuration of `analysis`'s program respects these restrictions (and, in a
+    /// program with a sweep, computes whole columns unstreamed).
+    pub fn admits(&self, config: &Configuration, analysis: &Analysis) -> bool {
+        if (self.no_stream || analysis.has_sweeps()) && !config.stream.is_empty() {
             return false;
         }
         if let Some(g) = &self.fixed_groups {
@@ -105,7 +106,7 @@ impl SearchSpace {
                 return false;
             }
         }
-        let range = self.tile_range(domain);
+        let range = self.tile_range_of(analysis);
         config
             .tiles
             .iter()

@@ -29,11 +29,11 @@ use crate::support::parallel::parallel_map;
 /// [`thinned_counts`]), so that the search's memory and time stay bounded on any domain `check`
 /// accepts. [`tile_count_note`] says when that happens.
 pub fn admissible_tile_counts(
-    domain: [usize; 3],
+    analysis: &Analysis,
     machine: &ModelMachine,
     options: &SearchSpace,
 ) -> [Vec<usize>; 3] {
-    tile_counts_and_ratios(domain, machine, options).0
+    tile_counts_and_ratios(analysis, machine, options).0
 }
 
 /// Counts along one dimension spanning at most this many are listed exactly (before the
@@ -43,11 +43,12 @@ pub const EXACT_SCAN: usize = 1 << 16;
 /// The counts per dimension and, for each thinned dimension, the ladder ratio it was thinned
 /// with.
 fn tile_counts_and_ratios(
-    domain: [usize; 3],
+    analysis: &Analysis,
     machine: &ModelMachine,
     options: &SearchSpace,
 ) -> ([Vec<usize>; 3], [Option<f64>; 3]) {
-    let range = options.tile_range(domain);
+    let domain = analysis.domain;
+    let range = options.tile_range_of(analysis);
     let slack = machine.slack.size;
     let mut ratio: [Option<f64>; 3] =
         [0, 1, 2].map(|d| (range[d].1 - range[d].0 >= EXACT_SCAN).then_some(1.01));
@@ -93,11 +94,12 @@ pub fn thinned_counts(extent: usize, range: (usize, usize), slack: f64, ratio: f
 /// A note for the user when [`admissible_tile_counts`] thins a dimension: which, how many counts
 /// it keeps, and by what ladder. None when every admissible count is searched.
 pub fn tile_count_note(
-    domain: [usize; 3],
+    analysis: &Analysis,
     machine: &ModelMachine,
     options: &SearchSpace,
 ) -> Option<String> {
-    let (counts, ratio) = tile_counts_and_ratios(domain, machine, options);
+    let domain = analysis.domain;
+    let (counts, ratio) = tile_counts_and_ratios(analysis, machine, options);
     let parts: Vec<String> = (0..3)
         .filter_map(|d| {
             ratio[d].map(|r| {
@@ -122,11 +124,11 @@ pub fn tile_count_note(
 /// The tile-count triples a group may take: admissible per dimension and parallel-efficient,
 /// in lexicographic order (x, then y, then z), each with its product.
 pub fn admissible_tilings(
-    domain: [usize; 3],
+    analysis: &Analysis,
     machine: &ModelMachine,
     options: &SearchSpace,
 ) -> Vec<([usize; 3], u64)> {
-    let counts = admissible_tile_counts(domain, machine, options);
+    let counts = admissible_tile_counts(analysis, machine, options);
     let mut out = Vec::new();
     for &nx in &counts[0] {
         for &ny in &counts[1] {
@@ -184,7 +186,7 @@ pub fn best_group_tiling(
     range: std::ops::Range<usize>,
     options: &SearchSpace,
 ) -> Option<([usize; 3], f64)> {
-    let tilings = admissible_tilings(analysis.domain, machine, options);
+    let tilings = admissible_tilings(analysis, machine, options);
     let model = Absinthe::new(machine);
     let shape = model.group(analysis, range);
     best_tilings_and_bound(
@@ -319,7 +321,7 @@ pub fn range_table_with<M: CostModel>(
     let machine = model.machine();
     let k = k.max(1);
     let n = analysis.stencils.len();
-    let tilings = admissible_tilings(analysis.domain, machine, options);
+    let tilings = admissible_tilings(analysis, machine, options);
     let first = parallel_map(n, threads, |start| {
         let mut row = Row::default();
         extend_row(
@@ -562,7 +564,7 @@ pub fn explain_infeasible(
 ) -> Option<String> {
     use crate::language::program::DIMS;
     let n = analysis.stencils.len();
-    let counts = admissible_tile_counts(analysis.domain, machine, options);
+    let counts = admissible_tile_counts(analysis, machine, options);
     let range = options.tile_range_of(analysis);
     for d in 0..3 {
         if counts[d].is_empty() {
