@@ -151,6 +151,26 @@ fn generated_code_is_clean_under_address_sanitizer() {
             }
         }
     }
+    // Sweeps and intervals: whole columns, one group or one per stencil, single-cell and
+    // whole-plane tiles.
+    for seed in 0..6 {
+        let text = absinthe_model::language::generate::random_column_program(seed);
+        let program = Program::from_yaml(&text).unwrap();
+        let analysis = Analysis::new(&program).unwrap();
+        let n = program.stencils.len();
+        let [nx, ny, _] = analysis.domain;
+        for tiles in [[1, 1, 1], [nx, ny, 1]] {
+            for groups in [vec![0; n], (0..n).collect()] {
+                let groups_count = groups.last().unwrap() + 1;
+                let config = Configuration::new(groups, vec![tiles; groups_count]);
+                let cost = evaluate(&analysis, &m, &config);
+                cases.push((
+                    format!("asan column seed{seed} {tiles:?} groups {:?}", config.groups),
+                    lower(&program, &analysis, &config, &cost).unwrap(),
+                ));
+            }
+        }
+    }
     check_bundles(
         &cases,
         16,
