@@ -165,7 +165,10 @@ fn generated_code_is_clean_under_address_sanitizer() {
                 let config = Configuration::new(groups, vec![tiles; groups_count]);
                 let cost = evaluate(&analysis, &m, &config);
                 cases.push((
-                    format!("asan column seed{seed} {tiles:?} groups {:?}", config.groups),
+                    format!(
+                        "asan column seed{seed} {tiles:?} groups {:?}",
+                        config.groups
+                    ),
                     lower(&program, &analysis, &config, &cost).unwrap(),
                 ));
             }
