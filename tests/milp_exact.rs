@@ -53,7 +53,7 @@ pub(crate) fn naive_best(
         loop {
             let mut config =
                 Configuration::new(groups.clone(), idx.iter().map(|&k| triples[k]).collect());
-            if options.space.admits(&config, &a) {
+            if options.space.admits(&config, a) {
                 let flags = if options.space.no_stream {
                     1
                 } else {
