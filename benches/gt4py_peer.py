@@ -16,7 +16,6 @@ gt backends compile too (no fast-math).
 """
 
 import argparse
-import gc
 import json
 import os
 import sys
@@ -167,17 +166,7 @@ def run_gt4py(args, program, backend, inputs, flush, log):
         stencil(**call)  # untimed warm-up; its outputs are checked
         outs = [np.asarray(fields[f"f_{o}"])[H[0]:H[0] + D[0], H[1]:H[1] + D[1], H[2]:H[2] + D[2]]
                 .transpose(2, 1, 0).copy() for o in program.outputs]
-        times = []
-        gc.disable()
-        try:
-            for _ in range(args.runs):
-                flush()
-                start = time.perf_counter()
-                stencil(**call)
-                times.append(time.perf_counter() - start)
-        finally:
-            gc.enable()
-        row.update(hp.summarize(times))
+        row.update(hp.summarize(hp.timed_runs(lambda: stencil(**call), args.runs, flush)))
         return row, outs
     except (Exception, SystemExit) as e:  # a backend failing is a result (setuptools exits)
         message = " ".join(str(e).split())[:400] or type(e).__name__

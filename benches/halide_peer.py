@@ -852,6 +852,21 @@ def halide_version():
         return None
 
 
+def timed_runs(run, runs, flush):
+    """Seconds of `runs` calls of `run`, each after `flush()`, the garbage collector off."""
+    times = []
+    gc.disable()
+    try:
+        for _ in range(runs):
+            flush()
+            start = time.perf_counter()
+            run()
+            times.append(time.perf_counter() - start)
+    finally:
+        gc.enable()
+    return times
+
+
 def summarize(times):
     kept = times[len(times) // 4:]
     return {"median": statistics.median(kept), "min": min(kept), "max": max(kept),
@@ -911,17 +926,7 @@ def run_halide(args, program, scheduler, hl, np, inputs, flush, log):
         log(f"halide {scheduler}: running {args.runs} runs ...")
         compiled(*call_args)  # untimed warm-up; its outputs are checked
         result_arrays = [o.copy() for o in outs]
-        times = []
-        gc.disable()
-        try:
-            for _ in range(args.runs):
-                flush()
-                start = time.perf_counter()
-                compiled(*call_args)
-                times.append(time.perf_counter() - start)
-        finally:
-            gc.enable()
-        row.update(summarize(times))
+        row.update(summarize(timed_runs(lambda: compiled(*call_args), args.runs, flush)))
         return row, result_arrays
     except Exception as e:  # an autoscheduler failing on a program is a result, not a crash
         message = " ".join(str(e).split()) or type(e).__name__

@@ -468,18 +468,22 @@ fn read_body(
     }
 }
 
+/// Why `name` cannot name a `what` (a stencil, an input, a scalar): not an identifier, or a
+/// reserved word; None when it can.
+pub(crate) fn name_problem(name: &str, what: &str) -> Option<String> {
+    if !is_identifier(name) {
+        Some(format!(
+            "`{name}` is not an identifier ([A-Za-z_][A-Za-z0-9_]*)"
+        ))
+    } else {
+        reserved_reason(name).map(|why| format!("`{name}` {why} and cannot name {what}"))
+    }
+}
+
 /// A stencil's name is an identifier and not a reserved word.
 fn check_stencil_name(base: &str, name: &str, errors: &mut Vec<Diagnostic>) {
-    if !is_identifier(name) {
-        errors.push(Diagnostic::new(
-            format!("{base}.name"),
-            format!("`{name}` is not an identifier ([A-Za-z_][A-Za-z0-9_]*)"),
-        ));
-    } else if let Some(why) = reserved_reason(name) {
-        errors.push(Diagnostic::new(
-            format!("{base}.name"),
-            format!("`{name}` {why} and cannot name a stencil"),
-        ));
+    if let Some(problem) = name_problem(name, "a stencil") {
+        errors.push(Diagnostic::new(format!("{base}.name"), problem));
     }
 }
 
@@ -649,16 +653,8 @@ fn check_inputs(inputs: &[String], stencils: &BTreeMap<&str, usize>, errors: &mu
     let mut inputs_seen = HashSet::new();
     for (n, name) in inputs.iter().enumerate() {
         let path = format!("inputs[{n}]");
-        if !is_identifier(name) {
-            errors.push(Diagnostic::new(
-                path,
-                format!("`{name}` is not an identifier ([A-Za-z_][A-Za-z0-9_]*)"),
-            ));
-        } else if let Some(why) = reserved_reason(name) {
-            errors.push(Diagnostic::new(
-                path,
-                format!("`{name}` {why} and cannot name an input"),
-            ));
+        if let Some(problem) = name_problem(name, "an input") {
+            errors.push(Diagnostic::new(path, problem));
         } else if let Some(&m) = stencils.get(name.as_str()) {
             errors.push(Diagnostic::new(
                 path,

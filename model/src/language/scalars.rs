@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use crate::formats::diagnostic::Diagnostic;
 use crate::formats::limits;
-use crate::language::program::{is_identifier, reserved_reason, Program, Stencil};
+use crate::language::program::{name_problem, Program, Stencil};
 
 impl Program {
     /// The values of the program's scalars, in the order of `scalars:`: each one `given`
@@ -90,16 +90,8 @@ pub(crate) fn check_scalars(
     let mut seen = HashSet::new();
     for (n, name) in scalars.iter().enumerate() {
         let path = format!("scalars[{n}]");
-        if !is_identifier(name) {
-            errors.push(Diagnostic::new(
-                path,
-                format!("`{name}` is not an identifier ([A-Za-z_][A-Za-z0-9_]*)"),
-            ));
-        } else if let Some(why) = reserved_reason(name) {
-            errors.push(Diagnostic::new(
-                path,
-                format!("`{name}` {why} and cannot name a scalar"),
-            ));
+        if let Some(problem) = name_problem(name, "a scalar") {
+            errors.push(Diagnostic::new(path, problem));
         } else if !seen.insert(name) {
             errors.push(Diagnostic::new(path, format!("`{name}` is listed twice")));
         } else if let Some(what) = arrays.get(name) {
