@@ -413,7 +413,7 @@ fn check_self_reads(program: &Program, s: &StencilInfo, n: usize, errors: &mut V
                         problems.push(format!(
                             "`{written}` at level {} reads level {level}, outside the domain's levels 0..{nz}: the {} interval needs a body that does not read it",
                             if forward { lo } else { hi - 1 },
-                            if forward { "first" } else { "last" }
+                            if forward { "bottom" } else { "top" }
                         ));
                     }
                 }
