@@ -422,6 +422,27 @@ fn sweeps_and_intervals_match_the_interpreter() {
 }
 
 #[test]
+fn emulated_cuda_intervals_match_the_interpreter() {
+    // Column programs without a sweep (the CUDA target refuses sweeps): stencils by intervals
+    // and on every level, at random groupings and tiles, z tiles and streaming included.
+    let subjects: Vec<Subject> = (0..4000)
+        .map(random_column_program)
+        .filter(|t| t.contains("intervals:") && !t.contains("computation:"))
+        .take(24)
+        .map(subject)
+        .collect();
+    assert_eq!(subjects.len(), 24);
+    let cases = cases(&subjects, 2, true, 5);
+    let tally = check(&subjects, &cases, 24);
+    assert_eq!(tally.exact, tally.total(), "{tally:?}");
+    eprintln!(
+        "CUDA emulation of intervals: {} cases, {} elements bit for bit",
+        cases.len(),
+        tally.exact
+    );
+}
+
+#[test]
 fn emulated_cuda_kernels_match_the_interpreter() {
     let subjects: Vec<Subject> = (1000..1060).map(random_subject).collect();
     let cases = cases(&subjects, 1, true, 2);

@@ -209,21 +209,19 @@ fn lower_with(
 
 /// Refuses what the targets do not compute level by level: in a program with a sweep, a group
 /// split along z or streamed (each tile walks whole columns, `Infeasibility::Sweep`); on the
-/// CUDA target, sweeps and intervals (not generated there yet).
+/// CUDA target, sweeps (not generated there yet: its blocks walk z upwards in planes).
 fn check_levels(
     program: &Program,
     analysis: &Analysis,
     config: &Configuration,
     target: Target,
 ) -> Result<(), CodegenError> {
-    let by_level = program
-        .stencils
-        .iter()
-        .find(|s| s.computation.is_sweep() || s.has_intervals());
-    if let (Target::Cuda, Some(s)) = (target, by_level) {
+    let sweep = program.stencils.iter().find(|s| s.computation.is_sweep());
+    if let (Target::Cuda, Some(s)) = (target, sweep) {
         return Err(CodegenError::Configuration(format!(
-            "stencil `{}` is a sweep or has intervals: the CUDA target does not generate those yet (use --target openmp)",
-            s.name
+            "stencil `{}` is a {} sweep: the CUDA target does not generate sweeps yet (use --target openmp)",
+            s.name,
+            s.computation.name()
         )));
     }
     if analysis.has_sweeps() {
