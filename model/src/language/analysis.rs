@@ -10,9 +10,9 @@ use petgraph::graph::{DiGraph, NodeIndex};
 
 use crate::formats::diagnostic::{closest, edit_distance, Diagnostic};
 use crate::formats::machine::OperationWeights;
-use crate::language::expr::OperationCounts;
+use crate::language::expr::{AccessSpan, Expr, OperationCounts};
 use crate::language::levels::Computation;
-use crate::language::program::{access_snippet, Program, DIMS};
+use crate::language::program::{access_snippet, Body, Program, DIMS};
 
 /// Index into [`Analysis::arrays`].
 pub type ArrayId = usize;
@@ -338,7 +338,6 @@ fn check_halo(
 ) {
     let domain = program.domain;
     for (n, s) in stencils.iter().enumerate() {
-        let at = |name: &str| access_error_site(program, n, name);
         for (a, r) in read_regions(program, stencils, ids, n) {
             let name = &arrays[a].name;
             let producer = match arrays[a].kind {
@@ -368,8 +367,7 @@ fn check_halo(
                         }
                         _ => continue,
                     };
-                    let (path, src) = at(name);
-                    errors.push(located(path, message, src, name));
+                    errors.push(access_error(program, n, name, message));
                 }
             }
         }
@@ -388,9 +386,9 @@ fn check_self_reads(program: &Program, s: &StencilInfo, n: usize, errors: &mut V
     let forward = s.computation == Computation::Forward;
     for (b, body) in st.bodies.iter().enumerate() {
         let (lo, hi) = st.body_levels(b, program.domain[2]);
-        let mut problems = Vec::new();
-        for e in body.lets.iter().map(|l| &l.expr).chain([&body.expr]) {
-            e.visit_accesses(&mut |name, off| {
+        for (path, expr, src, spans) in body_exprs(body) {
+            let mut problems = Vec::new();
+            expr.visit_accesses(&mut |name, off| {
                 if name != s.name {
                     return;
                 }
@@ -418,19 +416,40 @@ fn check_self_reads(program: &Program, s: &StencilInfo, n: usize, errors: &mut V
                     }
                 }
             });
-        }
-        problems.dedup();
-        for p in problems {
-            errors.push(located(
-                format!("{}.expr", body.path),
-                format!("stencil `{}`: {p}", s.name),
-                Some(&body.sources.expr),
-                &s.name,
-            ));
+            problems.dedup();
+            for p in problems {
+                let message = format!("stencil `{}`: {p}", s.name);
+                errors.push(located(path.clone(), message, src, spans, &s.name));
+            }
         }
     }
 }
 
+/// Each expression of `body` with its key path, source text and access spans: the
+/// expression, then the lets in order (where an error about a read points first).
+fn body_exprs(body: &Body) -> impl Iterator<Item = (String, &Expr, &str, &[AccessSpan])> {
+    let expr = (
+        format!("{}.expr", body.path),
+        &body.expr,
+        body.sources.expr.as_str(),
+        body.sources.expr_accesses.as_slice(),
+    );
+    let lets = body
+        .lets
+        .iter()
+        .zip(&body.sources.lets)
+        .map(|(l, (text, spans))| {
+            (
+                format!("{}.let.{}", body.path, l.name),
+                &l.expr,
+                text.as_str(),
+                spans.as_slice(),
+            )
+        });
+    std::iter::once(expr).chain(lets)
+}
+
+/// An offset as written after an index variable: `+1`, `-2`, or nothing for 0.
 fn signed(v: i32) -> String {
     match v {
         0 => String::new(),
@@ -439,34 +458,30 @@ fn signed(v: i32) -> String {
     }
 }
 
-/// Where stencil `n` reads `name` first: the key path of that expression and its source.
-fn access_error_site<'a>(program: &'a Program, n: usize, name: &str) -> (String, Option<&'a str>) {
+/// The error `message` at stencil `n`'s first read of `name`, with a caret under it.
+fn access_error(program: &Program, n: usize, name: &str, message: String) -> Diagnostic {
     let st = &program.stencils[n];
-    for body in &st.bodies {
-        if access_snippet(&body.sources.expr, &body.sources.expr_accesses, name).is_some() {
-            return (format!("{}.expr", body.path), Some(&body.sources.expr));
-        }
-        for (l, (text, spans)) in body.lets.iter().zip(&body.sources.lets) {
-            if access_snippet(text, spans, name).is_some() {
-                return (format!("{}.let.{}", body.path, l.name), Some(text));
-            }
-        }
-    }
-    (format!("{}.expr", st.bodies[0].path), None)
+    st.bodies
+        .iter()
+        .flat_map(body_exprs)
+        .find(|(_, _, _, spans)| spans.iter().any(|a| a.array == name))
+        .map(|(path, _, src, spans)| located(path, message.clone(), src, spans, name))
+        .unwrap_or_else(|| Diagnostic::new(format!("{}.expr", st.bodies[0].path), message))
 }
 
 /// A diagnostic at `path` with a caret under the first access of `name` in `src`.
-fn located(path: String, message: String, src: Option<&str>, name: &str) -> Diagnostic {
-    let mut d = Diagnostic::new(path, message);
-    if let Some(src) = src {
-        let spans = crate::language::expr::parse_expr_spanned(src)
-            .map(|(_, s)| s)
-            .unwrap_or_default();
-        if let Some((col, len)) = access_snippet(src, &spans, name) {
-            d = d.with_snippet(src, col, len);
-        }
+fn located(
+    path: String,
+    message: String,
+    src: &str,
+    spans: &[AccessSpan],
+    name: &str,
+) -> Diagnostic {
+    let d = Diagnostic::new(path, message);
+    match access_snippet(src, spans, name) {
+        Some((col, len)) => d.with_snippet(src, col, len),
+        None => d,
     }
-    d
 }
 
 /// Whether `name`, which no stencil writes, is missing from the program's declared `inputs:`.
