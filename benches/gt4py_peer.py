@@ -73,7 +73,7 @@ def value(e, env):
     """An expression as a gtscript value (comparisons and logic as 1.0 or 0.0, as in absinthe)."""
     tag = e[0]
     if tag == "num":
-        return repr(float(e[2])) if len(e) > 2 else repr(float(e[1]))
+        return repr(float(e[2]))
     if tag == "local":
         return env[e[1]]
     if tag == "access":
@@ -84,8 +84,7 @@ def value(e, env):
     if tag == "not" or (tag == "bin" and e[1] in COMPARISONS + ("&&", "||")):
         return f"(1.0 if {truth(e, env)} else 0.0)"
     if tag == "bin":
-        op = "**" if e[1] == "^" else e[1]
-        return f"({value(e[2], env)} {op} {value(e[3], env)})"
+        return f"({value(e[2], env)} {e[1]} {value(e[3], env)})"
     if tag == "cond":
         return f"({value(e[2], env)} if {truth(e[1], env)} else {value(e[3], env)})"
     if tag == "call":
@@ -139,6 +138,7 @@ def build(program, backend, source, log):
         return gtscript.stencil(backend=backend, definition=namespace["definition"], name=program.name)
     finally:
         del cxx[len(cxx) - len(extra):]
+        os.remove(path)
 
 
 def run_gt4py(args, program, backend, inputs, flush, log):
