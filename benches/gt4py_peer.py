@@ -35,7 +35,9 @@ def gtscript_source(program, nz):
     output and scalar (arrays become `f_<name>`, locals `l_<stencil>_<name>`, scalars `s_<name>`:
     names such as `in` are Python keywords)."""
     fields = program.inputs + program.outputs
-    params = ", ".join(f"f_{a}: F" for a in fields)
+    # A field over [i, j] is a `Field[IJ, T]` (`F_ij`), over [k] a `Field[K, T]` (`F_k`).
+    params = ", ".join(f"f_{a}: F" + ("" if program.dims(a) == "ijk" else f"_{program.dims(a)}")
+                       for a in fields)
     if program.scalars:
         params += ", *, " + ", ".join(f"s_{s}: float" for s in program.scalars)
     lines = [f"def definition({params}):"]
@@ -77,8 +79,9 @@ def value(e, env):
     if tag == "local":
         return env[e[1]]
     if tag == "access":
-        a, b, c = e[2]
-        return f"f_{e[1]}[{a}, {b}, {c}]"
+        # A field is indexed along its own dimensions only.
+        own = [str(o) for o, n in zip(e[2], "ijk") if n in e[3]]
+        return f"f_{e[1]}[{', '.join(own)}]"
     if tag == "neg":
         return f"(-{value(e[1], env)})"
     if tag == "not" or (tag == "bin" and e[1] in COMPARISONS + ("&&", "||")):
@@ -120,8 +123,11 @@ def build(program, backend, source, log):
     from gt4py.cartesian import gtscript
     namespace = {"np": np}
     exec("from gt4py.cartesian.gtscript import PARALLEL, FORWARD, BACKWARD, computation, interval, "
-         "Field, sqrt, exp, log, floor, ceil\n", namespace)
-    namespace["F"] = namespace["Field"][np.float32 if program.type == "float" else np.float64]
+         "Field, sqrt, exp, log, floor, ceil, I, J, K, IJ, IK, JK\n", namespace)
+    T = np.float32 if program.type == "float" else np.float64
+    namespace["F"] = namespace["Field"][T]
+    for dims in set(program.fields.values()):
+        namespace[f"F_{dims}"] = namespace["Field"][namespace[dims.upper()], T]
     with tempfile.NamedTemporaryFile("w", suffix=".py", prefix=f"{program.name}_gt_", delete=False) as f:
         f.write(source)  # gtscript reads the definition's source back from its file
         path = f.name
@@ -155,9 +161,13 @@ def run_gt4py(args, program, backend, inputs, flush, log):
         shape = tuple(D[d] + 2 * H[d] for d in range(3))
         fields = {}
         for a in program.inputs:
-            # absinthe's inputs are (z, y, x) arrays; GT4Py's fields are indexed (i, j, k).
-            fields[f"f_{a}"] = storage.from_array(np.ascontiguousarray(inputs[a].transpose(2, 1, 0)),
-                                                  dtype=dtype, backend=backend, aligned_index=tuple(H))
+            # absinthe's inputs are (z, y, x) arrays (a field's own axes only); GT4Py's fields
+            # are indexed (i, j, k).
+            dims = program.dims(a)
+            fields[f"f_{a}"] = storage.from_array(
+                np.ascontiguousarray(inputs[a].T), dtype=dtype, backend=backend,
+                aligned_index=tuple(h for h, n in zip(H, "ijk") if n in dims),
+                dimensions=tuple(n.upper() for n in dims))
         for o in program.outputs:
             fields[f"f_{o}"] = storage.full(shape, np.nan, dtype=dtype, backend=backend,
                                             aligned_index=tuple(H))

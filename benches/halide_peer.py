@@ -274,13 +274,20 @@ class Parser:
         return ("call", name, args)
 
     def access(self, array):
+        """`array(i+a, j+b, k+c)`, or a field's own indices only (`dz(k+1)`): the node
+        ("access", array, offset along (i, j, k), the indices written, e.g. "ijk" or "k")."""
         self.pos += 1  # (
         offset = [0, 0, 0]
-        for d, index in enumerate(INDEX_NAMES):
+        dims = ""
+        while True:
             t = self.peek()
-            if t is None or t[0] != "ident" or t[1] != index:
-                self.fail(f"index {d + 1} of the access to `{array}` must be `{index}` with an "
+            if t is None or t[0] != "ident" or t[1] not in INDEX_NAMES:
+                self.fail(f"an index of the access to `{array}` must be `i`, `j` or `k` with an "
                           f"optional constant offset, found {self.found()}")
+            d = INDEX_NAMES.index(t[1])
+            if dims and INDEX_NAMES.index(dims[-1]) >= d:
+                self.fail(f"the indices of the access to `{array}` are i, j, k in this order, each at most once")
+            dims += t[1]
             self.pos += 1
             if self.kind() in ("+", "-"):
                 sign = -1 if self.kind() == "-" else 1
@@ -290,9 +297,10 @@ class Parser:
                     self.fail(f"expected an integer offset in the access to `{array}`, found {self.found()}")
                 offset[d] = sign * int(t[1])
                 self.pos += 1
-            self.expect("," if d < 2 else ")",
-                        "`,`" if d < 2 else f"`)` closing the access to `{array}` (three indices i, j, k)")
-        return ("access", array, tuple(offset))
+            if self.kind() == ")":
+                self.pos += 1
+                return ("access", array, tuple(offset), dims)
+            self.expect(",", f"`,` or `)` in the access to `{array}`")
 
 
 def walk(e):
@@ -314,9 +322,18 @@ def walk(e):
 
 
 def visit_accesses(e, out):
-    """Appends (array, offset) for every access of `e`, in source order."""
+    """Appends (array, offset) for every access of `e`, in source order (each access lists its
+    array's indices: `check_access_dims`)."""
     out.extend((n[1], n[2]) for n in walk(e) if n[0] == "access")
     return out
+
+
+def check_access_dims(program, e, where, err):
+    """Every access of `e` lists exactly its array's indices (a field's own, else i, j, k)."""
+    for n in walk(e):
+        if n[0] == "access" and n[3] != program.dims(n[1]):
+            err(where, f"`{n[1]}` has the dimensions [{', '.join(program.dims(n[1]))}]; an access "
+                f"to it lists [{', '.join(n[3])}]")
 
 
 def visit_locals(e, out):
@@ -330,7 +347,9 @@ def visit_locals(e, out):
 # ---------------------------------------------------------------------------------------------
 
 class Program:
-    pass
+    def dims(self, array):
+        """The index names of `array`: "ijk", or a field's own ("k", "ij")."""
+        return self.fields.get(array, "ijk")
 
 
 def load_program(path):
@@ -359,7 +378,8 @@ def load_program(path):
         raise UserError(f"{path}: invalid YAML: {where}{problem}")
     if not isinstance(doc, dict):
         err("", "expected a mapping with keys name, domain, halo, outputs, stencils")
-    known = {"name", "domain", "halo", "outputs", "type", "scalars", "stencils", "constraints"}
+    known = {"name", "domain", "halo", "outputs", "type", "scalars", "fields", "stencils",
+             "constraints"}
     for key in doc:
         if key not in known:
             err(str(key), f"unknown key; the keys are {', '.join(sorted(known))}")
@@ -398,6 +418,18 @@ def load_program(path):
         if not isinstance(s, str) or not IDENT.match(s) or s in INDEX_NAMES or s in FUNCTIONS:
             err(f"scalars[{n}]", f"`{s}` is not a valid scalar name")
     p.scalar_values = [absinthe_value((1 << 32) + n, 0, 0, 0) for n in range(len(p.scalars))]
+
+    # Fields: inputs with fewer dimensions, name -> their index names in order ("k", "ij").
+    fields = doc.get("fields") or {}
+    if not isinstance(fields, dict):
+        err("fields", "expected a mapping of array names to dimension lists, e.g. dz: [k]")
+    p.fields = {}
+    for fname, dims in fields.items():
+        if (not isinstance(dims, list) or not dims or any(d not in INDEX_NAMES for d in dims)
+                or sorted(dims, key=INDEX_NAMES.index) != dims or len(set(dims)) != len(dims)):
+            err(f"fields.{fname}", "expected dimensions among i, j, k, in that order, e.g. [i, j]")
+        if len(dims) < 3:
+            p.fields[str(fname)] = "".join(dims)
 
     p.stencils = []  # (name, [(local, tree)], tree); tree None for a stencil by levels
     # Per stencil: its computation and bodies [(k, [(local, tree)], tree)], k None (every
@@ -476,18 +508,22 @@ def load_program(path):
                     if used not in defined and used not in p.scalars:
                         err(f"{key}.let.{lname}", f"undefined local `{used}` (a let may use only earlier lets)")
                 visit_accesses(tree, acc)
+                check_access_dims(p, tree, f"{key}.let.{lname}", err)
                 defined.append(lname)
             for used in visit_locals(expr, []):
                 if used not in defined and used not in p.scalars:
                     err(f"{key}.expr", f"undefined local `{used}`")
             visit_accesses(expr, acc)
+            check_access_dims(p, expr, f"{key}.expr", err)
         if p.computation[name] != "parallel":
             acc = [(a, o) for a, o in acc if a != name]  # a sweep reads its own earlier levels
         for array, _ in acc:
             if array not in p.array_id:
                 p.array_id[array] = len(p.array_id)
                 p.inputs.append(array)
-            elif array in names and names.index(array) >= n:
+            if p.dims(array) != "".join(INDEX_NAMES) and array in names:
+                err(f"{key}.expr", f"`{array}` is a stencil; only inputs may be fields")
+            if array in names and names.index(array) >= n:
                 what = "its own array" if array == name else "an array defined later"
                 err(f"{key}.expr", f"stencil `{name}` reads `{array}`, {what}; a stencil may read "
                     "only inputs and earlier stencils")
@@ -522,7 +558,7 @@ def load_program(path):
                 cur[d][1] = max(cur[d][1], need[name][d][1] + off[d])
             need[array] = cur
     for array in p.inputs:
-        for d in range(3):
+        for d in (d for d in range(3) if INDEX_NAMES[d] in p.dims(array)):
             for side in (0, 1):
                 if need[array][d][side] > p.halo[d]:
                     err("halo", f"input `{array}` is read {need[array][d][side]} cell(s) "
@@ -549,10 +585,13 @@ def absinthe_value(array, i, j, k):
 
 
 def absinthe_inputs(np, program, array):
-    """The input array as the harness fills it: shape (AZ, AY, AX), x fastest."""
+    """The input array as the harness fills it: shape (AZ, AY, AX), x fastest; a field over its
+    own dimensions only (`dz: [k]`: (AZ,); `hsurf: [i, j]`: (AY, AX)), the harness's index 0
+    along the others."""
     u = np.uint64
-    hx, hy, hz = program.halo
-    ax, ay, az = program.alloc
+    dims = program.dims(array)
+    hx, hy, hz = (h if n in dims else 0 for h, n in zip(program.halo, INDEX_NAMES))
+    ax, ay, az = (a if n in dims else 1 for a, n in zip(program.alloc, INDEX_NAMES))
 
     def coord(n, h, mult):
         return (np.arange(n, dtype=np.int64) - h + 4096).astype(u) * u(mult)
@@ -566,7 +605,8 @@ def absinthe_inputs(np, program, array):
         z = (z ^ (z >> u(27))) * u(0x94D049BB133111EB)
         z ^= z >> u(31)
     values = 0.5 + (z >> u(11)).astype(np.float64) * 2.0 ** -53
-    return np.ascontiguousarray(values.astype(np.float32 if program.type == "float" else np.float64))
+    own = tuple(n for n, d in zip((az, ay, ax), "kji") if d in dims)
+    return np.ascontiguousarray(values.reshape(own).astype(np.float32 if program.type == "float" else np.float64))
 
 
 HUGE_PAGE = 2 << 20
@@ -662,12 +702,14 @@ def build_pipeline(hl, np, program):
 
     params = {}
     for name in program.inputs:
-        ip = hl.ImageParam(T, 3, f"{name}_input")
+        # A field is an ImageParam over its own dimensions only.
+        own = [d for d in range(3) if INDEX_NAMES[d] in program.dims(name)]
+        ip = hl.ImageParam(T, len(own), f"{name}_input")
         stride = 1
-        for d in range(3):
-            ip.dim(d).set_bounds(0, A[d]).set_stride(stride)
+        for n, d in enumerate(own):
+            ip.dim(n).set_bounds(0, A[d]).set_stride(stride)
             stride *= A[d]
-        ip.set_estimates([hl.Range(0, A[d]) for d in range(3)])
+        ip.set_estimates([hl.Range(0, A[d]) for d in own])
         params[name] = ip
     funcs = {}
 
@@ -686,7 +728,8 @@ def build_pipeline(hl, np, program):
         if tag == "access":
             a, b, c = e[2]
             if e[1] in params:
-                return params[e[1]][x + (a + H[0]), y + (b + H[1]), z + (c + H[2])]
+                at = (x + (a + H[0]), y + (b + H[1]), z + (c + H[2]))
+                return params[e[1]][[at[d] for d in range(3) if INDEX_NAMES[d] in e[3]]]
             return funcs[e[1]][x + a, y + b, z + c]
         if tag == "neg":
             return -build(e[1], local)

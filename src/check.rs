@@ -1,5 +1,6 @@
 //! `absinthe check PROGRAM`: validate and summarise a program.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -38,6 +39,9 @@ struct Report {
     /// The run-time scalars, arguments of the generated function in this order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     scalars: Vec<String>,
+    /// The inputs with fewer dimensions than (i, j, k), and theirs (`fields:`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    fields: BTreeMap<String, Vec<&'static str>>,
     stencils: Vec<StencilReport>,
     /// Likely mistakes that do not make the program invalid.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -82,6 +86,11 @@ fn report(program: &Program, a: &Analysis) -> Report {
         halo: program.halo,
         value_type: program.value_type.c_name(),
         inputs: a.inputs.iter().map(|&i| a.arrays[i].name.clone()).collect(),
+        fields: program
+            .fields
+            .iter()
+            .map(|(n, d)| (n.clone(), d.names()))
+            .collect(),
         outputs: a
             .outputs
             .iter()
@@ -166,7 +175,14 @@ fn print_table(r: &Report) {
         r.halo[2],
         r.value_type
     );
-    println!("inputs:  {}", r.inputs.join(", "));
+    let input = |n: &String| match r.fields.get(n) {
+        Some(d) => format!("{n} [{}]", d.join(", ")),
+        None => n.clone(),
+    };
+    println!(
+        "inputs:  {}",
+        r.inputs.iter().map(input).collect::<Vec<_>>().join(", ")
+    );
     println!("outputs: {}", r.outputs.join(", "));
     if !r.scalars.is_empty() {
         println!("scalars: {}", r.scalars.join(", "));

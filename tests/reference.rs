@@ -359,6 +359,14 @@ fn with_scalars(subjects: &[Subject], cases: &[Case]) -> usize {
         .count()
 }
 
+/// Cases whose program reads a field (`fields:`, from `generate::with_random_fields`).
+fn with_fields(subjects: &[Subject], cases: &[Case]) -> usize {
+    cases
+        .iter()
+        .filter(|c| !subjects[c.subject].program.fields.is_empty())
+        .count()
+}
+
 fn report(what: &str, cases: usize, tally: &Tally) {
     eprintln!(
         "{what}: {cases} cases, {} elements: {} bit for bit, {} within their bound (largest \
@@ -386,6 +394,11 @@ fn openmp_kernels_match_the_interpreter() {
         .count();
     assert!(inlined >= 30, "{inlined} cases inline something");
     assert!(with_scalars(&subjects, &cases) >= 60);
+    assert!(
+        with_fields(&subjects, &cases) >= 30,
+        "{}",
+        with_fields(&subjects, &cases)
+    );
     let tally = check(&subjects, &cases, 40);
     report("OpenMP", cases.len(), &tally);
     assert!(cases.len() >= 200);
@@ -410,6 +423,11 @@ fn sweeps_and_intervals_match_the_interpreter() {
     assert!(sweeps >= 40 && intervals >= 55, "{sweeps} {intervals}");
     let cases = cases(&subjects, 3, false, 3);
     assert!(with_scalars(&subjects, &cases) >= 60);
+    assert!(
+        with_fields(&subjects, &cases) >= 30,
+        "{}",
+        with_fields(&subjects, &cases)
+    );
     let tally = check(&subjects, &cases, 40);
     // No libm call in these programs: every element is compared bit for bit.
     eprintln!(
@@ -433,6 +451,11 @@ fn emulated_cuda_intervals_match_the_interpreter() {
         .collect();
     assert_eq!(subjects.len(), 24);
     let cases = cases(&subjects, 2, true, 5);
+    assert!(
+        with_fields(&subjects, &cases) >= 3,
+        "{}",
+        with_fields(&subjects, &cases)
+    );
     let tally = check(&subjects, &cases, 24);
     assert_eq!(tally.exact, tally.total(), "{tally:?}");
     eprintln!(
@@ -453,6 +476,11 @@ fn emulated_cuda_kernels_match_the_interpreter() {
         .collect();
     assert!(placements.contains(&true) && placements.contains(&false));
     assert!(with_scalars(&subjects, &cases) >= 15);
+    assert!(
+        with_fields(&subjects, &cases) >= 10,
+        "{}",
+        with_fields(&subjects, &cases)
+    );
     let tally = check(&subjects, &cases, 30);
     report("CUDA emulation", cases.len(), &tally);
     assert!(cases.len() >= 50);

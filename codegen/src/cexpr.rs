@@ -100,7 +100,7 @@ fn write_expr(
         Expr::Number { text, value } => out.push_str(&number(text, *value, vt)),
         Expr::Local(name) => out.push_str(&local(name)),
         Expr::Scalar(name) => out.push_str(&scalar_ident(name)),
-        Expr::Access { array, offset } => out.push_str(&access(array, *offset)),
+        Expr::Access { array, offset, .. } => out.push_str(&access(array, *offset)),
         Expr::Unary { op, operand } => match op {
             UnaryOp::Neg => {
                 out.push_str("(-");

@@ -27,7 +27,8 @@ use absinthe_model::cost_model::boxes::BlockLimits;
 use absinthe_model::cost_model::evaluate::{evaluate, Configuration};
 use absinthe_model::cost_model::inline_search::apply as inline_apply;
 use absinthe_model::formats::machine::{Machine, ModelMachine, Params};
-use absinthe_model::language::program::{check_group_indices, Program};
+use absinthe_model::language::constraints::check_group_indices;
+use absinthe_model::language::program::Program;
 use absinthe_model::Analysis;
 use serde::{Deserialize, Serialize};
 

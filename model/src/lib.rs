@@ -28,7 +28,9 @@ pub mod formats {
 /// and benchmarks.
 pub mod language {
     pub mod analysis;
+    pub mod constraints;
     pub mod expr;
+    pub mod fields;
     #[cfg(any(test, feature = "generate"))]
     pub mod generate;
     pub mod inline;

@@ -868,3 +868,52 @@ fn sweeps_and_intervals_are_checked() {
         Some(Infeasibility::Sweep { tiles_z: 5, .. })
     ));
 }
+
+#[test]
+fn fields_are_read_with_their_own_indices() {
+    let text = |fields: &str, expr: &str| {
+        format!(
+            "name: f\ndomain: [4, 4, 5]\nhalo: [1, 1, 1]\noutputs: [x]\n{fields}stencils:\n  - name: x\n    expr: \"{expr}\"\n"
+        )
+    };
+    let good = text(
+        "fields:\n  dz: [k]\n  hs: [i, j]\n",
+        "a(i,j,k) * dz(k+1) + hs(i-1, j)",
+    );
+    let a = analyse(&good);
+    let dims = |n: &str| a.arrays[a.array_id(n).unwrap()].dims.to_string();
+    assert_eq!(
+        (dims("dz"), dims("hs"), dims("a")),
+        ("[k]".into(), "[i, j]".into(), "[i, j, k]".into())
+    );
+    // Reads of a field keep offset 0 along the dimensions it lacks.
+    assert!(accesses(&a, 0).contains(&("dz".into(), [0, 0, 1])));
+    // The program prints back to itself, fields included.
+    let yaml = Program::from_yaml(&good).unwrap().to_yaml();
+    assert!(yaml.contains("fields:"), "{yaml}");
+    assert_eq!(Program::from_yaml(&yaml).unwrap().to_yaml(), yaml);
+    for (fields, expr, want) in [
+        (
+            "fields:\n  dz: [k]\n",
+            "dz(i+1, j, k)",
+            "stencils[0].expr: `dz` is a field over [k] (`fields:`): read it with its own indices, `dz(k)` with offsets; this access lists [i, j, k]",
+        ),
+        (
+            "",
+            "a(i, j)",
+            "stencils[0].expr: `a` is a 3-D array, read with the indices i, j, k; this access lists [i, j]",
+        ),
+        ("fields:\n  dz: [k, i]\n", "dz(k)", "fields.dz[1]: `i` out of order"),
+        ("fields:\n  dz: [z]\n", "dz(k)", "fields.dz[0]: `z` is not a dimension"),
+        ("fields:\n  dz: []\n", "dz(k)", "fields.dz: a field has at least one dimension"),
+        ("fields:\n  x: [i, j]\n", "a(i,j,k)", "fields.x: `x` is a stencil, and stencils are 3-D"),
+        ("fields:\n  q: [k]\n", "a(i,j,k)", "fields.q: no stencil reads `q`"),
+        ("fields:\n  dz: [k]\n", "dz(k+2)", "reads `dz` 2 cell(s) beyond the domain on the k+ side"),
+    ] {
+        let got = errors(&text(fields, expr));
+        assert!(
+            got.iter().any(|e| e.contains(want)),
+            "{fields} {expr}: {got:?}"
+        );
+    }
+}

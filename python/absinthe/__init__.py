@@ -205,7 +205,8 @@ class Program:
             return Kernel._build(header.read_text(), source.read_text(), header.name, threads)
 
 
-_PARAM = re.compile(r"^(const )?(double|float)\* __restrict a_(\w+),? // (input|output|temporary)$")
+_PARAM = re.compile(r"^(const )?(double|float)\* __restrict a_(\w+),? // (input|output|temporary)"
+                    r"(?: \(field over ([ijk]+)\))?$")
 _LAYOUT = re.compile(r"Memory layout of every array argument: (double|float)\[(\d+)\]\[(\d+)\]\[(\d+)\]")
 _KERNEL = re.compile(r"^void (\w+)\($", re.M)
 _SCALAR = re.compile(r"^    , const (double|float) sc_(\w+) // scalar `(\w+)`$")
@@ -217,12 +218,18 @@ _CXX_FLAGS = ["-O3", "-march=native", "-fopenmp", "-ffp-contract=off", "-fno-tra
 class Kernel:
     """A compiled kernel: call it with the input arrays (and optionally the output arrays) by
     name; every array is C-contiguous, of the program's dtype and of shape :attr:`shape`
-    (z, y, x with the halo: element (i, j, k) at ``[k + Hz, j + Hy, i + Hx]``)."""
+    (z, y, x with the halo: element (i, j, k) at ``[k + Hz, j + Hy, i + Hx]``), or for a field
+    (``fields:``) of its own dimensions only, :attr:`shapes` (``dz: [k]`` is ``(Z,)``,
+    ``hsurf: [i, j]`` is ``(Y, X)``)."""
 
-    def __init__(self, lib, fn, kernel, params, scalars, dtype, shape, threads):
+    def __init__(self, lib, fn, kernel, params, scalars, dtype, shape, threads, dims=None):
         self._lib, self._fn, self.kernel = lib, fn, kernel
         self.params, self.dtype, self.shape, self.threads = params, dtype, shape, threads
         self.scalars = scalars
+        self.dims = dims = dims or {}
+        # (z, y, x) keeps the entries of the dimensions an array has.
+        self.shapes = {n: tuple(shape[2 - d] for d in (2, 1, 0) if "ijk"[d] in dims.get(n, "ijk"))
+                       for n, _ in params}
         self.inputs = [n for n, r in params if r == "input"]
         self.outputs = [n for n, r in params if r == "output"]
 
@@ -230,7 +237,9 @@ class Kernel:
     def _build(cls, header: str, source: str, header_name: str, threads: int) -> "Kernel":
         layout = _LAYOUT.search(header)
         kernel = _KERNEL.search(header)
-        params = [(m.group(3), m.group(4)) for m in map(_PARAM.match, header.splitlines()) if m]
+        matches = [m for m in map(_PARAM.match, header.splitlines()) if m]
+        params = [(m.group(3), m.group(4)) for m in matches]
+        dims = {m.group(3): m.group(5) for m in matches if m.group(5)}
         scalars = [m.group(3) for m in map(_SCALAR.match, header.splitlines()) if m]
         if not (layout and kernel and params):
             raise AbsintheError("the generated header is not in the form this package reads")
@@ -267,7 +276,7 @@ class Kernel:
         fn = lib.absinthe_call
         fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_double), ctypes.c_int]
         fn.restype = None
-        return cls(lib, fn, kernel.group(1), params, scalars, dtype, shape, threads)
+        return cls(lib, fn, kernel.group(1), params, scalars, dtype, shape, threads, dims)
 
     @staticmethod
     def _scalar(name: str, value) -> float:
@@ -283,8 +292,10 @@ class Kernel:
             raise ValueError(f"array `{name}`: expected a numpy.ndarray, found {type(array).__name__}")
         if array.dtype != self.dtype:
             raise ValueError(f"array `{name}`: expected dtype {np.dtype(self.dtype).name}, found {array.dtype.name}")
-        if array.shape != self.shape:
-            raise ValueError(f"array `{name}`: expected shape {self.shape} (z, y, x with the halo), found {array.shape}")
+        want = self.shapes[name]
+        if array.shape != want:
+            axes = ", ".join("zyx"[2 - d] for d in (2, 1, 0) if "ijk"[d] in self.dims.get(name, "ijk"))
+            raise ValueError(f"array `{name}`: expected shape {want} ({axes} with the halo), found {array.shape}")
         if not array.flags.c_contiguous:
             raise ValueError(f"array `{name}`: expected a C-contiguous array (x fastest), found strides {array.strides}")
         return array
@@ -314,7 +325,7 @@ class Kernel:
                 if other != n and np.shares_memory(checked[n], a):
                     raise ValueError(f"array `{n}`: the output shares memory with `{other}`")
         for n in (n for n in self.outputs if n not in checked):
-            checked[n] = np.zeros(self.shape, self.dtype)
+            checked[n] = np.zeros(self.shapes[n], self.dtype)
         # Temporaries are scratch between the kernel's groups; the list keeps every array alive
         # for the call.
         args = [np.empty(self.shape, self.dtype) if r == "temporary" else checked[n]

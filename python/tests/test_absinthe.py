@@ -23,7 +23,7 @@ def program(name, domain):
 
 def inputs_for(kernel, seed):
     rng = np.random.default_rng(seed)
-    return {n: rng.uniform(-1.0, 1.0, kernel.shape).astype(kernel.dtype) for n in kernel.inputs}
+    return {n: rng.uniform(-1.0, 1.0, kernel.shapes[n]).astype(kernel.dtype) for n in kernel.inputs}
 
 
 def window(a, h, lo, hi):
@@ -194,7 +194,11 @@ def numpy_outputs(peer, path, inputs, scalars=None):
     scalar_values = {s: dt((scalars or {})[s]) for s in prog.scalars}
     lit = (lambda t: peer.float32_literal(np, t)) if prog.type == "float" else (lambda t: dt(float(t)))
     one, zero = dt(1), dt(0)
-    values = {n: inputs[n] for n in prog.inputs}
+    # A field (`fields:`) broadcast along the dimensions it lacks.
+    full = tuple(prog.alloc[d] for d in (2, 1, 0))
+    values = {n: np.broadcast_to(inputs[n].reshape([full[2 - d] if "ijk"[d] in prog.dims(n) else 1
+                                                    for d in (2, 1, 0)]), full)
+              for n in prog.inputs}
 
     def shifted(a, off):
         out = np.full(a.shape, np.nan, dt)
@@ -292,23 +296,36 @@ def test_every_shipped_program_equals_numpy(name):
             assert np.array_equal(g, w), f"{name}: {out} differs by {np.nanmax(np.abs(g - w))}"
 
 
+def coefficients(dt, kv, dz, hz, nz):
+    """The couplings of cosmo_vdiff_implicit's levels 0..nz-1 to the level below (a) and above
+    (c), from the interface coefficients kv[0..nz] and the thicknesses dz (with its halo hz):
+    a_k = 2 dt kv_k / (dz_k (dz_{k-1} + dz_k)), none through the bottom and the top."""
+    d = dz[hz:hz + nz]
+    below = np.concatenate([[np.nan], dz[hz:hz + nz - 1]])
+    above = np.concatenate([dz[hz + 1:hz + nz], [np.nan]])
+    a = 2.0 * dt * kv[:nz] / (d * (below + d))
+    c = 2.0 * dt * kv[1:nz + 1] / (d * (d + above))
+    a[0], c[nz - 1] = 0.0, 0.0
+    return a, c
+
+
 def test_thomas_solve_matches_numpy():
     """The implicit vertical diffusion (a forward and a backward sweep) against a textbook
     solve of each column's tridiagonal system with NumPy, to 1e-12 relative."""
     p = program("cosmo_vdiff_implicit", (6, 5, 9))
     k = p.compile(machine=MACHINE, threads=2)
+    assert k.shapes["dz"] == (11,)
     rng = np.random.default_rng(11)
-    x = {"t": rng.uniform(-1.0, 1.0, k.shape), "kv": rng.uniform(0.5, 1.5, k.shape)}
-    dt, rdz2 = 30.0, 0.04
-    got = k(**x, dt=dt, rdz2=rdz2)["tnew"]
+    x = {"t": rng.uniform(-1.0, 1.0, k.shape), "kv": rng.uniform(0.5, 1.5, k.shape),
+         "dz": rng.uniform(20.0, 80.0, k.shapes["dz"])}
+    dt = 30.0
+    got = k(**x, dt=dt)["tnew"]
     nx, ny, nz = 6, 5, 9
     hz = 1
     for j in range(ny):
         for i in range(nx):
             kv = x["kv"][hz:hz + nz + 1, j, i]  # interfaces 0..nz (the top one unused)
-            a = dt * rdz2 * kv[:nz]
-            c = dt * rdz2 * kv[1:nz + 1]
-            a[0], c[nz - 1] = 0.0, 0.0  # no flux through the bottom and the top
+            a, c = coefficients(dt, kv, x["dz"], hz, nz)
             m = np.diag(1.0 + a + c) - np.diag(a[1:], -1) - np.diag(c[:-1], 1)
             want = np.linalg.solve(m, x["t"][hz:hz + nz, j, i])
             np.testing.assert_allclose(got[hz:hz + nz, j, i], want, rtol=1e-12, atol=1e-14)
@@ -330,12 +347,14 @@ def test_the_harness_runs_on_inputs_from_outside(tmp_path):
     rng = np.random.default_rng(5)
     t = rng.uniform(-1.0, 1.0, (nz + 2 * hz, ny, nx))
     kv = rng.uniform(0.5, 1.5, (nz + 2 * hz, ny, nx))
+    dz = rng.uniform(1.0, 3.0, nz + 2 * hz)
     inputs = tmp_path / "inputs"
     inputs.mkdir()
     t.tofile(inputs / "t.bin")
     kv.tofile(inputs / "kv.bin")
-    dt, rdz2 = 20.0, 0.25
-    (inputs / "scalars.json").write_text(json.dumps({"dt": dt, "rdz2": rdz2}))
+    dz.tofile(inputs / "dz.bin")
+    dt = 20.0
+    (inputs / "scalars.json").write_text(json.dumps({"dt": dt}))
     dump = tmp_path / "dump"
     dump.mkdir()
     env = dict(os.environ, ABSINTHE_LOAD_INPUTS=str(inputs), ABSINTHE_DUMP_OUTPUTS=str(dump))
@@ -344,15 +363,18 @@ def test_the_harness_runs_on_inputs_from_outside(tmp_path):
     got = np.fromfile(dump / "cosmo_vdiff_implicit.outputs").reshape(nz, ny, nx)
     for j in range(ny):
         for i in range(nx):
-            a = dt * rdz2 * kv[hz:hz + nz, j, i]
-            c = dt * rdz2 * kv[hz + 1:hz + nz + 1, j, i]
-            a[0], c[nz - 1] = 0.0, 0.0
+            a, c = coefficients(dt, kv[hz:hz + nz + 1, j, i], dz, hz, nz)
             m = np.diag(1.0 + a + c) - np.diag(a[1:], -1) - np.diag(c[:-1], 1)
             np.testing.assert_allclose(got[:, j, i], np.linalg.solve(m, t[hz:hz + nz, j, i]),
                                        rtol=1e-12, atol=1e-14)
-    (inputs / "scalars.json").write_text(json.dumps({"dt": dt}))
+    (inputs / "scalars.json").write_text(json.dumps({"dz": 1.0}))
     run = subprocess.run([str(exe), "2"], env=env, capture_output=True, text=True)
-    assert run.returncode == 2 and "has no number for the scalar `rdz2`" in run.stderr
+    assert run.returncode == 2 and "has no number for the scalar `dt`" in run.stderr
+    (inputs / "scalars.json").write_text(json.dumps({"dt": dt}))
+    (inputs / "dz.bin").write_bytes(dz.tobytes()[:-8])
+    run = subprocess.run([str(exe), "2"], env=env, capture_output=True, text=True)
+    assert run.returncode == 2 and "input `dz` (k) takes 1 x 1 x 8" in run.stderr, run.stderr
+    dz.tofile(inputs / "dz.bin")
     (inputs / "t.bin").write_bytes(t.tobytes()[:-8])
     run = subprocess.run([str(exe), "2"], env=env, capture_output=True, text=True)
     assert run.returncode == 2 and "t.bin holds" in run.stderr and "input `t` takes 7 x 3 x 8" in run.stderr
@@ -377,3 +399,17 @@ def test_implicit_vertical_advection_matches_numpy():
             m = np.diag(1.0 + a + c) - np.diag(a[1:], -1) - np.diag(c[:-1], 1)
             want = np.linalg.solve(m, x["q"][hz:hz + nz, j, i])
             np.testing.assert_allclose(got[hz:hz + nz, j, i], want, rtol=1e-12, atol=1e-14)
+
+
+def test_a_field_takes_its_own_shape():
+    """A 1-D field is an array over its own dimension; a 3-D array in its place is refused by
+    name before the kernel runs."""
+    p = program("cosmo_vdiff_implicit", (4, 3, 5))
+    k = p.compile(machine=MACHINE)
+    assert k.shapes["dz"] == (7,) and k.shapes["t"] == k.shape
+    x = inputs_for(k, 3)
+    x["dz"] = np.ones(k.shape)
+    out = np.full(k.shape, 3.0)
+    with pytest.raises(ValueError, match=r"array `dz`: expected shape \(7,\) \(z with the halo\)"):
+        k(**x, dt=1.0, tnew=out)
+    assert (out == 3.0).all()

@@ -2,13 +2,37 @@
 //! offset from the loop indices `(i, j, k)`.
 
 use absinthe_model::cost_model::boxes::StagedInput;
+use absinthe_model::language::analysis::Analysis;
+use absinthe_model::language::expr::INDEX_NAMES;
 
 use super::types::LocalBuffer;
 
-/// A global array's element at `off` from `(i, j, k)` as C: `origin` indexed with the strides
-/// `SY` and `SZ`.
-pub(super) fn global_access(off: [i32; 3], origin: &str) -> String {
-    format!("{origin}[{}]", linear(off, &["SY".into(), "SZ".into()]))
+/// Array `array`'s element at `off` from `(i, j, k)` as C, `origin` its pointer at element
+/// (0, 0, 0): a 3-D array indexed with the strides `SY` and `SZ`, a field (`fields:`) along its
+/// own dimensions only, with its own strides over `alloc` (the 3-D arrays' allocated extents).
+pub(super) fn global_access(
+    analysis: &Analysis,
+    alloc: [usize; 3],
+    array: &str,
+    off: [i32; 3],
+    origin: &str,
+) -> String {
+    let dims = analysis.dims_of(array);
+    if dims.is_full() {
+        return format!("{origin}[{}]", linear(off, &["SY".into(), "SZ".into()]));
+    }
+    let mut stride = 1;
+    let mut terms = Vec::new();
+    for d in (0..3).filter(|&d| dims.has(d)) {
+        let v = shifted(INDEX_NAMES[d], off[d]);
+        terms.push(if stride == 1 {
+            v
+        } else {
+            format!("{v} * {stride}")
+        });
+        stride *= alloc[d];
+    }
+    format!("{origin}[{}]", terms.join(" + "))
 }
 
 /// An element of a tile buffer at `off` from `(i, j, k)` as C, in the OpenMP layout: a streamed

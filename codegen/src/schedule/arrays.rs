@@ -2,6 +2,7 @@
 //! index, the index type) and which ones the kernel takes as parameters.
 
 use absinthe_model::language::analysis::Analysis;
+use absinthe_model::language::expr::{Dims, INDEX_NAMES};
 use absinthe_model::language::program::ValueType;
 
 use super::reference::reference_region;
@@ -49,18 +50,36 @@ impl Allocation {
 
 /// The kernel's array parameters in order: inputs, outputs, temporaries (the stencils that are
 /// `stored` but not outputs).
-pub(super) fn global_arrays(analysis: &Analysis, stored: &[bool]) -> Vec<GlobalArray> {
-    let mut arrays = Vec::new();
-    for &a in &analysis.inputs {
+pub(super) fn global_arrays(
+    analysis: &Analysis,
+    stored: &[bool],
+    allocation: &Allocation,
+) -> Vec<GlobalArray> {
+    let array = |a: usize, role: Role, region| {
         let name = &analysis.arrays[a].name;
-        arrays.push(GlobalArray {
+        let dims = analysis.arrays[a].dims;
+        let alloc = dims.extents(allocation.alloc);
+        let lead = [0, 1, 2].map(|d| if dims.has(d) { allocation.lead[d] } else { 0 });
+        GlobalArray {
             name: name.clone(),
             param: format!("a_{name}"),
             origin: format!("g_{name}"),
-            role: Role::Input,
+            role,
             array_id: a,
-            region: None,
-        });
+            region,
+            dims: dims.names().concat(),
+            origin_offset: lead[0] + lead[1] * alloc[0] + lead[2] * alloc[0] * alloc[1],
+            alloc,
+            lead,
+            cells: alloc.iter().product(),
+            file_extent: dims.extents([0, 1, 2].map(|d| analysis.domain[d] + 2 * analysis.halo[d])),
+            file_shift: [0, 1, 2].map(|d| lead[d] - if dims.has(d) { analysis.halo[d] } else { 0 }),
+            layout: layout(dims, lead, alloc),
+        }
+    };
+    let mut arrays = Vec::new();
+    for &a in &analysis.inputs {
+        arrays.push(array(a, Role::Input, None));
     }
     for want in [Role::Output, Role::Temporary] {
         for (s, info) in analysis.stencils.iter().enumerate() {
@@ -72,16 +91,25 @@ pub(super) fn global_arrays(analysis: &Analysis, stored: &[bool]) -> Vec<GlobalA
                 continue;
             };
             if role == want {
-                arrays.push(GlobalArray {
-                    name: info.name.clone(),
-                    param: format!("a_{}", info.name),
-                    origin: format!("g_{}", info.name),
-                    role,
-                    array_id: info.array,
-                    region: Some(reference_region(analysis, s)),
-                });
+                arrays.push(array(info.array, role, Some(reference_region(analysis, s))));
             }
         }
     }
     arrays
+}
+
+/// `(i + lead) + (j + lead) * stride + ...` over the dimensions in `dims`.
+fn layout(dims: Dims, lead: [usize; 3], alloc: [usize; 3]) -> String {
+    let mut stride = 1;
+    let mut terms = Vec::new();
+    for d in (0..3).filter(|&d| dims.has(d)) {
+        let at = format!("({} + {})", INDEX_NAMES[d], lead[d]);
+        terms.push(if stride == 1 {
+            at
+        } else {
+            format!("{at} * {stride}")
+        });
+        stride *= alloc[d];
+    }
+    terms.join(" + ")
 }

@@ -130,6 +130,8 @@ struct Lowering<'a> {
     /// The dimension a streamed group walks: the CUDA kernels stream along z whatever the
     /// accesses (`evaluate::stream_shape_on`).
     stream_dim: usize,
+    /// The 3-D arrays' allocated extents (a field's strides come from them).
+    alloc: [usize; 3],
 }
 
 fn lower_with(
@@ -157,9 +159,10 @@ fn lower_with(
             Target::Cuda => 2,
             Target::OpenMp | Target::Plain => stream_shape(analysis).dim,
         },
+        alloc: allocation.alloc,
     };
-    let arrays = global_arrays(analysis, &lowering.stored);
-    let reference = reference_stencils(program, analysis);
+    let arrays = global_arrays(analysis, &lowering.stored, &allocation);
+    let reference = reference_stencils(program, analysis, allocation.alloc);
     let groups = ranges
         .into_iter()
         .enumerate()

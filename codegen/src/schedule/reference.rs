@@ -19,7 +19,11 @@ pub(super) fn reference_region(analysis: &Analysis, s: usize) -> [Interval; 3] {
 
 /// The naive reference of `program`: every stencil in program order over the box the
 /// semantics evaluates it on, reading the reference arrays `r_<name>` and the inputs.
-pub(super) fn reference_stencils(program: &Program, analysis: &Analysis) -> Vec<ReferenceStencil> {
+pub(super) fn reference_stencils(
+    program: &Program,
+    analysis: &Analysis,
+    alloc: [usize; 3],
+) -> Vec<ReferenceStencil> {
     let vt = program.value_type;
     let local_ident = |name: &str| format!("l_{name}");
     program
@@ -34,7 +38,7 @@ pub(super) fn reference_stencils(program: &Program, analysis: &Analysis) -> Vec<
                 } else {
                     format!("g_{array}")
                 };
-                let c = global_access(off, &origin);
+                let c = global_access(analysis, alloc, array, off, &origin);
                 reads.borrow_mut().push(StepRead {
                     c: c.clone(),
                     array: array.to_string(),
@@ -77,7 +81,7 @@ impl Schedule {
     /// values (`absinthe_value`), so both programs run on the same inputs as the interpreter
     /// gives the original.
     pub fn with_reference(mut self, original: &Program, analysis: &Analysis) -> Schedule {
-        self.reference = reference_stencils(original, analysis);
+        self.reference = reference_stencils(original, analysis, self.alloc);
         self.stencil_arrays = stencil_arrays_of(analysis);
         for a in &mut self.arrays {
             if let Some(id) = analysis.array_id(&a.name) {

@@ -126,7 +126,7 @@ impl GroupLowering<'_> {
             let (c, source) = match (array == program.stencils[s].name, buffer) {
                 // A sweep reads a level it computed before: from its buffer, else its array.
                 (true, Some(b)) => (buffer_access(b, off, self.lowering.stream_dim), Some(true)),
-                (true, None) => (global_access(off, &format!("g_{array}")), Some(false)),
+                (true, None) => (self.global(array, off), Some(false)),
                 _ => self.read(s, array, off, steps, same_loop),
             };
             if let Some(buffer) = source {
@@ -180,9 +180,15 @@ impl GroupLowering<'_> {
             }
             _ => match self.staged_input(array) {
                 Some(input) => (staged_access(input, off), Some(true)),
-                None => (global_access(off, &format!("g_{array}")), Some(false)),
+                None => (self.global(array, off), Some(false)),
             },
         }
+    }
+
+    /// `array`'s element at `off` in global memory, as C.
+    fn global(&self, array: &str, off: [i32; 3]) -> String {
+        let l = self.lowering;
+        global_access(l.analysis, l.alloc, array, off, &format!("g_{array}"))
     }
 
     /// The element of buffer `b` that a step writes at `(i, j, k)`, as C.

@@ -32,6 +32,24 @@ pub struct GlobalArray {
     pub array_id: usize,
     /// For stencils: the box the reference evaluates (domain grown by the analysis extent).
     pub region: Option<[Interval; 3]>,
+    /// Its dimensions as index names: `ijk`, or a field's own (`k`, `ij`).
+    pub dims: String,
+    /// Allocated values per dimension: the schedule's `alloc`, 1 along a field's absent ones.
+    pub alloc: [usize; 3],
+    /// The domain's first cell, `lead` cells in: the schedule's, 0 along absent dimensions.
+    pub lead: [usize; 3],
+    /// The linear index of element (0, 0, 0).
+    pub origin_offset: usize,
+    /// Values allocated: the product of `alloc`.
+    pub cells: usize,
+    /// Values per dimension in an `ABSINTHE_LOAD_INPUTS` file: the domain plus twice the halo
+    /// along the array's dimensions, 1 along the others.
+    pub file_extent: [usize; 3],
+    /// Where a file's first value goes: `lead - halo` along the array's dimensions, else 0.
+    pub file_shift: [usize; 3],
+    /// The index of element (i, j, k) as C over its own dimensions, `(i + 2) + (j + 2) * 68`
+    /// (for the header's documentation).
+    pub layout: String,
 }
 
 /// A run-time scalar of the program: a parameter of the generated function, of the program's

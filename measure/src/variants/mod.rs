@@ -11,7 +11,7 @@ use absinthe_model::cost_model::inline_search::InlinePolicy;
 use absinthe_model::cost_model::options::MilpOptions;
 use absinthe_model::formats::machine::ModelMachine;
 use absinthe_model::language::analysis::Analysis;
-use absinthe_model::language::program::check_group_indices;
+use absinthe_model::language::constraints::check_group_indices;
 use absinthe_solvers::method::{Backend, Method};
 use absinthe_solvers::optimize::{optimize_with, OptimizeError};
 use absinthe_solvers::SolveOptions;

@@ -349,8 +349,9 @@ fn staging_candidates(analysis: &Analysis, range: &Range<usize>) -> Vec<ArrayId>
                 .filter(|(_, b)| b[0] != (0, 0) || b[1] != (0, 0))
                 .map(|(&a, _)| a)
         })
+        // A field (`fields:`) is read in place: it is small, and has no plane to stage.
         .filter(|&a| match analysis.arrays[a].kind {
-            ArrayKind::Input => true,
+            ArrayKind::Input => analysis.arrays[a].dims.is_full(),
             ArrayKind::Stencil(p) => !range.contains(&p),
         })
         .collect();

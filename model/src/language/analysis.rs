@@ -10,7 +10,7 @@ use petgraph::graph::{DiGraph, NodeIndex};
 
 use crate::formats::diagnostic::{closest, edit_distance, Diagnostic};
 use crate::formats::machine::OperationWeights;
-use crate::language::expr::{AccessSpan, Expr, OperationCounts};
+use crate::language::expr::{AccessSpan, Dims, Expr, OperationCounts};
 use crate::language::levels::Computation;
 use crate::language::program::{access_snippet, Body, Program, DIMS};
 
@@ -35,6 +35,8 @@ pub enum ArrayKind {
 pub struct Array {
     pub name: String,
     pub kind: ArrayKind,
+    /// Its dimensions: all three, or an input field's own (`fields:`).
+    pub dims: Dims,
 }
 
 /// What the analysis knows of one stencil.
@@ -148,6 +150,7 @@ fn stencil_infos(
                         arrays.push(Array {
                             name: name.to_string(),
                             kind: ArrayKind::Input,
+                            dims: program.dims(name),
                         });
                         ids.insert(name.to_string(), id);
                         inputs.push(id);
@@ -344,7 +347,8 @@ fn check_halo(
                 ArrayKind::Stencil(m) => Some(m),
                 ArrayKind::Input => None,
             };
-            for d in 0..3 {
+            // A field is read at its own coordinates only.
+            for d in (0..3).filter(|&d| arrays[a].dims.has(d)) {
                 for side in 0..2 {
                     let need = r[d][side];
                     let sign = if side == 0 { "-" } else { "+" };
@@ -552,10 +556,17 @@ impl Analysis {
             arrays.push(Array {
                 name: s.name.clone(),
                 kind: ArrayKind::Stencil(n),
+                dims: Dims::ALL,
             });
         }
         let mut inputs = Vec::new();
         let mut stencils = stencil_infos(program, &mut arrays, &mut ids, &mut inputs, &mut errors);
+        for name in program.fields.keys().filter(|f| !ids.contains_key(*f)) {
+            errors.push(Diagnostic::new(
+                format!("fields.{name}"),
+                format!("no stencil reads `{name}`: a field is an input the program reads"),
+            ));
+        }
         let mut outputs = Vec::new();
         for (n, o) in program.outputs.iter().enumerate() {
             match ids.get(o).map(|&id| arrays[id].kind) {
@@ -614,6 +625,12 @@ impl Analysis {
         for s in &mut self.stencils {
             s.operations = s.operation_counts.weighed(&weights);
         }
+    }
+
+    /// The dimensions of array `name` (all three for a name it does not know).
+    pub fn dims_of(&self, name: &str) -> Dims {
+        self.array_id(name)
+            .map_or(Dims::ALL, |a| self.arrays[a].dims)
     }
 
     pub fn array_id(&self, name: &str) -> Option<ArrayId> {

@@ -171,7 +171,7 @@ pub fn random_program(seed: u64, shape: &RandomShape) -> String {
         &mut rng,
     );
     match shape.rich_expressions {
-        true => with_random_scalars(text, seed),
+        true => with_random_fields(with_random_scalars(text, seed), seed),
         false => text,
     }
 }
@@ -211,6 +211,67 @@ fn with_random_scalars(text: String, seed: u64) -> String {
         }
     }
     out
+}
+
+/// Two programs in five (by `seed`, from a generator of its own): some reads of the inputs,
+/// `inN(i+a, j+b, k+c)`, rewritten as reads of the 2-D field `fij(i+a, j+b)` or of the 1-D field
+/// `fk(k+c)`, declared under `fields:`. A read only loses dimensions, so the program's halo
+/// still admits it.
+fn with_random_fields(text: String, seed: u64) -> String {
+    let mut rng = Rng::new(seed ^ 0xF1E1_D5D2_0D1D);
+    if !rng.chance(40) {
+        return text;
+    }
+    let mut used = [false; 2];
+    let mut out = String::new();
+    for line in text.lines() {
+        if line == "stencils:" {
+            out.push_str("FIELDS");
+        }
+        let mut rest = line;
+        while let Some(at) = input_read(rest) {
+            let close = at + rest[at..].find(')').map_or(0, |c| c + 1);
+            let inside = &rest[at + 4..close.saturating_sub(1)];
+            let parts: Vec<&str> = inside.split(',').map(str::trim).collect();
+            out.push_str(&rest[..at]);
+            match (parts.len(), rng.below(4)) {
+                (3, 0) => {
+                    used[0] = true;
+                    let _ = write!(out, "fij({}, {})", parts[0], parts[1]);
+                }
+                (3, 1) => {
+                    used[1] = true;
+                    let _ = write!(out, "fk({})", parts[2]);
+                }
+                _ => out.push_str(&rest[at..close]),
+            }
+            rest = &rest[close..];
+        }
+        out.push_str(rest);
+        out.push('\n');
+    }
+    let mut fields = String::new();
+    if used.iter().any(|&u| u) {
+        fields.push_str("fields:\n");
+        for (u, decl) in used.iter().zip(["  fij: [i, j]\n", "  fk: [k]\n"]) {
+            if *u {
+                fields.push_str(decl);
+            }
+        }
+    }
+    out.replace("FIELDS", &fields)
+}
+
+/// Where the first read of an input `inN(` starts in `line`, the name not part of a longer one.
+fn input_read(line: &str) -> Option<usize> {
+    let b = line.as_bytes();
+    (0..b.len().saturating_sub(3)).find(|&n| {
+        b[n] == b'i'
+            && b[n + 1] == b'n'
+            && b[n + 2].is_ascii_digit()
+            && b[n + 3] == b'('
+            && (n == 0 || !(b[n - 1].is_ascii_alphanumeric() || b[n - 1] == b'_'))
+    })
 }
 
 /// Marks the earlier stencils (`names`) that a stencil's locals or expression read.
@@ -604,20 +665,20 @@ pub fn random_language_program(seed: u64, shape: &RandomShape) -> String {
         &read_by_later,
         &mut rng,
     );
-    with_random_scalars(text, seed)
+    with_random_fields(with_random_scalars(text, seed), seed)
 }
 
 /// A random valid program of vertical operators: stencils computed on every level, by
 /// intervals (`[0, 1]`, `[1, -1]`, `[-1, null]`, each reading levels that exist there), forward
 /// sweeps (reading their own level below) and backward sweeps (their own level above), reading
 /// inputs and earlier stencils at horizontal and vertical offsets; half with run-time scalars
-/// ([`with_random_scalars`]). At least 3 levels, so that every interval holds one. Deterministic
+/// ([`with_random_scalars`]) and some with fields ([`with_random_fields`]). At least 3 levels, so that every interval holds one. Deterministic
 /// from `seed`; every program it returns parses and analyses.
 pub fn random_column_program(seed: u64) -> String {
     let mut attempt = 0u64;
     loop {
         let text = column_program_attempt(seed.wrapping_mul(1_000_003).wrapping_add(attempt));
-        let text = with_random_scalars(text, seed);
+        let text = with_random_fields(with_random_scalars(text, seed), seed);
         let ok = crate::language::program::Program::from_yaml(&text)
             .ok()
             .is_some_and(|p| crate::language::analysis::Analysis::new(&p).is_ok());

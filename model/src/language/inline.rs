@@ -254,7 +254,7 @@ fn substitute(
     }
     let replace = |e: &Expr| {
         map_expr(e, &mut |node| match node {
-            Expr::Access { array, offset } => locals
+            Expr::Access { array, offset, .. } => locals
                 .get(&(array.clone(), *offset))
                 .map(|name| Expr::Local(name.clone())),
             _ => None,
@@ -333,9 +333,15 @@ fn fresh(taken: &mut BTreeSet<String>, base: &str) -> String {
 /// `e` with every access shifted by `o` and locals renamed by `renamed`.
 fn shift(e: &Expr, o: [i32; 3], renamed: &HashMap<String, String>) -> Expr {
     map_expr(e, &mut |node| match node {
-        Expr::Access { array, offset } => Some(Expr::Access {
+        // A field keeps offset 0 along the dimensions it lacks.
+        Expr::Access {
+            array,
+            offset,
+            dims,
+        } => Some(Expr::Access {
             array: array.clone(),
-            offset: [0, 1, 2].map(|d| offset[d] + o[d]),
+            offset: [0, 1, 2].map(|d| offset[d] + if dims.has(d) { o[d] } else { 0 }),
+            dims: *dims,
         }),
         Expr::Local(name) => renamed.get(name).map(|n| Expr::Local(n.clone())),
         _ => None,

@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 use crate::formats::diagnostic::{Diagnostic, FileError};
 use crate::formats::limits;
 use crate::formats::yaml;
-use crate::language::expr::{parse_expr_spanned, AccessSpan, Expr, Func};
+use crate::language::constraints::check_constraints;
+use crate::language::expr::{parse_expr_spanned, AccessSpan, Dims, Expr, Func};
+use crate::language::fields::{check_field_accesses, read_fields};
 use crate::language::levels::{check_intervals, Computation, Levels};
 use crate::language::scalars::check_scalars;
 
@@ -132,6 +134,8 @@ pub struct Program {
     /// Run-time scalars (`scalars:`): names read bare in expressions ([`Expr::Scalar`]),
     /// arguments of the generated function after its arrays, in this order.
     pub scalars: Vec<String>,
+    /// The input arrays with fewer dimensions than (i, j, k) (`fields:`); see [`Program::dims`].
+    pub fields: BTreeMap<String, Dims>,
     pub stencils: Vec<Stencil>,
     pub constraints: Constraints,
 }
@@ -149,6 +153,8 @@ struct ProgramFile {
     inputs: Option<Vec<String>>,
     #[serde(default)]
     scalars: Vec<String>,
+    #[serde(default)]
+    fields: IndexMap<String, Vec<String>>,
     stencils: Vec<StencilFile>,
     #[serde(default)]
     constraints: Option<Constraints>,
@@ -253,6 +259,8 @@ impl Program {
             }
         }
         check_stencil_locals(&stencils, &mut errors);
+        let fields = read_fields(&file.fields, &stencils, file.inputs.as_deref(), &mut errors);
+        check_field_accesses(&fields, &stencils, &mut errors);
         if let Some(inputs) = &file.inputs {
             check_inputs(inputs, &seen, &mut errors);
         }
@@ -270,6 +278,7 @@ impl Program {
             value_type: file.value_type,
             inputs: file.inputs,
             scalars: file.scalars,
+            fields,
             stencils,
             constraints,
         })
@@ -293,6 +302,11 @@ impl Program {
         }
         if !self.scalars.is_empty() {
             m.insert(text("scalars"), names(&self.scalars));
+        }
+        if !self.fields.is_empty() {
+            let dims = |d: &Dims| Value::Sequence(d.names().into_iter().map(text).collect());
+            let f = self.fields.iter().map(|(n, d)| (text(n), dims(d)));
+            m.insert(text("fields"), Value::Mapping(f.collect()));
         }
         let stencils = self
             .stencils
@@ -359,6 +373,11 @@ impl Program {
     /// Index of the stencil named `name`.
     pub fn stencil_index(&self, name: &str) -> Option<usize> {
         self.stencils.iter().position(|s| s.name == name)
+    }
+
+    /// The dimensions of array `name`: its `fields:` entry, else all three.
+    pub fn dims(&self, name: &str) -> Dims {
+        self.fields.get(name).copied().unwrap_or(Dims::ALL)
     }
 }
 
@@ -664,73 +683,6 @@ fn check_inputs(inputs: &[String], stencils: &BTreeMap<&str, usize>, errors: &mu
             errors.push(Diagnostic::new(path, format!("`{name}` is listed twice")));
         }
     }
-}
-
-/// Checks a program's `constraints:` against its domain and stencil count.
-fn check_constraints(
-    constraints: &Constraints,
-    domain: [usize; 3],
-    stencils: usize,
-    errors: &mut Vec<Diagnostic>,
-) {
-    if let Some(groups) = &constraints.groups {
-        if let Err(msg) = check_group_indices(groups, stencils) {
-            errors.push(Diagnostic::new("constraints.groups", msg));
-        }
-    }
-    for (key, bound) in [
-        ("tiles_min", constraints.tiles_min),
-        ("tiles_max", constraints.tiles_max),
-    ] {
-        if let Some(b) = bound {
-            for d in 0..3 {
-                if b[d] < 1 || b[d] > domain[d] {
-                    errors.push(Diagnostic::new(
-                        format!("constraints.{key}[{d}]"),
-                        format!(
-                            "a tile count along {} must be between 1 and the domain extent {}, found {}",
-                            DIMS[d], domain[d], b[d]
-                        ),
-                    ));
-                }
-            }
-        }
-    }
-    if let (Some(lo), Some(hi)) = (constraints.tiles_min, constraints.tiles_max) {
-        for d in 0..3 {
-            if lo[d] > hi[d] {
-                errors.push(Diagnostic::new(
-                    format!("constraints.tiles_min[{d}]"),
-                    format!("tiles_min {} exceeds tiles_max {}", lo[d], hi[d]),
-                ));
-            }
-        }
-    }
-}
-
-/// Checks a group-index vector: one entry per stencil, starting at 0, steps of 0 or 1.
-pub fn check_group_indices(groups: &[usize], stencils: usize) -> Result<(), String> {
-    if groups.len() != stencils {
-        return Err(format!(
-            "{} group indices given for {} stencils",
-            groups.len(),
-            stencils
-        ));
-    }
-    if groups.first().is_some_and(|&g| g != 0) {
-        return Err("the first group index must be 0".into());
-    }
-    for (n, w) in groups.windows(2).enumerate() {
-        if w[1] != w[0] && w[1] != w[0] + 1 {
-            return Err(format!(
-                "group indices must grow by 0 or 1 from one stencil to the next; entry {} is {} after {}",
-                n + 1,
-                w[1],
-                w[0]
-            ));
-        }
-    }
-    Ok(())
 }
 
 fn check_locals(

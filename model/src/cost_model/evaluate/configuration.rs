@@ -98,7 +98,7 @@ impl Configuration {
     /// Checks the shape: indices start at 0 and grow by 0 or 1, one tile triple per group,
     /// tile counts within 1..=D.
     pub fn check_shape(&self, stencils: usize, domain: [usize; 3]) -> Result<(), String> {
-        crate::language::program::check_group_indices(&self.groups, stencils)?;
+        crate::language::constraints::check_group_indices(&self.groups, stencils)?;
         let ngroups = self.groups.last().map_or(0, |g| g + 1);
         if self.tiles.len() != ngroups {
             return Err(format!(

@@ -5,6 +5,7 @@
 //! text that parses to the same tree (the round-trip property the tests check). Code generators
 //! print expressions through [`Expr::visit_accesses`] and their own printers.
 
+mod dims;
 mod lexer;
 mod operations;
 mod parser;
@@ -12,6 +13,7 @@ mod printer;
 #[cfg(test)]
 mod tests;
 
+pub use dims::Dims;
 pub use lexer::Span;
 pub use operations::OperationCounts;
 pub use parser::{
@@ -73,10 +75,13 @@ pub enum Expr {
     /// The parser reads every bare name as a [`Expr::Local`]; the program reader turns those
     /// that name a declared scalar into this.
     Scalar(String),
-    /// `name(i+a, j+b, k+c)`.
+    /// `name(i+a, j+b, k+c)`; for a field with fewer dimensions only its own indices are
+    /// written (`dz(k+1)`), and the offset is 0 along the others.
     Access {
         array: String,
         offset: [i32; 3],
+        /// The indices the access lists.
+        dims: Dims,
     },
     Unary {
         op: UnaryOp,
@@ -211,7 +216,7 @@ impl Expr {
     /// Calls `f` on every array access, in source order (left to right).
     pub fn visit_accesses<'a>(&'a self, f: &mut impl FnMut(&'a str, [i32; 3])) {
         self.visit(&mut |e| {
-            if let Expr::Access { array, offset } = e {
+            if let Expr::Access { array, offset, .. } = e {
                 f(array, *offset);
             }
         });

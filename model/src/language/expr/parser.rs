@@ -1,7 +1,7 @@
 //! The recursive-descent parser, its syntax errors and its limits.
 
 use super::lexer::{column_at, lex, Span, Token, TokenKind};
-use super::{BinaryOp, Expr, Func, UnaryOp, INDEX_NAMES};
+use super::{BinaryOp, Dims, Expr, Func, UnaryOp, INDEX_NAMES};
 
 /// Deepest nesting of parentheses, calls, unary operators and conditionals the parser accepts;
 /// deeper input is an error rather than a stack overflow.
@@ -55,6 +55,8 @@ impl ParseError {
 pub struct AccessSpan {
     pub array: String,
     pub offset: [i32; 3],
+    /// The indices written.
+    pub dims: Dims,
     /// From the first character of the name to the closing `)`.
     pub span: Span,
 }
@@ -143,8 +145,6 @@ macro_rules! propagate {
         }
     };
 }
-
-const ORDINALS: [&str; 3] = ["first", "second", "third"];
 
 impl<'s> Parser<'s> {
     fn peek(&self) -> Option<Token> {
@@ -571,71 +571,69 @@ impl<'s> Parser<'s> {
         self.error(message, name_span)
     }
 
-    /// `name '(' 'i' offset? ',' 'j' offset? ',' 'k' offset? ')'` where
-    /// `offset = ('+' | '-') integer`.
+    /// `name '(' index (',' index)* ')'` where `index = ('i' | 'j' | 'k') (('+' | '-')
+    /// integer)?`, the indices in the order i, j, k, each at most once: all three for a 3-D
+    /// array, the field's own for a field (`dz(k+1)`, `hsurf(i-1, j)`; which ones an array takes
+    /// is checked against `fields:` by the program reader).
     fn parse_access(&mut self, array: &str, name_span: Span) -> Parse<Node> {
         let open = self.here();
         self.bump();
         let mut offset = [0i32; 3];
-        for (d, index) in INDEX_NAMES.iter().enumerate() {
-            match self.peek() {
-                Some(t) if t.kind == TokenKind::Ident && self.text(t.span) == *index => self.bump(),
-                Some(t) if t.kind == TokenKind::RParen => {
-                    return Err(self.error(
-                        format!("an access to `{array}` needs three indices (i, j, k), found {d}"),
-                        t.span,
-                    ))
-                }
-                _ => {
-                    return Err(self.error(
-                        format!(
-                            "the {} index of an access must be `{index}` with an optional \
-                             constant offset, found {}",
-                            ORDINALS[d],
-                            self.found()
-                        ),
-                        self.here(),
-                    ))
-                }
+        let mut dims = [false; 3];
+        let mut last: Option<usize> = None;
+        loop {
+            let token = self.peek();
+            let d = token
+                .filter(|t| t.kind == TokenKind::Ident)
+                .and_then(|t| INDEX_NAMES.iter().position(|n| *n == self.text(t.span)));
+            let Some(d) = d else {
+                let message = match (last, token.map(|t| t.kind)) {
+                    (None, Some(TokenKind::RParen)) => format!(
+                        "an access to `{array}` needs its indices (i, j, k, or a field's own), found `)`"
+                    ),
+                    _ => format!(
+                        "an index of an access must be `i`, `j` or `k` with an optional constant \
+                         offset, found {}",
+                        self.found()
+                    ),
+                };
+                return Err(self.error(message, self.here()));
+            };
+            if let Some(l) = last.filter(|&l| l >= d) {
+                return Err(self.error(
+                    format!(
+                        "the indices of an access are i, j, k in this order, each at most once: \
+                         `{}` after `{}`",
+                        INDEX_NAMES[d], INDEX_NAMES[l]
+                    ),
+                    self.here(),
+                ));
             }
+            self.bump();
+            dims[d] = true;
+            last = Some(d);
             if let Some(sign @ (TokenKind::Plus | TokenKind::Minus)) = self.peek_kind() {
                 self.bump();
                 offset[d] = self.parse_offset(sign == TokenKind::Minus)?;
             }
-            let separator = self.peek();
-            match (d, separator.map(|t| t.kind)) {
-                (0 | 1, Some(TokenKind::Comma)) | (2, Some(TokenKind::RParen)) => self.bump(),
-                (0 | 1, Some(TokenKind::RParen)) => {
-                    return Err(self.error(
-                        format!(
-                            "an access to `{array}` needs three indices (i, j, k), found {}",
-                            d + 1
-                        ),
-                        self.here(),
-                    ))
+            match self.peek_kind() {
+                Some(TokenKind::RParen) => {
+                    self.bump();
+                    break;
                 }
-                (0 | 1, _) => {
+                Some(TokenKind::Comma) if d < 2 => self.bump(),
+                Some(TokenKind::Comma) => {
                     return Err(self.error(
-                        format!(
-                            "expected `,` after the {} index of the access to `{array}`, \
-                             found {}",
-                            ORDINALS[d],
-                            self.found()
-                        ),
-                        self.here(),
-                    ))
-                }
-                (_, Some(TokenKind::Comma)) => {
-                    return Err(self.error(
-                        format!("an access to `{array}` takes exactly three indices (i, j, k)"),
+                        format!("an access to `{array}` takes at most three indices (i, j, k)"),
                         self.here(),
                     ))
                 }
                 _ => {
                     return Err(self.error(
                         format!(
-                            "expected `)` to close the access to `{array}` opened at column \
-                             {}, found {}",
+                            "expected `,` or `)` after the index `{}` of the access to `{array}` \
+                             opened at column {}, found {}",
+                            INDEX_NAMES[d],
                             self.column(open),
                             self.found()
                         ),
@@ -644,6 +642,7 @@ impl<'s> Parser<'s> {
                 }
             }
         }
+        let dims = Dims(dims);
         // The loop consumed the closing `)` last.
         let close_end = self
             .tokens
@@ -652,6 +651,7 @@ impl<'s> Parser<'s> {
         self.accesses.push(AccessSpan {
             array: array.to_string(),
             offset,
+            dims,
             span: Span {
                 start: name_span.start,
                 end: close_end,
@@ -660,6 +660,7 @@ impl<'s> Parser<'s> {
         Ok(Node::leaf(Expr::Access {
             array: array.to_string(),
             offset,
+            dims,
         }))
     }
 

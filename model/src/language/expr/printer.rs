@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::{Expr, Func, UnaryOp, INDEX_NAMES};
+use super::{Dims, Expr, Func, UnaryOp, INDEX_NAMES};
 
 const TERNARY_PRECEDENCE: u8 = 0;
 const UNARY_PRECEDENCE: u8 = 7;
@@ -50,10 +50,20 @@ impl Expr {
     }
 
     #[inline(never)]
-    fn fmt_access(f: &mut fmt::Formatter<'_>, array: &str, offset: &[i32; 3]) -> fmt::Result {
+    fn fmt_access(
+        f: &mut fmt::Formatter<'_>,
+        array: &str,
+        offset: &[i32; 3],
+        dims: Dims,
+    ) -> fmt::Result {
         write!(f, "{array}(")?;
-        for (d, (index, off)) in INDEX_NAMES.iter().zip(offset).enumerate() {
-            if d > 0 {
+        let written = INDEX_NAMES
+            .iter()
+            .zip(offset)
+            .enumerate()
+            .filter(|(d, _)| dims.has(*d));
+        for (n, (_, (index, off))) in written.enumerate() {
+            if n > 0 {
                 f.write_str(", ")?;
             }
             f.write_str(index)?;
@@ -87,7 +97,11 @@ impl fmt::Display for Expr {
         match self {
             Expr::Number { text, .. } => f.write_str(text),
             Expr::Local(name) | Expr::Scalar(name) => f.write_str(name),
-            Expr::Access { array, offset } => Expr::fmt_access(f, array, offset),
+            Expr::Access {
+                array,
+                offset,
+                dims,
+            } => Expr::fmt_access(f, array, offset, *dims),
             Expr::Unary { op, operand } => {
                 f.write_str(op.symbol())?;
                 // `- -a`, not `--a` (which reads as C's decrement) nor `-(-a)` (which nests one

@@ -16,6 +16,7 @@ fn access(array: &str, offset: [i32; 3]) -> Expr {
     Expr::Access {
         array: array.to_string(),
         offset,
+        dims: Dims::ALL,
     }
 }
 
@@ -287,11 +288,13 @@ fn spans_list_accesses_in_source_order() {
             AccessSpan {
                 array: "in".into(),
                 offset: [-1, 0, 0],
+                dims: Dims::ALL,
                 span: Span { start: 0, end: 11 }
             },
             AccessSpan {
                 array: "out".into(),
                 offset: [0, 1, 0],
+                dims: Dims::ALL,
                 span: Span { start: 16, end: 34 }
             },
         ]
@@ -329,18 +332,17 @@ fn malformed_inputs_name_the_problem_and_column() {
         ("1 + pow(a)", "`pow` takes 2 arguments, got 1", 5),
         ("sqrt(a, b)", "`sqrt` takes 1 argument, got 2", 1),
         ("pow()", "`pow` takes 2 arguments, got 0", 1),
-        ("in(i, i, k)", "the second index of an access must be `j` with an optional constant offset, found `i`", 7),
-        ("in(j, i, k)", "the first index of an access must be `i` with an optional constant offset, found `j`", 4),
-        ("f(x)", "the first index of an access must be `i`", 3),
+        ("in(i, i, k)", "the indices of an access are i, j, k in this order, each at most once: `i` after `i`", 7),
+        ("in(j, i, k)", "the indices of an access are i, j, k in this order, each at most once: `i` after `j`", 7),
+        ("f(x)", "an index of an access must be `i`, `j` or `k` with an optional constant offset, found `x`", 3),
         ("in(i+1.5, j, k)", "offset must be an integer constant, found `1.5`", 6),
         ("in(i, j, k+x)", "offset must be an integer constant, found `x`", 12),
         ("in(i+99999999999, j, k)", "offset `+99999999999` is out of range: an offset is at most 65536 cells", 6),
         ("in(i-65537, j, k)", "offset `-65537` is out of range", 6),
-        ("in(i, j)", "an access to `in` needs three indices (i, j, k), found 2", 8),
-        ("in()", "an access to `in` needs three indices (i, j, k), found 0", 4),
-        ("in(i, j, k, l)", "an access to `in` takes exactly three indices", 11),
-        ("in(i j, k)", "expected `,` after the first index of the access to `in`, found `j`", 6),
-        ("in(i, j, k", "expected `)` to close the access to `in` opened at column 3, found end of expression", 11),
+        ("in()", "an access to `in` needs its indices (i, j, k, or a field's own), found `)`", 4),
+        ("in(i, j, k, l)", "an access to `in` takes at most three indices (i, j, k)", 11),
+        ("in(i j, k)", "expected `,` or `)` after the index `i` of the access to `in` opened at column 3, found `j`", 6),
+        ("in(i, j, k", "expected `,` or `)` after the index `k` of the access to `in` opened at column 3, found end of expression", 11),
         ("a *", "unexpected end of expression, expected an operand", 4),
         ("-", "unexpected end of expression, expected an operand", 2),
         ("a ? b : ", "unexpected end of expression, expected an operand", 9),
@@ -479,8 +481,18 @@ fn arb_expr() -> impl Strategy<Value = Expr> {
     let leaf = prop_oneof![
         prop::sample::select(LITERALS.to_vec()).prop_map(num),
         arb_name().prop_map(Expr::Local),
-        (arb_name(), prop::array::uniform3(-5i32..=5))
-            .prop_map(|(array, offset)| Expr::Access { array, offset }),
+        (arb_name(), prop::array::uniform3(-5i32..=5), 1usize..8).prop_map(
+            |(array, offset, mask)| {
+                // Any non-empty subset of (i, j, k), offsets 0 along the absent ones.
+                let dims = Dims([0, 1, 2].map(|d| mask & (1 << d) != 0));
+                let offset = [0, 1, 2].map(|d| if dims.has(d) { offset[d] } else { 0 });
+                Expr::Access {
+                    array,
+                    offset,
+                    dims,
+                }
+            }
+        ),
     ];
     leaf.prop_recursive(6, 48, 3, |inner| {
         prop_oneof![
@@ -531,7 +543,8 @@ fn check_any(src: &str) {
                     parse_expr(text),
                     Ok(Expr::Access {
                         array: s.array,
-                        offset: s.offset
+                        offset: s.offset,
+                        dims: s.dims
                     })
                 );
             }

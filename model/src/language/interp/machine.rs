@@ -94,9 +94,11 @@ impl<'a, T: Real> Machine<'a, T> {
             .iter()
             .enumerate()
             .map(|(id, a)| match a.kind {
+                // A field's value at (i, j, k) is its value at its own coordinates: stored as
+                // a 3-D array constant along the dimensions it lacks.
                 ArrayKind::Input => Field {
                     values: (0..cells)
-                        .map(|n| T::from_f64(input(id, cell_at(n))))
+                        .map(|n| T::from_f64(input(id, a.dims.project(cell_at(n)))))
                         .collect(),
                     bounds: vec![0.0; cells],
                     computed: vec![true; cells],
@@ -270,7 +272,7 @@ impl<'a, T: Real> Machine<'a, T> {
                 .get(name.as_str())
                 .map(|&v| Tracked::exact(v))
                 .ok_or_else(|| InterpError(format!("undefined scalar `{name}`")))?,
-            Expr::Access { array, offset } => {
+            Expr::Access { array, offset, .. } => {
                 let p = [0, 1, 2].map(|d| at[d] + offset[d] as i64);
                 self.read(array, p)?
             }
