@@ -155,8 +155,10 @@ fn fully_and_set_associative_misses_equal_a_simulation_of_the_kernels_trace() {
     let machine = Machine::load(&root().join("machines/default.yaml")).unwrap();
     let view = machine.model_view(8).unwrap();
     let mut cases: Vec<(String, Schedule)> = Vec::new();
+    let mut fields = 0;
     for seed in 0..14u64 {
         let (program, analysis) = random_codegen_case(seed + 300);
+        fields += usize::from(!program.fields.is_empty());
         let mut rng = Rng::new(seed.wrapping_mul(104729));
         // Every third case inlines a random stencil that is not an output, where one can be.
         let (program, analysis) = match (0..program.stencils.len())
@@ -185,6 +187,7 @@ fn fully_and_set_associative_misses_equal_a_simulation_of_the_kernels_trace() {
             ));
         }
     }
+    assert!(fields >= 2, "{fields} programs read 1-D or 2-D fields");
     let groups = cases.iter().flat_map(|(_, s)| &s.groups);
     assert!(
         groups.clone().any(|g| g.stream.is_some()),

@@ -13,7 +13,7 @@ use absinthe_model::formats::limits::MAX_CACHE_LEVELS;
 use serde::Serialize;
 
 use crate::levels::ThreadLevel;
-use crate::walk::Sink;
+use crate::walk::{RowAccess, Sink};
 
 /// One access site's (or a sum's) counts at one level.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -329,9 +329,9 @@ impl Sink for Counter {
         all
     }
 
-    fn repeat(&mut self, rows: &[(u64, u32)]) {
+    fn repeat(&mut self, rows: &[RowAccess]) {
         let n = self.levels.len();
-        for &(_, site) in rows {
+        for &RowAccess { site, .. } in rows {
             for c in &mut self.counts[site as usize * n..(site as usize + 1) * n] {
                 c.accesses += 1;
             }

@@ -55,8 +55,9 @@ impl Layout {
                 other += 1;
                 inputs as u64 + other - 1
             };
-            let base = allocate(cells * vb + 8192) + (slot * step) % 4096;
-            origin.push(base + schedule.origin_offset as u64 * vb);
+            // Each array over its own extent (a field's is smaller).
+            let base = allocate(a.cells as u64 * vb + 8192) + (slot * step) % 4096;
+            origin.push(base + a.origin_offset as u64 * vb);
         }
         // The reference's arrays take the slots after the inputs too.
         let reference = (0..schedule.stencil_arrays.len() as u64)

@@ -76,9 +76,6 @@ pub enum CacheError {
     TooManyLevels(usize),
     /// The arrays span this many lines times levels, past [`MAX_LINE_STATES`].
     TooLarge(u64),
-    /// This input is a field with fewer dimensions than (i, j, k), which the walk does not
-    /// model (its rows repeat one element).
-    Field(String),
 }
 
 impl std::fmt::Display for CacheError {
@@ -93,10 +90,7 @@ impl std::fmt::Display for CacheError {
                 f,
                 "the arrays' lines times the levels are {n}; the model keeps state for at most {MAX_LINE_STATES} (a smaller domain has the same per-cell behaviour away from the boundaries)"
             ),
-            CacheError::Field(name) => write!(
-                f,
-                "`{name}` is a field with fewer dimensions than (i, j, k) (`fields:`); the cache model does not model fields yet"
-            ),
+
         }
     }
 }
@@ -117,9 +111,6 @@ pub fn model(
     }
     if levels.len() > MAX_CACHE_LEVELS {
         return Err(CacheError::TooManyLevels(levels.len()));
-    }
-    if let Some(a) = schedule.arrays.iter().find(|a| a.dims != "ijk") {
-        return Err(CacheError::Field(a.name.clone()));
     }
     let threads = threads.max(1);
     let per_thread = levels::thread_levels(levels, threads);

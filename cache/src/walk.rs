@@ -31,19 +31,31 @@ pub struct Site {
 pub trait Sink {
     /// One access; whether it hit everywhere (a line seen before, found in every cache).
     fn access(&mut self, address: u64, site: u32) -> bool;
-    /// The accesses `rows` (address at `i = 0`, site) once more at a cell whose every access
-    /// falls in the same line as at the cell before, after a cell at which all hit: they all
-    /// hit again and leave every cache as it was (see [`cells`]).
-    fn repeat(&mut self, rows: &[(u64, u32)]);
+    /// The accesses `rows` once more at a cell whose every access falls in the same line as
+    /// at the cell before, after a cell at which all hit: they all hit again and leave every
+    /// cache as it was (see [`cells`]).
+    fn repeat(&mut self, rows: &[RowAccess]);
     /// The smallest line size of the caches, as a power of two.
     fn line_shift(&self) -> u32;
+}
+
+/// One access of every cell of a row.
+#[derive(Clone, Copy, Debug)]
+pub struct RowAccess {
+    /// Its address at `i = 0`.
+    pub base: u64,
+    /// Its site (an index into [`Walk::sites`]).
+    pub site: u32,
+    /// Bytes it advances per cell: the value's, or 0 for a field without `i`.
+    pub step: u64,
 }
 
 /// Where an access goes.
 #[derive(Clone, Copy, Debug)]
 enum Target {
-    /// A global array: the address of its element (0, 0, 0).
-    Global(u64),
+    /// A global array: the address of its element (0, 0, 0) and its strides in elements along
+    /// (i, j, k) (0 along a field's missing dimensions).
+    Global(u64, [i64; 3]),
     /// The tile buffer of the group's step `n`.
     Buffer(usize),
 }
@@ -124,6 +136,24 @@ impl<'a> Walk<'a> {
     }
 }
 
+/// Element strides along (i, j, k) of an array allocated over `alloc` with dimensions `dims`
+/// (`ijk`, or a field's own): 0 along the missing ones.
+fn strides_of(alloc: &[usize; 3], dims: &str) -> [i64; 3] {
+    let mut stride = 1i64;
+    [0, 1, 2].map(|d| {
+        let own = dims.contains(["i", "j", "k"][d]);
+        let s = if own { stride } else { 0 };
+        stride *= alloc[d] as i64;
+        s
+    })
+}
+
+/// Kernel array `a` of `schedule` as a target.
+fn global(schedule: &Schedule, layout: &Layout, a: usize) -> Target {
+    let array = &schedule.arrays[a];
+    Target::Global(layout.origin[a], strides_of(&array.alloc, &array.dims))
+}
+
 /// Sites, parts (per group its stencils) and per-cell operations of a walk.
 type Ops = (Vec<Site>, Vec<(usize, Vec<String>)>, Vec<Vec<StepOps>>);
 
@@ -133,14 +163,15 @@ fn reference_ops(schedule: &Schedule, layout: &Layout) -> Ops {
     let mut ops = Vec::new();
     {
         let origin = |name: &str| match schedule.stencil_arrays.iter().position(|n| n == name) {
-            Some(n) => Target::Global(layout.reference[n]),
-            None => Target::Global(
-                layout.origin[schedule
+            Some(n) => Target::Global(layout.reference[n], strides_of(&schedule.alloc, "ijk")),
+            None => {
+                let a = schedule
                     .arrays
                     .iter()
                     .position(|a| a.name == name)
-                    .expect("a reference read names an input or a stencil")],
-            ),
+                    .expect("a reference read names an input or a stencil");
+                global(schedule, layout, a)
+            }
         };
         for (g, r) in schedule.reference.iter().enumerate() {
             let mut site = |kind, array: &str, offset: [i32; 3]| {
@@ -189,7 +220,7 @@ fn kernel_ops(schedule: &Schedule, layout: &Layout) -> Ops {
             .iter()
             .position(|a| a.name == name)
             .expect("a global read names a kernel array");
-        Target::Global(layout.origin[a])
+        global(schedule, layout, a)
     };
     for g in &schedule.groups {
         let mut group_ops = Vec::new();
@@ -287,9 +318,7 @@ impl Walk<'_> {
     fn run_reference<S: Sink>(&self, t: usize, sink: &mut S) {
         let s = self.schedule;
         let vb = s.value_bytes as i64;
-        let sy = s.alloc[0] as i64;
-        let sz = sy * s.alloc[1] as i64;
-        let mut rows: Vec<(u64, u32)> = Vec::new();
+        let mut rows: Vec<RowAccess> = Vec::new();
         for (r, ops) in s.reference.iter().zip(&self.ops) {
             let [x, y, z] = r.region;
             let (lo, hi) = static_chunk((z[1] - z[0]).max(0) as usize, self.threads, t);
@@ -297,15 +326,16 @@ impl Walk<'_> {
                 for j in y[0]..y[1] {
                     rows.clear();
                     for op in ops[0].reads.iter().chain(&ops[0].store) {
-                        let Target::Global(origin) = op.target else {
+                        let Target::Global(origin, st) = op.target else {
                             unreachable!("the reference reads no buffer")
                         };
-                        let [ox, oy, oz] = op.offset;
-                        let at =
-                            origin.wrapping_add_signed((ox + (j + oy) * sy + (k + oz) * sz) * vb);
-                        rows.push((at, op.site));
+                        rows.push(RowAccess {
+                            base: global_address(origin, st, op.offset, j, k, vb),
+                            site: op.site,
+                            step: (st[0] * vb) as u64,
+                        });
                     }
-                    cells(&rows, x[0], x[1], vb as u64, sink);
+                    cells(&rows, x[0], x[1], sink);
                 }
             }
         }
@@ -348,8 +378,8 @@ struct TileWalk<'w, 'a> {
     buffers: &'w [Option<Vec<u64>>],
     thread: usize,
     bounds: Vec<Bounds>,
-    /// Scratch: per access of the current row, (address at i = 0, site).
-    rows: Vec<(u64, u32)>,
+    /// Scratch: the accesses of the current row.
+    rows: Vec<RowAccess>,
 }
 
 impl TileWalk<'_, '_> {
@@ -406,17 +436,29 @@ impl TileWalk<'_, '_> {
         }
     }
 
+    /// `op` in row `(j, k)`: its address at `i = 0`, its site and step.
+    fn row_access(&self, op: &Op, j: i64, k: i64) -> RowAccess {
+        let vb = self.walk.schedule.value_bytes as i64;
+        let (base, step) = match op.target {
+            Target::Global(origin, s) => {
+                (global_address(origin, s, op.offset, j, k, vb), s[0] * vb)
+            }
+            Target::Buffer(_) => (self.row_address(op, j, k), vb),
+        };
+        RowAccess {
+            base,
+            site: op.site,
+            step: step as u64,
+        }
+    }
+
     /// The address at `(0, j, k)` of `op`.
     fn row_address(&self, op: &Op, j: i64, k: i64) -> u64 {
         let s = self.walk.schedule;
         let vb = s.value_bytes as i64;
         let [ox, oy, oz] = op.offset;
         match op.target {
-            Target::Global(origin) => {
-                let sy = s.alloc[0] as i64;
-                let sz = sy * s.alloc[1] as i64;
-                origin.wrapping_add_signed((ox + (j + oy) * sy + (k + oz) * sz) * vb)
-            }
+            Target::Global(origin, s) => global_address(origin, s, op.offset, j, k, vb),
             Target::Buffer(n) => {
                 let st = &self.g.steps[n];
                 let b = st.buffer.as_ref().expect("a buffer target has a buffer");
@@ -439,7 +481,6 @@ impl TileWalk<'_, '_> {
 
     /// Row `(j, k)` of the row loop `lp`.
     fn row<S: Sink>(&mut self, lp: &[usize], j: i64, k: i64, sink: &mut S) {
-        let vb = self.walk.schedule.value_bytes as u64;
         let first = lp[0];
         let st = &self.g.steps[first];
         let b = self.bounds[first];
@@ -462,17 +503,17 @@ impl TileWalk<'_, '_> {
                 rows.clear();
                 let parts = ops.reads.iter().chain(&ops.buffer_write);
                 let parts = parts.chain(ops.store.as_ref().filter(|_| store));
-                rows.extend(parts.map(|op| (self.row_address(op, j, k), op.site)));
-                cells(&rows, lo, hi, vb, sink);
+                rows.extend(parts.map(|op| self.row_access(op, j, k)));
+                cells(&rows, lo, hi, sink);
             }
         } else {
             rows.clear();
             for &n in lp {
                 let ops = &self.ops[n];
                 let parts = ops.reads.iter().chain(&ops.buffer_write).chain(&ops.store);
-                rows.extend(parts.map(|op| (self.row_address(op, j, k), op.site)));
+                rows.extend(parts.map(|op| self.row_access(op, j, k)));
             }
-            cells(&rows, b.lo[0], b.hi[0], vb, sink);
+            cells(&rows, b.lo[0], b.hi[0], sink);
         }
         self.rows = rows;
     }
@@ -486,23 +527,31 @@ impl TileWalk<'_, '_> {
 /// so all its lines fit every cache (and every set) at once; run again, each line finds only
 /// lines of the sequence since its last access, hits, and the recency order ends as it was.
 /// Such cells are counted as hits without touching the caches: exact, not an estimate.
-fn cells<S: Sink>(rows: &[(u64, u32)], lo: i64, hi: i64, vb: u64, sink: &mut S) {
+/// An access that does not move along i (a field without `i`) stays in its line.
+fn cells<S: Sink>(rows: &[RowAccess], lo: i64, hi: i64, sink: &mut S) {
     let line = 1u64 << sink.line_shift();
     let mut stable = false;
     for i in lo..hi {
-        let di = (i as u64).wrapping_mul(vb);
+        let at = |r: &RowAccess| r.base.wrapping_add((i as u64).wrapping_mul(r.step));
         if stable
             && rows
                 .iter()
-                .all(|&(base, _)| base.wrapping_add(di) & (line - 1) >= vb)
+                .all(|r| r.step == 0 || at(r) & (line - 1) >= r.step)
         {
             sink.repeat(rows);
             continue;
         }
         let mut all = true;
-        for &(base, site) in rows {
-            all &= sink.access(base.wrapping_add(di), site);
+        for r in rows {
+            all &= sink.access(at(r), r.site);
         }
         stable = all;
     }
+}
+
+/// The address of element `(0 + ox, j + oy, k + oz)` of the array at `origin` with element
+/// strides `s`, values of `vb` bytes.
+fn global_address(origin: u64, s: [i64; 3], offset: [i64; 3], j: i64, k: i64, vb: i64) -> u64 {
+    let [ox, oy, oz] = offset;
+    origin.wrapping_add_signed((ox * s[0] + (j + oy) * s[1] + (k + oz) * s[2]) * vb)
 }

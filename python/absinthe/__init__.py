@@ -15,7 +15,7 @@ current directory or one above it.
     p = absinthe.Program.load("configs/hdiff.yaml")
     s = p.solve(machine="machines/default.yaml")
     k = p.compile(s)
-    inputs = {name: np.random.rand(*k.shape) for name in k.inputs}
+    inputs = {name: np.random.rand(*k.shapes[name]) for name in k.inputs}
     out = k(**inputs)["out"]          # or k(**inputs, out=array) to write into your own
 """
 
