@@ -1167,8 +1167,13 @@ fn the_evict_flush_covers_the_arrays_and_the_tile_buffers() {
             .filter(|a| a.role == Role::Input)
             .map(|a| a.cells)
             .sum();
-        let stored = s.arrays.iter().filter(|a| a.role != Role::Input).count();
-        ((inputs + (stored + s.stencil_arrays.len()) * cells) * s.value_bytes) as u64
+        let stored: usize = s
+            .arrays
+            .iter()
+            .filter(|a| a.role != Role::Input)
+            .map(|a| a.cells)
+            .sum();
+        ((inputs + stored + s.stencil_arrays.len() * cells) * s.value_bytes) as u64
     };
     let r: Vec<&HarnessResult> = results.iter().map(|r| &r[0]).collect();
     for x in &r {

@@ -146,6 +146,32 @@ pub fn random_configuration(
     config
 }
 
+/// `config` with its groups split beside every 2-D stencil (`Analysis::forced_cut`: a 2-D
+/// stencil is a group of its own); each new group keeps the tiles and the stream flag of the
+/// group it came from.
+pub fn with_plane_cuts(
+    config: absinthe_model::cost_model::evaluate::Configuration,
+    analysis: &absinthe_model::language::analysis::Analysis,
+) -> absinthe_model::cost_model::evaluate::Configuration {
+    let mut groups = vec![0];
+    let mut from = vec![config.groups[0]];
+    for s in 1..config.groups.len() {
+        let cut = config.groups[s] != config.groups[s - 1] || analysis.forced_cut(s - 1);
+        if cut {
+            groups.push(groups[s - 1] + 1);
+            from.push(config.groups[s]);
+        } else {
+            groups.push(groups[s - 1]);
+        }
+    }
+    let tiles = from.iter().map(|&g| config.tiles[g]).collect();
+    let mut out = absinthe_model::cost_model::evaluate::Configuration::new(groups, tiles);
+    out.stream = (0..from.len())
+        .filter(|&g| config.stream.contains(&from[g]))
+        .collect();
+    out
+}
+
 /// A tile count along an extent `d`: 1, `d`, a non-divisor, or anything.
 pub fn tile_count(rng: &mut Rng, d: usize) -> usize {
     match rng.below(4) {

@@ -155,7 +155,9 @@ fn cases(subjects: &[Subject], per_subject: usize, cuda: bool, seed: u64) -> Vec
             let mut config =
                 random_configuration(&mut rng, program.stencils.len(), analysis.domain);
             if analysis.has_sweeps() {
-                // Whole columns, nothing streamed (`Infeasibility::Sweep`).
+                // Whole columns, nothing streamed (`Infeasibility::Sweep`), and a 2-D stencil
+                // alone in its group (`Infeasibility::Plane`).
+                config = crate::common::with_plane_cuts(config, &analysis);
                 config.tiles.iter_mut().for_each(|t| t[2] = 1);
                 config.stream.clear();
             }
@@ -428,6 +430,15 @@ fn sweeps_and_intervals_match_the_interpreter() {
         "{}",
         with_fields(&subjects, &cases)
     );
+    // 2-D stencils, computed once per column (`generate::random_column_program`'s `pl`).
+    let planes = cases
+        .iter()
+        .filter(|c| {
+            let a = &subjects[c.subject].analysis;
+            (0..a.stencils.len()).any(|s| a.is_plane(s))
+        })
+        .count();
+    assert!(planes >= 40, "{planes} cases with a 2-D stencil");
     let tally = check(&subjects, &cases, 40);
     // No libm call in these programs: every element is compared bit for bit.
     eprintln!(
@@ -445,7 +456,10 @@ fn emulated_cuda_intervals_match_the_interpreter() {
     // and on every level, at random groupings and tiles, z tiles and streaming included.
     let subjects: Vec<Subject> = (0..4000)
         .map(random_column_program)
-        .filter(|t| t.contains("intervals:") && !t.contains("computation:"))
+        // No sweep and no 2-D stencil: the CUDA target refuses both.
+        .filter(|t| {
+            t.contains("intervals:") && !t.contains("computation:") && !t.contains("pl: [i, j]")
+        })
         .take(24)
         .map(subject)
         .collect();

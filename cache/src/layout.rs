@@ -65,7 +65,7 @@ impl Layout {
                 let slot = inputs as u64 + n;
                 allocate(cells * vb + 8192)
                     + (slot * step) % 4096
-                    + schedule.origin_offset as u64 * vb
+                    + schedule.stencil_origins[n as usize] as u64 * vb
             })
             .collect();
         // Each buffer's arena is per thread and holds every thread's slice; a thread uses its

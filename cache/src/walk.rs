@@ -163,7 +163,18 @@ fn reference_ops(schedule: &Schedule, layout: &Layout) -> Ops {
     let mut ops = Vec::new();
     {
         let origin = |name: &str| match schedule.stencil_arrays.iter().position(|n| n == name) {
-            Some(n) => Target::Global(layout.reference[n], strides_of(&schedule.alloc, "ijk")),
+            Some(n) => {
+                let dims = &schedule.stencil_dims[n];
+                let alloc = [0, 1, 2].map(|d| {
+                    let own = dims.contains(["i", "j", "k"][d]);
+                    if own {
+                        schedule.alloc[d]
+                    } else {
+                        1
+                    }
+                });
+                Target::Global(layout.reference[n], strides_of(&alloc, dims))
+            }
             None => {
                 let a = schedule
                     .arrays

@@ -410,20 +410,30 @@ pub fn read_output_dump(
 ) -> Result<Vec<(String, Vec<f64>)>, CodegenError> {
     let bytes =
         std::fs::read(path).map_err(|e| CodegenError::Io(format!("{}: {e}", path.display())))?;
-    let outputs: Vec<&str> = schedule
+    // Each output over the domain, a 2-D one over its (i, j) only.
+    let outputs: Vec<(&str, usize)> = schedule
         .arrays
         .iter()
         .filter(|a| a.role == crate::schedule::Role::Output)
-        .map(|a| a.name.as_str())
+        .map(|a| {
+            let levels = if a.dims.contains('k') {
+                schedule.domain[2]
+            } else {
+                1
+            };
+            (
+                a.name.as_str(),
+                schedule.domain[0] * schedule.domain[1] * levels,
+            )
+        })
         .collect();
-    let cells = schedule.domain.iter().product::<usize>();
     let width = schedule.value_bytes;
-    if bytes.len() != outputs.len() * cells * width {
+    let expected: usize = outputs.iter().map(|(_, cells)| cells * width).sum();
+    if bytes.len() != expected {
         return Err(CodegenError::Io(format!(
-            "{}: {} bytes, expected {} ({} outputs x {cells} cells x {width} bytes)",
+            "{}: {} bytes, expected {expected} ({} outputs over the domain, {width} bytes a value)",
             path.display(),
             bytes.len(),
-            outputs.len() * cells * width,
             outputs.len()
         )));
     }
@@ -433,10 +443,14 @@ pub fn read_output_dump(
             _ => f64::from_ne_bytes(chunk.try_into().expect("8 bytes")),
         }
     };
+    let mut rest = bytes.as_slice();
     Ok(outputs
         .iter()
-        .zip(bytes.chunks(cells * width))
-        .map(|(name, array)| (name.to_string(), array.chunks(width).map(value).collect()))
+        .map(|&(name, cells)| {
+            let (array, tail) = rest.split_at(cells * width);
+            rest = tail;
+            (name.to_string(), array.chunks(width).map(value).collect())
+        })
         .collect())
 }
 

@@ -39,6 +39,16 @@ pub fn render(schedule: &Schedule) -> Result<Vec<(String, String)>, CodegenError
             schedule.groups.len()
         )));
     }
+    if let Some(a) = schedule
+        .arrays
+        .iter()
+        .find(|a| a.region.is_some() && a.dims != "ijk")
+    {
+        return Err(CodegenError::Configuration(format!(
+            "runtime tile counts do not compute 2-D stencils (`{}`)",
+            a.name
+        )));
+    }
     let g = &schedule.groups[0];
     if g.steps
         .iter()

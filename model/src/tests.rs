@@ -906,7 +906,7 @@ fn fields_are_read_with_their_own_indices() {
         ("fields:\n  dz: [k, i]\n", "dz(k)", "fields.dz[1]: `i` out of order"),
         ("fields:\n  dz: [z]\n", "dz(k)", "fields.dz[0]: `z` is not a dimension"),
         ("fields:\n  dz: []\n", "dz(k)", "fields.dz: a field has at least one dimension"),
-        ("fields:\n  x: [i, j]\n", "a(i,j,k)", "fields.x: `x` is a stencil, and stencils are 3-D"),
+        ("fields:\n  x: [k]\n", "a(i,j,k)", "fields.x: `x` is a stencil: a stencil is 3-D ([i, j, k]) or 2-D"),
         ("fields:\n  q: [k]\n", "a(i,j,k)", "fields.q: no stencil reads `q`"),
         ("fields:\n  dz: [k]\n", "dz(k+2)", "reads `dz` 2 cell(s) beyond the domain on the k+ side"),
     ] {
@@ -915,5 +915,47 @@ fn fields_are_read_with_their_own_indices() {
             got.iter().any(|e| e.contains(want)),
             "{fields} {expr}: {got:?}"
         );
+    }
+}
+
+#[test]
+fn two_d_stencils_are_computed_once_per_column_in_groups_of_their_own() {
+    let text = |fields: &str, stencils: &str| {
+        format!(
+            "name: c\ndomain: [4, 4, 5]\nhalo: [1, 1, 0]\noutputs: [q]\nfields:\n  pl: [i, j]\n{fields}stencils:\n{stencils}"
+        )
+    };
+    let good = text(
+        "",
+        "  - name: pl\n    intervals:\n      - k: [-1, null]\n        expr: \"a(i,j,k)\"\n  - name: q\n    expr: \"pl(i+1, j) * a(i,j,k)\"\n",
+    );
+    let a = analyse(&good);
+    assert_eq!(a.stencils[0].plane, Some(4));
+    assert_eq!(a.stencils[0].extent, [[0, 1], [0, 0], [0, 0]]);
+    assert!(a.has_sweeps() && a.forced_cut(0) && !a.may_group(0..2));
+    for (fields, stencils, want) in [
+        (
+            "",
+            "  - name: pl\n    expr: \"a(i,j,k)\"\n  - name: q\n    expr: \"pl(i, j)\"\n",
+            "stencils[0].expr: `pl` is a 2-D stencil ([i, j]) and reads `a`, which has levels",
+        ),
+        (
+            "",
+            "  - name: pl\n    intervals:\n      - k: [0, 2]\n        expr: \"a(i,j,k)\"\n  - name: q\n    expr: \"pl(i, j)\"\n",
+            "stencils[0].intervals: `pl` is a 2-D stencil ([i, j]): its intervals are one interval of one level",
+        ),
+        (
+            "",
+            "  - name: pl\n    intervals:\n      - k: [0, 1]\n        expr: \"a(i,j,k)\"\n  - name: q\n    expr: \"pl(i, j, k)\"\n",
+            "`pl` is a field over [i, j]",
+        ),
+        (
+            "  q: [k]\n",
+            "  - name: pl\n    intervals:\n      - k: [0, 1]\n        expr: \"a(i,j,k)\"\n  - name: q\n    expr: \"pl(i, j)\"\n",
+            "fields.q: `q` is a stencil: a stencil is 3-D ([i, j, k]) or 2-D ([i, j], computed once per column), not [k]",
+        ),
+    ] {
+        let got = errors(&text(fields, stencils));
+        assert!(got.iter().any(|e| e.contains(want)), "{stencils}: {got:?}");
     }
 }

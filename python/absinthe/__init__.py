@@ -328,7 +328,7 @@ class Kernel:
             checked[n] = np.zeros(self.shapes[n], self.dtype)
         # Temporaries are scratch between the kernel's groups; the list keeps every array alive
         # for the call.
-        args = [np.empty(self.shape, self.dtype) if r == "temporary" else checked[n]
+        args = [np.empty(self.shapes[n], self.dtype) if r == "temporary" else checked[n]
                 for n, r in self.params]
         argv = (ctypes.c_void_p * len(args))(*[a.ctypes.data for a in args])
         scalars = (ctypes.c_double * max(1, len(values)))(*values)

@@ -413,3 +413,24 @@ def test_a_field_takes_its_own_shape():
     with pytest.raises(ValueError, match=r"array `dz`: expected shape \(7,\) \(z with the halo\)"):
         k(**x, dt=1.0, tnew=out)
     assert (out == 3.0).all()
+
+
+def test_column_integral_with_2d_stencils_matches_numpy():
+    """cosmo_colpres: a forward sweep of the column mass, the surface pressure as a 2-D stencil
+    at the top level, its x difference (2-D) and the pressure at every level (3-D, reading the
+    2-D one), against NumPy's cumulative sum, to 1e-12 relative."""
+    nx, ny, nz = 7, 5, 6
+    p = program("cosmo_colpres", (nx, ny, nz))
+    k = p.compile(machine=MACHINE, threads=2)
+    assert k.shapes["psx"] == (ny + 2, nx + 2) and k.shapes["dz"] == (nz,)
+    rng = np.random.default_rng(21)
+    rho = rng.uniform(0.5, 1.5, k.shape)
+    dz = rng.uniform(10.0, 200.0, nz)
+    g, ptop = 9.81, 100.0
+    got = k(rho=rho, dz=dz, g=g, ptop=ptop)
+    mass = np.cumsum(g * rho * dz[:, None, None], axis=0)  # (z, y, x) with the x-y halo
+    ps = ptop + mass[-1]
+    want_psx = 0.5 * (ps[1:-1, 2:] - ps[1:-1, :-2])
+    np.testing.assert_allclose(got["psx"][1:-1, 1:-1], want_psx, rtol=1e-12, atol=1e-9)
+    want_p = ps[None, 1:-1, 1:-1] - mass[:, 1:-1, 1:-1]
+    np.testing.assert_allclose(got["p"][:, 1:-1, 1:-1], want_p, rtol=1e-12, atol=1e-9)

@@ -5,7 +5,7 @@ use absinthe_model::language::analysis::Analysis;
 use absinthe_model::language::expr::{Dims, INDEX_NAMES};
 use absinthe_model::language::program::ValueType;
 
-use super::reference::reference_region;
+use super::reference::compared_region;
 use super::types::{GlobalArray, Role};
 use super::Target;
 
@@ -91,7 +91,7 @@ pub(super) fn global_arrays(
                 continue;
             };
             if role == want {
-                arrays.push(array(info.array, role, Some(reference_region(analysis, s))));
+                arrays.push(array(info.array, role, Some(compared_region(analysis, s))));
             }
         }
     }

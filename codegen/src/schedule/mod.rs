@@ -49,7 +49,7 @@ use absinthe_model::language::program::{Program, ValueType};
 use crate::CodegenError;
 use arrays::{global_arrays, Allocation};
 use group::GroupLowering;
-use reference::{reference_stencils, stencil_arrays_of};
+use reference::{reference_stencils, stencil_arrays_of, stencil_dims_of, stencil_origins_of};
 
 /// Lowers a configuration. `cost` must be `evaluate(analysis, _, config)` (any machine: the
 /// evaluation widths do not depend on it). Any configuration of valid shape is accepted,
@@ -204,6 +204,8 @@ fn lower_with(
         scalar_args: scalars.iter().map(|p| format!(", {}", p.ident)).collect(),
         scalars,
         stencil_arrays: stencil_arrays_of(analysis),
+        stencil_origins: stencil_origins_of(analysis, allocation.lead, allocation.alloc),
+        stencil_dims: stencil_dims_of(analysis),
         groups,
         reference,
         configuration: config.clone(),
@@ -225,6 +227,25 @@ fn check_levels(
             "stencil `{}` is a {} sweep: the CUDA target does not generate sweeps yet (use --target openmp)",
             s.name,
             s.computation.name()
+        )));
+    }
+    let plane = (0..analysis.stencils.len()).find(|&s| analysis.is_plane(s));
+    if let (Target::Cuda, Some(s)) = (target, plane) {
+        return Err(CodegenError::Configuration(format!(
+            "stencil `{}` is 2-D ([i, j]): the CUDA target does not generate 2-D stencils yet (use --target openmp)",
+            program.stencils[s].name
+        )));
+    }
+    let ranges = config.group_ranges();
+    if let Some((g, r)) = ranges
+        .iter()
+        .enumerate()
+        .find(|(_, r)| !analysis.may_group((*r).clone()))
+    {
+        return Err(CodegenError::Configuration(format!(
+            "group {g} holds stencils {}..{} and a 2-D stencil: a 2-D stencil is a group of its own",
+            r.start,
+            r.end - 1
         )));
     }
     if analysis.has_sweeps() {

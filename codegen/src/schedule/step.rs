@@ -80,6 +80,7 @@ impl GroupLowering<'_> {
             loop_box,
             store_box: is_stored.then_some(store_box),
             global: is_stored.then(|| format!("g_{}", info.name)),
+            store: is_stored.then(|| self.global(&info.name, [0; 3])),
             buffer,
             lets: body.lets,
             code: body.code,
@@ -105,6 +106,11 @@ impl GroupLowering<'_> {
                 loop_box[d].push(l);
                 store_box[d].push(st);
             }
+        }
+        // A 2-D stencil at its level only (its groups compute whole columns: one tile).
+        if let Some(level) = self.lowering.analysis.stencils[s].plane {
+            loop_box[2] = vec![[level, level + 1]; self.grid[2]];
+            store_box[2] = loop_box[2].clone();
         }
         (loop_box, store_box)
     }

@@ -168,6 +168,9 @@ pub struct StencilStep {
     pub store_box: Option<[Vec<Interval>; 3]>,
     /// The global array written (origin pointer name) when stored.
     pub global: Option<String>,
+    /// Its element at `(i, j, k)` as C when stored: `g_<name>[i + j * SY + k * SZ]`, a 2-D
+    /// stencil's without `k`.
+    pub store: Option<String>,
     /// The tile-local buffer when in-group readers read this stencil.
     pub buffer: Option<LocalBuffer>,
     /// Whether this stencil reads the buffer of an in-group producer.
@@ -270,6 +273,9 @@ pub struct ReferenceStencil {
     pub name: String,
     /// The reference array's origin pointer name: `r_<name>`.
     pub target: String,
+    /// Its element at `(i, j, k)` as C.
+    pub store: String,
+    /// The box evaluated (a 2-D stencil's: its level along k).
     pub region: [Interval; 3],
     pub lets: Vec<LocalDef>,
     pub code: String,
@@ -318,6 +324,10 @@ pub struct Schedule {
     pub scalar_args: String,
     /// All stencils' reference arrays and the inputs, for the harness.
     pub stencil_arrays: Vec<String>,
+    /// Each reference array's linear index of element (0, 0, 0), as `stencil_arrays`.
+    pub stencil_origins: Vec<usize>,
+    /// Each reference array's dimensions, as `stencil_arrays`: `ijk`, or `ij` for a 2-D stencil.
+    pub stencil_dims: Vec<String>,
     pub groups: Vec<GroupSchedule>,
     pub reference: Vec<ReferenceStencil>,
     /// The configuration lowered (group index per stencil, tile counts per group).

@@ -106,6 +106,13 @@ impl SearchSpace {
                 return false;
             }
         }
+        if !config
+            .group_ranges()
+            .into_iter()
+            .all(|r| analysis.may_group(r))
+        {
+            return false;
+        }
         let range = self.tile_range_of(analysis);
         config
             .tiles

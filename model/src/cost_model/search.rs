@@ -255,8 +255,17 @@ impl RangeTable {
     }
 }
 
-/// Whether the fixed groups (if any) allow `start..end` as one group.
-fn range_allowed(options: &SearchSpace, start: usize, end: usize, n: usize) -> bool {
+/// Whether the fixed groups (if any) and the 2-D stencils allow `start..end` as one group.
+fn range_allowed(
+    analysis: &Analysis,
+    options: &SearchSpace,
+    start: usize,
+    end: usize,
+    n: usize,
+) -> bool {
+    if !analysis.may_group(start..end) {
+        return false;
+    }
     let Some(fixed) = &options.fixed_groups else {
         return true;
     };
@@ -427,7 +436,7 @@ fn extend_row<M: CostModel>(
             row.pruned = true;
             break;
         }
-        let allowed = range_allowed(options, start, end, n);
+        let allowed = range_allowed(analysis, options, start, end, n);
         row.best.push(if allowed { best } else { Vec::new() });
         if end == n {
             row.closed = true;

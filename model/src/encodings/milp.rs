@@ -129,7 +129,7 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
         linearizations: Vec::new(),
         tile_range: options.space.tile_range_of(analysis),
     };
-    let group_index = b.group_variables(n_st, options);
+    let group_index = b.group_variables(analysis, options);
     let tile_counts = b.tile_variables(n_st);
     let streams = b.stream_variables(n_st);
     let stream_shape = options.space.stream_shape(analysis, machine);

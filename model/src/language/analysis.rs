@@ -71,6 +71,9 @@ pub struct StencilInfo {
     /// Whether it has `intervals:` (then, like a sweep, it is computed on the domain's levels
     /// only: its extent along k is 0).
     pub intervals: bool,
+    /// For a 2-D stencil (`[i, j]` under `fields:`): the level it is computed at, once per
+    /// column (its interval's, or 0 for one without intervals, which reads no level).
+    pub plane: Option<i64>,
 }
 
 impl StencilInfo {
@@ -210,6 +213,7 @@ fn stencil_infos(
             computation: s.computation,
             self_reads: self_reads.into_iter().collect(),
             intervals: s.has_intervals(),
+            plane: (!program.dims(&s.name).has(2)).then(|| s.body_levels(0, program.domain[2]).0),
         });
     }
     stencils
@@ -318,7 +322,8 @@ fn widen_extents(
     for n in (0..stencils.len()).rev() {
         for (a, need) in read_regions(program, stencils, ids, n) {
             if let ArrayKind::Stencil(m) = arrays[a].kind {
-                for d in 0..3 {
+                // A 2-D stencil is computed at its own coordinates only.
+                for d in (0..3).filter(|&d| arrays[a].dims.has(d)) {
                     let e = &mut stencils[m].extent[d];
                     e[0] = e[0].max(need[d][0]);
                     e[1] = e[1].max(need[d][1]);
@@ -377,6 +382,22 @@ fn check_halo(
         }
         if s.computation.is_sweep() {
             check_self_reads(program, s, n, errors);
+        }
+        // Its array spans the domain plus the halo along its dimensions: a stencil read only
+        // through fields (or reading nothing) is bounded here, not by an input's halo.
+        for d in (0..3).filter(|&d| arrays[s.array].dims.has(d)) {
+            for side in 0..2 {
+                let e = s.extent[d][side];
+                if e > program.halo[d] {
+                    errors.push(Diagnostic::new(
+                        format!("stencils[{n}]"),
+                        format!(
+                            "stencil `{}` is evaluated {e} cell(s) beyond the domain on the {}{} side (its readers read it there), but its array spans the halo, {} along {}: the halo must be at least {e}",
+                            s.name, DIMS[d], if side == 0 { "-" } else { "+" }, program.halo[d], DIMS[d]
+                        ),
+                    ));
+                }
+            }
         }
     }
 }
@@ -556,7 +577,7 @@ impl Analysis {
             arrays.push(Array {
                 name: s.name.clone(),
                 kind: ArrayKind::Stencil(n),
-                dims: Dims::ALL,
+                dims: program.dims(&s.name),
             });
         }
         let mut inputs = Vec::new();
@@ -653,11 +674,30 @@ impl Analysis {
         t
     }
 
-    /// Whether a stencil is a sweep (`computation: forward` or `backward`): then every group
-    /// computes whole columns, one tile along z, and none streams (`SearchSpace::tile_range`,
-    /// `SearchSpace::stream_shape`, `Infeasibility::Sweep`).
+    /// Whether the program computes whole columns: a stencil is a sweep (`computation: forward`
+    /// or `backward`) or 2-D. Then every group computes whole columns, one tile along z, and
+    /// none streams (`SearchSpace::tile_range`, `SearchSpace::stream_shape`,
+    /// `Infeasibility::Sweep`).
     pub fn has_sweeps(&self) -> bool {
-        self.stencils.iter().any(|s| s.computation.is_sweep())
+        self.stencils
+            .iter()
+            .any(|s| s.computation.is_sweep() || s.plane.is_some())
+    }
+
+    /// Whether stencil `s` is 2-D (`[i, j]`, computed once per column; a group of its own).
+    pub fn is_plane(&self, s: usize) -> bool {
+        self.stencils[s].plane.is_some()
+    }
+
+    /// Whether stencils `s` and `s + 1` are in different groups in every configuration: one of
+    /// them is 2-D (stored once per column, read from memory by the others).
+    pub fn forced_cut(&self, s: usize) -> bool {
+        self.is_plane(s) || self.is_plane(s + 1)
+    }
+
+    /// Whether the stencils `range` may form one group: one stencil, or none 2-D.
+    pub fn may_group(&self, range: std::ops::Range<usize>) -> bool {
+        range.len() <= 1 || !range.clone().any(|s| self.is_plane(s))
     }
 
     pub fn num_stencils(&self) -> usize {

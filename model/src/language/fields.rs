@@ -1,6 +1,7 @@
-//! `fields:` (docs/MODEL.md, "Program file"): the input arrays that have fewer dimensions than
-//! (i, j, k), such as level heights `dz: [k]` or an orography `hsurf: [i, j]`, and the check that
-//! every access to an array lists exactly its own indices.
+//! `fields:` (docs/MODEL.md, "Program file"): the arrays that have fewer dimensions than
+//! (i, j, k), such as level heights `dz: [k]` or an orography `hsurf: [i, j]` among the inputs,
+//! and 2-D stencils (`[i, j]`, computed once per column), and the check that every access to an
+//! array lists exactly its own indices.
 
 use std::collections::BTreeMap;
 
@@ -10,9 +11,9 @@ use crate::formats::diagnostic::Diagnostic;
 use crate::language::expr::{AccessSpan, Dims, INDEX_NAMES};
 use crate::language::program::{is_identifier, reserved_reason, Stencil};
 
-/// The declared fields, their dimension lists checked: names that are identifiers and not
-/// stencils, dimensions among i, j, k in that order, each at most once. An entry `[i, j, k]` is
-/// accepted and dropped (it is what an undeclared array has).
+/// The declared fields, their dimension lists checked: names that are identifiers, dimensions
+/// among i, j, k in that order, each at most once; a stencil's `[i, j]` (a 2-D stencil). An
+/// entry `[i, j, k]` is accepted and dropped (it is what an undeclared array has).
 pub(crate) fn read_fields(
     file: &IndexMap<String, Vec<String>>,
     stencils: &[Stencil],
@@ -39,17 +40,18 @@ pub(crate) fn read_fields(
         if dims.is_full() {
             continue;
         }
-        if stencils.iter().any(|s| s.name == *name) {
+        let stencil = stencils.iter().any(|s| s.name == *name);
+        if stencil && dims != PLANE {
             errors.push(Diagnostic::new(
                 &path,
                 format!(
-                    "`{name}` is a stencil, and stencils are 3-D ([i, j, k]): a field with \
-                     fewer dimensions ({dims}) can only be an input in this version"
+                    "`{name}` is a stencil: a stencil is 3-D ([i, j, k]) or 2-D ([i, j], computed \
+                     once per column), not {dims}"
                 ),
             ));
             continue;
         }
-        if inputs.is_some_and(|ins| !ins.contains(name)) {
+        if !stencil && inputs.is_some_and(|ins| !ins.contains(name)) {
             errors.push(Diagnostic::new(
                 &path,
                 format!("`{name}` is neither a stencil nor listed in `inputs`"),
@@ -59,6 +61,69 @@ pub(crate) fn read_fields(
         fields.insert(name.clone(), dims);
     }
     fields
+}
+
+/// The dimensions of a 2-D stencil.
+pub const PLANE: Dims = Dims([true, true, false]);
+
+/// The 2-D stencils' rules: computed once per column, by `expr:` from arrays without k, or by
+/// one interval of one level (`k: [-1, null]`: the top) from any array at that level; never a
+/// sweep. An error per broken rule.
+pub(crate) fn check_planes(
+    fields: &BTreeMap<String, Dims>,
+    stencils: &[Stencil],
+    nz: usize,
+    errors: &mut Vec<Diagnostic>,
+) {
+    for (n, st) in stencils.iter().enumerate() {
+        if fields.get(&st.name) != Some(&PLANE) {
+            continue;
+        }
+        let base = format!("stencils[{n}]");
+        if st.computation.is_sweep() {
+            errors.push(Diagnostic::new(
+                format!("{base}.computation"),
+                format!(
+                    "`{}` is a 2-D stencil ([i, j]): it is computed once per column, not swept",
+                    st.name
+                ),
+            ));
+        }
+        if st.has_intervals() {
+            let levels = st.bodies.iter().map(|b| b.levels.map(|l| l.resolve(nz)));
+            let one = levels.collect::<Vec<_>>();
+            if !matches!(one.as_slice(), [Some((lo, hi))] if *lo >= 0 && hi - lo == 1 && *hi <= nz as i64)
+            {
+                errors.push(Diagnostic::new(
+                    format!("{base}.intervals"),
+                    format!(
+                        "`{}` is a 2-D stencil ([i, j]): its intervals are one interval of one level, the level it is computed at (`k: [-1, null]`: the top)",
+                        st.name
+                    ),
+                ));
+            }
+            continue;
+        }
+        let body = &st.bodies[0];
+        let mut leveled = Vec::new();
+        for e in body.lets.iter().map(|l| &l.expr).chain([&body.expr]) {
+            e.visit_accesses(&mut |array, _| {
+                let dims = fields.get(array).copied().unwrap_or(Dims::ALL);
+                if dims.has(2) && !leveled.contains(&array) {
+                    leveled.push(array);
+                }
+            });
+        }
+        if let Some(array) = leveled.first() {
+            errors.push(Diagnostic::new(
+                format!("{base}.expr"),
+                format!(
+                    "`{}` is a 2-D stencil ([i, j]) and reads `{array}`, which has levels: give the level it is computed at with `intervals: [{{k: [-1, null], expr: ...}}]` (the top; [0, 1] the bottom)",
+                    st.name
+                ),
+            ));
+        }
+    }
 }
 
 /// A dimension list such as `[i, j]` as [`Dims`]; an error (and None) when an entry is not i,

@@ -251,15 +251,44 @@ fn with_random_fields(text: String, seed: u64) -> String {
         out.push('\n');
     }
     let mut fields = String::new();
-    if used.iter().any(|&u| u) {
-        fields.push_str("fields:\n");
-        for (u, decl) in used.iter().zip(["  fij: [i, j]\n", "  fk: [k]\n"]) {
-            if *u {
-                fields.push_str(decl);
-            }
+    for (u, decl) in used.iter().zip(["  fij: [i, j]\n", "  fk: [k]\n"]) {
+        if *u {
+            fields.push_str(decl);
         }
     }
-    out.replace("FIELDS", &fields)
+    // After the program's own `fields:` key, if it has one.
+    let out = match out.contains("\nfields:\n") {
+        true => {
+            out.replace("FIELDS", "")
+                .replacen("\nfields:\n", &format!("\nfields:\n{fields}"), 1)
+        }
+        false if !fields.is_empty() => out.replace("FIELDS", &format!("fields:\n{fields}")),
+        false => out.replace("FIELDS", ""),
+    };
+    with_halo_for_fields(out)
+}
+
+/// `text` with its `halo:` line grown to what its stencils' extents need once reads have become
+/// field reads (a stencil that reads only fields along a dimension is bounded by no input).
+fn with_halo_for_fields(text: String) -> String {
+    let Some(line) = text.lines().find(|l| l.starts_with("halo: [")) else {
+        return text;
+    };
+    let old: Vec<usize> = line["halo: [".len()..line.len() - 1]
+        .split(',')
+        .filter_map(|v| v.trim().parse().ok())
+        .collect();
+    if old.len() != 3 {
+        return text;
+    }
+    let marked = text.replacen(line, "halo: HALO", 1);
+    let need = required_halo(&marked);
+    let halo = [0, 1, 2].map(|d| old[d].max(need[d]));
+    marked.replacen(
+        "halo: HALO",
+        &format!("halo: [{}, {}, {}]", halo[0], halo[1], halo[2]),
+        1,
+    )
 }
 
 /// Where the first read of an input `inN(` starts in `line`, the name not part of a longer one.
@@ -331,6 +360,10 @@ fn required_halo(text_with_placeholder: &str) -> [usize; 3] {
     };
     let mut halo = [0usize; 3];
     for s in &analysis.stencils {
+        // Its own extent (a stencil read only through fields is bounded by nothing else).
+        for d in (0..3).filter(|&d| analysis.arrays[s.array].dims.has(d)) {
+            halo[d] = halo[d].max(s.extent[d][0]).max(s.extent[d][1]);
+        }
         for b in s.bounds.values() {
             for d in 0..3 {
                 halo[d] = halo[d]
@@ -776,9 +809,33 @@ fn column_program_attempt(seed: u64) -> String {
             }
         }
     }
-    let outputs: Vec<&str> = (0..n)
+    let mut outputs: Vec<&str> = (0..n)
         .filter(|&s| !read[s] || s == n - 1)
         .map(|s| names[s].as_str())
         .collect();
+    // A third of the programs end with a 2-D stencil `pl` computed at the bottom or the top
+    // level from the last stencil, an output or read by a last 3-D stencil `pq`.
+    if rng.chance(35) {
+        let level = *rng.pick(&["[0, 1]", "[-1, null]"]);
+        let di = match rng.range(-1, 1) {
+            0 => String::new(),
+            o => format!("{o:+}"),
+        };
+        let last = &names[n - 1];
+        let _ = writeln!(
+            text,
+            "  - name: pl\n    intervals:\n      - k: {level}\n        expr: \"0.5 * {last}(i{di}, j, k) + 0.25\""
+        );
+        if rng.chance(50) {
+            let _ = writeln!(
+                text,
+                "  - name: pq\n    expr: \"pl(i, j) - {last}(i, j, k)\""
+            );
+            outputs.push("pq");
+        } else {
+            outputs.push("pl");
+        }
+        text = text.replace("stencils:\n", "fields:\n  pl: [i, j]\nstencils:\n");
+    }
     text.replace("OUTPUTS", &outputs.join(", "))
 }

@@ -42,7 +42,7 @@ pub enum InlineError {
     #[error("`{0}` is listed twice")]
     Twice(String),
     #[error(
-        "`{0}` is a sweep or has intervals: it is computed level by level, it cannot be inlined"
+        "`{0}` is a sweep, has intervals or is 2-D: it is computed level by level or once per column, it cannot be inlined"
     )]
     ByLevel(String),
     #[error(
@@ -57,13 +57,13 @@ pub enum InlineError {
     },
 }
 
-/// The stencils that may be inlined: every stencil that is not an output, a sweep, or
+/// The stencils that may be inlined: every stencil that is not an output, a sweep, 2-D, or
 /// computed by intervals.
 pub fn candidates(analysis: &Analysis) -> Vec<usize> {
     (0..analysis.stencils.len())
         .filter(|&s| {
             let st = &analysis.stencils[s];
-            !st.is_output && !st.computation.is_sweep() && !st.intervals
+            !st.is_output && !st.computation.is_sweep() && !st.intervals && st.plane.is_none()
         })
         .collect()
 }
@@ -78,7 +78,7 @@ pub fn indices_of(program: &Program, names: &[String]) -> Result<Vec<usize>, Inl
         if program.outputs.contains(name) {
             return Err(InlineError::Output(name.clone()));
         }
-        if !inlinable(&program.stencils[s]) {
+        if !inlinable(program, &program.stencils[s]) {
             return Err(InlineError::ByLevel(name.clone()));
         }
         if !out.insert(s) {
@@ -128,7 +128,7 @@ pub fn inline_program(program: &Program, inline: &[usize]) -> Result<Program, In
     let mut stencils = Vec::new();
     for (s, st) in program.stencils.iter().enumerate() {
         if sorted.binary_search(&s).is_ok() {
-            if !inlinable(st) {
+            if !inlinable(program, st) {
                 return Err(InlineError::ByLevel(st.name.clone()));
             }
             let rewritten = substitute(&st.bodies[0], &bodies, &program.scalars);
@@ -172,8 +172,8 @@ pub fn inline_program(program: &Program, inline: &[usize]) -> Result<Program, In
 
 /// Whether a stencil can be computed where it is read: one body on every level, not a sweep
 /// (a reader at level k would need the levels before it, or the body of another level).
-fn inlinable(st: &Stencil) -> bool {
-    !st.computation.is_sweep() && !st.has_intervals()
+fn inlinable(program: &Program, st: &Stencil) -> bool {
+    !st.computation.is_sweep() && !st.has_intervals() && program.dims(&st.name).is_full()
 }
 
 /// `body` with new lets and expression, its source texts their printed forms (what error

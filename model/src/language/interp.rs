@@ -126,7 +126,8 @@ pub struct OutputValues {
     pub stencil: usize,
     pub name: String,
     /// Values over the domain, `i` fastest, then `j`, then `k`: element `(i, j, k)` at
-    /// `i + j * nx + k * nx * ny`. Float values are widened to `f64` (exactly).
+    /// `i + j * nx + k * nx * ny` (a 2-D stencil's over `(i, j)` only). Float values are
+    /// widened to `f64` (exactly).
     pub values: Vec<f64>,
     /// Per element, the bound on |C − interpreted| (module docs): 0 where the element must
     /// match bit for bit, infinite where it cannot be checked.

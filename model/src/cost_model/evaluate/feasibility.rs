@@ -60,6 +60,8 @@ pub enum Infeasibility {
         tiles_z: usize,
         stream: bool,
     },
+    /// A 2-D stencil grouped with another: it is stored once per column and read from memory.
+    Plane { group: usize, stencil: usize },
     /// Tiles of one dimension are too uneven.
     UnevenTiles {
         group: usize,
@@ -129,6 +131,10 @@ impl fmt::Display for Infeasibility {
                 f,
                 "group {group}: {}; in a program with a sweep every group computes whole columns (1 tile along z) and none streams",
                 if stream { "streams".to_string() } else { format!("{tiles_z} tiles along z") }
+            ),
+            Infeasibility::Plane { group, stencil } => write!(
+                f,
+                "group {group}: stencil {stencil} is 2-D ([i, j]) and grouped with others; a 2-D stencil is a group of its own"
             ),
             Infeasibility::UnevenTiles {
                 group,
@@ -209,6 +215,13 @@ pub fn group_infeasibility_with(
 ) -> Option<Infeasibility> {
     let (even_tiles, parallel_ok) = (tests.even_tiles, tests.parallel_ok);
     let dom = analysis.domain;
+    if !analysis.may_group(range.clone()) {
+        let stencil = range
+            .clone()
+            .find(|&s| analysis.is_plane(s))
+            .unwrap_or(range.start);
+        return Some(Infeasibility::Plane { group, stencil });
+    }
     if analysis.has_sweeps() && (tiles[2] > 1 || stream) {
         return Some(Infeasibility::Sweep {
             group,

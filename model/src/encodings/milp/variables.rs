@@ -3,6 +3,7 @@
 
 use crate::cost_model::evaluate::STREAM_TILES_X;
 use crate::encodings::lp::{LinExpr, Sense, VarId};
+use crate::language::analysis::Analysis;
 use crate::language::program::DIMS;
 
 use super::builder::Builder;
@@ -10,9 +11,14 @@ use super::MilpOptions;
 
 impl Builder {
     /// Group indices `g_i` (integer, `g_0 = 0`) and cuts `cut_i = g_{i+1} - g_i` (binary, fixed
-    /// by `--fix-groups`).
-    pub(super) fn group_variables(&mut self, n_st: usize, options: &MilpOptions) -> Vec<VarId> {
+    /// by `--fix-groups`, and 1 beside a 2-D stencil).
+    pub(super) fn group_variables(
+        &mut self,
+        analysis: &Analysis,
+        options: &MilpOptions,
+    ) -> Vec<VarId> {
         let b = self;
+        let n_st = analysis.stencils.len();
         // Group indices and cuts.
         let mut group_index = Vec::new();
         for i in 0..n_st {
@@ -26,6 +32,7 @@ impl Builder {
                     let c = (g[i + 1] != g[i]) as u8 as f64;
                     (c, c)
                 }
+                None if analysis.forced_cut(i) => (1.0, 1.0),
                 None => (0.0, 1.0),
             };
             let c = b.milp.add_var(format!("cut_{i}"), lo, hi, true);

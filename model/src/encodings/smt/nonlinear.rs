@@ -60,7 +60,7 @@ fn declare_variables(
             .fixed_groups
             .as_ref()
             .map(|g| (g[i + 1] != g[i]) as u8);
-        match fixed {
+        match fixed.or(analysis.forced_cut(i).then_some(1)) {
             Some(v) => smt.assertions.push(format!("(= {c} {v})")),
             None => smt.assertions.push(format!("(and (<= 0 {c}) (<= {c} 1))")),
         }

@@ -139,8 +139,10 @@ impl<'a, T: Real> Machine<'a, T> {
         });
         // Level by level, each level stored before the next is computed: a sweep reads the
         // levels before it (a backward sweep walks down).
-        let levels: Vec<i64> = match stencil.computation {
-            Computation::Backward => (region[2].0..region[2].1).rev().collect(),
+        let levels: Vec<i64> = match (info.plane, stencil.computation) {
+            // A 2-D stencil once, at its level; stored on every level below.
+            (Some(level), _) => vec![level],
+            (None, Computation::Backward) => (region[2].0..region[2].1).rev().collect(),
             _ => (region[2].0..region[2].1).collect(),
         };
         let array = info.array;
@@ -176,11 +178,21 @@ impl<'a, T: Real> Machine<'a, T> {
                     results.push((n, v));
                 }
             }
+            // A 2-D stencil's value at (i, j) holds at every level (as a field's).
+            let plane = self.alloc[0] * self.alloc[1];
+            let copies = if info.plane.is_some() {
+                self.alloc[2]
+            } else {
+                1
+            };
             let f = &mut self.fields[array];
             for (n, v) in results {
-                f.values[n] = v.v;
-                f.bounds[n] = v.e;
-                f.computed[n] = true;
+                for c in 0..copies {
+                    let n = if copies > 1 { n % plane + c * plane } else { n };
+                    f.values[n] = v.v;
+                    f.bounds[n] = v.e;
+                    f.computed[n] = true;
+                }
             }
         }
         Ok(())
@@ -194,7 +206,9 @@ impl<'a, T: Real> Machine<'a, T> {
             let info = &self.analysis.stencils[s];
             let mut values = Vec::with_capacity(domain[0] * domain[1] * domain[2]);
             let mut bounds = Vec::with_capacity(values.capacity());
-            for k in 0..domain[2] as i64 {
+            // A 2-D output over the domain's (i, j) only.
+            let levels = if info.plane.is_some() { 1 } else { domain[2] };
+            for k in 0..levels as i64 {
                 for j in 0..domain[1] as i64 {
                     for i in 0..domain[0] as i64 {
                         let v = self.read(&info.name, [i, j, k])?;
