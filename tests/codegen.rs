@@ -151,18 +151,22 @@ fn generated_code_is_clean_under_address_sanitizer() {
             }
         }
     }
-    // Sweeps and intervals: whole columns, one group or one per stencil, single-cell and
-    // whole-plane tiles.
-    for seed in 0..6 {
+    // Sweeps, intervals, fields and 2-D stencils: whole columns, one group (a 2-D stencil
+    // alone) or one per stencil, single-cell and whole-plane tiles.
+    let (mut fields, mut planes) = (0, 0);
+    for seed in 0..8 {
         let text = absinthe_model::language::generate::random_column_program(seed);
         let program = Program::from_yaml(&text).unwrap();
         let analysis = Analysis::new(&program).unwrap();
         let n = program.stencils.len();
+        fields += usize::from(!program.fields.is_empty());
+        planes += usize::from((0..n).any(|s| analysis.is_plane(s)));
         let [nx, ny, _] = analysis.domain;
         for tiles in [[1, 1, 1], [nx, ny, 1]] {
             for groups in [vec![0; n], (0..n).collect()] {
                 let groups_count = groups.last().unwrap() + 1;
                 let config = Configuration::new(groups, vec![tiles; groups_count]);
+                let config = crate::common::with_plane_cuts(config, &analysis);
                 let cost = evaluate(&analysis, &m, &config);
                 cases.push((
                     format!(
@@ -174,6 +178,10 @@ fn generated_code_is_clean_under_address_sanitizer() {
             }
         }
     }
+    assert!(
+        fields >= 2 && planes >= 2,
+        "{fields} with fields, {planes} with 2-D stencils"
+    );
     check_bundles(
         &cases,
         16,

@@ -575,3 +575,53 @@ fn streamed_groups_span_whole_rows_in_every_encoding() {
         assert!((e / estimates[0] - 1.0).abs() < 1e-3, "{estimates:?}");
     }
 }
+
+/// A program with 2-D stencils (`cosmo_colpres`, at a small domain): every encoding and backend
+/// finds the exhaustive optimum, and keeps each 2-D stencil a group of its own.
+#[test]
+fn two_d_stencils_stay_alone_in_every_encoding() {
+    let m = absinthe_model::formats::machine::Machine::load(
+        &crate::common::root().join("machines/default.yaml"),
+    )
+    .unwrap()
+    .model_view(8)
+    .unwrap();
+    let text = std::fs::read_to_string(crate::common::root().join("configs/cosmo_colpres.yaml"))
+        .unwrap()
+        .replace("domain: [64, 64, 60]", "domain: [16, 12, 6]");
+    let a = analyse(&text);
+    assert!(a.is_plane(1) && a.is_plane(2));
+    let options = MilpOptions::default();
+    let (best_config, best) = exhaustive(&a, &m, &options.space).expect("feasible");
+    assert!(best_config
+        .group_ranges()
+        .into_iter()
+        .all(|r| a.may_group(r)));
+    for (name, encoding) in [
+        ("highs", Encoding::Digits),
+        ("cbc", Encoding::Ranges),
+        ("dp", Encoding::Ranges),
+    ] {
+        let options = MilpOptions {
+            encoding,
+            ..options.clone()
+        };
+        let result = if name == "dp" {
+            optimize_dp(&a, &m, &options, &exact_options())
+        } else {
+            let solver = absinthe_solvers::by_name(name).unwrap();
+            optimize(&a, &m, &options, solver.as_ref(), &exact_options())
+        }
+        .unwrap();
+        let groups = &result.config.groups;
+        assert!(
+            agree(result.cost.total, best),
+            "{name} {encoding:?}: {:e} vs exhaustive {best:e}",
+            result.cost.total
+        );
+        assert!(
+            groups[1] != groups[0] && groups[2] != groups[1] && groups[3] != groups[2],
+            "{name} {encoding:?}: {groups:?}"
+        );
+    }
+}

@@ -22,11 +22,13 @@ use crate::language::generate::{random_program, RandomShape};
 use crate::language::program::Program;
 use crate::output::solution::Solution;
 
-const PROGRAMS: [&str; 4] = [
+const PROGRAMS: [&str; 6] = [
     include_str!("../../configs/hdiff.yaml"),
     include_str!("../../configs/cosmo_hdiff4.yaml"),
     include_str!("../../configs/heat4.yaml"),
     include_str!("../../configs/example2.yaml"),
+    include_str!("../../configs/cosmo_hvdiff.yaml"),
+    include_str!("../../configs/cosmo_colpres.yaml"),
 ];
 
 const MACHINES: [&str; 3] = [
