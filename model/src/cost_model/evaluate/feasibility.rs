@@ -195,6 +195,29 @@ pub fn group_infeasibility(
     group_infeasibility_with(analysis, machine, group, range, tiles, stream, slack_tests)
 }
 
+/// A 2-D stencil grouped with others, or, in a program that computes whole columns (a sweep
+/// or a 2-D stencil), a group split along z or streamed.
+fn column_infeasibility(
+    analysis: &Analysis,
+    group: usize,
+    range: &Range<usize>,
+    tiles: [usize; 3],
+    stream: bool,
+) -> Option<Infeasibility> {
+    if !analysis.may_group(range.clone()) {
+        let stencil = range
+            .clone()
+            .find(|&s| analysis.is_plane(s))
+            .unwrap_or(range.start);
+        return Some(Infeasibility::Plane { group, stencil });
+    }
+    (analysis.has_sweeps() && (tiles[2] > 1 || stream)).then_some(Infeasibility::Sweep {
+        group,
+        tiles_z: tiles[2],
+        stream,
+    })
+}
+
 /// The two slack comparisons, in f64 here and in exact rationals in `exact`.
 #[derive(Clone, Copy)]
 pub struct SlackTests {
@@ -215,19 +238,8 @@ pub fn group_infeasibility_with(
 ) -> Option<Infeasibility> {
     let (even_tiles, parallel_ok) = (tests.even_tiles, tests.parallel_ok);
     let dom = analysis.domain;
-    if !analysis.may_group(range.clone()) {
-        let stencil = range
-            .clone()
-            .find(|&s| analysis.is_plane(s))
-            .unwrap_or(range.start);
-        return Some(Infeasibility::Plane { group, stencil });
-    }
-    if analysis.has_sweeps() && (tiles[2] > 1 || stream) {
-        return Some(Infeasibility::Sweep {
-            group,
-            tiles_z: tiles[2],
-            stream,
-        });
+    if let Some(why) = column_infeasibility(analysis, group, &range, tiles, stream) {
+        return Some(why);
     }
     for d in 0..3 {
         if !even_tiles(dom[d], tiles[d], machine.slack.size) {
