@@ -285,15 +285,20 @@ fn milp_optimum_equals_brute_force_with_wider_reads() {
     }
 }
 
-/// The shipped programs: the MILP optimum equals the exhaustive optimum on the real domains.
-#[test]
-fn milp_optimum_equals_exhaustive_on_shipped_programs() {
-    let machine = absinthe_model::formats::machine::Machine::load(
+/// machines/default.yaml's model for 8 threads.
+fn default_view() -> absinthe_model::formats::machine::ModelMachine {
+    absinthe_model::formats::machine::Machine::load(
         &crate::common::root().join("machines/default.yaml"),
     )
     .unwrap()
     .model_view(8)
-    .unwrap();
+    .unwrap()
+}
+
+/// The shipped programs: the MILP optimum equals the exhaustive optimum on the real domains.
+#[test]
+fn milp_optimum_equals_exhaustive_on_shipped_programs() {
+    let machine = default_view();
     for p in ["example2", "hdiff"] {
         let text = std::fs::read_to_string(crate::common::root().join(format!("configs/{p}.yaml")))
             .unwrap();
@@ -315,12 +320,7 @@ fn milp_optimum_equals_exhaustive_on_shipped_programs() {
 /// DP (it must still end with a configuration, a bound and a gap).
 #[test]
 fn large_programs_report_what_evaluate_gives() {
-    let machine = absinthe_model::formats::machine::Machine::load(
-        &crate::common::root().join("machines/default.yaml"),
-    )
-    .unwrap()
-    .model_view(8)
-    .unwrap();
+    let machine = default_view();
     let programs = [
         absinthe_model::language::generate::chain(64, [64, 64, 60]),
         absinthe_model::language::generate::dycore(150, [32, 32, 20], 1),
@@ -580,12 +580,7 @@ fn streamed_groups_span_whole_rows_in_every_encoding() {
 /// finds the exhaustive optimum, and keeps each 2-D stencil a group of its own.
 #[test]
 fn two_d_stencils_stay_alone_in_every_encoding() {
-    let m = absinthe_model::formats::machine::Machine::load(
-        &crate::common::root().join("machines/default.yaml"),
-    )
-    .unwrap()
-    .model_view(8)
-    .unwrap();
+    let m = default_view();
     let text = std::fs::read_to_string(crate::common::root().join("configs/cosmo_colpres.yaml"))
         .unwrap()
         .replace("domain: [64, 64, 60]", "domain: [16, 12, 6]");
