@@ -434,3 +434,66 @@ def test_column_integral_with_2d_stencils_matches_numpy():
     np.testing.assert_allclose(got["psx"][1:-1, 1:-1], want_psx, rtol=1e-12, atol=1e-9)
     want_p = ps[None, 1:-1, 1:-1] - mass[:, 1:-1, 1:-1]
     np.testing.assert_allclose(got["p"][:, 1:-1, 1:-1], want_p, rtol=1e-12, atol=1e-9)
+
+
+def random_program_text(seed):
+    """A random program written here, independently of absinthe's generator: 2 to 5 stencils,
+    each a sum of scaled reads of the inputs `in0`, `in1`, a 2-D field `fij` and a 1-D field
+    `fk`, and of earlier stencils, at offsets of -1..1, sometimes under min, max or `?:`;
+    every stencil no later one reads is an output."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 6))
+    domain = [int(rng.integers(3, 8)), int(rng.integers(3, 7)), int(rng.integers(2, 5))]
+    literals = ["0.5", "0.25", "1.5", "-0.75", "2.0", "0.125"]
+    read = [False] * n
+    lines = []
+
+    def index(v, o):
+        return v if o == 0 else f"{v}{o:+d}"
+
+    for s in range(n):
+        terms = []
+        for _ in range(int(rng.integers(2, 4))):
+            pick = int(rng.integers(0, 4 + s))
+            o = [int(x) for x in rng.integers(-1, 2, 3)]
+            if pick == 2:
+                access = f"fij({index('i', o[0])}, {index('j', o[1])})"
+            elif pick == 3:
+                access = f"fk({index('k', o[2])})"
+            else:
+                name = f"in{pick}" if pick < 2 else f"s{pick - 4}"
+                if pick >= 4:
+                    read[pick - 4] = True
+                access = f"{name}({index('i', o[0])}, {index('j', o[1])}, {index('k', o[2])})"
+            terms.append(f"{literals[int(rng.integers(0, len(literals)))]} * {access}")
+        expr = " + ".join(terms)
+        shape = int(rng.integers(0, 4))
+        if shape == 1 and len(terms) > 1:
+            expr = f"min({terms[0]}, {' + '.join(terms[1:])})"
+        elif shape == 2 and len(terms) > 1:
+            expr = f"{terms[0]} > 0.9 ? {' + '.join(terms[1:])} : {terms[0]}"
+        lines.append(f"  - name: s{s}\n    expr: \"{expr}\"")
+    outputs = [f"s{s}" for s in range(n) if not read[s] or s == n - 1]
+    halo = n + 1  # each stencil widens what it reads by at most one cell per side
+    used = "\n".join(lines)
+    fields = "".join(f"  {f}: {d}\n" for f, d in (("fij", "[i, j]"), ("fk", "[k]")) if f + "(" in used)
+    return (f"name: random{seed}\ndomain: {domain}\nhalo: [{halo}, {halo}, {halo}]\n"
+            f"outputs: [{', '.join(outputs)}]\n" + (f"fields:\n{fields}" if fields else "")
+            + f"stencils:\n{used}\n")
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_programs_equal_numpy_bit_for_bit(seed):
+    """Random programs (reads of 3-D inputs, 1-D and 2-D fields and earlier stencils; min, ?:),
+    solved and compiled as a user would, against the NumPy evaluation, bit for bit."""
+    peer = _peer()
+    p = absinthe.Program.from_string(random_program_text(seed))
+    k = p.compile(p.solve(machine=MACHINE, solver="dp"), threads=2)
+    x = inputs_for(k, 100 + seed)
+    got = k(**x)
+    prog, want, _ = numpy_outputs(peer, p.path, x)
+    for out in k.outputs:
+        g = window(got[out], prog.halo, (0, 0, 0), prog.domain)
+        w = window(want[out], prog.halo, (0, 0, 0), prog.domain)
+        assert not np.isnan(w).any(), out
+        assert np.array_equal(g, w), f"{out} differs by {np.nanmax(np.abs(g - w))}"
