@@ -77,6 +77,14 @@ fn bad_files_get_file_key_and_caret() {
             "stencils:\n  - name: a\n    expr: x(i,j,k)\n    colour: red\n",
             vec!["stencils[0]", "unknown field `colour`", "line"],
         ),
+        (
+            "fields:\n  dz: [k]\nstencils:\n  - name: a\n    expr: x(i,j,k) * dz(i+1, j, k)\n",
+            vec![
+                "stencils[0].expr",
+                "`dz` is a field over [k]",
+                "    |            ^^^^^^^^^^^^^\n",
+            ],
+        ),
     ];
     for (n, (stencils, expected)) in cases.iter().enumerate() {
         let text = format!("name: t\ndomain: [8, 8, 8]\nhalo: [1, 1, 1]\noutputs: [a]\n{stencils}");
