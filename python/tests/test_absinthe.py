@@ -497,3 +497,17 @@ def test_random_programs_equal_numpy_bit_for_bit(seed):
         w = window(want[out], prog.halo, (0, 0, 0), prog.domain)
         assert not np.isnan(w).any(), out
         assert np.array_equal(g, w), f"{out} differs by {np.nanmax(np.abs(g - w))}"
+
+
+def test_bench_and_tune_are_reachable():
+    """`Program.bench` and `Program.tune` run the CLI's commands: every benched variant is
+    verified, and tune names a winner among the candidates it timed."""
+    import json
+    p = program("hdiff", (16, 12, 4))
+    rows = p.bench(machine=MACHINE, variants="naive,opt", runs=2)
+    assert [r["variant"] for r in rows] == ["naive", "opt"]
+    assert all(r["verified"] for r in rows), rows
+    report = json.loads(p.tune(machine=MACHINE, extra=["--top", "2", "--refine", "0", "--runs", "2",
+                                                       "--confirm", "1", "--format", "json"]))
+    assert report["program"] == "hdiff" and report["winner_seconds"] > 0
+    assert 0 <= report["winner_rank"] < len(report["candidates"])
