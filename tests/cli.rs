@@ -448,3 +448,35 @@ fn scalars_from_the_command_line_reach_the_harness() {
     ]);
     assert!(stderr(&o).contains("--scalar sets a value in the harness: add --harness"));
 }
+
+/// The generated header documents every field's layout and marks its parameter, and its
+/// `#pragma once` is a directive of its own line.
+#[test]
+fn headers_document_fields_and_stay_headers() {
+    let dir = tempfile::tempdir().unwrap();
+    for (program, expected) in [
+        (
+            "hdiff",
+            &["// are scratch.\n#pragma once\n", "// input\n"][..],
+        ),
+        (
+            "cosmo_colpres",
+            &[
+                "//   dz (k): double[60][1][1], element (k) at index (k + 0).\n",
+                "//   ps (ij): double[1][66][66], element (i, j) at index (i + 1) + (j + 1) * 66.\n",
+                "// in the program's order.\n#pragma once\n",
+                "__restrict a_dz, // input (field over k)\n",
+                "__restrict a_psx, // output (field over ij)\n",
+            ][..],
+        ),
+    ] {
+        let out = dir.path().join(program);
+        let path = format!("configs/{program}.yaml");
+        let o = absinthe(&["codegen", &path, "-o", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let header = std::fs::read_to_string(out.join(format!("{program}.h"))).unwrap();
+        for e in expected {
+            assert!(header.contains(e), "{program}: {e:?} not in\n{header}");
+        }
+    }
+}
