@@ -499,15 +499,19 @@ def test_random_programs_equal_numpy_bit_for_bit(seed):
         assert np.array_equal(g, w), f"{out} differs by {np.nanmax(np.abs(g - w))}"
 
 
-def test_bench_and_tune_are_reachable():
+def test_bench_and_tune_are_reachable(tmp_path):
     """`Program.bench` and `Program.tune` run the CLI's commands: every benched variant is
-    verified, and tune names a winner among the candidates it timed."""
+    verified, and tune names a winner among the candidates it timed and writes its solution
+    where it is told."""
     import json
     p = program("hdiff", (16, 12, 4))
     rows = p.bench(machine=MACHINE, variants="naive,opt", runs=2)
     assert [r["variant"] for r in rows] == ["naive", "opt"]
     assert all(r["verified"] for r in rows), rows
+    out = tmp_path / "hdiff.tuned.yaml"
     report = json.loads(p.tune(machine=MACHINE, extra=["--top", "2", "--refine", "0", "--runs", "2",
-                                                       "--confirm", "1", "--format", "json"]))
+                                                       "--confirm", "1", "--format", "json",
+                                                       "-o", str(out)]))
     assert report["program"] == "hdiff" and report["winner_seconds"] > 0
     assert 0 <= report["winner_rank"] < len(report["candidates"])
+    assert out.exists()
