@@ -125,6 +125,21 @@ fn exact_options() -> SolveOptions {
     }
 }
 
+/// `optimize` with the backend `name`, or `optimize_dp` for `dp`, to the exact options.
+fn solve_with(
+    name: &str,
+    a: &Analysis,
+    m: &ModelMachine,
+    options: &MilpOptions,
+) -> Result<absinthe_solvers::optimize::Optimum, OptimizeError> {
+    if name == "dp" {
+        optimize_dp(a, m, options, &exact_options())
+    } else {
+        let solver = absinthe_solvers::by_name(name).unwrap();
+        optimize(a, m, options, solver.as_ref(), &exact_options())
+    }
+}
+
 fn check_case(seed: u64, shape: &RandomShape, naive_limit: usize) -> (bool, bool) {
     let text = random_program(seed, shape);
     let a = analyse(&text);
@@ -206,12 +221,7 @@ fn check_case(seed: u64, shape: &RandomShape, naive_limit: usize) -> (bool, bool
             warm_start,
             ..options.clone()
         };
-        let result = if name == "dp" {
-            optimize_dp(&a, &m, &options, &exact_options())
-        } else {
-            let solver = absinthe_solvers::by_name(name).unwrap();
-            optimize(&a, &m, &options, solver.as_ref(), &exact_options())
-        };
+        let result = solve_with(name, &a, &m, &options);
         let name = format!(
             "{name}/{}{}",
             encoding.name(),
@@ -601,13 +611,7 @@ fn two_d_stencils_stay_alone_in_every_encoding() {
             encoding,
             ..options.clone()
         };
-        let result = if name == "dp" {
-            optimize_dp(&a, &m, &options, &exact_options())
-        } else {
-            let solver = absinthe_solvers::by_name(name).unwrap();
-            optimize(&a, &m, &options, solver.as_ref(), &exact_options())
-        }
-        .unwrap();
+        let result = solve_with(name, &a, &m, &options).unwrap();
         let groups = &result.config.groups;
         assert!(
             agree(result.cost.total, best),

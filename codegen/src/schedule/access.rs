@@ -3,7 +3,7 @@
 
 use absinthe_model::cost_model::boxes::StagedInput;
 use absinthe_model::language::analysis::Analysis;
-use absinthe_model::language::expr::INDEX_NAMES;
+use absinthe_model::language::expr::{Dims, INDEX_NAMES};
 
 use super::types::LocalBuffer;
 
@@ -21,18 +21,23 @@ pub(super) fn global_access(
     if dims.is_full() {
         return format!("{origin}[{}]", linear(off, &["SY".into(), "SZ".into()]));
     }
+    let index = field_index(dims, alloc, |d| shifted(INDEX_NAMES[d], off[d]));
+    format!("{origin}[{index}]")
+}
+
+/// The linear index over a field's own dimensions as C, `at(d)` its coordinate along `d`:
+/// `at(0) + at(1) * alloc[0] + ...` (`dims` along its dimensions, the strides over `alloc`).
+pub(super) fn field_index(dims: Dims, alloc: [usize; 3], at: impl Fn(usize) -> String) -> String {
     let mut stride = 1;
     let mut terms = Vec::new();
     for d in (0..3).filter(|&d| dims.has(d)) {
-        let v = shifted(INDEX_NAMES[d], off[d]);
-        terms.push(if stride == 1 {
-            v
-        } else {
-            format!("{v} * {stride}")
+        terms.push(match stride {
+            1 => at(d),
+            _ => format!("{} * {stride}", at(d)),
         });
         stride *= alloc[d];
     }
-    format!("{origin}[{}]", terms.join(" + "))
+    terms.join(" + ")
 }
 
 /// An element of a tile buffer at `off` from `(i, j, k)` as C, in the OpenMP layout: a streamed

@@ -5,6 +5,7 @@ use absinthe_model::language::analysis::Analysis;
 use absinthe_model::language::expr::{Dims, INDEX_NAMES};
 use absinthe_model::language::program::ValueType;
 
+use super::access::field_index;
 use super::reference::compared_region;
 use super::types::{GlobalArray, Role};
 use super::Target;
@@ -100,16 +101,7 @@ pub(super) fn global_arrays(
 
 /// `(i + lead) + (j + lead) * stride + ...` over the dimensions in `dims`.
 fn layout(dims: Dims, lead: [usize; 3], alloc: [usize; 3]) -> String {
-    let mut stride = 1;
-    let mut terms = Vec::new();
-    for d in (0..3).filter(|&d| dims.has(d)) {
-        let at = format!("({} + {})", INDEX_NAMES[d], lead[d]);
-        terms.push(if stride == 1 {
-            at
-        } else {
-            format!("{at} * {stride}")
-        });
-        stride *= alloc[d];
-    }
-    terms.join(" + ")
+    field_index(dims, alloc, |d| {
+        format!("({} + {})", INDEX_NAMES[d], lead[d])
+    })
 }
