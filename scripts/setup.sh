@@ -13,6 +13,8 @@
 #                       often installed alone) is a *different* library and does not count
 #   python3-venv        the test suite installs nvcc from PyPI into a virtual environment
 #   fonts-dejavu-core   the font `bench --plot` and `learn` draw their plots with
+#   openmpi-bin         `mpirun`, which runs `codegen --ranks` harnesses over MPI ranks
+#   libopenmpi-dev      `mpicxx` and the MPI headers the decomposed kernels compile against
 #
 # A package counts as present only when dpkg says it is installed ("install ok installed").
 #
@@ -24,7 +26,7 @@
 set -euo pipefail
 
 required=(pkg-config cmake g++ libgomp1 coinor-libcbc-dev libz3-dev libclang-dev python3-venv
-  fonts-dejavu-core)
+  fonts-dejavu-core openmpi-bin libopenmpi-dev)
 
 dry_run=0
 case "${1:-}" in

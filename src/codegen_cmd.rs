@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use absinthe_codegen::cuda::{plan, GpuLimits};
+use absinthe_codegen::ranks::decompose;
 use absinthe_codegen::render::HarnessOptions;
 use absinthe_codegen::{lower, lower_cuda, Schedule};
 use absinthe_model::cost_model::boxes::BlockLimits;
@@ -67,6 +68,12 @@ pub struct CodegenArgs {
     /// programs and slowed 7 (docs/decisions/0028-input-staging-opt-in.md).
     #[arg(long)]
     pub stage: bool,
+    /// Decompose the domain over a PX,PY grid of MPI ranks along x and y: the kernel takes each
+    /// rank's sub-domain and an MPI communicator, and exchanges before each group the halo cells
+    /// it reads; the harness (built with mpicxx, run with `mpirun -np PX*PY`) verifies the
+    /// gathered outputs against the single-process reference bit for bit. OpenMP target only.
+    #[arg(long, value_name = "PX,PY", value_parser = absinthe_codegen::ranks::Grid::parse)]
+    pub ranks: Option<absinthe_codegen::ranks::Grid>,
     /// Timed runs the harness does by default (the first quarter is discarded).
     #[arg(long, default_value_t = 64, value_parser = crate::args::parse_runs)]
     pub runs: usize,
@@ -78,22 +85,19 @@ pub struct CodegenArgs {
     pub output: PathBuf,
 }
 
-fn schedule(args: &CodegenArgs) -> anyhow::Result<(Schedule, String)> {
-    // A streamed group walks z in the CUDA kernels (thread blocks own x-y tiles), in blocks of
-    // at most the device's threads (the number the model's shared-memory test used), staging
-    // inputs within the model's shared-memory capacity with --stage.
-    let lower = |p: &_, a: &_, c: &Configuration, cost: &_, view: &ModelMachine| {
-        if args.target == Target::Cuda {
-            let limits = if args.stage {
-                BlockLimits::staged(view)
-            } else {
-                BlockLimits::of(view)
-            };
-            lower_cuda(p, a, c, cost, limits)
-        } else {
-            lower(p, a, c, cost)
-        }
-    };
+/// The configuration to generate code for, with what lowering it takes.
+struct Chosen {
+    program: absinthe_model::Program,
+    analysis: Analysis,
+    config: Configuration,
+    view: ModelMachine,
+    /// The program as written and its analysis: what the harness verifies against.
+    original: (absinthe_model::Program, Analysis),
+    /// Where the configuration came from, for the summary line.
+    source: String,
+}
+
+fn chosen(args: &CodegenArgs) -> anyhow::Result<Chosen> {
     if let Some(sol) = &args.solution {
         let (original, original_analysis) = load(&args.program)?;
         let solution = Solution::load(sol)?;
@@ -107,25 +111,44 @@ fn schedule(args: &CodegenArgs) -> anyhow::Result<(Schedule, String)> {
         let config = solution
             .configuration(&analysis)
             .map_err(|d| FileError::new(sol, d))?;
-        let cost = evaluate(&analysis, &view, &config);
-        let schedule = lower(&program, &analysis, &config, &cost, &view)?;
-        Ok((
-            schedule.with_reference(&original, &original_analysis),
-            format!("{}", sol.display()),
-        ))
+        Ok(Chosen {
+            program,
+            analysis,
+            config,
+            view,
+            original: (original, original_analysis),
+            source: format!("{}", sol.display()),
+        })
     } else {
         let solved = solve_program(&args.program, &args.machine, &args.search, args.solver)?;
         let (_, view) = args.machine.load(&solved.program)?;
-        let s = lower(
-            &solved.program,
-            &solved.analysis,
-            &solved.optimum.config,
-            &solved.optimum.cost,
-            &view,
-        )?
-        .with_reference(&solved.original, &solved.original_analysis);
-        Ok((s, format!("the {} optimum", args.solver)))
+        Ok(Chosen {
+            program: solved.program,
+            analysis: solved.analysis,
+            config: solved.optimum.config,
+            view,
+            original: (solved.original, solved.original_analysis),
+            source: format!("the {} optimum", args.solver),
+        })
     }
+}
+
+fn schedule(args: &CodegenArgs, c: &Chosen) -> anyhow::Result<Schedule> {
+    let cost = evaluate(&c.analysis, &c.view, &c.config);
+    // A streamed group walks z in the CUDA kernels (thread blocks own x-y tiles), in blocks of
+    // at most the device's threads (the number the model's shared-memory test used), staging
+    // inputs within the model's shared-memory capacity with --stage.
+    let schedule = if args.target == Target::Cuda {
+        let limits = if args.stage {
+            BlockLimits::staged(&c.view)
+        } else {
+            BlockLimits::of(&c.view)
+        };
+        lower_cuda(&c.program, &c.analysis, &c.config, &cost, limits)?
+    } else {
+        lower(&c.program, &c.analysis, &c.config, &cost)?
+    };
+    Ok(schedule.with_reference(&c.original.0, &c.original.1))
 }
 
 /// The GPU machine used by `--target cuda` when no `--machine` is given.
@@ -138,7 +161,9 @@ pub fn run(mut args: CodegenArgs) -> anyhow::Result<ExitCode> {
         args.machine.machine = Some(gpu);
     }
     let renderer = renderer(args.templates.as_deref())?;
-    let (schedule, source) = schedule(&args)?;
+    let chosen = chosen(&args)?;
+    let schedule = schedule(&args, &chosen)?;
+    let source = &chosen.source;
     let scalars = match args.harness {
         true => args.scalars.values(&load(&args.program)?.0)?,
         false if !args.scalars.scalar.is_empty() => {
@@ -151,9 +176,24 @@ pub fn run(mut args: CodegenArgs) -> anyhow::Result<ExitCode> {
         scalars,
         ..HarnessOptions::default()
     });
-    let files = match args.target {
-        Target::Openmp => renderer.openmp(&schedule, harness.as_ref())?,
-        Target::Cuda => {
+    let files = match (args.target, args.ranks) {
+        (Target::Cuda, Some(_)) => {
+            anyhow::bail!("--ranks generates OpenMP code for MPI ranks: drop --target cuda")
+        }
+        (Target::Openmp, Some(grid)) => {
+            let c = &chosen;
+            let d = decompose(
+                &c.program,
+                &c.analysis,
+                &c.config,
+                &c.view,
+                grid,
+                (&c.original.0, &c.original.1),
+            )?;
+            renderer.mpi(&d, harness.as_ref())?
+        }
+        (Target::Openmp, None) => renderer.openmp(&schedule, harness.as_ref())?,
+        (Target::Cuda, None) => {
             let path = args.machine.path()?;
             let limits = GpuLimits::of_machine(&Machine::load(&path)?);
             renderer.cuda(&schedule, &plan(&schedule, &limits)?, harness.as_ref())?

@@ -619,7 +619,7 @@ fn a_value_one_ulp_off_is_detected() {
 fn absinthe_value_is_the_harness_function() {
     let body = TEMPLATES
         .iter()
-        .find(|(n, _)| *n == "harness_body.j2")
+        .find(|(n, _)| *n == "reference.j2")
         .unwrap()
         .1;
     let start = body.find("static double absinthe_value(").unwrap();

@@ -46,6 +46,8 @@ const ALL: &[&str] = &[
     "libclang-dev",
     "python3-venv",
     "fonts-dejavu-core",
+    "openmpi-bin",
+    "libopenmpi-dev",
 ];
 
 #[test]

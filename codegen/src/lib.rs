@@ -22,6 +22,7 @@ pub mod cexpr;
 pub mod compile;
 pub mod cuda;
 pub mod host;
+pub mod ranks;
 pub mod render;
 pub mod runtime_tiles;
 pub mod schedule;

@@ -81,6 +81,17 @@ pub const TEMPLATES: &[(&str, &str)] = &[
         "cuda_device_bundle.cu.j2",
         include_str!("../templates/cuda_device_bundle.cu.j2"),
     ),
+    ("reference.j2", include_str!("../templates/reference.j2")),
+    (
+        "mpi_exchange.j2",
+        include_str!("../templates/mpi_exchange.j2"),
+    ),
+    ("mpi.h.j2", include_str!("../templates/mpi.h.j2")),
+    ("mpi.cpp.j2", include_str!("../templates/mpi.cpp.j2")),
+    (
+        "mpi_harness.cpp.j2",
+        include_str!("../templates/mpi_harness.cpp.j2"),
+    ),
 ];
 
 /// Settings baked into a harness (each can be overridden on its command line).
@@ -296,6 +307,43 @@ impl Renderer {
                 self.render(
                     "harness.cpp.j2",
                     context! { s => schedule, h => h, header => header, trace => trace },
+                )?,
+            ));
+        }
+        Ok(Files { files })
+    }
+
+    /// The kernels of a decomposition over MPI ranks (`<program>.h`, `<program>.cpp`: one kernel
+    /// per rank class and `<kernel>_mpi`, which runs the caller's class) and, with harness
+    /// options, the MPI harness (`<program>_harness.cpp`), built with `mpicxx`.
+    pub fn mpi(
+        &self,
+        decomposition: &crate::ranks::Decomposition,
+        harness: Option<&HarnessOptions>,
+    ) -> Result<Files, CodegenError> {
+        let d = decomposition;
+        let stem = file_stem(&d.global.program);
+        let header = format!("{stem}.h");
+        let mut files = vec![
+            (
+                header.clone(),
+                self.render("mpi.h.j2", context! { d => d })?,
+            ),
+            (
+                format!("{stem}.cpp"),
+                self.render("mpi.cpp.j2", context! { d => d, header => header })?,
+            ),
+        ];
+        if let Some(h) = harness {
+            let mut h = h.clone();
+            if h.label.is_empty() {
+                h.label = d.global.program.clone();
+            }
+            files.push((
+                format!("{stem}_harness.cpp"),
+                self.render(
+                    "mpi_harness.cpp.j2",
+                    context! { d => d, h => h, header => header },
                 )?,
             ));
         }

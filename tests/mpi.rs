@@ -1,0 +1,334 @@
+//! Decomposition over MPI ranks (`codegen --ranks`): generated kernels run under `mpirun` on
+//! random programs x configurations x process grids, their gathered outputs bit for bit against
+//! the single-process reference (the harness poisons every cell the caller does not fill, so a
+//! missing or short exchange shows); each group's exchange widths against an independent count
+//! of the cells it reads; refusals with messages.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use absinthe_codegen::ranks::{decompose, Decomposition, Grid};
+use absinthe_codegen::render::{HarnessOptions, Renderer};
+use absinthe_model::cost_model::evaluate::Configuration;
+use absinthe_model::formats::machine::{Machine, ModelMachine};
+use absinthe_model::language::analysis::{Analysis, ArrayKind};
+use absinthe_model::language::generate::{random_language_program, random_program, RandomShape};
+use absinthe_model::language::program::Program;
+use absinthe_model::support::parallel::parallel_map;
+use absinthe_model::support::rng::Rng;
+
+use crate::common::{absinthe, random_configuration, root, stderr, with_plane_cuts};
+
+const GRIDS: [Grid; 5] = [
+    Grid { px: 1, py: 1 },
+    Grid { px: 2, py: 1 },
+    Grid { px: 1, py: 2 },
+    Grid { px: 2, py: 2 },
+    Grid { px: 3, py: 2 },
+];
+
+fn machine() -> ModelMachine {
+    Machine::load(&root().join("machines/default.yaml"))
+        .unwrap()
+        .model_view(8)
+        .unwrap()
+}
+
+/// Writes the kernels and harness, builds them with mpicxx and runs them on the grid's ranks
+/// (one OpenMP thread each, a deadlock killed after 120 s); the harness's stdout and stderr and
+/// whether it exited 0.
+fn build_and_run(d: &Decomposition, dir: &Path, env: &[(&str, &str)]) -> (String, bool) {
+    let harness = HarnessOptions {
+        runs: 2,
+        ..HarnessOptions::default()
+    };
+    let files = Renderer::embedded().mpi(d, Some(&harness)).unwrap();
+    std::fs::create_dir_all(dir).unwrap();
+    let mut sources = Vec::new();
+    for (name, text) in &files.files {
+        std::fs::write(dir.join(name), text).unwrap();
+        if name.ends_with(".cpp") {
+            sources.push(dir.join(name));
+        }
+    }
+    let exe = dir.join("harness");
+    let built = Command::new("mpicxx")
+        .args(["-O1", "-fopenmp", "-ffp-contract=off", "-o"])
+        .arg(&exe)
+        .args(&sources)
+        .output()
+        .expect("mpicxx (scripts/setup.sh installs libopenmpi-dev)");
+    assert!(
+        built.status.success(),
+        "mpicxx failed in {}:\n{}",
+        dir.display(),
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let ranks = d.grid.ranks().to_string();
+    let mut run = Command::new("timeout");
+    run.args(["120", "mpirun", "--allow-run-as-root", "--oversubscribe"])
+        .args(["-np", &ranks])
+        .arg(&exe)
+        .env("OMP_NUM_THREADS", "1");
+    for (k, v) in env {
+        run.env(k, v);
+    }
+    let out = run
+        .output()
+        .expect("mpirun (scripts/setup.sh installs openmpi-bin)");
+    assert_ne!(out.status.code(), Some(124), "{} deadlocked", dir.display());
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (text, out.status.success())
+}
+
+/// The cells of each array a group reads beyond the sub-domain when it computes what it stores
+/// on the sub-domain: per stencil of the group, the box it is evaluated on (relative to
+/// `[0, n)`) grows from its in-group readers' boxes by their offsets; the reads of arrays from
+/// outside the group reach from those boxes by their offsets exactly. Counted here from the
+/// analysis's access lists and the groups, without the model's evaluation widths.
+fn reach(analysis: &Analysis, config: &Configuration) -> Vec<BTreeMap<String, [[usize; 2]; 2]>> {
+    config
+        .group_ranges()
+        .into_iter()
+        .map(|range| {
+            let mut need: BTreeMap<usize, [[i64; 2]; 2]> = BTreeMap::new();
+            for s in range.clone().rev() {
+                let info = &analysis.stencils[s];
+                let stored = info.is_output || info.readers.iter().any(|r| !range.contains(r));
+                let mut n = stored.then_some([[0i64; 2]; 2]);
+                for &r in info.readers.iter().filter(|r| range.contains(r)) {
+                    let Some(nr) = need.get(&r) else { continue };
+                    for (a, off) in &analysis.stencils[r].accesses {
+                        if *a != info.array {
+                            continue;
+                        }
+                        // A producer is evaluated on its reader's box grown by the reader's
+                        // offsets toward each side (a box around the tile: an offset away from
+                        // a side does not shrink it).
+                        let m = n.get_or_insert([[0; 2]; 2]);
+                        for d in 0..2 {
+                            m[d][0] = m[d][0].max(nr[d][0] + (-off[d] as i64).max(0));
+                            m[d][1] = m[d][1].max(nr[d][1] + (off[d] as i64).max(0));
+                        }
+                    }
+                }
+                need.insert(s, n.expect("every stencil is stored or read in its group"));
+            }
+            let mut widths: BTreeMap<String, [[usize; 2]; 2]> = BTreeMap::new();
+            for s in range.clone() {
+                for (a, off) in &analysis.stencils[s].accesses {
+                    if matches!(analysis.arrays[*a].kind, ArrayKind::Stencil(p) if range.contains(&p))
+                    {
+                        continue;
+                    }
+                    let w = widths.entry(analysis.arrays[*a].name.clone()).or_default();
+                    for d in 0..2 {
+                        if analysis.arrays[*a].dims.has(d) {
+                            w[d][0] = w[d][0].max((need[&s][d][0] - off[d] as i64).max(0) as usize);
+                            w[d][1] = w[d][1].max((need[&s][d][1] + off[d] as i64).max(0) as usize);
+                        }
+                    }
+                }
+            }
+            widths.retain(|_, w| w.iter().flatten().any(|&c| c > 0));
+            widths
+        })
+        .collect()
+}
+
+/// `seed`'s program: a rich random program, or one over the whole language (sweeps, intervals,
+/// scalars, fields) for every third seed; domains 6-14 along x and y.
+fn random_subject(seed: u64) -> (Program, Analysis) {
+    let shape = RandomShape {
+        min_stencils: 1,
+        max_stencils: 5,
+        min_domain: 6,
+        max_domain: 14,
+        max_offset: 2,
+        rich_expressions: true,
+    };
+    let text = if seed % 3 == 2 {
+        random_language_program(seed, &shape)
+    } else {
+        random_program(seed, &shape)
+    };
+    let program = Program::from_yaml(&text).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+    let analysis = Analysis::new(&program).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+    (program, analysis)
+}
+
+/// A random configuration the targets accept: 2-D stencils alone, whole columns in a program
+/// with a sweep.
+fn valid_configuration(rng: &mut Rng, analysis: &Analysis) -> Configuration {
+    let mut config = random_configuration(rng, analysis.stencils.len(), analysis.domain);
+    config = with_plane_cuts(config, analysis);
+    if analysis.has_sweeps() {
+        config.stream.clear();
+        for t in &mut config.tiles {
+            t[2] = 1;
+        }
+    }
+    config
+}
+
+#[test]
+fn decomposed_kernels_match_the_single_process_reference() {
+    let m = machine();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cases = Vec::new();
+    let mut refused: BTreeMap<&'static str, usize> = BTreeMap::new();
+    let mut seed = 0u64;
+    while cases.len() < 30 {
+        seed += 1;
+        assert!(seed < 400, "too few decomposable cases: {refused:?}");
+        let (program, analysis) = random_subject(seed);
+        let mut rng = Rng::new(seed.wrapping_mul(0x9E37_79B9));
+        let config = valid_configuration(&mut rng, &analysis);
+        let grid = GRIDS[cases.len() % GRIDS.len()];
+        let d = match decompose(
+            &program,
+            &analysis,
+            &config,
+            &m,
+            grid,
+            (&program, &analysis),
+        ) {
+            Ok(d) => d,
+            Err(e) => {
+                let e = e.to_string();
+                let why = if e.contains("does not decompose") || e.contains("fields over [k] only")
+                {
+                    "2-D stencils or fields over i or j"
+                } else if e.contains("a neighbour would have to send") {
+                    "sub-domain narrower than a width"
+                } else {
+                    panic!("seed {seed}: unexpected refusal: {e}")
+                };
+                *refused.entry(why).or_default() += 1;
+                continue;
+            }
+        };
+        // Each exchanged width is the group's reach, counted independently.
+        let expected = reach(&analysis, &config);
+        for (g, arrays) in d.widths.iter().enumerate() {
+            let got: BTreeMap<String, [[usize; 2]; 2]> = arrays.iter().cloned().collect();
+            assert_eq!(got, expected[g], "seed {seed}, group {g}");
+        }
+        cases.push((seed, d));
+    }
+    let results = parallel_map(cases.len(), 2, |n| {
+        let (seed, d) = &cases[n];
+        build_and_run(d, &dir.path().join(format!("case{seed}")), &[])
+    });
+    let mut exchanged_temporaries = 0;
+    for ((seed, d), (text, ok)) in cases.iter().zip(&results) {
+        assert!(
+            *ok && text.contains("\"verified\":true"),
+            "seed {seed} on {}x{} ranks, groups {:?}:\n{text}",
+            d.grid.px,
+            d.grid.py,
+            d.global.configuration.groups
+        );
+        let temporaries: Vec<&str> = d
+            .global
+            .arrays
+            .iter()
+            .filter(|a| a.role != absinthe_codegen::schedule::Role::Input)
+            .map(|a| a.name.as_str())
+            .collect();
+        if d.grid.ranks() > 1
+            && d.widths
+                .iter()
+                .flatten()
+                .any(|(a, _)| temporaries.contains(&a.as_str()))
+        {
+            exchanged_temporaries += 1;
+        }
+    }
+    for grid in GRIDS {
+        assert!(cases.iter().any(|(_, d)| d.grid == grid));
+    }
+    assert!(
+        exchanged_temporaries >= 5,
+        "only {exchanged_temporaries} cases exchange an earlier group's stencil"
+    );
+    eprintln!(
+        "{} decomposed kernels verified bit for bit ({exchanged_temporaries} exchanging earlier groups' stencils); refused: {refused:?}",
+        cases.len()
+    );
+}
+
+/// Without its exchanges the same kernel reads the poison the harness leaves in the halos, and
+/// the harness says so: the exchanges are what makes the other test pass.
+#[test]
+fn skipping_the_exchanges_fails_verification() {
+    let text = std::fs::read_to_string(root().join("configs/hdiff.yaml")).unwrap();
+    let program = Program::from_yaml(&text).unwrap();
+    let analysis = Analysis::new(&program).unwrap();
+    let config = Configuration::new(vec![0, 1, 2, 3], vec![[2, 2, 1]; 4]);
+    let d = decompose(
+        &program,
+        &analysis,
+        &config,
+        &machine(),
+        Grid { px: 2, py: 2 },
+        (&program, &analysis),
+    )
+    .unwrap();
+    assert_eq!(d.classes.len(), 4);
+    let dir = tempfile::tempdir().unwrap();
+    let (text, ok) = build_and_run(&d, &dir.path().join("on"), &[]);
+    assert!(ok && text.contains("\"verified\":true"), "{text}");
+    let (text, ok) = build_and_run(
+        &d,
+        &dir.path().join("off"),
+        &[("ABSINTHE_SKIP_EXCHANGES", "1")],
+    );
+    assert!(!ok && text.contains("\"verified\":false"), "{text}");
+    assert!(text.contains("MISMATCH"), "{text}");
+}
+
+#[test]
+fn bad_grids_and_narrow_sub_domains_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let out = out.to_str().unwrap();
+    for (args, says) in [
+        (
+            vec!["--ranks", "0,1"],
+            "ranks along x must be a whole number from 1",
+        ),
+        (vec!["--ranks", "2"], "expected PX,PY"),
+        (
+            vec!["--ranks", "2,1", "--target", "cuda"],
+            "drop --target cuda",
+        ),
+        (
+            vec!["--ranks", "200,1"],
+            "200 ranks along x but the domain has 128 cells",
+        ),
+        (
+            vec!["--ranks", "128,1"],
+            "a neighbour would have to send cells it does not own",
+        ),
+    ] {
+        let mut all = vec![
+            "codegen",
+            "configs/hdiff.yaml",
+            "--machine",
+            "machines/default.yaml",
+            "-o",
+            out,
+        ];
+        all.extend(args.iter().copied());
+        let o = absinthe(&all);
+        assert!(!o.status.success(), "{args:?} was accepted");
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    }
+    assert!(!Path::new(out).exists(), "a refused run wrote {out}");
+}
