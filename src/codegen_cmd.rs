@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use absinthe_codegen::cuda::{plan, GpuLimits};
-use absinthe_codegen::ranks::decompose;
+use absinthe_codegen::ranks::{decompose, RankOptions};
 use absinthe_codegen::render::HarnessOptions;
 use absinthe_codegen::{lower, lower_cuda, Schedule};
 use absinthe_model::cost_model::boxes::BlockLimits;
@@ -74,6 +74,12 @@ pub struct CodegenArgs {
     /// gathered outputs against the single-process reference bit for bit. OpenMP target only.
     #[arg(long, value_name = "PX,PY", value_parser = absinthe_codegen::ranks::Grid::parse)]
     pub ranks: Option<absinthe_codegen::ranks::Grid>,
+    /// With --ranks: compute the cells of each group that read no exchanged value while its
+    /// exchanges travel, and the border after they arrive (by default each group exchanges,
+    /// then computes its sub-domain: on a 2-core machine over shared memory the split cost more
+    /// than the exchange it hid, docs/decisions/0031-mpi-decomposition.md).
+    #[arg(long, requires = "ranks")]
+    pub overlap: bool,
     /// Timed runs the harness does by default (the first quarter is discarded).
     #[arg(long, default_value_t = 64, value_parser = crate::args::parse_runs)]
     pub runs: usize,
@@ -187,7 +193,10 @@ pub fn run(mut args: CodegenArgs) -> anyhow::Result<ExitCode> {
                 &c.analysis,
                 &c.config,
                 &c.view,
-                grid,
+                RankOptions {
+                    grid,
+                    overlap: args.overlap,
+                },
                 (&c.original.0, &c.original.1),
             )?;
             renderer.mpi(&d, harness.as_ref())?

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use absinthe_codegen::ranks::{decompose, Decomposition, Grid};
+use absinthe_codegen::ranks::{decompose, Decomposition, Grid, RankOptions};
 use absinthe_codegen::render::{HarnessOptions, Renderer};
 use absinthe_model::cost_model::evaluate::Configuration;
 use absinthe_model::formats::machine::{Machine, ModelMachine};
@@ -195,7 +195,10 @@ fn decomposed_kernels_match_the_single_process_reference() {
             &analysis,
             &config,
             &m,
-            grid,
+            RankOptions {
+                grid,
+                overlap: !seed.is_multiple_of(4),
+            },
             (&program, &analysis),
         ) {
             Ok(d) => d,
@@ -226,6 +229,14 @@ fn decomposed_kernels_match_the_single_process_reference() {
         build_and_run(d, &dir.path().join(format!("case{seed}")), &[])
     });
     let mut exchanged_temporaries = 0;
+    let overlapped = cases
+        .iter()
+        .filter(|(_, d)| {
+            d.classes
+                .iter()
+                .any(|c| c.groups.iter().any(|g| !g.inner.is_empty()))
+        })
+        .count();
     for ((seed, d), (text, ok)) in cases.iter().zip(&results) {
         assert!(
             *ok && text.contains("\"verified\":true"),
@@ -257,8 +268,12 @@ fn decomposed_kernels_match_the_single_process_reference() {
         exchanged_temporaries >= 5,
         "only {exchanged_temporaries} cases exchange an earlier group's stencil"
     );
+    assert!(
+        overlapped >= 5,
+        "only {overlapped} cases compute an inner box while exchanging"
+    );
     eprintln!(
-        "{} decomposed kernels verified bit for bit ({exchanged_temporaries} exchanging earlier groups' stencils); refused: {refused:?}",
+        "{} decomposed kernels verified bit for bit ({exchanged_temporaries} exchanging earlier groups' stencils, {overlapped} overlapping exchanges with inner boxes); refused: {refused:?}",
         cases.len()
     );
 }
@@ -276,7 +291,10 @@ fn skipping_the_exchanges_fails_verification() {
         &analysis,
         &config,
         &machine(),
-        Grid { px: 2, py: 2 },
+        RankOptions {
+            grid: Grid { px: 2, py: 2 },
+            overlap: true,
+        },
         (&program, &analysis),
     )
     .unwrap();

@@ -27,7 +27,7 @@ pub mod render;
 pub mod runtime_tiles;
 pub mod schedule;
 
-pub use schedule::{lower, lower_cuda, lower_plain, Schedule};
+pub use schedule::{lower, lower_cuda, lower_plain, lower_within, Schedule};
 
 /// What can go wrong while generating or building code.
 #[derive(Debug, thiserror::Error)]

@@ -27,7 +27,7 @@ use absinthe_model::language::analysis::{Analysis, ArrayKind, Extent};
 use absinthe_model::language::program::Program;
 use serde::Serialize;
 
-use crate::schedule::{lower, Schedule};
+use crate::schedule::{lower, lower_within, Schedule};
 use crate::CodegenError;
 
 /// Cells received below 0 and beyond the sub-domain: `[[x-, x+], [y-, y+]]`.
@@ -41,6 +41,15 @@ pub type GroupWidths = Vec<Vec<(usize, Widths)>>;
 pub struct Grid {
     pub px: usize,
     pub py: usize,
+}
+
+/// How to decompose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct RankOptions {
+    pub grid: Grid,
+    /// Compute each group's inner box while its exchanges travel (else: exchange, then compute
+    /// the sub-domain).
+    pub overlap: bool,
 }
 
 /// The most ranks along one dimension `--ranks` accepts.
@@ -89,19 +98,10 @@ pub fn split(n: usize, parts: usize) -> Vec<[usize; 2]> {
         .collect()
 }
 
-/// One phase of an array's exchange: along `dim` (0: x, 1: y), the cells `[-widths[0], 0)`
-/// come from the lower neighbour and `[n, n + widths[1])` from the upper one, over the box
-/// `[lo, hi)` along the other dimensions (local coordinates; `lo`/`hi` along `dim` unused).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Phase {
-    pub dim: usize,
-    pub n: usize,
-    pub widths: [usize; 2],
-    pub lo: [i64; 3],
-    pub hi: [i64; 3],
-}
-
-/// The exchange of one array before a group.
+/// The exchange of one array before a group, with the eight neighbours at once: from the
+/// neighbour at relative position `(dx, dy)` come the cells `[-widths[0][0], 0)` (dx = -1),
+/// `own[0]` (dx = 0) or `[n, n + widths[0][1])` (dx = 1) along x, likewise along y, over `z`;
+/// a rank sends each neighbour the cells it takes from it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Exchange {
     pub array: String,
@@ -112,9 +112,46 @@ pub struct Exchange {
     /// Cells received below 0 and beyond the sub-domain along x and y: the group's reach into
     /// the array on each side (the same on every rank; a side without a neighbour receives
     /// nothing).
-    pub widths: [[usize; 2]; 2],
-    /// The x phase, then the y phase (a phase of zero widths is left out).
-    pub phases: Vec<Phase>,
+    pub widths: Widths,
+    /// The sub-domain's extent along x and y.
+    pub n: [usize; 2],
+    /// Along x and y, the cells a rank holds before the exchange: the sub-domain, grown on the
+    /// domain's boundary sides by the halo (an input) or the stencil's extent. The same on the
+    /// ranks of a grid row (along x) or column (along y).
+    pub own: [[i64; 2]; 2],
+    /// Along z, the levels exchanged: all the array holds.
+    pub z: [i64; 2],
+}
+
+/// The kernel's pointer to an array's element (0, 0, 0) inside a box: `param + offset`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Pointer {
+    pub origin: String,
+    pub param: String,
+    pub offset: usize,
+    pub input: bool,
+}
+
+/// A box of a rank's sub-domain where one group is computed on its own: its schedule is the
+/// configuration lowered on the box (only group `group` is used), inside the rank's arrays.
+#[derive(Clone, Debug, Serialize)]
+pub struct Part {
+    /// Its first cell along x and y in the sub-domain.
+    pub at: [usize; 2],
+    pub size: [usize; 3],
+    pub schedule: Schedule,
+    pub group: usize,
+    pub pointers: Vec<Pointer>,
+}
+
+/// How a rank runs one group: it posts the exchanges, computes `inner` (the boxes that read no
+/// exchanged cell) while they travel, waits, and computes `outer`; without an inner box, it
+/// computes the whole group after the wait.
+#[derive(Clone, Debug, Serialize)]
+pub struct RankGroup {
+    pub exchanges: Vec<Exchange>,
+    pub inner: Vec<Part>,
+    pub outer: Vec<Part>,
 }
 
 /// The ranks that run the same kernel.
@@ -130,8 +167,8 @@ pub struct RankClass {
     /// Per dimension (x, y), whether the lower and the upper side is the domain's boundary.
     pub boundary: [[bool; 2]; 2],
     pub schedule: Schedule,
-    /// Per group, the exchanges before it, in the order of the kernel's parameters.
-    pub exchanges: Vec<Vec<Exchange>>,
+    /// Per group, its exchanges and the boxes it is computed in.
+    pub groups: Vec<RankGroup>,
 }
 
 /// A configuration decomposed over a grid of ranks.
@@ -161,9 +198,10 @@ pub fn decompose(
     analysis: &Analysis,
     config: &Configuration,
     machine: &ModelMachine,
-    grid: Grid,
+    options: RankOptions,
     original: (&Program, &Analysis),
 ) -> Result<Decomposition, CodegenError> {
+    let grid = options.grid;
     refuse_undecomposed(program, analysis)?;
     let cost = evaluate(analysis, machine, config);
     let global = lower(program, analysis, config, &cost)?.with_reference(original.0, original.1);
@@ -185,7 +223,7 @@ pub fn decompose(
                     (program, analysis, config, machine),
                     &cost,
                     (index, domain, boundary),
-                    &widths,
+                    (&widths, options.overlap),
                     original,
                 )?;
                 class.offset = [xs[cx][0], ys[cy][0]];
@@ -238,11 +276,7 @@ fn refuse_undecomposed(program: &Program, analysis: &Analysis) -> Result<(), Cod
 /// the cells its stencils reach beyond the sub-domain on each side along x and y: a reader
 /// evaluated `widths` beyond the tile core reads `widths + offset` beyond it. Arrays reached
 /// on no side are left out; a field lacking a dimension is reached along it by no one.
-pub fn group_widths(
-    analysis: &Analysis,
-    config: &Configuration,
-    cost: &Cost,
-) -> GroupWidths {
+pub fn group_widths(analysis: &Analysis, config: &Configuration, cost: &Cost) -> GroupWidths {
     config
         .group_ranges()
         .iter()
@@ -312,7 +346,7 @@ fn rank_class(
     (program, analysis, config, machine): (&Program, &Analysis, &Configuration, &ModelMachine),
     cost: &Cost,
     (index, domain, boundary): (usize, [usize; 3], [[bool; 2]; 2]),
-    widths: &GroupWidths,
+    (widths, overlap): (&GroupWidths, bool),
     original: (&Program, &Analysis),
 ) -> Result<RankClass, CodegenError> {
     let local = local_analysis(analysis, cost, domain, boundary);
@@ -333,15 +367,32 @@ fn rank_class(
     let mut schedule =
         lower(program, &local, &local_config, &local_cost)?.with_reference(original.0, original.1);
     schedule.kernel = format!("{}_c{index}", schedule.kernel);
-    let exchanges = widths
+    let groups = widths
         .iter()
-        .map(|arrays| {
-            arrays
+        .enumerate()
+        .map(|(g, arrays)| {
+            let exchanges: Vec<Exchange> = arrays
                 .iter()
                 .map(|&(a, w)| exchange(&local, &schedule, boundary, a, w))
-                .collect()
+                .collect();
+            let (inner, outer) = if overlap {
+                parts(
+                    (program, analysis, config, machine),
+                    cost,
+                    (index, domain, boundary),
+                    g,
+                    &exchanges,
+                )?
+            } else {
+                (Vec::new(), Vec::new())
+            };
+            Ok(RankGroup {
+                exchanges,
+                inner,
+                outer,
+            })
         })
-        .collect();
+        .collect::<Result<Vec<_>, CodegenError>>()?;
     Ok(RankClass {
         index,
         ranks: Vec::new(),
@@ -349,7 +400,7 @@ fn rank_class(
         domain,
         boundary,
         schedule,
-        exchanges,
+        groups,
     })
 }
 
@@ -385,7 +436,7 @@ fn exchange(
     schedule: &Schedule,
     boundary: [[bool; 2]; 2],
     a: usize,
-    widths: [[usize; 2]; 2],
+    widths: Widths,
 ) -> Exchange {
     let name = &local.arrays[a].name;
     let global = schedule
@@ -396,57 +447,135 @@ fn exchange(
     let dims = local.arrays[a].dims;
     // Where the array holds values before the exchange: the sub-domain, grown on the domain's
     // boundary sides (and along z) by the halo (an input) or the stencil's extent.
-    let beyond = |d: usize| -> [usize; 2] {
-        match local.arrays[a].kind {
-            ArrayKind::Input => [local.halo[d]; 2],
-            ArrayKind::Stencil(s) => local.stencils[s].extent[d],
-        }
-    };
-    let valid = |d: usize, received: [usize; 2]| -> [i64; 2] {
+    let holds = |d: usize| -> [i64; 2] {
         if !dims.has(d) {
             return [0, 1];
         }
-        let b = beyond(d);
-        let n = local.domain[d] as i64;
+        let beyond = match local.arrays[a].kind {
+            ArrayKind::Input => [local.halo[d]; 2],
+            ArrayKind::Stencil(s) => local.stencils[s].extent[d],
+        };
         let side = |s: usize| {
             if d == 2 || boundary[d][s] {
-                b[s] as i64
+                beyond[s] as i64
             } else {
-                received[s] as i64
+                0
             }
         };
-        [-side(0), n + side(1)]
+        [-side(0), local.domain[d] as i64 + side(1)]
     };
-    let none = [0, 0];
-    let mut phases = Vec::new();
-    if widths[0] != none {
-        let (y, z) = (valid(1, none), valid(2, none));
-        phases.push(Phase {
-            dim: 0,
-            n: local.domain[0],
-            widths: widths[0],
-            lo: [0, y[0], z[0]],
-            hi: [0, y[1], z[1]],
-        });
-    }
-    if widths[1] != none {
-        let (x, z) = (valid(0, widths[0]), valid(2, none));
-        phases.push(Phase {
-            dim: 1,
-            n: local.domain[1],
-            widths: widths[1],
-            lo: [x[0], 0, z[0]],
-            hi: [x[1], 0, z[1]],
-        });
-    }
     Exchange {
         array: name.clone(),
         param: global.param.clone(),
         alloc: global.alloc,
         lead: global.lead,
         widths,
-        phases,
+        n: [local.domain[0], local.domain[1]],
+        own: [holds(0), holds(1)],
+        z: holds(2),
     }
+}
+
+/// The boxes a rank computes group `g` in: the sub-domain less a border as wide as the group's
+/// exchanges on each side with a neighbour (computed while they travel), and the border's
+/// strips (after they arrived): the strips below and above along y span the sub-domain's x, the
+/// strips beside along x the interior's y. Each box's stencils are evaluated as a rank's are,
+/// with the box's sides inside the sub-domain taken as sides with a neighbour. No inner box when
+/// the group exchanges nothing or the border covers the sub-domain.
+fn parts(
+    (program, analysis, config, machine): (&Program, &Analysis, &Configuration, &ModelMachine),
+    cost: &Cost,
+    (class, domain, boundary): (usize, [usize; 3], [[bool; 2]; 2]),
+    g: usize,
+    exchanges: &[Exchange],
+) -> Result<(Vec<Part>, Vec<Part>), CodegenError> {
+    let border: Widths = [0, 1].map(|d| {
+        [0, 1].map(|side| {
+            if boundary[d][side] {
+                0
+            } else {
+                exchanges
+                    .iter()
+                    .map(|e| e.widths[d][side])
+                    .max()
+                    .unwrap_or(0)
+            }
+        })
+    });
+    let (n, m) = (domain[0], domain[1]);
+    let inside = |d: usize| border[d][0] + border[d][1] < domain[d];
+    if exchanges.is_empty() || !inside(0) || !inside(1) {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let [[w, e], [s, t]] = border;
+    let interior = [[w, n - e], [s, m - t]];
+    let strips = [
+        [[0, n], [0, s]],
+        [[0, n], [m - t, m]],
+        [[0, w], [s, m - t]],
+        [[n - e, n], [s, m - t]],
+    ];
+    let part = |b: usize, r: [[usize; 2]; 2]| -> Result<Part, CodegenError> {
+        let size = [r[0][1] - r[0][0], r[1][1] - r[1][0], domain[2]];
+        let on = [0, 1].map(|d| {
+            [
+                r[d][0] == 0 && boundary[d][0],
+                r[d][1] == domain[d] && boundary[d][1],
+            ]
+        });
+        let local = local_analysis(analysis, cost, size, on);
+        let tiles = config
+            .tiles
+            .iter()
+            .map(|t| {
+                [0, 1, 2].map(|d| {
+                    let tile = analysis.domain[d].div_ceil(t[d]);
+                    size[d].div_ceil(tile).max(1)
+                })
+            })
+            .collect();
+        let box_config = Configuration {
+            tiles,
+            ..config.clone()
+        };
+        let box_cost = evaluate(&local, machine, &box_config);
+        let mut schedule = lower_within(program, &local, &box_config, &box_cost, domain)?;
+        schedule.kernel = format!("{}_c{class}_g{g}_b{b}", schedule.kernel);
+        let pointers = schedule
+            .arrays
+            .iter()
+            .map(|a| {
+                let shift = |d: usize, stride: usize| {
+                    if a.dims.contains(["i", "j"][d]) {
+                        r[d][0] * stride
+                    } else {
+                        0
+                    }
+                };
+                Pointer {
+                    origin: a.origin.clone(),
+                    param: a.param.clone(),
+                    offset: a.origin_offset + shift(0, 1) + shift(1, a.alloc[0]),
+                    input: a.role == crate::schedule::Role::Input,
+                }
+            })
+            .collect();
+        Ok(Part {
+            at: [r[0][0], r[1][0]],
+            size,
+            schedule,
+            group: g,
+            pointers,
+        })
+    };
+    let inner = vec![part(0, interior)?];
+    let mut outer = Vec::new();
+    for (b, r) in strips.into_iter().enumerate() {
+        if r[0][0] < r[0][1] && r[1][0] < r[1][1] {
+            outer.push(part(b + 1, r)?);
+        }
+    }
+    Ok((inner, outer))
 }
 
 #[cfg(test)]

@@ -83,6 +83,10 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ),
     ("reference.j2", include_str!("../templates/reference.j2")),
     (
+        "harness_memory.j2",
+        include_str!("../templates/harness_memory.j2"),
+    ),
+    (
         "mpi_exchange.j2",
         include_str!("../templates/mpi_exchange.j2"),
     ),

@@ -22,10 +22,16 @@ pub(super) struct Allocation {
 }
 
 impl Allocation {
-    /// Domain plus halo per dimension; on the CUDA target the domain's first column and the row
+    /// Domain (or `within`, a larger domain the arrays are allocated for) plus halo per
+    /// dimension; on the CUDA target the domain's first column and the row
     /// pitch lie on 128-byte boundaries (coalesced rows).
-    pub fn of(analysis: &Analysis, value_type: ValueType, target: Target) -> Allocation {
-        let (domain, halo) = (analysis.domain, analysis.halo);
+    pub fn of(
+        analysis: &Analysis,
+        within: Option<[usize; 3]>,
+        value_type: ValueType,
+        target: Target,
+    ) -> Allocation {
+        let (domain, halo) = (within.unwrap_or(analysis.domain), analysis.halo);
         let mut lead = halo;
         let mut alloc = [0, 1, 2].map(|d| domain[d] + 2 * halo[d]);
         if target == Target::Cuda {

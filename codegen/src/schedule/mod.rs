@@ -60,7 +60,15 @@ pub fn lower(
     config: &Configuration,
     cost: &Cost,
 ) -> Result<Schedule, CodegenError> {
-    lower_with(program, analysis, config, cost, Target::OpenMp, UNSTAGED)
+    lower_with(
+        program,
+        analysis,
+        config,
+        cost,
+        Target::OpenMp,
+        UNSTAGED,
+        None,
+    )
 }
 
 /// [`lower`] in the original schedule: no group streams and every stencil has its own loop nest
@@ -75,7 +83,15 @@ pub fn lower_plain(
         stream: Vec::new(),
         ..config.clone()
     };
-    lower_with(program, analysis, &config, cost, Target::Plain, UNSTAGED)
+    lower_with(
+        program,
+        analysis,
+        &config,
+        cost,
+        Target::Plain,
+        UNSTAGED,
+        None,
+    )
 }
 
 /// [`lower`] for the CUDA kernels: a streamed group walks z (thread blocks own x-y tiles, its
@@ -93,7 +109,29 @@ pub fn lower_cuda(
     cost: &Cost,
     limits: BlockLimits,
 ) -> Result<Schedule, CodegenError> {
-    lower_with(program, analysis, config, cost, Target::Cuda, limits)
+    lower_with(program, analysis, config, cost, Target::Cuda, limits, None)
+}
+
+/// [`lower`] for a box of the domain computed inside arrays allocated for a larger one,
+/// `within` cells (a rank's sub-domain, `crate::ranks`): the analysis's domain is the box, the
+/// arrays' strides are those of `within`'s allocation; the caller points the kernel's origin
+/// pointers at the box's first cell.
+pub fn lower_within(
+    program: &Program,
+    analysis: &Analysis,
+    config: &Configuration,
+    cost: &Cost,
+    within: [usize; 3],
+) -> Result<Schedule, CodegenError> {
+    lower_with(
+        program,
+        analysis,
+        config,
+        cost,
+        Target::OpenMp,
+        UNSTAGED,
+        Some(within),
+    )
 }
 
 /// The block limits of the CPU targets (whose schedules carry a block plan nobody runs).
@@ -141,12 +179,13 @@ fn lower_with(
     cost: &Cost,
     target: Target,
     limits: BlockLimits,
+    within: Option<[usize; 3]>,
 ) -> Result<Schedule, CodegenError> {
     let ranges = config.group_ranges();
     check_configuration(program, analysis, config, cost, &ranges)?;
     check_levels(program, analysis, config, target)?;
     let vt = program.value_type;
-    let allocation = Allocation::of(analysis, vt, target);
+    let allocation = Allocation::of(analysis, within, vt, target);
     let lowering = Lowering {
         program,
         analysis,
