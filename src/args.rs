@@ -260,6 +260,13 @@ pub struct SearchArgs {
     /// Show the solver's log.
     #[arg(long, short)]
     pub verbose: bool,
+    /// Decompose the domain over a PX,PY grid of MPI ranks along x and y: the search prices
+    /// one rank's sub-domain, with the node's threads shared among the ranks, plus its halo
+    /// exchanges before each group (the machine file's `network:`, from `learn --ranks`), with
+    /// the exact DP; `codegen` and `bench` generate the decomposed code (docs/USAGE.md, "Many
+    /// ranks").
+    #[arg(long, value_name = "PX,PY", value_parser = absinthe_model::cost_model::ranks::Grid::parse)]
+    pub ranks: Option<absinthe_model::cost_model::ranks::Grid>,
 }
 
 fn parse_encoding(s: &str) -> Result<Encoding, String> {

@@ -68,12 +68,6 @@ pub struct CodegenArgs {
     /// programs and slowed 7 (docs/decisions/0028-input-staging-opt-in.md).
     #[arg(long)]
     pub stage: bool,
-    /// Decompose the domain over a PX,PY grid of MPI ranks along x and y: the kernel takes each
-    /// rank's sub-domain and an MPI communicator, and exchanges before each group the halo cells
-    /// it reads; the harness (built with mpicxx, run with `mpirun -np PX*PY`) verifies the
-    /// gathered outputs against the single-process reference bit for bit. OpenMP target only.
-    #[arg(long, value_name = "PX,PY", value_parser = absinthe_codegen::ranks::Grid::parse)]
-    pub ranks: Option<absinthe_codegen::ranks::Grid>,
     /// With --ranks: compute the cells of each group that read no exchanged value while its
     /// exchanges travel, and the border after they arrive (by default each group exchanges,
     /// then computes its sub-domain: on a 2-core machine over shared memory the split cost more
@@ -167,6 +161,9 @@ pub fn run(mut args: CodegenArgs) -> anyhow::Result<ExitCode> {
         args.machine.machine = Some(gpu);
     }
     let renderer = renderer(args.templates.as_deref())?;
+    if args.target == Target::Cuda && args.search.ranks.is_some() {
+        anyhow::bail!("--ranks generates OpenMP code for MPI ranks: drop --target cuda");
+    }
     let chosen = chosen(&args)?;
     let schedule = schedule(&args, &chosen)?;
     let source = &chosen.source;
@@ -182,11 +179,8 @@ pub fn run(mut args: CodegenArgs) -> anyhow::Result<ExitCode> {
         scalars,
         ..HarnessOptions::default()
     });
-    let files = match (args.target, args.ranks) {
-        (Target::Cuda, Some(_)) => {
-            anyhow::bail!("--ranks generates OpenMP code for MPI ranks: drop --target cuda")
-        }
-        (Target::Openmp, Some(grid)) => {
+    let files = match (args.target, args.search.ranks) {
+        (_, Some(grid)) => {
             let c = &chosen;
             let d = decompose(
                 &c.program,

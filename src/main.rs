@@ -3,6 +3,7 @@
 
 mod args;
 mod bench;
+mod bench_ranks;
 mod cache_cmd;
 mod check;
 mod codegen_cmd;
@@ -71,7 +72,10 @@ fn main() -> ExitCode {
         #[cfg(feature = "z3")]
         Command::Verify(args) => verify::run(args),
         Command::Codegen(args) => codegen_cmd::run(args),
-        Command::Bench(args) => bench::run(args),
+        Command::Bench(args) => match args.search.ranks {
+            Some(grid) => bench_ranks::run(&args, grid),
+            None => bench::run(args),
+        },
         Command::Cache(args) => cache_cmd::run(args),
         Command::Tune(args) => tune::run(args),
         Command::Learn(args) => learn_cmd::run(args),

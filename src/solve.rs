@@ -121,12 +121,23 @@ fn print_summary(solved: &Solved) {
     let s = &solved.solution;
     let solver = s.solver.as_ref();
     let size = &solved.optimum.size;
-    println!(
-        "{} on {}: estimated {} per run",
-        s.program,
-        solved.machine.name,
-        human_seconds(s.estimate_seconds.unwrap_or(0.0))
-    );
+    match solved.ranks {
+        Some(grid) => println!(
+            "{} on {} over {}x{} ranks: estimated {} per run on one rank (exchanges included; one process alone: {})",
+            s.program,
+            solved.machine.name,
+            grid.px,
+            grid.py,
+            human_seconds(solved.optimum.objective_seconds),
+            human_seconds(s.estimate_seconds.unwrap_or(0.0))
+        ),
+        None => println!(
+            "{} on {}: estimated {} per run",
+            s.program,
+            solved.machine.name,
+            human_seconds(s.estimate_seconds.unwrap_or(0.0))
+        ),
+    }
     let inl = &solved.inline;
     match (&inl.search, inl.names.is_empty()) {
         (_, false) => println!(

@@ -3,14 +3,17 @@
 use std::path::Path;
 
 use absinthe_model::cost_model::inline_search::{choose_inline, InlineChoice};
+use absinthe_model::cost_model::options::MilpOptions;
+use absinthe_model::cost_model::ranks::{Grid, Ranked};
 use absinthe_model::cost_model::search::tile_count_note;
 use absinthe_model::formats::machine::{Machine, ModelMachine};
 use absinthe_model::language::analysis::Analysis;
 use absinthe_model::language::program::Program;
 use absinthe_model::output::solution::{Solution, SolverReport};
 use absinthe_solvers::method::Method;
-use absinthe_solvers::optimize::{optimize_with, Optimum};
-use anyhow::Context;
+use absinthe_solvers::optimize::{optimize_dp_with, optimize_with, Optimum};
+use absinthe_solvers::SolveOptions;
+use anyhow::{bail, Context};
 
 use crate::args::{load_on, MachineArg, SearchArgs};
 use crate::progress::Progress;
@@ -27,6 +30,8 @@ pub struct Solved {
     pub machine: Machine,
     pub optimum: Optimum,
     pub solution: Solution,
+    /// With `--ranks`: the grid, and `optimum.objective_seconds` is one rank's time.
+    pub ranks: Option<Grid>,
 }
 
 /// The inline set `search` asks for (`--inline`, `--no-inline`, or the search), and the program
@@ -45,6 +50,55 @@ pub fn inline_choice(
         &search.inline_policy(program)?,
         search.threads.unwrap_or(0),
     )?)
+}
+
+/// What `--ranks` prices: the grid, and the program's value size.
+struct Rank {
+    grid: Grid,
+    value_bytes: usize,
+}
+
+/// The exact optimum of one rank of a `grid` decomposition (`--ranks`): the DP over the
+/// [`Ranked`] model, the node's threads shared among its ranks.
+fn optimize_ranked(
+    analysis: &Analysis,
+    machine: &Machine,
+    view: &ModelMachine,
+    Rank { grid, value_bytes }: Rank,
+    options: &MilpOptions,
+    solve_options: &SolveOptions,
+) -> anyhow::Result<Optimum> {
+    for (d, p) in grid.dims().into_iter().enumerate() {
+        if p > analysis.domain[d] {
+            bail!(
+                "--ranks: {p} ranks along {} but the domain has {} cells there",
+                ["x", "y"][d],
+                analysis.domain[d]
+            );
+        }
+    }
+    let Some(network) = machine.network.clone() else {
+        bail!(
+            "--ranks {},{} prices the halo exchanges with the machine file's `network:` section, which machine `{}` lacks: measure it with `absinthe learn --machine FILE --ranks 2`",
+            grid.px,
+            grid.py,
+            machine.name
+        );
+    };
+    let mut rank = *view;
+    rank.threads = (view.threads / grid.ranks()).max(1);
+    let model = Ranked::new(analysis, &rank, grid.dims(), network, value_bytes);
+    let optimum = optimize_dp_with(analysis, &model, options, solve_options)?;
+    eprintln!(
+        "ranks {}x{}: priced one rank's {:?} sub-domain with {} thread(s): {:.1} us per run, {:.1} us of it in halo exchanges (the exact DP)",
+        grid.px,
+        grid.py,
+        model.sub_domain(),
+        rank.threads,
+        optimum.objective_seconds * 1e6,
+        model.exchanges_of(&optimum.config) * 1e6
+    );
+    Ok(optimum)
 }
 
 /// Loads, chooses the inline set, solves and describes; shared by `solve`, `codegen` and
@@ -72,8 +126,17 @@ pub fn solve_program(
         analysis.stencils.len(),
         inline.names.len()
     ));
-    let optimum = optimize_with(&analysis, &view, &options, method, &solve_options)
-        .with_context(|| format!("solving {}", program_path.display()))?;
+    let optimum = match search.ranks {
+        Some(grid) => {
+            let rank = Rank {
+                grid,
+                value_bytes: program.value_type.bytes(),
+            };
+            optimize_ranked(&analysis, &machine, &view, rank, &options, &solve_options)?
+        }
+        None => optimize_with(&analysis, &view, &options, method, &solve_options)
+            .with_context(|| format!("solving {}", program_path.display()))?,
+    };
     drop(progress);
     let mut solution = Solution::describe(&program.name, &analysis, &optimum.config, &optimum.cost);
     solution.inline = inline.names.clone();
@@ -96,5 +159,6 @@ pub fn solve_program(
         machine,
         optimum,
         solution,
+        ranks: search.ranks,
     })
 }

@@ -10,7 +10,8 @@ use std::process::Command;
 
 use absinthe_codegen::ranks::{decompose, Decomposition, Grid, RankOptions};
 use absinthe_codegen::render::{HarnessOptions, Renderer};
-use absinthe_model::cost_model::evaluate::Configuration;
+use absinthe_model::cost_model::evaluate::{group_shape, Configuration};
+use absinthe_model::cost_model::ranks::{incoming, priced_rank, reach as model_reach};
 use absinthe_model::formats::machine::{Machine, ModelMachine};
 use absinthe_model::language::analysis::{Analysis, ArrayKind};
 use absinthe_model::language::generate::{random_language_program, random_program, RandomShape};
@@ -141,6 +142,44 @@ fn reach(analysis: &Analysis, config: &Configuration) -> Vec<BTreeMap<String, [[
         .collect()
 }
 
+/// The messages and cells the rank the ranked model prices received in the verified run (the
+/// harness's `ABSINTHE_MPI_TRAFFIC` lines) are what the model counts for it
+/// (`cost_model::ranks::incoming` over every group's reach).
+fn assert_traffic_is_the_models(seed: u64, d: &Decomposition, text: &str) {
+    let (program, analysis) = random_subject(seed);
+    let config = &d.global.configuration;
+    let (size, boundary) = priced_rank(analysis.domain, d.grid.dims());
+    let mut local = analysis.clone();
+    local.domain = size;
+    let mut want = (0, 0);
+    for range in config.group_ranges() {
+        let shape = group_shape(&local, range.clone());
+        let widths: Vec<_> = shape.stencils.iter().map(|s| s.widths).collect();
+        for (a, w) in model_reach(&local, range, &widths) {
+            let i = incoming(&local, boundary, a, w);
+            want.0 += i.messages;
+            want.1 += i.cells;
+        }
+    }
+    let c = d.grid.dims().map(|p| 1.min(p - 1) as u64);
+    let got = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("ABSINTHE_MPI_TRAFFIC "))
+        .map(|l| {
+            let f: Vec<u64> = l.split_whitespace().map(|x| x.parse().unwrap()).collect();
+            (f[0], f[1], f[2], f[3])
+        })
+        .find(|t| (t.0, t.1) == (c[0], c[1]))
+        .unwrap_or_else(|| panic!("seed {seed}: no traffic line for rank {c:?}:\n{text}"));
+    assert_eq!(
+        (got.2, got.3),
+        want,
+        "seed {seed} ({}): rank {c:?} received (messages, cells) {:?}, the model counts {want:?}",
+        program.name,
+        (got.2, got.3)
+    );
+}
+
 /// `seed`'s program: a rich random program, or one over the whole language (sweeps, intervals,
 /// scalars, fields) for every third seed; domains 6-14 along x and y.
 fn random_subject(seed: u64) -> (Program, Analysis) {
@@ -238,6 +277,7 @@ fn decomposed_kernels_match_the_single_process_reference() {
         })
         .count();
     for ((seed, d), (text, ok)) in cases.iter().zip(&results) {
+        assert_traffic_is_the_models(*seed, d, text);
         assert!(
             *ok && text.contains("\"verified\":true"),
             "seed {seed} on {}x{} ranks, groups {:?}:\n{text}",
@@ -314,6 +354,15 @@ fn skipping_the_exchanges_fails_verification() {
 #[test]
 fn bad_grids_and_narrow_sub_domains_are_refused() {
     let dir = tempfile::tempdir().unwrap();
+    // The default machine with a network, as `learn --ranks` writes it.
+    let default = std::fs::read_to_string(root().join("machines/default.yaml")).unwrap();
+    let machine = dir.path().join("machine.yaml");
+    std::fs::write(
+        &machine,
+        format!("{default}\nnetwork: {{latency_us: 1.0, bandwidth_gbs: 5.0, run_ns: 5.0}}\n"),
+    )
+    .unwrap();
+    let machine = machine.to_str().unwrap();
     let out = dir.path().join("out");
     let out = out.to_str().unwrap();
     for (args, says) in [
@@ -335,14 +384,10 @@ fn bad_grids_and_narrow_sub_domains_are_refused() {
             "a neighbour would have to send cells it does not own",
         ),
     ] {
-        let mut all = vec![
-            "codegen",
-            "configs/hdiff.yaml",
-            "--machine",
-            "machines/default.yaml",
-            "-o",
-            out,
-        ];
+        let mut all = vec!["codegen", "configs/hdiff.yaml", "-o", out];
+        if !args.contains(&"--machine") {
+            all.extend(["--machine", machine]);
+        }
         all.extend(args.iter().copied());
         let o = absinthe(&all);
         assert!(!o.status.success(), "{args:?} was accepted");

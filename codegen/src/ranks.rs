@@ -22,26 +22,18 @@
 use std::collections::BTreeMap;
 
 use absinthe_model::cost_model::evaluate::{evaluate, Configuration, Cost};
+pub use absinthe_model::cost_model::ranks::Grid;
+use absinthe_model::cost_model::ranks::{holds, reach, split, Boundary, Widths};
 use absinthe_model::formats::machine::ModelMachine;
-use absinthe_model::language::analysis::{Analysis, ArrayKind, Extent};
+use absinthe_model::language::analysis::{Analysis, Extent};
 use absinthe_model::language::program::Program;
 use serde::Serialize;
 
 use crate::schedule::{lower, lower_within, Schedule};
 use crate::CodegenError;
 
-/// Cells received below 0 and beyond the sub-domain: `[[x-, x+], [y-, y+]]`.
-pub type Widths = [[usize; 2]; 2];
-
 /// Per group, the arrays (by id) it exchanges before it runs, with their widths.
 pub type GroupWidths = Vec<Vec<(usize, Widths)>>;
-
-/// A PX x PY process grid along x and y.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct Grid {
-    pub px: usize,
-    pub py: usize,
-}
 
 /// How to decompose.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -50,52 +42,6 @@ pub struct RankOptions {
     /// Compute each group's inner box while its exchanges travel (else: exchange, then compute
     /// the sub-domain).
     pub overlap: bool,
-}
-
-/// The most ranks along one dimension `--ranks` accepts.
-pub const MAX_RANKS_PER_DIM: usize = 4096;
-
-impl Grid {
-    /// Parses `PX,PY` (each 1..=[`MAX_RANKS_PER_DIM`]).
-    pub fn parse(text: &str) -> Result<Grid, String> {
-        let parts: Vec<&str> = text.split(',').map(str::trim).collect();
-        let [x, y] = parts[..] else {
-            return Err(format!(
-                "`{text}`: expected PX,PY (ranks along x and y, e.g. 2,1)"
-            ));
-        };
-        let count = |s: &str, axis: &str| -> Result<usize, String> {
-            match s.parse::<usize>() {
-                Ok(n) if (1..=MAX_RANKS_PER_DIM).contains(&n) => Ok(n),
-                _ => Err(format!(
-                    "`{text}`: ranks along {axis} must be a whole number from 1 to {MAX_RANKS_PER_DIM}, not `{s}`"
-                )),
-            }
-        };
-        Ok(Grid {
-            px: count(x, "x")?,
-            py: count(y, "y")?,
-        })
-    }
-
-    pub fn ranks(&self) -> usize {
-        self.px * self.py
-    }
-}
-
-/// Cells owned by each of `parts` ranks along a dimension of `n` cells: the first `n % parts`
-/// ranks own one more.
-pub fn split(n: usize, parts: usize) -> Vec<[usize; 2]> {
-    let (base, extra) = (n / parts, n % parts);
-    let mut start = 0;
-    (0..parts)
-        .map(|p| {
-            let len = base + usize::from(p < extra);
-            let owned = [start, start + len];
-            start += len;
-            owned
-        })
-        .collect()
 }
 
 /// The exchange of one array before a group, with the eight neighbours at once: from the
@@ -165,7 +111,7 @@ pub struct RankClass {
     /// Its sub-domain (x, y, and all of z).
     pub domain: [usize; 3],
     /// Per dimension (x, y), whether the lower and the upper side is the domain's boundary.
-    pub boundary: [[bool; 2]; 2],
+    pub boundary: Boundary,
     pub schedule: Schedule,
     /// Per group, its exchanges and the boxes it is computed in.
     pub groups: Vec<RankGroup>,
@@ -210,7 +156,7 @@ pub fn decompose(
     let ys = split(analysis.domain[1], grid.py);
     check_widths(analysis, grid, &xs, &ys, &widths)?;
     let mut classes: Vec<RankClass> = Vec::new();
-    let mut keys: BTreeMap<([usize; 2], [[bool; 2]; 2]), usize> = BTreeMap::new();
+    let mut keys: BTreeMap<([usize; 2], Boundary), usize> = BTreeMap::new();
     let mut class_of = vec![0; grid.ranks()];
     for cy in 0..grid.py {
         for cx in 0..grid.px {
@@ -279,30 +225,11 @@ fn refuse_undecomposed(program: &Program, analysis: &Analysis) -> Result<(), Cod
 pub fn group_widths(analysis: &Analysis, config: &Configuration, cost: &Cost) -> GroupWidths {
     config
         .group_ranges()
-        .iter()
+        .into_iter()
         .zip(&cost.groups)
         .map(|(range, group)| {
-            let mut reach: BTreeMap<usize, [[usize; 2]; 2]> = BTreeMap::new();
-            for (s, sc) in range.clone().zip(&group.stencils) {
-                for (&a, b) in &analysis.stencils[s].bounds {
-                    if matches!(analysis.arrays[a].kind, ArrayKind::Stencil(p) if range.contains(&p))
-                    {
-                        continue;
-                    }
-                    let w = reach.entry(a).or_default();
-                    for d in 0..2 {
-                        if !analysis.arrays[a].dims.has(d) {
-                            continue;
-                        }
-                        w[d][0] = w[d][0].max((sc.widths[d][0] as i64 - b[d].0 as i64).max(0) as usize);
-                        w[d][1] = w[d][1].max((sc.widths[d][1] as i64 + b[d].1 as i64).max(0) as usize);
-                    }
-                }
-            }
-            reach
-                .into_iter()
-                .filter(|(_, w)| w.iter().flatten().any(|&c| c > 0))
-                .collect()
+            let widths: Vec<Extent> = group.stencils.iter().map(|s| s.widths).collect();
+            reach(analysis, range, &widths)
         })
         .collect()
 }
@@ -345,7 +272,7 @@ fn check_widths(
 fn rank_class(
     (program, analysis, config, machine): (&Program, &Analysis, &Configuration, &ModelMachine),
     cost: &Cost,
-    (index, domain, boundary): (usize, [usize; 3], [[bool; 2]; 2]),
+    (index, domain, boundary): (usize, [usize; 3], Boundary),
     (widths, overlap): (&GroupWidths, bool),
     original: (&Program, &Analysis),
 ) -> Result<RankClass, CodegenError> {
@@ -411,7 +338,7 @@ pub fn local_analysis(
     analysis: &Analysis,
     cost: &Cost,
     domain: [usize; 3],
-    boundary: [[bool; 2]; 2],
+    boundary: Boundary,
 ) -> Analysis {
     let mut local = analysis.clone();
     local.domain = domain;
@@ -434,7 +361,7 @@ pub fn local_analysis(
 fn exchange(
     local: &Analysis,
     schedule: &Schedule,
-    boundary: [[bool; 2]; 2],
+    boundary: Boundary,
     a: usize,
     widths: Widths,
 ) -> Exchange {
@@ -444,26 +371,6 @@ fn exchange(
         .iter()
         .find(|g| &g.name == name)
         .expect("an array read from outside a group is a kernel parameter");
-    let dims = local.arrays[a].dims;
-    // Where the array holds values before the exchange: the sub-domain, grown on the domain's
-    // boundary sides (and along z) by the halo (an input) or the stencil's extent.
-    let holds = |d: usize| -> [i64; 2] {
-        if !dims.has(d) {
-            return [0, 1];
-        }
-        let beyond = match local.arrays[a].kind {
-            ArrayKind::Input => [local.halo[d]; 2],
-            ArrayKind::Stencil(s) => local.stencils[s].extent[d],
-        };
-        let side = |s: usize| {
-            if d == 2 || boundary[d][s] {
-                beyond[s] as i64
-            } else {
-                0
-            }
-        };
-        [-side(0), local.domain[d] as i64 + side(1)]
-    };
     Exchange {
         array: name.clone(),
         param: global.param.clone(),
@@ -471,8 +378,8 @@ fn exchange(
         lead: global.lead,
         widths,
         n: [local.domain[0], local.domain[1]],
-        own: [holds(0), holds(1)],
-        z: holds(2),
+        own: [0, 1].map(|d| holds(local, boundary, a, d)),
+        z: holds(local, boundary, a, 2),
     }
 }
 
@@ -485,7 +392,7 @@ fn exchange(
 fn parts(
     (program, analysis, config, machine): (&Program, &Analysis, &Configuration, &ModelMachine),
     cost: &Cost,
-    (class, domain, boundary): (usize, [usize; 3], [[bool; 2]; 2]),
+    (class, domain, boundary): (usize, [usize; 3], Boundary),
     g: usize,
     exchanges: &[Exchange],
 ) -> Result<(Vec<Part>, Vec<Part>), CodegenError> {
@@ -576,26 +483,4 @@ fn parts(
         }
     }
     Ok((inner, outer))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn splits_cover_the_domain_with_sizes_one_apart() {
-        assert_eq!(split(10, 3), vec![[0, 4], [4, 7], [7, 10]]);
-        assert_eq!(split(4, 4), vec![[0, 1], [1, 2], [2, 3], [3, 4]]);
-        assert_eq!(split(5, 1), vec![[0, 5]]);
-    }
-
-    #[test]
-    fn grids_parse_with_errors_that_name_the_text() {
-        assert_eq!(Grid::parse("2,1"), Ok(Grid { px: 2, py: 1 }));
-        assert_eq!(Grid::parse(" 3 , 2 "), Ok(Grid { px: 3, py: 2 }));
-        for bad in ["2", "0,1", "2,x", "1,2,3", "", "-1,2", "5000,1"] {
-            let e = Grid::parse(bad).unwrap_err();
-            assert!(e.contains(&format!("`{bad}`")), "{bad}: {e}");
-        }
-    }
 }

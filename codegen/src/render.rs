@@ -91,6 +91,10 @@ pub const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../templates/mpi_exchange.j2"),
     ),
     ("mpi.h.j2", include_str!("../templates/mpi.h.j2")),
+    (
+        "mpi_network.cpp.j2",
+        include_str!("../templates/mpi_network.cpp.j2"),
+    ),
     ("mpi.cpp.j2", include_str!("../templates/mpi.cpp.j2")),
     (
         "mpi_harness.cpp.j2",
@@ -352,6 +356,16 @@ impl Renderer {
             ));
         }
         Ok(Files { files })
+    }
+
+    /// The MPI transport measurement `learn --ranks` runs: ping-pong between two ranks, then
+    /// the generated code's halo exchange of `width` cells on each side of sub-domains with
+    /// `levels` levels.
+    pub fn mpi_network(&self, width: usize, levels: usize) -> Result<String, CodegenError> {
+        self.render(
+            "mpi_network.cpp.j2",
+            context! { width => width, levels => levels },
+        )
     }
 
     /// Several kernels with their harnesses in one translation unit whose `main` runs every

@@ -19,6 +19,7 @@ pub mod gpu;
 pub mod gpu_fit;
 pub mod kernels;
 pub mod machine_file;
+pub mod network;
 pub mod pipeline;
 pub mod training;
 pub mod training_runs;

@@ -18,6 +18,7 @@ pub mod formats {
     pub mod diagnostic;
     pub mod limits;
     pub mod machine;
+    pub mod network;
     pub mod yaml;
 }
 
@@ -53,6 +54,7 @@ pub mod cost_model {
     pub mod inline_search;
     pub mod model;
     pub mod options;
+    pub mod ranks;
     pub mod search;
     pub mod traffic;
 }

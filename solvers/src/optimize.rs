@@ -5,8 +5,11 @@
 use std::time::Instant;
 
 use absinthe_model::cost_model::evaluate::{evaluate, Configuration, Cost};
+use absinthe_model::cost_model::model::{Absinthe, CostModel};
 use absinthe_model::cost_model::options::{Encoding, MilpOptions};
-use absinthe_model::cost_model::search::{explain_infeasible, range_table, shortest_grouping};
+use absinthe_model::cost_model::search::{
+    explain_infeasible, range_table, range_table_with, shortest_grouping,
+};
 use absinthe_model::encodings::lp::{Milp, MilpSize};
 use absinthe_model::encodings::milp::{AbsintheMilp, Encoded, OBJECTIVE_SCALE};
 use absinthe_model::formats::machine::ModelMachine;
@@ -270,14 +273,40 @@ pub fn optimize_dp(
     options: &MilpOptions,
     solve_options: &SolveOptions,
 ) -> Result<Optimum, OptimizeError> {
+    let mut optimum = optimize_dp_with(analysis, &Absinthe::new(machine), options, solve_options)?;
+    if let Some(why) = &optimum.cost.infeasible {
+        return Err(OptimizeError::Mismatch(format!(
+            "the DP chose a configuration the model rejects ({why})"
+        )));
+    }
+    let total = optimum.cost.total;
+    optimum.objective_seconds = total;
+    optimum.bound_seconds = total;
+    optimum.solution.objective = total * OBJECTIVE_SCALE;
+    optimum.solution.best_bound = optimum.solution.objective;
+    Ok(optimum)
+}
+
+/// [`optimize_dp`] for any cost model: `model`'s exact optimum (its seconds are the objective
+/// and the bound); `cost` is `evaluate` of the configuration on `model.machine()`, for the
+/// report (feasible in `model`, which may price another domain than `analysis`'s).
+pub fn optimize_dp_with<M: CostModel>(
+    analysis: &Analysis,
+    model: &M,
+    options: &MilpOptions,
+    solve_options: &SolveOptions,
+) -> Result<Optimum, OptimizeError> {
+    let machine = model.machine();
     let started = Instant::now();
-    let table = range_table(
+    let table = range_table_with(
         analysis,
-        machine,
+        model,
         &options.space,
         solve_options.threads.unwrap_or(0),
+        1,
     );
-    let Some((config, _)) = shortest_grouping(&table, analysis.stencils.len()) else {
+    let Some((config, seconds_of_model)) = shortest_grouping(&table, analysis.stencils.len())
+    else {
         let reason = explain_infeasible(analysis, machine, &options.space).unwrap_or_else(|| {
             "the DP found no feasible cover, but the constraints explain none: this is a bug"
                 .to_string()
@@ -291,16 +320,11 @@ pub fn optimize_dp(
         options.space.stream_shape(analysis, machine),
     );
     let cost = evaluate(analysis, machine, &config);
-    if let Some(why) = &cost.infeasible {
-        return Err(OptimizeError::Mismatch(format!(
-            "the DP chose a configuration the model rejects ({why})"
-        )));
-    }
-    let objective = cost.total * OBJECTIVE_SCALE;
+    let objective = seconds_of_model * OBJECTIVE_SCALE;
     Ok(Optimum {
         config,
-        objective_seconds: cost.total,
-        bound_seconds: cost.total,
+        objective_seconds: seconds_of_model,
+        bound_seconds: seconds_of_model,
         cost,
         size: MilpSize::default(),
         solution: MilpSolution {

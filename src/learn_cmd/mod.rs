@@ -3,6 +3,7 @@
 //! atomically, so an interrupted run (Ctrl-C) leaves the file untouched.
 
 mod gpu;
+mod network;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -156,6 +157,12 @@ pub struct LearnArgs {
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Measure only the MPI transport between N ranks (`mpirun -np N`: a ping-pong, then the
+    /// generated code's halo exchange on a Cartesian grid of the N ranks) and write the machine
+    /// file's `network:` section (latency, bandwidth), which `solve --ranks` prices exchanges
+    /// with; the rest of the file stays as it is. About 10 seconds.
+    #[arg(long, value_name = "N")]
+    pub ranks: Option<usize>,
 }
 
 /// A one-line progress bar on standard error.
@@ -227,6 +234,9 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
     }
     if args.emit.is_some() || args.timings.is_some() {
         anyhow::bail!("--emit and --timings go with --target cuda");
+    }
+    if let Some(ranks) = args.ranks {
+        return network::run(&args, ranks);
     }
     if let Some(dir) = &args.write_programs {
         return write_programs(dir);

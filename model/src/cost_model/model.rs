@@ -112,7 +112,7 @@ impl CostModel for Absinthe<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::cost_model::options::SearchSpace;
     use crate::cost_model::search::{admissible_tilings, exhaustive, exhaustive_with};
@@ -178,17 +178,22 @@ mod tests {
         }
     }
 
-    /// The toy model's optimum by brute force: every grouping, every admissible tiling of
-    /// every group.
-    fn brute_force(analysis: &Analysis, toy: &Toy, options: &SearchSpace) -> Option<f64> {
+    /// A model's optimum by brute force: every grouping, every admissible tiling of every
+    /// group.
+    pub(crate) fn brute_force<M: CostModel>(
+        analysis: &Analysis,
+        model: &M,
+        options: &SearchSpace,
+    ) -> Option<f64> {
         let n = analysis.stencils.len();
-        let tilings = admissible_tilings(analysis, &toy.machine, options);
+        let tilings = admissible_tilings(analysis, model.machine(), options);
+        let stream = options.stream_shape(analysis, model.machine());
         let best_group = |range: Range<usize>| {
-            let group = toy.group(analysis, range);
+            let group = model.group(analysis, range);
             tilings
                 .iter()
-                .filter(|&&(t, _)| toy.fits(analysis, &group, None, t))
-                .map(|&(t, _)| toy.group_seconds(analysis, &group, t).0)
+                .filter(|&&(t, _)| model.fits(analysis, &group, stream, t))
+                .map(|&(t, _)| model.group_seconds(analysis, &group, t).0)
                 .min_by(f64::total_cmp)
         };
         (0..1u32 << (n - 1))

@@ -508,6 +508,9 @@ pub struct Machine {
     /// "Cache model"); `learn` fills them from sysfs when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caches: Option<Vec<CacheLevel>>,
+    /// The MPI transport between ranks (`solve --ranks`); `learn --ranks` measures it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<crate::formats::network::Network>,
 }
 
 /// One data cache level of a machine file's `caches:` list.
@@ -716,6 +719,9 @@ impl Machine {
         }
         if let Some(p) = &self.params {
             p.validate(&mut errors);
+        }
+        if let Some(n) = &self.network {
+            n.validate(&mut errors);
         }
         errors
     }

@@ -1,0 +1,396 @@
+//! The model of a program decomposed over MPI ranks (docs/MODEL.md, "Many ranks"): the domain
+//! is split over a PX x PY grid of ranks along x and y; before each group a rank receives from
+//! its neighbours the cells the group reads beyond its sub-domain (the group's reach into each
+//! array it reads from outside itself). Fusing more stencils widens the reach, and the cells
+//! computed twice at rank borders, and saves exchanges: MODESTO's lateral communication.
+//!
+//! [`Ranked`] prices one rank, the one at grid coordinates (1, 1) (or 0 along a dimension of
+//! one rank): its group's time on its sub-domain ([`Absinthe`] on the sub-domain, tile counts
+//! taken over the whole domain as the generated code takes them) plus its exchanges, each
+//! incoming message [`Network::message_seconds`] of its bytes. Exchanges are priced as not
+//! overlapped with computation (the generated code's default). The exact searches take it
+//! through the [`CostModel`] seam, so `solve --ranks` finds this model's optimum.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use crate::cost_model::evaluate::{group_shape, GroupShape, StreamShape};
+use crate::cost_model::model::{Absinthe, CostModel};
+use crate::formats::machine::ModelMachine;
+use crate::formats::network::Network;
+use crate::language::analysis::{Analysis, ArrayId, ArrayKind, Extent};
+
+/// Cells received below 0 and beyond the sub-domain: `[[x-, x+], [y-, y+]]`.
+pub type Widths = [[usize; 2]; 2];
+
+/// Per dimension (x, y), whether the lower and the upper side of a sub-domain is the domain's
+/// boundary (no neighbour there).
+pub type Boundary = [[bool; 2]; 2];
+
+/// A PX x PY grid of ranks along x and y (`--ranks PX,PY`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Grid {
+    pub px: usize,
+    pub py: usize,
+}
+
+/// The most ranks along one dimension `--ranks` accepts.
+pub const MAX_RANKS_PER_DIM: usize = 4096;
+
+impl Grid {
+    /// Parses `PX,PY` (each 1..=[`MAX_RANKS_PER_DIM`]).
+    pub fn parse(text: &str) -> Result<Grid, String> {
+        let parts: Vec<&str> = text.split(',').map(str::trim).collect();
+        let [x, y] = parts[..] else {
+            return Err(format!(
+                "`{text}`: expected PX,PY (ranks along x and y, e.g. 2,1)"
+            ));
+        };
+        let count = |s: &str, axis: &str| -> Result<usize, String> {
+            match s.parse::<usize>() {
+                Ok(n) if (1..=MAX_RANKS_PER_DIM).contains(&n) => Ok(n),
+                _ => Err(format!(
+                    "`{text}`: ranks along {axis} must be a whole number from 1 to {MAX_RANKS_PER_DIM}, not `{s}`"
+                )),
+            }
+        };
+        Ok(Grid {
+            px: count(x, "x")?,
+            py: count(y, "y")?,
+        })
+    }
+
+    pub fn ranks(&self) -> usize {
+        self.px * self.py
+    }
+
+    /// `[px, py]`.
+    pub fn dims(&self) -> [usize; 2] {
+        [self.px, self.py]
+    }
+}
+
+/// Cells owned by each of `parts` ranks along a dimension of `n` cells: the first `n % parts`
+/// ranks own one more.
+pub fn split(n: usize, parts: usize) -> Vec<[usize; 2]> {
+    let (base, extra) = (n / parts, n % parts);
+    let mut start = 0;
+    (0..parts)
+        .map(|p| {
+            let len = base + usize::from(p < extra);
+            let owned = [start, start + len];
+            start += len;
+            owned
+        })
+        .collect()
+}
+
+/// The arrays the stencils `range` read from outside the group (inputs, earlier groups'
+/// stencils), with the cells the group reaches beyond a sub-domain on each side along x and y:
+/// a stencil evaluated `widths` beyond the sub-domain (its evaluation widths in the group)
+/// reads `widths + offset` beyond it. Arrays reached on no side are left out; a field lacking a
+/// dimension is reached along it by no one. In array order.
+pub fn reach(
+    analysis: &Analysis,
+    range: Range<usize>,
+    widths: &[Extent],
+) -> Vec<(ArrayId, Widths)> {
+    let mut out: BTreeMap<ArrayId, Widths> = BTreeMap::new();
+    for (s, sw) in range.clone().zip(widths) {
+        for (&a, b) in &analysis.stencils[s].bounds {
+            if matches!(analysis.arrays[a].kind, ArrayKind::Stencil(p) if range.contains(&p)) {
+                continue;
+            }
+            let w = out.entry(a).or_default();
+            for d in 0..2 {
+                if !analysis.arrays[a].dims.has(d) {
+                    continue;
+                }
+                let lo = sw[d][0] as i64 - b[d].0 as i64;
+                let hi = sw[d][1] as i64 + b[d].1 as i64;
+                w[d][0] = w[d][0].max(lo.max(0) as usize);
+                w[d][1] = w[d][1].max(hi.max(0) as usize);
+            }
+        }
+    }
+    out.into_iter()
+        .filter(|(_, w)| w.iter().flatten().any(|&c| c > 0))
+        .collect()
+}
+
+/// Along dimension `d`, the cells `[lo, hi)` of array `a` a rank with sub-domain
+/// `local.domain` holds before an exchange: the sub-domain, grown on the domain's boundary
+/// sides (and along z) by the halo (an input) or the stencil's extent; `[0, 1)` along a
+/// dimension the array lacks.
+pub fn holds(local: &Analysis, boundary: Boundary, a: ArrayId, d: usize) -> [i64; 2] {
+    if !local.arrays[a].dims.has(d) {
+        return [0, 1];
+    }
+    let beyond = match local.arrays[a].kind {
+        ArrayKind::Input => [local.halo[d]; 2],
+        ArrayKind::Stencil(s) => local.stencils[s].extent[d],
+    };
+    let side = |s: usize| {
+        if d == 2 || boundary[d][s] {
+            beyond[s] as i64
+        } else {
+            0
+        }
+    };
+    [-side(0), local.domain[d] as i64 + side(1)]
+}
+
+/// What a rank receives in one exchange.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Incoming {
+    pub messages: u64,
+    pub cells: u64,
+    /// Contiguous runs of cells: each box's rows (its y extent times its levels).
+    pub runs: u64,
+}
+
+/// The messages a rank receives in the exchange of array `a` reached by `widths`, their cells
+/// and runs: one from each neighbour (the eight around it, less those beyond the domain's
+/// boundary) that holds cells it reads, as the generated code exchanges them.
+pub fn incoming(local: &Analysis, boundary: Boundary, a: ArrayId, widths: Widths) -> Incoming {
+    let z = holds(local, boundary, a, 2);
+    let along = |d: usize, dir: i64| -> Option<u64> {
+        match dir {
+            -1 if !boundary[d][0] => Some(widths[d][0] as u64),
+            1 if !boundary[d][1] => Some(widths[d][1] as u64),
+            0 => {
+                let h = holds(local, boundary, a, d);
+                Some((h[1] - h[0]) as u64)
+            }
+            _ => None,
+        }
+    };
+    let levels = (z[1] - z[0]) as u64;
+    let mut sum = Incoming::default();
+    for dy in -1..=1 {
+        for dx in -1..=1 {
+            if (dx, dy) == (0, 0) {
+                continue;
+            }
+            if let (Some(x), Some(y)) = (along(0, dx), along(1, dy)) {
+                if x * y > 0 {
+                    sum.messages += 1;
+                    sum.cells += x * y * levels;
+                    sum.runs += y * levels;
+                }
+            }
+        }
+    }
+    sum
+}
+
+/// The rank a [`Ranked`] model prices on a `grid`: coordinates (1, 1), or 0 along a dimension
+/// of one rank; its sub-domain's size along x and y and its boundary sides.
+pub fn priced_rank(domain: [usize; 3], grid: [usize; 2]) -> ([usize; 3], Boundary) {
+    let c = grid.map(|p| 1.min(p - 1));
+    let size = [0, 1].map(|d| {
+        let owned = split(domain[d], grid[d])[c[d]];
+        owned[1] - owned[0]
+    });
+    let boundary = [0, 1].map(|d| [c[d] == 0, c[d] + 1 == grid[d]]);
+    ([size[0], size[1], domain[2]], boundary)
+}
+
+/// The ABSINTHE model of one rank of a decomposed program, its exchanges included.
+pub struct Ranked<'a> {
+    inner: Absinthe<'a>,
+    /// The program on the priced rank's sub-domain.
+    local: Analysis,
+    boundary: Boundary,
+    network: Network,
+    value_bytes: f64,
+}
+
+impl<'a> Ranked<'a> {
+    /// `machine` is one rank's (its `threads` the rank's threads); `grid` the ranks along x and
+    /// y (each at least 1 and at most the domain's cells there).
+    pub fn new(
+        analysis: &Analysis,
+        machine: &'a ModelMachine,
+        grid: [usize; 2],
+        network: Network,
+        value_bytes: usize,
+    ) -> Ranked<'a> {
+        let (size, boundary) = priced_rank(analysis.domain, grid);
+        let mut local = analysis.clone();
+        local.domain = size;
+        Ranked {
+            inner: Absinthe::new(machine),
+            local,
+            boundary,
+            network,
+            value_bytes: value_bytes as f64,
+        }
+    }
+
+    /// The rank's tile counts for tile counts over the whole domain: the same tile size.
+    fn local_tiles(&self, analysis: &Analysis, tiles: [usize; 3]) -> [usize; 3] {
+        [0, 1, 2].map(|d| {
+            let size = analysis.domain[d].div_ceil(tiles[d].max(1));
+            self.local.domain[d].div_ceil(size).max(1)
+        })
+    }
+
+    /// Seconds of every group's exchanges in `config`.
+    pub fn exchanges_of(&self, config: &crate::cost_model::evaluate::Configuration) -> f64 {
+        config
+            .group_ranges()
+            .into_iter()
+            .map(|r| self.exchange_seconds(&group_shape(&self.local, r)))
+            .sum()
+    }
+
+    /// The priced rank's sub-domain.
+    pub fn sub_domain(&self) -> [usize; 3] {
+        self.local.domain
+    }
+
+    /// Seconds of the exchanges before the group `shape`: per incoming message, the latency
+    /// and its bytes at the bandwidth.
+    pub fn exchange_seconds(&self, shape: &GroupShape) -> f64 {
+        let widths: Vec<Extent> = shape.stencils.iter().map(|s| s.widths).collect();
+        reach(&self.local, shape.range.clone(), &widths)
+            .into_iter()
+            .map(|(a, w)| {
+                let i = incoming(&self.local, self.boundary, a, w);
+                let n = &self.network;
+                i.messages as f64 * n.latency_us * 1e-6
+                    + i.cells as f64 * self.value_bytes / (n.bandwidth_gbs * 1e9)
+                    + i.runs as f64 * n.run_ns * 1e-9
+            })
+            .sum()
+    }
+}
+
+impl CostModel for Ranked<'_> {
+    /// The group on the rank's sub-domain, and its exchanges' seconds.
+    type Group = (GroupShape, f64);
+
+    fn machine(&self) -> &ModelMachine {
+        self.inner.machine
+    }
+
+    fn group(&self, _analysis: &Analysis, range: Range<usize>) -> Self::Group {
+        let shape = group_shape(&self.local, range);
+        let exchange = self.exchange_seconds(&shape);
+        (shape, exchange)
+    }
+
+    fn fits(
+        &self,
+        analysis: &Analysis,
+        group: &Self::Group,
+        stream: Option<StreamShape>,
+        tiles: [usize; 3],
+    ) -> bool {
+        let local = self.local_tiles(analysis, tiles);
+        self.inner.fits(&self.local, &group.0, stream, local)
+    }
+
+    /// The group's time on the sub-domain plus its exchanges (which only grow when the range
+    /// grows at its end: its reach into each array it reads from outside only widens), and the
+    /// same for the bound.
+    fn group_seconds(
+        &self,
+        analysis: &Analysis,
+        group: &Self::Group,
+        tiles: [usize; 3],
+    ) -> (f64, f64) {
+        let local = self.local_tiles(analysis, tiles);
+        let (time, bound) = self.inner.group_seconds(&self.local, &group.0, local);
+        (time + group.1, bound + group.1)
+    }
+
+    fn stencil_bound(&self, _analysis: &Analysis, stencil: usize) -> f64 {
+        self.inner.stencil_bound(&self.local, stencil)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_cover_the_domain_with_sizes_one_apart() {
+        assert_eq!(split(10, 3), vec![[0, 4], [4, 7], [7, 10]]);
+        assert_eq!(split(4, 4), vec![[0, 1], [1, 2], [2, 3], [3, 4]]);
+        assert_eq!(split(5, 1), vec![[0, 5]]);
+    }
+
+    #[test]
+    fn grids_parse_with_errors_that_name_the_text() {
+        assert_eq!(Grid::parse("2,1"), Ok(Grid { px: 2, py: 1 }));
+        assert_eq!(Grid::parse(" 3 , 2 "), Ok(Grid { px: 3, py: 2 }));
+        for bad in ["2", "0,1", "2,x", "1,2,3", "", "-1,2", "5000,1"] {
+            let e = Grid::parse(bad).unwrap_err();
+            assert!(e.contains(&format!("`{bad}`")), "{bad}: {e}");
+        }
+    }
+
+    /// The exact DP over the ranked model finds the optimum brute force finds, on random
+    /// programs and grids.
+    #[test]
+    fn the_dp_optimum_of_the_ranked_model_equals_brute_force() {
+        use crate::cost_model::model::tests::brute_force;
+        use crate::cost_model::options::SearchSpace;
+        use crate::cost_model::search::exhaustive_with;
+        use crate::formats::machine::Machine;
+        use crate::language::generate::{random_program, RandomShape};
+        use crate::language::program::Program;
+        let machine = Machine::load(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../machines/default.yaml"),
+        )
+        .unwrap()
+        .model_view(8)
+        .unwrap();
+        let shape = RandomShape {
+            min_stencils: 2,
+            max_stencils: 6,
+            min_domain: 6,
+            max_domain: 14,
+            ..RandomShape::default()
+        };
+        let network = Network {
+            latency_us: 1.0,
+            bandwidth_gbs: 5.0,
+            run_ns: 5.0,
+            source: String::new(),
+        };
+        let options = SearchSpace::default();
+        let mut compared = 0;
+        for seed in 0..30u64 {
+            let program = Program::from_yaml(&random_program(seed, &shape)).unwrap();
+            let analysis = Analysis::new(&program).unwrap();
+            let grid = [[2, 1], [1, 2], [2, 2], [3, 2]][seed as usize % 4];
+            let model = Ranked::new(&analysis, &machine, grid, network.clone(), 8);
+            let dp = exhaustive_with(&analysis, &model, &options);
+            let expected = brute_force(&analysis, &model, &options);
+            assert_eq!(dp.is_some(), expected.is_some(), "seed {seed}");
+            if let (Some((_, total)), Some(expected)) = (dp, expected) {
+                compared += 1;
+                assert!(
+                    (total - expected).abs() <= 1e-12 * expected,
+                    "seed {seed}: DP {total}, brute force {expected}"
+                );
+            }
+        }
+        assert!(compared >= 20, "only {compared} programs compared");
+    }
+
+    #[test]
+    fn the_priced_rank_has_neighbours_where_the_grid_allows() {
+        assert_eq!(
+            priced_rank([10, 7, 4], [3, 1]),
+            ([3, 7, 4], [[false, false], [true, true]])
+        );
+        assert_eq!(
+            priced_rank([10, 7, 4], [2, 2]),
+            ([5, 3, 4], [[false, true], [false, true]])
+        );
+    }
+}
