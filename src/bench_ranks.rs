@@ -66,6 +66,11 @@ pub fn run(args: &BenchArgs, grid: Grid) -> anyhow::Result<ExitCode> {
             vec![
                 r.variant.clone(),
                 format!("{:?}", r.groups),
+                r.tiles
+                    .iter()
+                    .map(|t| format!("{}x{}x{}", t[0], t[1], t[2]))
+                    .collect::<Vec<_>>()
+                    .join(" "),
                 human_seconds(m.median),
                 human_seconds(m.compute),
                 human_seconds(m.exchange_alone),
@@ -88,6 +93,7 @@ pub fn run(args: &BenchArgs, grid: Grid) -> anyhow::Result<ExitCode> {
             &[
                 "variant",
                 "groups",
+                "tiles",
                 "time",
                 "compute only",
                 "exchanges alone",

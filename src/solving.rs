@@ -85,16 +85,14 @@ fn optimize_ranked(
             machine.name
         );
     };
-    let mut rank = *view;
-    rank.threads = (view.threads / grid.ranks()).max(1);
-    let model = Ranked::new(analysis, &rank, grid.dims(), network, value_bytes);
+    let model = Ranked::new(analysis, view, grid.dims(), network, value_bytes);
     let optimum = optimize_dp_with(analysis, &model, options, solve_options)?;
     eprintln!(
         "ranks {}x{}: priced one rank's {:?} sub-domain with {} thread(s): {:.1} us per run, {:.1} us of it in halo exchanges (the exact DP)",
         grid.px,
         grid.py,
         model.sub_domain(),
-        rank.threads,
+        model.rank_threads(),
         optimum.objective_seconds * 1e6,
         model.exchanges_of(&optimum.config) * 1e6
     );

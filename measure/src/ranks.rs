@@ -83,11 +83,9 @@ impl RankBench<'_> {
     /// machine file has a network.
     fn predict(&self, config: &Configuration) -> Option<(f64, f64)> {
         let network: Network = self.machine.network.clone()?;
-        let mut rank = *self.view;
-        rank.threads = self.rank_threads();
         let model = Ranked::new(
             self.analysis,
-            &rank,
+            self.view,
             self.grid.dims(),
             network,
             self.program.value_type.bytes(),

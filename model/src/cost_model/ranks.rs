@@ -6,7 +6,9 @@
 //!
 //! [`Ranked`] prices one rank, the one at grid coordinates (1, 1) (or 0 along a dimension of
 //! one rank): its group's time on its sub-domain ([`Absinthe`] on the sub-domain, tile counts
-//! taken over the whole domain as the generated code takes them) plus its exchanges, each
+//! taken over the whole domain as the generated code takes them), times the node's threads
+//! over the rank's (the ranks of a node share it: the machine file's parameters are the whole
+//! node's throughput), plus its exchanges, each
 //! incoming message [`Network::message_seconds`] of its bytes. Exchanges are priced as not
 //! overlapped with computation (the generated code's default). The exact searches take it
 //! through the [`CostModel`] seam, so `solve --ranks` finds this model's optimum.
@@ -197,8 +199,12 @@ pub fn priced_rank(domain: [usize; 3], grid: [usize; 2]) -> ([usize; 3], Boundar
 }
 
 /// The ABSINTHE model of one rank of a decomposed program, its exchanges included.
-pub struct Ranked<'a> {
-    inner: Absinthe<'a>,
+pub struct Ranked {
+    /// One rank's view: the node's, its threads shared among the ranks.
+    rank: ModelMachine,
+    /// The node's threads over the rank's: the machine file's parameters are the whole node's
+    /// throughput (learned with every core busy), of which one rank gets this share's inverse.
+    share: f64,
     /// The program on the priced rank's sub-domain.
     local: Analysis,
     boundary: Boundary,
@@ -206,21 +212,25 @@ pub struct Ranked<'a> {
     value_bytes: f64,
 }
 
-impl<'a> Ranked<'a> {
-    /// `machine` is one rank's (its `threads` the rank's threads); `grid` the ranks along x and
-    /// y (each at least 1 and at most the domain's cells there).
+impl Ranked {
+    /// `node` is the machine file's view of a node, whose threads the `grid`'s ranks share
+    /// (each at least one); `grid` the ranks along x and y (each at least 1 and at most the
+    /// domain's cells there).
     pub fn new(
         analysis: &Analysis,
-        machine: &'a ModelMachine,
+        node: &ModelMachine,
         grid: [usize; 2],
         network: Network,
         value_bytes: usize,
-    ) -> Ranked<'a> {
+    ) -> Ranked {
         let (size, boundary) = priced_rank(analysis.domain, grid);
         let mut local = analysis.clone();
         local.domain = size;
+        let mut rank = *node;
+        rank.threads = (node.threads / (grid[0] * grid[1])).max(1);
         Ranked {
-            inner: Absinthe::new(machine),
+            share: node.threads as f64 / rank.threads as f64,
+            rank,
             local,
             boundary,
             network,
@@ -250,6 +260,11 @@ impl<'a> Ranked<'a> {
         self.local.domain
     }
 
+    /// One rank's OpenMP threads.
+    pub fn rank_threads(&self) -> usize {
+        self.rank.threads
+    }
+
     /// Seconds of the exchanges before the group `shape`: per incoming message, the latency
     /// and its bytes at the bandwidth.
     pub fn exchange_seconds(&self, shape: &GroupShape) -> f64 {
@@ -267,12 +282,12 @@ impl<'a> Ranked<'a> {
     }
 }
 
-impl CostModel for Ranked<'_> {
+impl CostModel for Ranked {
     /// The group on the rank's sub-domain, and its exchanges' seconds.
     type Group = (GroupShape, f64);
 
     fn machine(&self) -> &ModelMachine {
-        self.inner.machine
+        &self.rank
     }
 
     fn group(&self, _analysis: &Analysis, range: Range<usize>) -> Self::Group {
@@ -289,12 +304,12 @@ impl CostModel for Ranked<'_> {
         tiles: [usize; 3],
     ) -> bool {
         let local = self.local_tiles(analysis, tiles);
-        self.inner.fits(&self.local, &group.0, stream, local)
+        Absinthe::new(&self.rank).fits(&self.local, &group.0, stream, local)
     }
 
-    /// The group's time on the sub-domain plus its exchanges (which only grow when the range
-    /// grows at its end: its reach into each array it reads from outside only widens), and the
-    /// same for the bound.
+    /// The group's time on the sub-domain at the rank's share of the node, plus its exchanges
+    /// (which only grow when the range grows at its end: its reach into each array it reads
+    /// from outside only widens), and the same for the bound.
     fn group_seconds(
         &self,
         analysis: &Analysis,
@@ -302,12 +317,12 @@ impl CostModel for Ranked<'_> {
         tiles: [usize; 3],
     ) -> (f64, f64) {
         let local = self.local_tiles(analysis, tiles);
-        let (time, bound) = self.inner.group_seconds(&self.local, &group.0, local);
-        (time + group.1, bound + group.1)
+        let (time, bound) = Absinthe::new(&self.rank).group_seconds(&self.local, &group.0, local);
+        (time * self.share + group.1, bound * self.share + group.1)
     }
 
     fn stencil_bound(&self, _analysis: &Analysis, stencil: usize) -> f64 {
-        self.inner.stencil_bound(&self.local, stencil)
+        Absinthe::new(&self.rank).stencil_bound(&self.local, stencil) * self.share
     }
 }
 
