@@ -364,6 +364,14 @@ impl SearchArgs {
         })
     }
 
+    /// Refuses `--ranks` in a command that does not decompose (`command` names it).
+    pub fn refuse_ranks(&self, command: &str) -> anyhow::Result<()> {
+        match self.ranks {
+            Some(_) => bail!("{command} does not take --ranks (solve, codegen and bench do)"),
+            None => Ok(()),
+        }
+    }
+
     pub fn solve_options(&self) -> anyhow::Result<SolveOptions> {
         if !(self.gap >= 0.0 && self.gap < 1.0) {
             bail!("--gap must be in [0, 1), found {}", self.gap);

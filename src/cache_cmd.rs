@@ -66,6 +66,7 @@ pub struct CacheArgs {
 }
 
 pub fn run(args: CacheArgs) -> anyhow::Result<ExitCode> {
+    args.search.refuse_ranks("cache")?;
     let variant = match &args.solution {
         Some(path) => Variant::Solution(path.clone()),
         None => match parse_variants(&args.variant).map_err(anyhow::Error::msg)?[..] {

@@ -101,6 +101,7 @@ impl Serialize for RowStatus {
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    args.search.refuse_ranks("compare")?;
     let (original, original_analysis, _, view) = load_on(&args.program, &args.machine)?;
     let options = args.search.milp_options(&original)?;
     let solve_options = args.search.solve_options()?;

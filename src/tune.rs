@@ -134,6 +134,7 @@ fn parse_refine(s: &str) -> Result<Refine, String> {
 }
 
 pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
+    args.search.refuse_ranks("tune")?;
     let options = BenchOptions {
         runs: args.runs,
         flush: args.flush.flush()?,

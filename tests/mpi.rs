@@ -394,4 +394,35 @@ fn bad_grids_and_narrow_sub_domains_are_refused() {
         assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
     }
     assert!(!Path::new(out).exists(), "a refused run wrote {out}");
+    for command in ["tune", "cache", "compare"] {
+        let o = absinthe(&[command, "configs/hdiff.yaml", "--ranks", "2,1"]);
+        assert!(!o.status.success());
+        assert!(
+            stderr(&o).contains(&format!("{command} does not take --ranks")),
+            "{command}: {}",
+            stderr(&o)
+        );
+    }
+}
+
+/// A machine file's `network:` is checked like the rest of the file.
+#[test]
+fn bad_networks_are_refused_by_key() {
+    let default = std::fs::read_to_string(root().join("machines/default.yaml")).unwrap();
+    for (network, key) in [
+        ("{latency_us: -1, bandwidth_gbs: 5}", "network.latency_us"),
+        ("{latency_us: 1, bandwidth_gbs: 0}", "network.bandwidth_gbs"),
+        (
+            "{latency_us: 1, bandwidth_gbs: 5, run_ns: .nan}",
+            "network.run_ns",
+        ),
+        ("{latency_us: 1, bandwidth_gbs: 5, hops: 3}", "hops"),
+    ] {
+        let text = format!("{default}\nnetwork: {network}\n");
+        let errors = Machine::from_yaml(&text).unwrap_err();
+        assert!(
+            errors.iter().any(|d| format!("{d:?}").contains(key)),
+            "{network}: {errors:?}"
+        );
+    }
 }
