@@ -23,7 +23,9 @@ use std::collections::BTreeMap;
 
 use absinthe_model::cost_model::evaluate::{evaluate, Configuration, Cost};
 pub use absinthe_model::cost_model::ranks::Grid;
-use absinthe_model::cost_model::ranks::{holds, reach, split, Boundary, Widths};
+use absinthe_model::cost_model::ranks::{
+    holds, local_configuration, reach, split, Boundary, Widths,
+};
 use absinthe_model::formats::machine::ModelMachine;
 use absinthe_model::language::analysis::{Analysis, Extent};
 use absinthe_model::language::program::Program;
@@ -277,19 +279,7 @@ fn rank_class(
     original: (&Program, &Analysis),
 ) -> Result<RankClass, CodegenError> {
     let local = local_analysis(analysis, cost, domain, boundary);
-    let local_config = Configuration {
-        tiles: config
-            .tiles
-            .iter()
-            .map(|t| {
-                [0, 1, 2].map(|d| {
-                    let size = analysis.domain[d].div_ceil(t[d]);
-                    local.domain[d].div_ceil(size).max(1)
-                })
-            })
-            .collect(),
-        ..config.clone()
-    };
+    let local_config = local_configuration(analysis.domain, domain, config);
     let local_cost = evaluate(&local, machine, &local_config);
     let mut schedule =
         lower(program, &local, &local_config, &local_cost)?.with_reference(original.0, original.1);
@@ -431,20 +421,7 @@ fn parts(
             ]
         });
         let local = local_analysis(analysis, cost, size, on);
-        let tiles = config
-            .tiles
-            .iter()
-            .map(|t| {
-                [0, 1, 2].map(|d| {
-                    let tile = analysis.domain[d].div_ceil(t[d]);
-                    size[d].div_ceil(tile).max(1)
-                })
-            })
-            .collect();
-        let box_config = Configuration {
-            tiles,
-            ..config.clone()
-        };
+        let box_config = local_configuration(analysis.domain, size, config);
         let box_cost = evaluate(&local, machine, &box_config);
         let mut schedule = lower_within(program, &local, &box_config, &box_cost, domain)?;
         schedule.kernel = format!("{}_c{class}_g{g}_b{b}", schedule.kernel);

@@ -14,7 +14,7 @@ use absinthe_codegen::render::{HarnessOptions, Renderer};
 use absinthe_codegen::{lower, CodegenError};
 use absinthe_model::cost_model::evaluate::{evaluate, Configuration};
 use absinthe_model::cost_model::model::CostModel;
-use absinthe_model::cost_model::ranks::Ranked;
+use absinthe_model::cost_model::ranks::{rank_threads, Ranked};
 use absinthe_model::formats::machine::{Machine, ModelMachine};
 use absinthe_model::formats::network::Network;
 use absinthe_model::language::analysis::Analysis;
@@ -106,7 +106,7 @@ impl RankBench<'_> {
 
     /// OpenMP threads per rank: the node's threads shared among the ranks (at least 1).
     pub fn rank_threads(&self) -> usize {
-        (self.view.threads / self.grid.ranks()).max(1)
+        rank_threads(self.view.threads, self.grid.dims())
     }
 
     /// Builds, runs and verifies one decomposed variant.

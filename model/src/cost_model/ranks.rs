@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use crate::cost_model::evaluate::{group_shape, GroupShape, StreamShape};
+use crate::cost_model::evaluate::{group_shape, Configuration, GroupShape, StreamShape};
 use crate::cost_model::model::{Absinthe, CostModel};
 use crate::formats::machine::ModelMachine;
 use crate::formats::network::Network;
@@ -186,6 +186,38 @@ pub fn incoming(local: &Analysis, boundary: Boundary, a: ArrayId, widths: Widths
     sum
 }
 
+/// Tile counts over a box of `local` cells for tile counts `tiles` over `domain`: the same
+/// tile size (at least one tile per dimension). What a rank's kernel, an overlap box and the
+/// ranked model tile their cells with.
+pub fn local_tiles(domain: [usize; 3], local: [usize; 3], tiles: [usize; 3]) -> [usize; 3] {
+    [0, 1, 2].map(|d| {
+        let size = domain[d].div_ceil(tiles[d].max(1));
+        local[d].div_ceil(size).max(1)
+    })
+}
+
+/// `config` with its tile counts taken over a box of `local` cells ([`local_tiles`]).
+pub fn local_configuration(
+    domain: [usize; 3],
+    local: [usize; 3],
+    config: &Configuration,
+) -> Configuration {
+    Configuration {
+        tiles: config
+            .tiles
+            .iter()
+            .map(|&t| local_tiles(domain, local, t))
+            .collect(),
+        ..config.clone()
+    }
+}
+
+/// One rank's OpenMP threads when the ranks of `grid` share a node of `node_threads`: an equal
+/// share, at least one.
+pub fn rank_threads(node_threads: usize, grid: [usize; 2]) -> usize {
+    (node_threads / (grid[0] * grid[1])).max(1)
+}
+
 /// The rank a [`Ranked`] model prices on a `grid`: coordinates (1, 1), or 0 along a dimension
 /// of one rank; its sub-domain's size along x and y and its boundary sides.
 pub fn priced_rank(domain: [usize; 3], grid: [usize; 2]) -> ([usize; 3], Boundary) {
@@ -227,7 +259,7 @@ impl Ranked {
         let mut local = analysis.clone();
         local.domain = size;
         let mut rank = *node;
-        rank.threads = (node.threads / (grid[0] * grid[1])).max(1);
+        rank.threads = rank_threads(node.threads, grid);
         Ranked {
             share: node.threads as f64 / rank.threads as f64,
             rank,
@@ -238,16 +270,8 @@ impl Ranked {
         }
     }
 
-    /// The rank's tile counts for tile counts over the whole domain: the same tile size.
-    fn local_tiles(&self, analysis: &Analysis, tiles: [usize; 3]) -> [usize; 3] {
-        [0, 1, 2].map(|d| {
-            let size = analysis.domain[d].div_ceil(tiles[d].max(1));
-            self.local.domain[d].div_ceil(size).max(1)
-        })
-    }
-
     /// Seconds of every group's exchanges in `config`.
-    pub fn exchanges_of(&self, config: &crate::cost_model::evaluate::Configuration) -> f64 {
+    pub fn exchanges_of(&self, config: &Configuration) -> f64 {
         config
             .group_ranges()
             .into_iter()
@@ -303,7 +327,7 @@ impl CostModel for Ranked {
         stream: Option<StreamShape>,
         tiles: [usize; 3],
     ) -> bool {
-        let local = self.local_tiles(analysis, tiles);
+        let local = local_tiles(analysis.domain, self.local.domain, tiles);
         Absinthe::new(&self.rank).fits(&self.local, &group.0, stream, local)
     }
 
@@ -316,7 +340,7 @@ impl CostModel for Ranked {
         group: &Self::Group,
         tiles: [usize; 3],
     ) -> (f64, f64) {
-        let local = self.local_tiles(analysis, tiles);
+        let local = local_tiles(analysis.domain, self.local.domain, tiles);
         let (time, bound) = Absinthe::new(&self.rank).group_seconds(&self.local, &group.0, local);
         (time * self.share + group.1, bound * self.share + group.1)
     }
