@@ -513,5 +513,5 @@ def test_bench_and_tune_are_reachable(tmp_path):
                                                        "--confirm", "1", "--format", "json",
                                                        "-o", str(out)]))
     assert report["program"] == "hdiff" and report["winner_seconds"] > 0
-    assert 0 <= report["winner_rank"] < len(report["candidates"])
+    assert report["winner_rank"] in [c["rank"] for c in report["candidates"]]
     assert out.exists()
