@@ -172,6 +172,23 @@ pub fn with_plane_cuts(
     out
 }
 
+/// A random configuration the targets accept: 2-D stencils alone, whole columns in a program
+/// with a sweep.
+pub fn valid_configuration(
+    rng: &mut Rng,
+    analysis: &absinthe_model::language::analysis::Analysis,
+) -> absinthe_model::cost_model::evaluate::Configuration {
+    let mut config = random_configuration(rng, analysis.stencils.len(), analysis.domain);
+    config = with_plane_cuts(config, analysis);
+    if analysis.has_sweeps() {
+        config.stream.clear();
+        for t in &mut config.tiles {
+            t[2] = 1;
+        }
+    }
+    config
+}
+
 /// A tile count along an extent `d`: 1, `d`, a non-divisor, or anything.
 pub fn tile_count(rng: &mut Rng, d: usize) -> usize {
     match rng.below(4) {

@@ -17,7 +17,7 @@ use absinthe_model::cost_model::options::MilpOptions;
 use absinthe_model::cost_model::search::k_best;
 use absinthe_model::formats::machine::{Machine, ModelMachine};
 use absinthe_model::language::analysis::Analysis;
-use absinthe_model::language::generate::{random_program, RandomShape};
+use absinthe_model::language::generate::{random_column_program, random_program, RandomShape};
 use absinthe_model::language::program::Program;
 use absinthe_model::support::parallel::parallel_map;
 use absinthe_model::support::rng::Rng;
@@ -26,6 +26,7 @@ use absinthe_solvers::SolveOptions;
 
 use crate::common::{
     absinthe, analyse, build_and_run_bundles, random_configuration, root, stderr, stdout,
+    valid_configuration,
 };
 use crate::milp_exact::{naive_best, K_BEST};
 
@@ -114,6 +115,27 @@ fn column_cases(count: usize) -> Vec<(String, Schedule, CudaPlan)> {
         ));
     }
     out
+}
+
+/// Random column programs (forward and backward sweeps, intervals, 2-D stencils and fields)
+/// at random configurations the targets accept.
+fn sweep_cases(seeds: std::ops::Range<u64>) -> Vec<(String, Schedule, CudaPlan)> {
+    let m = cpu_machine();
+    seeds
+        .map(|seed| {
+            let text = random_column_program(seed);
+            let program = Program::from_yaml(&text).unwrap();
+            let analysis = Analysis::new(&program).unwrap();
+            let mut rng = Rng::new(seed.wrapping_mul(7_919));
+            let config = valid_configuration(&mut rng, &analysis);
+            let cost = evaluate(&analysis, &m, &config);
+            let schedule =
+                lower_cuda(&program, &analysis, &config, &cost, BlockLimits::staged(&m)).unwrap();
+            let p = plan(&schedule, &GpuLimits::h100()).unwrap();
+            let label = format!("sweeps seed{seed} {:?} {:?}", config.groups, config.tiles);
+            (label, schedule, p)
+        })
+        .collect()
 }
 
 /// Renders `cases` as emulated bundles of `per_bundle` cases (labels prefixed by `prefix`),
@@ -230,6 +252,7 @@ fn emulated_cuda_matches_the_reference_bit_for_bit() {
 fn emulated_cuda_is_clean_under_address_sanitizer() {
     let mut cases = cases(4000..4020, 2);
     cases.extend(column_cases(8));
+    cases.extend(sweep_cases(0..12));
     let results = run_emulated(
         &cases,
         20,

@@ -19,7 +19,7 @@ use absinthe_model::language::program::Program;
 use absinthe_model::support::parallel::parallel_map;
 use absinthe_model::support::rng::Rng;
 
-use crate::common::{absinthe, random_configuration, root, stderr, with_plane_cuts};
+use crate::common::{absinthe, root, stderr, valid_configuration};
 
 const GRIDS: [Grid; 5] = [
     Grid { px: 1, py: 1 },
@@ -199,20 +199,6 @@ fn random_subject(seed: u64) -> (Program, Analysis) {
     let program = Program::from_yaml(&text).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
     let analysis = Analysis::new(&program).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
     (program, analysis)
-}
-
-/// A random configuration the targets accept: 2-D stencils alone, whole columns in a program
-/// with a sweep.
-fn valid_configuration(rng: &mut Rng, analysis: &Analysis) -> Configuration {
-    let mut config = random_configuration(rng, analysis.stencils.len(), analysis.domain);
-    config = with_plane_cuts(config, analysis);
-    if analysis.has_sweeps() {
-        config.stream.clear();
-        for t in &mut config.tiles {
-            t[2] = 1;
-        }
-    }
-    config
 }
 
 #[test]

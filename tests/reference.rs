@@ -39,10 +39,11 @@ use absinthe_model::language::inline::{candidates, inline_program};
 use absinthe_model::language::interp::{
     absinthe_value, agreement, harness_inputs, interpret, Agreement, Evaluation, LibmAccuracy,
 };
+use absinthe_model::language::levels::Computation;
 use absinthe_model::language::program::{Program, ValueType};
 use absinthe_model::support::rng::Rng;
 
-use crate::common::{build_and_run_bundles, random_configuration, root};
+use crate::common::{build_and_run_bundles, root, valid_configuration};
 
 fn machine() -> ModelMachine {
     Machine::load(&root().join("machines/default.yaml"))
@@ -152,15 +153,9 @@ fn cases(subjects: &[Subject], per_subject: usize, cuda: bool, seed: u64) -> Vec
                 Err(_) => (s.program.clone(), s.analysis.clone()),
             };
             let inlined = s.program.stencils.len() - program.stencils.len();
-            let mut config =
-                random_configuration(&mut rng, program.stencils.len(), analysis.domain);
-            if analysis.has_sweeps() {
-                // Whole columns, nothing streamed (`Infeasibility::Sweep`), and a 2-D stencil
-                // alone in its group (`Infeasibility::Plane`).
-                config = crate::common::with_plane_cuts(config, &analysis);
-                config.tiles.iter_mut().for_each(|t| t[2] = 1);
-                config.stream.clear();
-            }
+            // Whole columns, nothing streamed in a program with a sweep
+            // (`Infeasibility::Sweep`), and a 2-D stencil alone in its group.
+            let config = valid_configuration(&mut rng, &analysis);
             let cost = evaluate(&analysis, &m, &config);
             let schedule = if cuda {
                 lower_cuda(&program, &analysis, &config, &cost, BlockLimits::staged(&m)).unwrap()
@@ -451,29 +446,44 @@ fn sweeps_and_intervals_match_the_interpreter() {
 }
 
 #[test]
-fn emulated_cuda_intervals_match_the_interpreter() {
-    // Column programs without a sweep (the CUDA target refuses sweeps): stencils by intervals
-    // and on every level, at random groupings and tiles, z tiles and streaming included.
-    let subjects: Vec<Subject> = (0..4000)
+fn emulated_cuda_sweeps_and_intervals_match_the_interpreter() {
+    // Column programs: forward and backward sweeps (each thread walks its columns in the
+    // sweep's order), stencils by intervals, 2-D stencils and fields, at random groupings and
+    // tiles (z tiles and streaming where the program has no sweep).
+    let sweeping = (0..40).map(random_column_program);
+    let parallel = (40..4000)
         .map(random_column_program)
-        // No sweep and no 2-D stencil: the CUDA target refuses both.
-        .filter(|t| {
-            t.contains("intervals:") && !t.contains("computation:") && !t.contains("pl: [i, j]")
-        })
-        .take(24)
-        .map(subject)
-        .collect();
-    assert_eq!(subjects.len(), 24);
+        .filter(|t| t.contains("intervals:") && !t.contains("computation:"))
+        .take(16);
+    let subjects: Vec<Subject> = sweeping.chain(parallel).map(subject).collect();
     let cases = cases(&subjects, 2, true, 5);
+    let count = |f: &dyn Fn(&Analysis) -> bool| {
+        cases
+            .iter()
+            .filter(|c| f(&subjects[c.subject].analysis))
+            .count()
+    };
+    let sweeps = count(&|a| a.has_sweeps());
+    let backward = count(&|a| {
+        a.stencils
+            .iter()
+            .any(|s| s.computation == Computation::Backward)
+    });
+    let planes = count(&|a| (0..a.stencils.len()).any(|s| a.is_plane(s)));
+    let intervals = count(&|a| a.stencils.iter().any(|s| s.intervals));
     assert!(
-        with_fields(&subjects, &cases) >= 3,
+        sweeps >= 40 && backward >= 15 && planes >= 20 && intervals >= 70,
+        "{sweeps} sweeps, {backward} backward, {planes} 2-D, {intervals} intervals"
+    );
+    assert!(
+        with_fields(&subjects, &cases) >= 20,
         "{}",
         with_fields(&subjects, &cases)
     );
     let tally = check(&subjects, &cases, 24);
     assert_eq!(tally.exact, tally.total(), "{tally:?}");
     eprintln!(
-        "CUDA emulation of intervals: {} cases, {} elements bit for bit",
+        "CUDA emulation of sweeps and intervals: {} cases ({sweeps} with sweeps, {planes} with 2-D stencils), {} elements bit for bit",
         cases.len(),
         tally.exact
     );

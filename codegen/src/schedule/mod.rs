@@ -183,7 +183,7 @@ fn lower_with(
 ) -> Result<Schedule, CodegenError> {
     let ranges = config.group_ranges();
     check_configuration(program, analysis, config, cost, &ranges)?;
-    check_levels(program, analysis, config, target)?;
+    check_levels(analysis, config)?;
     let vt = program.value_type;
     let allocation = Allocation::of(analysis, within, vt, target);
     let lowering = Lowering {
@@ -251,30 +251,10 @@ fn lower_with(
     })
 }
 
-/// Refuses what the targets do not compute level by level: in a program with a sweep, a group
-/// split along z or streamed (each tile walks whole columns, `Infeasibility::Sweep`); on the
-/// CUDA target, sweeps (not generated there yet: its blocks walk z upwards in planes).
-fn check_levels(
-    program: &Program,
-    analysis: &Analysis,
-    config: &Configuration,
-    target: Target,
-) -> Result<(), CodegenError> {
-    let sweep = program.stencils.iter().find(|s| s.computation.is_sweep());
-    if let (Target::Cuda, Some(s)) = (target, sweep) {
-        return Err(CodegenError::Configuration(format!(
-            "stencil `{}` is a {} sweep: the CUDA target does not generate sweeps yet (use --target openmp)",
-            s.name,
-            s.computation.name()
-        )));
-    }
-    let plane = (0..analysis.stencils.len()).find(|&s| analysis.is_plane(s));
-    if let (Target::Cuda, Some(s)) = (target, plane) {
-        return Err(CodegenError::Configuration(format!(
-            "stencil `{}` is 2-D ([i, j]): the CUDA target does not generate 2-D stencils yet (use --target openmp)",
-            program.stencils[s].name
-        )));
-    }
+/// Refuses what no target computes level by level: in a program with a sweep, a group split
+/// along z or streamed (each tile walks whole columns, `Infeasibility::Sweep`); a 2-D stencil
+/// grouped with others.
+fn check_levels(analysis: &Analysis, config: &Configuration) -> Result<(), CodegenError> {
     let ranges = config.group_ranges();
     if let Some((g, r)) = ranges
         .iter()
