@@ -138,9 +138,8 @@ pub struct Decomposition {
 
 /// Decomposes `config` (of `program`, analysed as `analysis`; `original` and
 /// `original_analysis` give the reference, as [`Schedule::with_reference`]) over `grid`.
-/// Refused: 2-D stencils and fields over i or j without all three indices (not decomposed
-/// yet), more ranks along a dimension than cells, and sub-domains narrower than a width they
-/// must send.
+/// Refused: more ranks along a dimension than cells, and sub-domains narrower than a width
+/// they must send.
 pub fn decompose(
     program: &Program,
     analysis: &Analysis,
@@ -150,7 +149,6 @@ pub fn decompose(
     original: (&Program, &Analysis),
 ) -> Result<Decomposition, CodegenError> {
     let grid = options.grid;
-    refuse_undecomposed(program, analysis)?;
     let cost = evaluate(analysis, machine, config);
     let global = lower(program, analysis, config, &cost)?.with_reference(original.0, original.1);
     let widths = group_widths(analysis, config, &cost);
@@ -197,27 +195,6 @@ pub fn decompose(
             })
             .collect(),
     })
-}
-
-fn refuse_undecomposed(program: &Program, analysis: &Analysis) -> Result<(), CodegenError> {
-    if let Some(s) = (0..analysis.stencils.len()).find(|&s| analysis.is_plane(s)) {
-        return Err(CodegenError::Configuration(format!(
-            "stencil `{}` is 2-D ([i, j]): --ranks does not decompose 2-D stencils yet",
-            program.stencils[s].name
-        )));
-    }
-    if let Some(a) = analysis
-        .arrays
-        .iter()
-        .find(|a| (a.dims.has(0) || a.dims.has(1)) && !(0..3).all(|d| a.dims.has(d)))
-    {
-        return Err(CodegenError::Configuration(format!(
-            "field `{}` is over [{}]: --ranks decomposes fields over [k] only (each rank holds all of it) and 3-D arrays",
-            a.name,
-            a.dims.names().join(", ")
-        )));
-    }
-    Ok(())
 }
 
 /// Per group, the arrays it reads from outside itself (inputs, earlier groups' stencils) with
