@@ -101,7 +101,7 @@ impl CostModel for Absinthe<'_> {
 
     /// The stencil alone at its least fast-memory time (widths 0, one tile).
     fn stencil_bound(&self, analysis: &Analysis, stencil: usize) -> f64 {
-        let dom = analysis.domain.map(|d| d as u128);
+        let dom = analysis.counted_domain(stencil).map(|d| d as u128);
         let lone = group_shape(analysis, stencil..stencil + 1);
         let t = term_seconds(
             &self.machine.params,

@@ -5,12 +5,16 @@ use crate::language::analysis::Analysis;
 
 /// Compulsory traffic of a program, in bytes: every input read once over the box its readers
 /// touch (the domain grown by their reference extents and access offsets: halo included), every
-/// output written once over the box the reference evaluates. Counted as the triad bandwidth
+/// output written once over the box the reference evaluates, each along its own dimensions (a
+/// field over `[k]` is one column, a 2-D output one level). Counted as the triad bandwidth
 /// counts (a write is one transfer).
 pub fn compulsory_bytes(analysis: &Analysis, value_bytes: usize) -> u64 {
     let dom = analysis.domain.map(|d| d as i64);
-    let volume = |lo: [i64; 3], hi: [i64; 3]| -> u64 {
-        (0..3).map(|d| (hi[d] - lo[d]).max(0) as u64).product()
+    let volume = |array: usize, lo: [i64; 3], hi: [i64; 3]| -> u64 {
+        (0..3)
+            .filter(|&d| analysis.arrays[array].dims.has(d))
+            .map(|d| (hi[d] - lo[d]).max(0) as u64)
+            .product()
     };
     let mut total = 0u64;
     for &a in &analysis.inputs {
@@ -27,14 +31,14 @@ pub fn compulsory_bytes(analysis: &Analysis, value_bytes: usize) -> u64 {
             }
         }
         if lo[0] != i64::MAX {
-            total += volume(lo, hi);
+            total += volume(a, lo, hi);
         }
     }
     for &s in &analysis.outputs {
         let e = analysis.stencils[s].extent;
         let lo = [0, 1, 2].map(|d| -(e[d][0] as i64));
         let hi = [0, 1, 2].map(|d| dom[d] + e[d][1] as i64);
-        total += volume(lo, hi);
+        total += volume(analysis.stencils[s].array, lo, hi);
     }
     total * value_bytes as u64
 }
@@ -53,6 +57,18 @@ mod tests {
         let analysis = Analysis::new(&program).unwrap();
         let cells = |x: u64, y: u64| x * y * 64;
         let expected = cells(132, 132) + cells(128, 128) + cells(128, 128);
+        assert_eq!(compulsory_bytes(&analysis, 8), expected * 8);
+    }
+
+    /// cosmo_colpres: `rho` read over the domain grown along x by `psx`'s reach through `ps`
+    /// and `mass`, the field `dz` over its one column, the 2-D output `psx` over one level and
+    /// `p` over the domain.
+    #[test]
+    fn fields_and_2d_outputs_move_over_their_own_dimensions() {
+        let program =
+            Program::from_yaml(include_str!("../../../configs/cosmo_colpres.yaml")).unwrap();
+        let analysis = Analysis::new(&program).unwrap();
+        let expected = 66 * 64 * 60 + 60 + 64 * 64 + 64 * 64 * 60;
         assert_eq!(compulsory_bytes(&analysis, 8), expected * 8);
     }
 }

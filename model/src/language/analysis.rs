@@ -689,6 +689,13 @@ impl Analysis {
         self.stencils[s].plane.is_some()
     }
 
+    /// The domain the cost model counts stencil `s`'s elements over: the domain, with one level
+    /// for a 2-D stencil (computed at its level only).
+    pub fn counted_domain(&self, s: usize) -> [usize; 3] {
+        let [nx, ny, nz] = self.domain;
+        [nx, ny, if self.is_plane(s) { 1 } else { nz }]
+    }
+
     /// Whether stencils `s` and `s + 1` are in different groups in every configuration: one of
     /// them is 2-D (stored once per column, read from memory by the others).
     pub fn forced_cut(&self, s: usize) -> bool {

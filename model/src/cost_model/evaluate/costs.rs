@@ -204,16 +204,16 @@ pub fn group_cost_of(
     tiles: [usize; 3],
     stream: bool,
 ) -> GroupCost {
-    let dom = analysis.domain.map(|d| d as u128);
     let n = tiles.map(|t| t as u128);
     let params = &machine.params;
     let tiles_total = tiles.iter().map(|&t| t as u64).product::<u64>();
     let crowded = shape.crowded(analysis.domain, params, tiles);
     let stencils: Vec<StencilCost> = shape
-        .stencils
-        .iter()
-        .map(|s| {
-            let counts = s.counts(dom, n);
+        .range
+        .clone()
+        .zip(&shape.stencils)
+        .map(|(stencil, s)| {
+            let counts = s.counts(analysis.counted_domain(stencil).map(|d| d as u128), n);
             let t = stencil_seconds(params, &counts, crowded);
             StencilCost {
                 widths: s.widths,

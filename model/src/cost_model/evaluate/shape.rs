@@ -196,7 +196,6 @@ impl GroupShape {
     /// part alone (`Σ fast_peel + fast_body` plus the loop overhead), a lower bound of the time
     /// that only grows when the range grows (widths, and so fast weights, only grow).
     pub fn times(&self, analysis: &Analysis, params: &Params, tiles: [usize; 3]) -> (f64, f64) {
-        let dom = analysis.domain.map(|d| d as u128);
         let table = params.table();
         let crowded = self.crowded(analysis.domain, params, tiles);
         let mut numeric = Numeric {
@@ -205,8 +204,9 @@ impl GroupShape {
             crowded: crowding_charge(params, crowded),
         };
         let (mut sum, mut fast) = (0.0, 0.0);
-        for s in &self.stencils {
-            let counts = stencil_counts(&mut numeric, dom, &s.weights_u128);
+        for (s, stencil) in self.range.clone().zip(&self.stencils) {
+            let dom = analysis.counted_domain(s).map(|d| d as u128);
+            let counts = stencil_counts(&mut numeric, dom, &stencil.weights_u128);
             let t = stencil_terms(&mut numeric, &counts, "");
             sum += t.peel + t.body;
             fast += t.fast_peel + t.fast_body;

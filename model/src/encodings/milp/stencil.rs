@@ -139,7 +139,7 @@ impl Builder {
         crowd: Option<Crowd>,
         objective: &mut LinExpr,
     ) -> (LinExpr, LinExpr) {
-        let dom = analysis.domain;
+        let dom = analysis.counted_domain(i);
         let crowding = machine.params.crowded;
         let nz = self.tiles_expr(i, 2);
         let mut terms = MilpTerms {

@@ -240,7 +240,6 @@ impl<'a> Groups<'a> {
     /// the formulas are `formula`'s, with genuine products of the tile counts.
     fn cost(&self, smt: &mut Smt, n: &[String; 3], stencils: Range<usize>, tag: &str) -> String {
         let (analysis, machine) = (self.analysis, self.machine);
-        let dom = analysis.domain;
         let nr = n.clone().map(|x| format!("(to_real {x})"));
         let start = stencils.start;
         let size = stencils.len() as u128;
@@ -256,6 +255,7 @@ impl<'a> Groups<'a> {
                 st.compute_weights,
             ]
             .map(|w| w.map(|x| format!("{x}.0")));
+            let dom = analysis.counted_domain(start + s);
             let counts = formula::stencil_counts(&mut terms, dom.map(|d| d as u128), &weights);
             let t = formula::stencil_terms(&mut terms, &counts, &format!("{}_{tag}", start + s));
             cost.push(t.peel);
