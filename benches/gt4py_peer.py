@@ -30,11 +30,50 @@ BACKENDS = ["gt:cpu_kfirst", "gt:cpu_ifirst", "dace:cpu", "numpy"]
 COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
 
 
-def gtscript_source(program, nz):
-    """The gtscript definition of `program` as Python source, and the Python name of each input,
-    output and scalar (arrays become `f_<name>`, locals `l_<stencil>_<name>`, scalars `s_<name>`:
-    names such as `in` are Python keywords)."""
-    fields = program.inputs + program.outputs
+def segments(program):
+    """The program as consecutive GT4Py stencils (lists of stencil names). GT4Py may not read a
+    field argument it writes at a horizontal offset in the same stencil, and a 2-D array is
+    always an argument (its temporaries are 3-D), as is an output: a stencil that reads such an
+    array of its own segment at an offset along i or j starts a new one, as a GT4Py user splits
+    the computation into two calls."""
+    out, written = [[]], set()
+    for name, _, _ in program.stencils:
+        cut = any(a in written and (a in program.planes or a in program.outputs) and (o[0] or o[1])
+                  for a, o in program.reads[name])
+        if cut and out[-1]:
+            out.append([])
+            written = set()
+        out[-1].append(name)
+        written.add(name)
+    return out
+
+
+def segment_fields(program, parts, n):
+    """Segment `n`'s field arguments: the inputs and earlier segments' arrays it reads, and what
+    it writes that is an output, 2-D, or read by a later segment."""
+    mine = set(parts[n])
+    read = [a for s in parts[n] for a, _ in program.reads[s] if a not in mine]
+    later = {a for m in parts[n + 1:] for s in m for a, _ in program.reads[s]}
+    written = [s for s in parts[n]
+               if s in program.outputs or s in program.planes or s in later]
+    return list(dict.fromkeys(read)) + written
+
+
+def scratch_arrays(program):
+    """The arrays the peer allocates besides the outputs: stencils passed between segments or
+    2-D (an argument in every segment that uses them)."""
+    parts = segments(program)
+    args = {a for n in range(len(parts)) for a in segment_fields(program, parts, n)}
+    return [s for s, _, _ in program.stencils
+            if s in args and s not in program.outputs and s not in program.inputs]
+
+
+def gtscript_source(program, nz, n=0):
+    """Segment `n`'s gtscript definition (`segments`) as Python source (arrays become
+    `f_<name>`, locals `l_<stencil>_<name>`, scalars `s_<name>`: names such as `in` are Python
+    keywords); its stencils' other arrays are temporaries."""
+    parts = segments(program)
+    fields = segment_fields(program, parts, n)
     # A field over [i, j] is a `Field[IJ, T]` (`F_ij`), over [k] a `Field[K, T]` (`F_k`).
     params = ", ".join(f"f_{a}: F" + ("" if program.dims(a) == "ijk" else f"_{program.dims(a)}")
                        for a in fields)
@@ -42,8 +81,16 @@ def gtscript_source(program, nz):
         params += ", *, " + ", ".join(f"s_{s}: float" for s in program.scalars)
     lines = [f"def definition({params}):"]
     for name, _, _ in program.stencils:
+        if name not in parts[n]:
+            continue
         comp = program.computation[name].upper()
         bodies = program.bodies[name]
+        if name in program.planes:
+            # GT4Py writes a field over [i, j] in FORWARD or BACKWARD computations only; a 2-D
+            # stencil by `expr` (reading arrays without k) at the bottom level.
+            comp = "FORWARD"
+            if bodies[0][0] is None:
+                bodies = [([0, 1],) + tuple(bodies[0][1:])]
         if bodies[0][0] is None:
             lines.append(f"    with computation({comp}), interval(...):")
             lines += body_lines(program, name, bodies[0][1], bodies[0][2], " " * 8)
@@ -117,8 +164,8 @@ def truth(e, env):
     return f"({value(e, env)} != 0.0)"
 
 
-def build(program, backend, source, log):
-    """The compiled GT4Py stencil for `backend` (the definition exec'd from `source`)."""
+def build(program, backend, source, log, name):
+    """The compiled GT4Py stencil `name` for `backend` (the definition exec'd from `source`)."""
     import numpy as np
     from gt4py.cartesian import gtscript
     namespace = {"np": np}
@@ -141,7 +188,7 @@ def build(program, backend, source, log):
     extra = ["-std=c++20"] if backend.startswith("dace") else []
     cxx.extend(extra)
     try:
-        return gtscript.stencil(backend=backend, definition=namespace["definition"], name=program.name)
+        return gtscript.stencil(backend=backend, definition=namespace["definition"], name=name)
     finally:
         del cxx[len(cxx) - len(extra):]
         os.remove(path)
@@ -154,7 +201,10 @@ def run_gt4py(args, program, backend, inputs, flush, log):
            "error": None}
     try:
         t0 = time.perf_counter()
-        stencil = build(program, backend, gtscript_source(program, program.domain[2]), log)
+        parts = segments(program)
+        stencils = [build(program, backend, gtscript_source(program, program.domain[2], n), log,
+                          program.name if len(parts) == 1 else f"{program.name}_{n}")
+                    for n in range(len(parts))]
         row["compile_seconds"] = time.perf_counter() - t0
         dtype = np.float32 if program.type == "float" else np.float64
         H, D = program.halo, program.domain
@@ -168,15 +218,34 @@ def run_gt4py(args, program, backend, inputs, flush, log):
                 np.ascontiguousarray(inputs[a].T), dtype=dtype, backend=backend,
                 aligned_index=tuple(h for h, n in zip(H, "ijk") if n in dims),
                 dimensions=tuple(n.upper() for n in dims))
-        for o in program.outputs:
-            fields[f"f_{o}"] = storage.full(shape, np.nan, dtype=dtype, backend=backend,
-                                            aligned_index=tuple(H))
+        for o in program.outputs + scratch_arrays(program):
+            if o in program.planes:
+                fields[f"f_{o}"] = storage.full(shape[:2], np.nan, dtype=dtype, backend=backend,
+                                                aligned_index=tuple(H[:2]), dimensions=("I", "J"))
+            else:
+                fields[f"f_{o}"] = storage.full(shape, np.nan, dtype=dtype, backend=backend,
+                                                aligned_index=tuple(H))
         scalars = {f"s_{s}": float(dtype(v)) for s, v in zip(program.scalars, program.scalar_values)}
-        call = dict(fields, **scalars, origin=tuple(H), domain=tuple(D), validate_args=False)
-        stencil(**call)  # untimed warm-up; its outputs are checked
-        outs = [np.asarray(fields[f"f_{o}"])[H[0]:H[0] + D[0], H[1]:H[1] + D[1], H[2]:H[2] + D[2]]
+        calls = []
+        for n in range(len(parts)):
+            # A segment runs over the domain grown by how far beyond it later segments read what
+            # it writes (absinthe's extents), as absinthe computes those stencils.
+            grow = [[max(program.need[s][d][side] for s in parts[n]) for side in (0, 1)]
+                    for d in range(2)] + [[0, 0]]
+            calls.append(dict({f"f_{a}": fields[f"f_{a}"] for a in segment_fields(program, parts, n)},
+                              **scalars, origin=tuple(H[d] - grow[d][0] for d in range(3)),
+                              domain=tuple(D[d] + grow[d][0] + grow[d][1] for d in range(3)),
+                              validate_args=False))
+
+        def stencil():
+            for s, call in zip(stencils, calls):
+                s(**call)
+        stencil()  # untimed warm-up; its outputs are checked
+        outs = [np.asarray(fields[f"f_{o}"])[H[0]:H[0] + D[0], H[1]:H[1] + D[1]].T.copy()
+                if o in program.planes else
+                np.asarray(fields[f"f_{o}"])[H[0]:H[0] + D[0], H[1]:H[1] + D[1], H[2]:H[2] + D[2]]
                 .transpose(2, 1, 0).copy() for o in program.outputs]
-        row.update(hp.summarize(hp.timed_runs(lambda: stencil(**call), args.runs, flush)))
+        row.update(hp.summarize(hp.timed_runs(stencil, args.runs, flush)))
         return row, outs
     except (Exception, SystemExit) as e:  # a backend failing is a result (setuptools exits)
         message = " ".join(str(e).split())[:400] or type(e).__name__
@@ -219,7 +288,8 @@ and boost's headers (Debian: libboost-dev) for the gt: backends (or `make bench-
     try:
         program = hp.load_program(args.program)
         if args.print_source:
-            print(gtscript_source(program, program.domain[2]), end="")
+            print("\n".join(gtscript_source(program, program.domain[2], n)
+                            for n in range(len(segments(program)))), end="")
             return 0
         unknown = [b for b in args.backends.split(",") if b not in BACKENDS]
         if unknown:

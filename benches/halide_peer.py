@@ -521,13 +521,15 @@ def load_program(path):
             if array not in p.array_id:
                 p.array_id[array] = len(p.array_id)
                 p.inputs.append(array)
-            if p.dims(array) != "".join(INDEX_NAMES) and array in names:
-                err(f"{key}.expr", f"`{array}` is a stencil; only inputs may be fields")
+            if array in names and p.dims(array) not in ("ijk", "ij"):
+                err(f"{key}.expr", f"`{array}` is a stencil over [{', '.join(p.dims(array))}]; a "
+                    "stencil is 3-D or 2-D ([i, j])")
             if array in names and names.index(array) >= n:
                 what = "its own array" if array == name else "an array defined later"
                 err(f"{key}.expr", f"stencil `{name}` reads `{array}`, {what}; a stencil may read "
                     "only inputs and earlier stencils")
         reads[name] = acc
+    p.reads = reads  # stencil -> [(array, offset)], its own reads of a sweep left out
     for n, (name, _, _) in enumerate(p.stencils):
         for lname, _ in (l for _, lets, _ in p.bodies[name] for l in lets):
             if lname in p.array_id:
@@ -537,6 +539,8 @@ def load_program(path):
             err("outputs", f"`{o}` is not a stencil")
     # Outputs in program (stencil) order: the order of absinthe's output dump.
     p.outputs = [name for name in names if name in doc["outputs"]]
+    # 2-D stencils (`ps: [i, j]` under fields:), computed once per column.
+    p.planes = [name for name in names if p.dims(name) == "ij"]
 
     # Extents: how far beyond the domain each array is needed (per dimension, low and high side).
     need = {name: None for name in p.array_id}
@@ -557,6 +561,7 @@ def load_program(path):
                 cur[d][0] = max(cur[d][0], need[name][d][0] - off[d])
                 cur[d][1] = max(cur[d][1], need[name][d][1] + off[d])
             need[array] = cur
+    p.need = need  # array -> [[below, above]] per dimension beyond the domain
     for array in p.inputs:
         for d in (d for d in range(3) if INDEX_NAMES[d] in p.dims(array)):
             for side in (0, 1):
@@ -685,6 +690,9 @@ def build_pipeline(hl, np, program):
     buffers are constants (as in absinthe's kernels), and estimates are set for the
     autoschedulers: the domain for outputs, the allocated box for inputs.
     """
+    if program.planes:
+        raise UserError(f"{program.path}: `{program.planes[0]}` is a 2-D stencil ([i, j]): the "
+                        "Halide peer builds 3-D stencils only (benches/gt4py_peer.py runs them)")
     by_levels = [name for name, _, tree in program.stencils if tree is None]
     if by_levels:
         raise UserError(f"{program.path}: `{by_levels[0]}` is a sweep or has intervals: vertical "
@@ -1029,13 +1037,16 @@ def run_absinthe(args, program, dump_dir, flush_bytes, log):
 
 
 def read_dump(np, program, path):
+    """absinthe's output dump: each output (z, y, x) in program order, a 2-D output (y, x)."""
     dtype = np.dtype("<f4" if program.type == "float" else "<f8")
-    cells = program.domain[0] * program.domain[1] * program.domain[2]
-    data = np.fromfile(path, dtype=dtype)
-    if data.size != cells * len(program.outputs):
-        raise UserError(f"{path}: {data.size} values, expected {cells * len(program.outputs)}")
     D = program.domain
-    return [data[n * cells:(n + 1) * cells].reshape(D[2], D[1], D[0]) for n in range(len(program.outputs))]
+    shapes = [(D[1], D[0]) if o in program.planes else (D[2], D[1], D[0]) for o in program.outputs]
+    sizes = [math.prod(s) for s in shapes]
+    data = np.fromfile(path, dtype=dtype)
+    if data.size != sum(sizes):
+        raise UserError(f"{path}: {data.size} values, expected {sum(sizes)}")
+    starts = [sum(sizes[:n]) for n in range(len(sizes))]
+    return [data[a:a + n].reshape(s) for a, n, s in zip(starts, sizes, shapes)]
 
 
 def compare(np, program, got, want):
