@@ -123,7 +123,7 @@ fn print_summary(solved: &Solved) {
     let size = &solved.optimum.size;
     match solved.ranks {
         Some(grid) => println!(
-            "{} on {} over {}x{} ranks: estimated {} per run on one rank (exchanges included; one process alone: {})",
+            "{} on {} over {}x{} ranks: estimated {} per run (each group on its slowest rank class, exchanges included; one process alone: {})",
             s.program,
             solved.machine.name,
             grid.px,

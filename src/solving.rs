@@ -87,11 +87,11 @@ fn optimize_ranked(
     };
     let model = Ranked::new(analysis, view, grid.dims(), network, value_bytes);
     let optimum = optimize_dp_with(analysis, &model, options, solve_options)?;
+    let (largest, classes) = model.sub_domains();
     eprintln!(
-        "ranks {}x{}: priced one rank's {:?} sub-domain with {} thread(s): {:.1} us per run, {:.1} us of it in halo exchanges (the exact DP)",
+        "ranks {}x{}: priced each group on the slowest of {classes} rank class(es) (largest sub-domain {largest:?}) with {} thread(s) per rank: {:.1} us per run, at most {:.1} us of it in one rank's halo exchanges (the exact DP)",
         grid.px,
         grid.py,
-        model.sub_domain(),
         model.rank_threads(),
         optimum.objective_seconds * 1e6,
         model.exchanges_of(&optimum.config) * 1e6

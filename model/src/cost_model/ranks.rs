@@ -218,8 +218,9 @@ pub fn rank_threads(node_threads: usize, grid: [usize; 2]) -> usize {
     (node_threads / (grid[0] * grid[1])).max(1)
 }
 
-/// The rank a [`Ranked`] model prices on a `grid`: coordinates (1, 1), or 0 along a dimension
-/// of one rank; its sub-domain's size along x and y and its boundary sides.
+/// A rank with neighbours wherever the `grid` has them: coordinates (1, 1), or 0 along a
+/// dimension of one rank; its sub-domain's size along x and y and its boundary sides (the rank
+/// whose received traffic the MPI tests compare with [`incoming`]'s count).
 pub fn priced_rank(domain: [usize; 3], grid: [usize; 2]) -> ([usize; 3], Boundary) {
     let c = grid.map(|p| 1.min(p - 1));
     let size = [0, 1].map(|d| {
@@ -230,16 +231,43 @@ pub fn priced_rank(domain: [usize; 3], grid: [usize; 2]) -> ([usize; 3], Boundar
     ([size[0], size[1], domain[2]], boundary)
 }
 
-/// The ABSINTHE model of one rank of a decomposed program, its exchanges included.
+/// Every rank class of a `grid` over `domain`: the distinct (sub-domain, boundary sides) of its
+/// ranks, in the order of their first rank (x fastest); the first has the largest sub-domain
+/// (uneven splits give the first ranks one more cell).
+pub fn rank_classes(domain: [usize; 3], grid: [usize; 2]) -> Vec<([usize; 3], Boundary)> {
+    let xs = split(domain[0], grid[0]);
+    let ys = split(domain[1], grid[1]);
+    let mut out: Vec<([usize; 3], Boundary)> = Vec::new();
+    for (cy, y) in ys.iter().enumerate() {
+        for (cx, x) in xs.iter().enumerate() {
+            let size = [x[1] - x[0], y[1] - y[0], domain[2]];
+            let boundary = [[cx == 0, cx + 1 == grid[0]], [cy == 0, cy + 1 == grid[1]]];
+            if !out.contains(&(size, boundary)) {
+                out.push((size, boundary));
+            }
+        }
+    }
+    out
+}
+
+/// One rank class as the ranked model sees it: the program on its sub-domain, and its boundary
+/// sides.
+struct PricedClass {
+    local: Analysis,
+    boundary: Boundary,
+}
+
+/// The ABSINTHE model of a decomposed program, its exchanges included: every group's time is
+/// its slowest rank class's (the ranks meet at every group's exchange), each class its own
+/// sub-domain's computation at its share of the node plus what it receives.
 pub struct Ranked {
     /// One rank's view: the node's, its threads shared among the ranks.
     rank: ModelMachine,
     /// The node's threads over the rank's: the machine file's parameters are the whole node's
     /// throughput (learned with every core busy), of which one rank gets this share's inverse.
     share: f64,
-    /// The program on the priced rank's sub-domain.
-    local: Analysis,
-    boundary: Boundary,
+    /// Every rank class ([`rank_classes`]).
+    classes: Vec<PricedClass>,
     network: Network,
     value_bytes: f64,
 }
@@ -255,33 +283,43 @@ impl Ranked {
         network: Network,
         value_bytes: usize,
     ) -> Ranked {
-        let (size, boundary) = priced_rank(analysis.domain, grid);
-        let mut local = analysis.clone();
-        local.domain = size;
+        let classes = rank_classes(analysis.domain, grid)
+            .into_iter()
+            .map(|(size, boundary)| {
+                let mut local = analysis.clone();
+                local.domain = size;
+                PricedClass { local, boundary }
+            })
+            .collect();
         let mut rank = *node;
         rank.threads = rank_threads(node.threads, grid);
         Ranked {
             share: node.threads as f64 / rank.threads as f64,
             rank,
-            local,
-            boundary,
+            classes,
             network,
             value_bytes: value_bytes as f64,
         }
     }
 
-    /// Seconds of every group's exchanges in `config`.
+    /// Seconds of every group's exchanges in `config`, on the rank class that receives the
+    /// most.
     pub fn exchanges_of(&self, config: &Configuration) -> f64 {
-        config
-            .group_ranges()
-            .into_iter()
-            .map(|r| self.exchange_seconds(&group_shape(&self.local, r)))
-            .sum()
+        self.classes
+            .iter()
+            .map(|c| {
+                config
+                    .group_ranges()
+                    .into_iter()
+                    .map(|r| self.exchange_seconds(c, &group_shape(&c.local, r)))
+                    .sum::<f64>()
+            })
+            .fold(0.0, f64::max)
     }
 
-    /// The priced rank's sub-domain.
-    pub fn sub_domain(&self) -> [usize; 3] {
-        self.local.domain
+    /// The largest sub-domain (the first rank class's), and how many classes are priced.
+    pub fn sub_domains(&self) -> ([usize; 3], usize) {
+        (self.classes[0].local.domain, self.classes.len())
     }
 
     /// One rank's OpenMP threads.
@@ -289,14 +327,14 @@ impl Ranked {
         self.rank.threads
     }
 
-    /// Seconds of the exchanges before the group `shape`: per incoming message, the latency
-    /// and its bytes at the bandwidth.
-    pub fn exchange_seconds(&self, shape: &GroupShape) -> f64 {
+    /// Seconds of the exchanges of class `c` before the group `shape`: per incoming message,
+    /// the latency and its bytes at the bandwidth, and per contiguous run its cost.
+    fn exchange_seconds(&self, c: &PricedClass, shape: &GroupShape) -> f64 {
         let widths: Vec<Extent> = shape.stencils.iter().map(|s| s.widths).collect();
-        reach(&self.local, shape.range.clone(), &widths)
+        reach(&c.local, shape.range.clone(), &widths)
             .into_iter()
             .map(|(a, w)| {
-                let i = incoming(&self.local, self.boundary, a, w);
+                let i = incoming(&c.local, c.boundary, a, w);
                 let n = &self.network;
                 i.messages as f64 * n.latency_us * 1e-6
                     + i.cells as f64 * self.value_bytes / (n.bandwidth_gbs * 1e9)
@@ -307,19 +345,24 @@ impl Ranked {
 }
 
 impl CostModel for Ranked {
-    /// The group on the rank's sub-domain, and its exchanges' seconds.
-    type Group = (GroupShape, f64);
+    /// The group's shape (the same on every sub-domain), and each class's exchange seconds.
+    type Group = (GroupShape, Vec<f64>);
 
     fn machine(&self) -> &ModelMachine {
         &self.rank
     }
 
     fn group(&self, _analysis: &Analysis, range: Range<usize>) -> Self::Group {
-        let shape = group_shape(&self.local, range);
-        let exchange = self.exchange_seconds(&shape);
-        (shape, exchange)
+        let shape = group_shape(&self.classes[0].local, range);
+        let exchanges = self
+            .classes
+            .iter()
+            .map(|c| self.exchange_seconds(c, &shape))
+            .collect();
+        (shape, exchanges)
     }
 
+    /// Whether every class's tiles fit.
     fn fits(
         &self,
         analysis: &Analysis,
@@ -327,26 +370,38 @@ impl CostModel for Ranked {
         stream: Option<StreamShape>,
         tiles: [usize; 3],
     ) -> bool {
-        let local = local_tiles(analysis.domain, self.local.domain, tiles);
-        Absinthe::new(&self.rank).fits(&self.local, &group.0, stream, local)
+        self.classes.iter().all(|c| {
+            let local = local_tiles(analysis.domain, c.local.domain, tiles);
+            Absinthe::new(&self.rank).fits(&c.local, &group.0, stream, local)
+        })
     }
 
-    /// The group's time on the sub-domain at the rank's share of the node, plus its exchanges
-    /// (which only grow when the range grows at its end: its reach into each array it reads
-    /// from outside only widens), and the same for the bound.
+    /// The slowest class's time: the group on its sub-domain at the rank's share of the node,
+    /// plus its exchanges (which only grow when the range grows at its end: its reach into
+    /// each array it reads from outside only widens); the bound likewise (a maximum of bounds
+    /// that only grow).
     fn group_seconds(
         &self,
         analysis: &Analysis,
         group: &Self::Group,
         tiles: [usize; 3],
     ) -> (f64, f64) {
-        let local = local_tiles(analysis.domain, self.local.domain, tiles);
-        let (time, bound) = Absinthe::new(&self.rank).group_seconds(&self.local, &group.0, local);
-        (time * self.share + group.1, bound * self.share + group.1)
+        let model = Absinthe::new(&self.rank);
+        self.classes
+            .iter()
+            .zip(&group.1)
+            .map(|(c, exchange)| {
+                let local = local_tiles(analysis.domain, c.local.domain, tiles);
+                let (time, bound) = model.group_seconds(&c.local, &group.0, local);
+                (time * self.share + exchange, bound * self.share + exchange)
+            })
+            .fold((0.0, 0.0), |a, b| (a.0.max(b.0), a.1.max(b.1)))
     }
 
+    /// The first class's bound: a group's time is at least that class's, whose stencils' times
+    /// are at least their bounds.
     fn stencil_bound(&self, _analysis: &Analysis, stencil: usize) -> f64 {
-        Absinthe::new(&self.rank).stencil_bound(&self.local, stencil) * self.share
+        Absinthe::new(&self.rank).stencil_bound(&self.classes[0].local, stencil) * self.share
     }
 }
 
@@ -419,6 +474,25 @@ mod tests {
             }
         }
         assert!(compared >= 20, "only {compared} programs compared");
+    }
+
+    #[test]
+    fn rank_classes_are_the_distinct_sub_domains_and_sides() {
+        let t = true;
+        let f = false;
+        assert_eq!(
+            rank_classes([10, 7, 4], [3, 1]),
+            vec![
+                ([4, 7, 4], [[t, f], [t, t]]),
+                ([3, 7, 4], [[f, f], [t, t]]),
+                ([3, 7, 4], [[f, t], [t, t]]),
+            ]
+        );
+        assert_eq!(
+            rank_classes([10, 7, 4], [1, 1]),
+            vec![([10, 7, 4], [[t, t], [t, t]])]
+        );
+        assert_eq!(rank_classes([12, 8, 4], [4, 4]).len(), 9);
     }
 
     #[test]
