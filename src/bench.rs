@@ -108,7 +108,7 @@ pub struct BenchArgs {
 
 /// The parsed `--variants` list.
 #[derive(Clone, Debug)]
-pub struct Variants(Vec<Variant>);
+pub struct Variants(pub Vec<Variant>);
 
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let options = BenchOptions {

@@ -1,16 +1,89 @@
-//! `bench --ranks PX,PY`: the ranked optimum and the single-process optimum decomposed over MPI
-//! ranks, beside the single-process kernel on all threads, in one run (the measuring is
-//! `absinthe_measure::ranks`).
+//! `bench --ranks PX,PY`: variants decomposed over MPI ranks, beside the single-process
+//! optimum on all threads, in one run (the measuring is `absinthe_measure::ranks`). By default
+//! the ranked optimum (`opt`, and `opt+overlap`) and the single-process optimum decomposed
+//! (`single`); with `--variants`, those variants as planned for one process, `opt` standing for
+//! the ranked optimum.
 
 use std::process::ExitCode;
 
+use absinthe_measure::bench::{BenchOptions, Build};
 use absinthe_measure::ranks::{RankBench, RankRow, RankVariant};
+use absinthe_measure::variants::Variant;
+use absinthe_model::cost_model::evaluate::Configuration;
+use absinthe_model::cost_model::inline_search::apply as inline_apply;
 use absinthe_model::cost_model::ranks::Grid;
 
+use crate::args::{bench_of, plan_on};
 use crate::bench::BenchArgs;
 use crate::output::Format;
 use crate::output::{human_seconds, table};
-use crate::solving::solve_program;
+use crate::solving::{solve_program, Solved};
+
+/// One decomposed variant to time: its stencils inlined (indices into the original program),
+/// its configuration of the program with them inlined, and whether it overlaps.
+struct Job {
+    label: String,
+    inline: Vec<usize>,
+    config: Configuration,
+    overlap: bool,
+}
+
+/// The variants `--variants` asks for (the default list: `opt`, `opt+overlap`, `single`).
+fn jobs(args: &BenchArgs, ranked: &Solved, single: &Solved) -> anyhow::Result<Vec<Job>> {
+    let opt = |label: &str, overlap| Job {
+        label: label.into(),
+        inline: ranked.inline.inline.clone(),
+        config: ranked.optimum.config.clone(),
+        overlap,
+    };
+    if args.variants.0 == [Variant::Naive, Variant::Unfused, Variant::Opt] {
+        return Ok(vec![
+            opt("opt", false),
+            opt("opt+overlap", true),
+            Job {
+                label: "single".into(),
+                inline: single.inline.inline.clone(),
+                config: single.optimum.config.clone(),
+                overlap: false,
+            },
+        ]);
+    }
+    let options = BenchOptions {
+        runs: args.runs,
+        flush: args.flush.flush()?,
+        warm: args.warm,
+        build: Build::of_flags(args.exact, args.relaxed_math),
+        target: args.target,
+        scalars: Vec::new(),
+        roofline: false,
+        cache_model: false,
+    };
+    let bench = bench_of(&args.program, &args.machine, None, &args.scalars, options)?;
+    let settings = args
+        .search
+        .plan_settings(&bench.program, args.solver, args.seed)?;
+    let mut out = Vec::new();
+    for p in plan_on(&bench, &args.variants.0, &settings)? {
+        if p.variant == Some(Variant::Opt) {
+            out.extend([opt("opt", false), opt("opt+overlap", true)]);
+        } else if p.reference {
+            eprintln!(
+                "note: {}: the naive reference is not decomposed over ranks; left out",
+                p.name
+            );
+        } else if let Some(why) = &p.skipped {
+            eprintln!("note: {}: {why}; left out", p.name);
+        } else {
+            out.push(Job {
+                label: p.name,
+                inline: p.inline,
+                config: p.config,
+                overlap: false,
+            });
+        }
+    }
+    Ok(out)
+}
 
 pub fn run(args: &BenchArgs, grid: Grid) -> anyhow::Result<ExitCode> {
     let ranked = solve_program(&args.program, &args.machine, &args.search, args.solver)?;
@@ -20,6 +93,27 @@ pub fn run(args: &BenchArgs, grid: Grid) -> anyhow::Result<ExitCode> {
     };
     let single = solve_program(&args.program, &args.machine, &single_search, args.solver)?;
     let (_, view) = args.machine.load(&single.program)?;
+    let jobs = jobs(args, &ranked, &single)?;
+    let mut rows: Vec<RankRow> = Vec::new();
+    for job in &jobs {
+        let (program, analysis, _) =
+            inline_apply(&single.original, view.params.operations, &job.inline)?;
+        let bench = RankBench {
+            program: &program,
+            analysis: &analysis,
+            original: (&single.original, &single.original_analysis),
+            machine: &single.machine,
+            view: &view,
+            grid,
+            runs: args.runs,
+        };
+        eprintln!("timing {} on {}x{} ranks ...", job.label, grid.px, grid.py);
+        rows.push(bench.run(&RankVariant {
+            label: job.label.clone(),
+            config: job.config.clone(),
+            overlap: job.overlap,
+        })?);
+    }
     let bench = RankBench {
         program: &single.program,
         analysis: &single.analysis,
@@ -29,20 +123,6 @@ pub fn run(args: &BenchArgs, grid: Grid) -> anyhow::Result<ExitCode> {
         grid,
         runs: args.runs,
     };
-    let variants = [
-        ("opt", &ranked.optimum.config, false),
-        ("opt+overlap", &ranked.optimum.config, true),
-        ("single", &single.optimum.config, false),
-    ];
-    let mut rows: Vec<RankRow> = Vec::new();
-    for (label, config, overlap) in variants {
-        eprintln!("timing {label} on {}x{} ranks ...", grid.px, grid.py);
-        rows.push(bench.run(&RankVariant {
-            label: label.into(),
-            config: config.clone(),
-            overlap,
-        })?);
-    }
     eprintln!(
         "timing the single-process optimum on {} threads ...",
         view.threads

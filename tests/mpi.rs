@@ -376,18 +376,62 @@ fn skipping_the_exchanges_fails_verification() {
     assert!(text.contains("MISMATCH"), "{text}");
 }
 
-#[test]
-fn bad_grids_and_narrow_sub_domains_are_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    // The default machine with a network, as `learn --ranks` writes it.
+/// The default machine with a network, as `learn --ranks` writes it, in `dir`.
+fn machine_with_network(dir: &Path) -> String {
     let default = std::fs::read_to_string(root().join("machines/default.yaml")).unwrap();
-    let machine = dir.path().join("machine.yaml");
+    let machine = dir.join("machine.yaml");
     std::fs::write(
         &machine,
         format!("{default}\nnetwork: {{latency_us: 1.0, bandwidth_gbs: 5.0, run_ns: 5.0}}\n"),
     )
     .unwrap();
-    let machine = machine.to_str().unwrap();
+    machine.to_str().unwrap().to_string()
+}
+
+/// `bench --ranks --variants`: the variants asked for, `opt` the ranked optimum with its
+/// overlapped twin, the naive reference left out with a note, every row verified.
+#[test]
+fn bench_over_ranks_times_the_variants_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let machine = machine_with_network(dir.path());
+    let o = absinthe(&[
+        "bench",
+        "configs/hdiff.yaml",
+        "--machine",
+        &machine,
+        "--ranks",
+        "2,1",
+        "--variants",
+        "naive,groups:0,1,2,3,opt",
+        "--runs",
+        "2",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("naive reference is not decomposed"),
+        "{}",
+        stderr(&o)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    let labels: Vec<&str> = rows
+        .iter()
+        .map(|r| r["variant"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["groups:0,1,2,3", "opt", "opt+overlap"], "{v}");
+    assert_eq!(rows[0]["groups"], serde_json::json!([0, 1, 2, 3]));
+    for r in rows {
+        assert!(r["measured"]["median"].as_f64().unwrap() > 0.0, "{r}");
+    }
+}
+
+#[test]
+fn bad_grids_and_narrow_sub_domains_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let machine = machine_with_network(dir.path());
+    let machine = machine.as_str();
     let out = dir.path().join("out");
     let out = out.to_str().unwrap();
     for (args, says) in [
