@@ -48,12 +48,13 @@ def median_raw_call(kernel, runs):
     """The tiny kernel called through its C entry point alone (no argument checks): what the
     same call costs from C, OpenMP's fork and join included."""
     import ctypes
-    arrays = [np.zeros(kernel.shape) for _ in kernel.params]
+    arrays = [np.zeros(kernel.shapes[n]) for n, _ in kernel.params]
     argv = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
+    scalars = (ctypes.c_double * max(1, len(kernel.scalars)))()
     times = []
     for _ in range(runs):
         t = time.perf_counter()
-        kernel._fn(argv, kernel.threads)
+        kernel._fn(argv, scalars, kernel.threads)
         times.append(time.perf_counter() - t)
     return statistics.median(times)
 
