@@ -8,7 +8,7 @@ DEMO_DIR ?= build/demo
 DEMO_MACHINE ?= $(DEMO_DIR)/machine.yaml
 ABSINTHE = ./target/release/absinthe
 
-.PHONY: setup demo test build bench-milp bench-halide bench-gt4py cache-peer lint python-test python-overhead
+.PHONY: setup demo test build bench-milp bench-halide bench-gt4py bench-peers halide-venv gt4py-venv demo-machine cache-peer lint python-test python-overhead
 
 setup:
 	@./scripts/setup.sh
@@ -66,12 +66,18 @@ bench-milp: setup
 # missing. Options via HALIDE_ARGS, e.g. HALIDE_ARGS="--runs 16 --schedulers mullapudi2016,li2018".
 HALIDE_PROGRAM ?= configs/cosmo_adv5.yaml
 HALIDE_VENV ?= build/halide-venv
-bench-halide: build
+bench-halide: build halide-venv
+	@$(if $(findstring --no-absinthe,$(HALIDE_ARGS)),true,$(MAKE) --no-print-directory demo-machine)
+	$(HALIDE_VENV)/bin/python benches/halide_peer.py $(HALIDE_PROGRAM) --machine $(DEMO_MACHINE) $(HALIDE_ARGS)
+
+halide-venv:
 	@test -x $(HALIDE_VENV)/bin/python || python3 -m venv $(HALIDE_VENV)
 	@$(HALIDE_VENV)/bin/python -c "import halide, numpy, yaml" 2>/dev/null || $(HALIDE_VENV)/bin/pip install halide numpy pyyaml
-	@$(if $(findstring --no-absinthe,$(HALIDE_ARGS)),true,test -f $(DEMO_MACHINE) || { mkdir -p $(DEMO_DIR) && \
-		$(ABSINTHE) learn --machine machines/template.yaml --out $(DEMO_MACHINE) --quiet; })
-	$(HALIDE_VENV)/bin/python benches/halide_peer.py $(HALIDE_PROGRAM) --machine $(DEMO_MACHINE) $(HALIDE_ARGS)
+
+# This machine learned into $(DEMO_MACHINE), when it is missing.
+demo-machine: build
+	@test -f $(DEMO_MACHINE) || { mkdir -p $(DEMO_DIR) && \
+		$(ABSINTHE) learn --machine machines/template.yaml --out $(DEMO_MACHINE) --quiet; }
 
 # absinthe against GT4Py's CPU backends (gt:cpu_kfirst, gt:cpu_ifirst, dace:cpu) on one program,
 # side by side: absinthe's naive, unfused, noinline and opt, then the program written as a gtscript
@@ -82,14 +88,22 @@ bench-halide: build
 # GT4PY_ARGS="--runs 16 --backends gt:cpu_kfirst".
 GT4PY_PROGRAM ?= configs/cosmo_hvdiff.yaml
 GT4PY_VENV ?= build/gt4py-venv
-bench-gt4py: build
+bench-gt4py: demo-machine gt4py-venv
+	$(GT4PY_VENV)/bin/python benches/gt4py_peer.py $(GT4PY_PROGRAM) --machine $(DEMO_MACHINE) $(GT4PY_ARGS)
+
+gt4py-venv:
 	@test -x $(GT4PY_VENV)/bin/python || python3 -m venv $(GT4PY_VENV)
 	@$(GT4PY_VENV)/bin/python -c "import gt4py, numpy, yaml" 2>/dev/null || $(GT4PY_VENV)/bin/pip install gt4py numpy pyyaml
 	@test -d /usr/include/boost || { test "$$(id -u)" = 0 && apt-get install -y -qq --no-install-recommends libboost-dev >/dev/null; } || \
 		{ echo "bench-gt4py: the gt: backends need boost's headers: apt-get install libboost-dev" >&2; exit 1; }
-	@test -f $(DEMO_MACHINE) || { mkdir -p $(DEMO_DIR) && \
-		$(ABSINTHE) learn --machine machines/template.yaml --out $(DEMO_MACHINE) --quiet; }
-	$(GT4PY_VENV)/bin/python benches/gt4py_peer.py $(GT4PY_PROGRAM) --machine $(DEMO_MACHINE) $(GT4PY_ARGS)
+
+# absinthe's opt against the best of Halide's autoschedulers and GT4Py's CPU backends on a suite:
+# the shipped COSMO-like programs and seeded generated families, at 64x64x60 and 256x256x60; per
+# program the ratio to the best verified peer, then the geometric mean and the worst
+# (benches/bench_peers.py --help). Long: Adams2019 searches about 5 minutes per program at 256.
+# Options via PEERS_ARGS, e.g. PEERS_ARGS="--sizes 64 --peers halide --seeds 1,2".
+bench-peers: demo-machine halide-venv gt4py-venv
+	python3 benches/bench_peers.py --machine $(DEMO_MACHINE) $(PEERS_ARGS)
 
 # The cache model against Kerncraft's cache simulator (pycachesim): `absinthe cache --trace` on
 # small domains of shipped programs, the trace replayed through pycachesim per level and thread;
