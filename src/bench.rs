@@ -110,17 +110,24 @@ pub struct BenchArgs {
 #[derive(Clone, Debug)]
 pub struct Variants(pub Vec<Variant>);
 
+impl BenchArgs {
+    /// The bench's options from the flags (`scalars` filled by `bench_of`).
+    pub fn options(&self) -> anyhow::Result<BenchOptions> {
+        Ok(BenchOptions {
+            runs: self.runs,
+            flush: self.flush.flush()?,
+            warm: self.warm,
+            build: Build::of_flags(self.exact, self.relaxed_math),
+            target: self.target,
+            scalars: Vec::new(),
+            roofline: !self.no_roofline,
+            cache_model: self.format == Format::Json,
+        })
+    }
+}
+
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
-    let options = BenchOptions {
-        runs: args.runs,
-        flush: args.flush.flush()?,
-        warm: args.warm,
-        build: Build::of_flags(args.exact, args.relaxed_math),
-        target: args.target,
-        scalars: Vec::new(),
-        roofline: !args.no_roofline,
-        cache_model: args.format == Format::Json,
-    };
+    let options = args.options()?;
     let bench = bench_of(
         &args.program,
         &args.machine,

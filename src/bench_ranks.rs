@@ -6,7 +6,7 @@
 
 use std::process::ExitCode;
 
-use absinthe_measure::bench::{BenchOptions, Build};
+use absinthe_measure::bench::BenchOptions;
 use absinthe_measure::ranks::{RankBench, RankRow, RankVariant};
 use absinthe_measure::variants::Variant;
 use absinthe_model::cost_model::evaluate::Configuration;
@@ -49,14 +49,9 @@ fn jobs(args: &BenchArgs, ranked: &Solved, single: &Solved) -> anyhow::Result<Ve
         ]);
     }
     let options = BenchOptions {
-        runs: args.runs,
-        flush: args.flush.flush()?,
-        warm: args.warm,
-        build: Build::of_flags(args.exact, args.relaxed_math),
-        target: args.target,
-        scalars: Vec::new(),
         roofline: false,
         cache_model: false,
+        ..args.options()?
     };
     let bench = bench_of(&args.program, &args.machine, None, &args.scalars, options)?;
     let settings = args
