@@ -134,6 +134,24 @@ pub fn run(args: &BenchArgs, grid: Grid) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&json)?);
         return Ok(ExitCode::SUCCESS);
     }
+    println!(
+        "{} over {}x{} ranks x {} thread(s), every output verified bit for bit against the single-process reference:",
+        single.program.name,
+        grid.px,
+        grid.py,
+        bench.rank_threads()
+    );
+    print!("{}", rows_table(&rows, one));
+    println!(
+        "1 process x {} threads (the single-process optimum): {}",
+        view.threads,
+        human_seconds(one)
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The rows as a table, each time also over the single process's `one`.
+fn rows_table(rows: &[RankRow], one: f64) -> String {
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
@@ -155,34 +173,18 @@ pub fn run(args: &BenchArgs, grid: Grid) -> anyhow::Result<ExitCode> {
             ]
         })
         .collect();
-    println!(
-        "{} over {}x{} ranks x {} thread(s), every output verified bit for bit against the single-process reference:",
-        single.program.name,
-        grid.px,
-        grid.py,
-        bench.rank_threads()
-    );
-    print!(
-        "{}",
-        table(
-            &[
-                "variant",
-                "groups",
-                "tiles",
-                "time",
-                "compute only",
-                "exchanges alone",
-                "hidden",
-                "predicted",
-                "/ 1 process"
-            ],
-            &cells
-        )
-    );
-    println!(
-        "1 process x {} threads (the single-process optimum): {}",
-        view.threads,
-        human_seconds(one)
-    );
-    Ok(ExitCode::SUCCESS)
+    table(
+        &[
+            "variant",
+            "groups",
+            "tiles",
+            "time",
+            "compute only",
+            "exchanges alone",
+            "hidden",
+            "predicted",
+            "/ 1 process",
+        ],
+        &cells,
+    )
 }
