@@ -515,3 +515,32 @@ def test_bench_and_tune_are_reachable(tmp_path):
     assert report["program"] == "hdiff" and report["winner_seconds"] > 0
     assert report["winner_rank"] in [c["rank"] for c in report["candidates"]]
     assert out.exists()
+
+
+def _bench_peers():
+    """benches/bench_peers.py, the peers suite's program generator."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("bench_peers", ROOT / "benches" / "bench_peers.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("family", ["lapchain", "limited", "upwind3", "upwind5", "vertical"])
+def test_generated_suite_programs_equal_numpy_bit_for_bit(family):
+    """Every family of `make bench-peers`'s generated programs (seeds 1 and 2, at 12x10x6) is a
+    valid program that absinthe's kernel and the independent NumPy evaluation compute alike."""
+    suite, peer = _bench_peers(), _peer()
+    for seed in (1, 2):
+        text = suite.generated(family, seed, 64)
+        lines = ["domain: [12, 10, 6]" if l.startswith("domain:") else l for l in text.splitlines()]
+        p = absinthe.Program.from_string("\n".join(lines) + "\n")
+        k = p.compile(p.solve(machine=MACHINE, solver="dp"), threads=2)
+        x = inputs_for(k, seed)
+        got = k(**x)
+        prog, want, _ = numpy_outputs(peer, p.path, x)
+        for out in k.outputs:
+            g = window(got[out], prog.halo, (0, 0, 0), prog.domain)
+            w = window(want[out], prog.halo, (0, 0, 0), prog.domain)
+            assert not np.isnan(w).any(), (family, seed, out)
+            assert np.array_equal(g, w), f"{family}{seed} {out} differs by {np.nanmax(np.abs(g - w))}"
