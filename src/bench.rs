@@ -54,9 +54,10 @@ pub struct BenchArgs {
     /// How to solve: highs, cbc or z3 (MILP backends), or dp (exact dynamic program).
     #[arg(long, default_value = "highs", value_parser = crate::args::parse_method)]
     pub solver: absinthe_solvers::method::Method,
-    /// Variants to run, e.g. naive,unfused,opt,groups:0,0,1,random:3.
-    #[arg(long, default_value = "naive,unfused,opt", value_parser = |s: &str| parse_variants(s).map(Variants))]
-    pub variants: Variants,
+    /// Variants to run, e.g. naive,unfused,opt,groups:0,0,1,random:3 [default: naive,unfused,opt;
+    /// with --ranks: opt, opt+overlap and the single-process optimum decomposed].
+    #[arg(long, value_parser = |s: &str| parse_variants(s).map(Variants))]
+    pub variants: Option<Variants>,
     /// Timed runs per variant; the first quarter is discarded.
     #[arg(long, default_value_t = 64, value_parser = crate::args::parse_runs)]
     pub runs: usize,
@@ -138,7 +139,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let settings = args
         .search
         .plan_settings(&bench.program, args.solver, args.seed)?;
-    let planned = plan_on(&bench, &args.variants.0, &settings)?;
+    let variants = match &args.variants {
+        Some(v) => v.0.clone(),
+        None => vec![Variant::Naive, Variant::Unfused, Variant::Opt],
+    };
+    let planned = plan_on(&bench, &variants, &settings)?;
     let (rows, failed) = bench.time(&planned)?;
     if args.format != Format::Table {
         for r in rows

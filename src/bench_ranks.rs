@@ -12,6 +12,9 @@ use absinthe_measure::variants::Variant;
 use absinthe_model::cost_model::evaluate::Configuration;
 use absinthe_model::cost_model::inline_search::apply as inline_apply;
 use absinthe_model::cost_model::ranks::Grid;
+use absinthe_model::formats::machine::ModelMachine;
+use absinthe_model::language::analysis::Analysis;
+use absinthe_model::language::program::Program;
 
 use crate::args::{bench_of, plan_on};
 use crate::bench::BenchArgs;
@@ -28,7 +31,7 @@ struct Job {
     overlap: bool,
 }
 
-/// The variants `--variants` asks for (the default list: `opt`, `opt+overlap`, `single`).
+/// The variants `--variants` asks for (without it: `opt`, `opt+overlap`, `single`).
 fn jobs(args: &BenchArgs, ranked: &Solved, single: &Solved) -> anyhow::Result<Vec<Job>> {
     let opt = |label: &str, overlap| Job {
         label: label.into(),
@@ -36,7 +39,7 @@ fn jobs(args: &BenchArgs, ranked: &Solved, single: &Solved) -> anyhow::Result<Ve
         config: ranked.optimum.config.clone(),
         overlap,
     };
-    if args.variants.0 == [Variant::Naive, Variant::Unfused, Variant::Opt] {
+    let Some(variants) = &args.variants else {
         return Ok(vec![
             opt("opt", false),
             opt("opt+overlap", true),
@@ -47,7 +50,7 @@ fn jobs(args: &BenchArgs, ranked: &Solved, single: &Solved) -> anyhow::Result<Ve
                 overlap: false,
             },
         ]);
-    }
+    };
     let options = BenchOptions {
         roofline: false,
         cache_model: false,
@@ -58,7 +61,7 @@ fn jobs(args: &BenchArgs, ranked: &Solved, single: &Solved) -> anyhow::Result<Ve
         .search
         .plan_settings(&bench.program, args.solver, args.seed)?;
     let mut out = Vec::new();
-    for p in plan_on(&bench, &args.variants.0, &settings)? {
+    for p in plan_on(&bench, &variants.0, &settings)? {
         if p.variant == Some(Variant::Opt) {
             out.extend([opt("opt", false), opt("opt+overlap", true)]);
         } else if p.reference {
@@ -88,20 +91,13 @@ pub fn run(args: &BenchArgs, grid: Grid) -> anyhow::Result<ExitCode> {
     };
     let single = solve_program(&args.program, &args.machine, &single_search, args.solver)?;
     let (_, view) = args.machine.load(&single.program)?;
+    let settings = (grid, args.runs);
     let jobs = jobs(args, &ranked, &single)?;
     let mut rows: Vec<RankRow> = Vec::new();
     for job in &jobs {
         let (program, analysis, _) =
             inline_apply(&single.original, view.params.operations, &job.inline)?;
-        let bench = RankBench {
-            program: &program,
-            analysis: &analysis,
-            original: (&single.original, &single.original_analysis),
-            machine: &single.machine,
-            view: &view,
-            grid,
-            runs: args.runs,
-        };
+        let bench = rank_bench(&single, &view, settings, &program, &analysis);
         eprintln!("timing {} on {}x{} ranks ...", job.label, grid.px, grid.py);
         rows.push(bench.run(&RankVariant {
             label: job.label.clone(),
@@ -109,15 +105,7 @@ pub fn run(args: &BenchArgs, grid: Grid) -> anyhow::Result<ExitCode> {
             overlap: job.overlap,
         })?);
     }
-    let bench = RankBench {
-        program: &single.program,
-        analysis: &single.analysis,
-        original: (&single.original, &single.original_analysis),
-        machine: &single.machine,
-        view: &view,
-        grid,
-        runs: args.runs,
-    };
+    let bench = rank_bench(&single, &view, settings, &single.program, &single.analysis);
     eprintln!(
         "timing the single-process optimum on {} threads ...",
         view.threads
@@ -148,6 +136,26 @@ pub fn run(args: &BenchArgs, grid: Grid) -> anyhow::Result<ExitCode> {
         human_seconds(one)
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The bench of `program` (with its `analysis`, some inline set of `single`'s original program)
+/// over `grid` ranks, `runs` runs a variant, verified against `single`'s original.
+fn rank_bench<'a>(
+    single: &'a Solved,
+    view: &'a ModelMachine,
+    (grid, runs): (Grid, usize),
+    program: &'a Program,
+    analysis: &'a Analysis,
+) -> RankBench<'a> {
+    RankBench {
+        program,
+        analysis,
+        original: (&single.original, &single.original_analysis),
+        machine: &single.machine,
+        view,
+        grid,
+        runs,
+    }
 }
 
 /// The rows as a table, each time also over the single process's `one`.

@@ -305,13 +305,17 @@ impl Ranked {
     /// Seconds of every group's exchanges in `config`, on the rank class that receives the
     /// most.
     pub fn exchanges_of(&self, config: &Configuration) -> f64 {
+        let shapes: Vec<GroupShape> = config
+            .group_ranges()
+            .into_iter()
+            .map(|r| group_shape(&self.classes[0].local, r))
+            .collect();
         self.classes
             .iter()
             .map(|c| {
-                config
-                    .group_ranges()
-                    .into_iter()
-                    .map(|r| self.exchange_seconds(c, &group_shape(&c.local, r)))
+                shapes
+                    .iter()
+                    .map(|g| self.exchange_seconds(c, g))
                     .sum::<f64>()
             })
             .fold(0.0, f64::max)
