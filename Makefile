@@ -8,7 +8,7 @@ DEMO_DIR ?= build/demo
 DEMO_MACHINE ?= $(DEMO_DIR)/machine.yaml
 ABSINTHE = ./target/release/absinthe
 
-.PHONY: setup demo test build bench-milp bench-halide bench-gt4py bench-peers halide-venv gt4py-venv demo-machine cache-peer lint python-test python-overhead
+.PHONY: setup demo test build bench-milp bench-halide bench-gt4py bench-peers bench-model-forms halide-venv gt4py-venv demo-machine cache-peer lint python-test python-overhead
 
 setup:
 	@./scripts/setup.sh
@@ -104,6 +104,20 @@ gt4py-venv:
 # Options via PEERS_ARGS, e.g. PEERS_ARGS="--sizes 64 --peers halide --seeds 1,2".
 bench-peers: demo-machine halide-venv gt4py-venv
 	python3 benches/bench_peers.py --machine $(DEMO_MACHINE) $(PEERS_ARGS)
+
+# The two forms of the model (`--model linear|absinthe`) side by side on the same timed runs: the
+# published form learned into build/demo/absinthe.yaml when missing, then per program one bench of
+# opt, 16 random configurations and the published optimum, every row priced by both forms
+# (benches/model_forms.py --help). Options via FORMS_ARGS, e.g. FORMS_ARGS="--runs 32".
+FORMS_PROGRAMS ?= configs/hdiff.yaml configs/heat4.yaml configs/chain8.yaml configs/cosmo_hdiff4.yaml \
+	configs/cosmo_adv5.yaml configs/cosmo_pgrad.yaml configs/cosmo_smag.yaml configs/cosmo_divdamp.yaml
+bench-model-forms: demo-machine
+	@test -f $(DEMO_DIR)/absinthe.yaml || $(ABSINTHE) learn --machine $(DEMO_MACHINE) --model absinthe \
+		--out $(DEMO_DIR)/absinthe.yaml --quiet
+	@test -x $(PY_VENV)/bin/python || python3 -m venv $(PY_VENV)
+	@$(PY_VENV)/bin/python -c "import yaml" 2>/dev/null || $(PY_VENV)/bin/pip install -q pyyaml
+	$(PY_VENV)/bin/python benches/model_forms.py --linear $(DEMO_MACHINE) --absinthe $(DEMO_DIR)/absinthe.yaml \
+		$(FORMS_PROGRAMS) $(FORMS_ARGS)
 
 # The cache model against Kerncraft's cache simulator (pycachesim): `absinthe cache --trace` on
 # small domains of shipped programs, the trace replayed through pycachesim per level and thread;

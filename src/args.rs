@@ -6,10 +6,12 @@ use absinthe_codegen::render::{default_flush_bytes, Flush, Renderer};
 use absinthe_measure::bench::BenchOptions;
 use absinthe_measure::variants::{PlanError, PlanSettings, Planned, Variant};
 use absinthe_measure::Bench;
+use absinthe_model::cost_model::forms::with_model;
 use absinthe_model::cost_model::inline_search::InlinePolicy;
 use absinthe_model::cost_model::options::{Encoding, MilpOptions, SearchSpace};
 use absinthe_model::formats::limits;
 use absinthe_model::formats::machine::{Machine, ModelMachine};
+use absinthe_model::formats::model_kind::ModelKind;
 use absinthe_model::language::analysis::Analysis;
 use absinthe_model::language::constraints::check_group_indices;
 use absinthe_model::language::inline::indices_of;
@@ -48,6 +50,14 @@ pub struct MachineArg {
     /// `none` lifts the limit.
     #[arg(long, value_name = "N|none", value_parser = parse_group_arrays)]
     pub group_arrays: Option<GroupArrays>,
+    /// The form of the performance model [default: the one the machine file was learned for,
+    /// else linear; with a solution file, the file's own]:
+    /// `linear`, the ABSINTHE form with a store counted twice, the compute part, the crowding
+    /// charge, inlining and streaming; or `absinthe`, the original model as published (its six
+    /// parameters, a store weighted like a load, none of the rest), a reproduction mode
+    /// (docs/MODEL.md, "Model forms").
+    #[arg(long, value_name = "linear|absinthe", value_parser = ModelKind::parse)]
+    pub model: Option<ModelKind>,
 }
 
 /// How the caches are emptied before each timed run (`learn`, `bench`, `tune`).
@@ -196,8 +206,32 @@ impl MachineArg {
         }
     }
 
-    /// Loads the machine file and its model view for a program.
+    /// Loads the machine file and its model view for a program, priced with `--model`, else
+    /// the form the file's parameters were fitted for.
     pub fn load(&self, program: &Program) -> anyhow::Result<(Machine, ModelMachine)> {
+        self.load_priced(program, self.model)
+    }
+
+    /// [`MachineArg::load`] for a program whose solution file was priced with `solved`: the
+    /// view is priced the same way, and a `--model` that names another form is refused.
+    pub fn load_for_solution(
+        &self,
+        program: &Program,
+        solved: ModelKind,
+    ) -> anyhow::Result<(Machine, ModelMachine)> {
+        match self.model {
+            Some(m) if m != solved => {
+                bail!("--model {m}: the solution file was priced with the {solved} model")
+            }
+            _ => self.load_priced(program, Some(solved)),
+        }
+    }
+
+    fn load_priced(
+        &self,
+        program: &Program,
+        model: Option<ModelKind>,
+    ) -> anyhow::Result<(Machine, ModelMachine)> {
         let path = self.path()?;
         let mut machine = Machine::load(&path)?;
         if let Some(f) = self.cache_fraction {
@@ -212,6 +246,19 @@ impl MachineArg {
         let view = machine
             .model_view(program.value_type.bytes())
             .map_err(|d| FileError::new(&path, d))?;
+        let fitted = machine
+            .learned
+            .as_ref()
+            .map_or_else(ModelKind::default, |l| l.model);
+        let model = model.unwrap_or(fitted);
+        if model != fitted && machine.learned.is_some() {
+            eprintln!(
+                "warning: {}: its parameters were fitted for the {fitted} model; pricing with the {model} model",
+                path.display()
+            );
+        }
+        let view = with_model(&view, model)
+            .map_err(|e| anyhow::anyhow!("--model {model}: {}: {e}", path.display()))?;
         Ok((machine, view))
     }
 }

@@ -105,7 +105,7 @@ fn chosen(args: &CodegenArgs) -> anyhow::Result<Chosen> {
         let program = solution
             .program_for(&original)
             .map_err(|d| FileError::new(sol, d))?;
-        let (_, view) = args.machine.load(&program)?;
+        let (_, view) = args.machine.load_for_solution(&program, solution.model)?;
         let analysis = Analysis::weighed(&program, view.params.operations)
             .map_err(|d| FileError::new(sol, d))?;
         let config = solution

@@ -123,19 +123,21 @@ fn print_summary(solved: &Solved) {
     let size = &solved.optimum.size;
     match solved.ranks {
         Some(grid) => println!(
-            "{} on {} over {}x{} ranks: estimated {} per run (each group on its slowest rank class, exchanges included; one process alone: {})",
+            "{} on {} over {}x{} ranks: estimated {} per run ({} model; each group on its slowest rank class, exchanges included; one process alone: {})",
             s.program,
             solved.machine.name,
             grid.px,
             grid.py,
             human_seconds(solved.optimum.objective_seconds),
+            s.model,
             human_seconds(s.estimate_seconds.unwrap_or(0.0))
         ),
         None => println!(
-            "{} on {}: estimated {} per run",
+            "{} on {}: estimated {} per run ({} model)",
             s.program,
             solved.machine.name,
-            human_seconds(s.estimate_seconds.unwrap_or(0.0))
+            human_seconds(s.estimate_seconds.unwrap_or(0.0)),
+            s.model
         ),
     }
     let inl = &solved.inline;

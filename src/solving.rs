@@ -136,7 +136,12 @@ pub fn solve_program(
             .with_context(|| format!("solving {}", program_path.display()))?,
     };
     drop(progress);
-    let mut solution = Solution::describe(&program.name, &analysis, &optimum.config, &optimum.cost);
+    let mut solution = Solution::describe(
+        &program.name,
+        (&analysis, view.model),
+        &optimum.config,
+        &optimum.cost,
+    );
     solution.inline = inline.names.clone();
     solution.machine = Some(machine.name.clone());
     solution.solver = Some(SolverReport {

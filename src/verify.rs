@@ -106,7 +106,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let program = solution
         .program_for(&original)
         .map_err(|d| FileError::new(&args.solution, d))?;
-    let (_, view) = args.machine.load(&program)?;
+    let (_, view) = args.machine.load_for_solution(&program, solution.model)?;
     let analysis = absinthe_model::Analysis::weighed(&program, view.params.operations)
         .map_err(|d| FileError::new(&args.solution, d))?;
     let options = args.search.milp_options(&program)?;

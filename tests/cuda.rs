@@ -12,7 +12,9 @@ use absinthe_codegen::cuda::{plan, CudaBundleCase, CudaPlan, GpuLimits};
 use absinthe_codegen::render::{HarnessOptions, Renderer};
 use absinthe_codegen::{lower_cuda, Schedule};
 use absinthe_model::cost_model::boxes::BlockLimits;
-use absinthe_model::cost_model::evaluate::{evaluate, group_shape, Configuration, Infeasibility};
+use absinthe_model::cost_model::evaluate::{
+    evaluate, group_shape, Configuration, Infeasibility, STORE_WEIGHT,
+};
 use absinthe_model::cost_model::options::MilpOptions;
 use absinthe_model::cost_model::search::k_best;
 use absinthe_model::formats::machine::{Machine, ModelMachine};
@@ -538,8 +540,12 @@ fn a_gpu_machine_asks_for_more_smaller_tiles_than_the_cpu() {
     for (t, range) in on_gpu.config.tiles.iter().zip(on_gpu.config.group_ranges()) {
         let total: usize = t.iter().product();
         assert!(total >= gpu.threads, "{t:?}: fewer tiles than 4 x SM count");
-        let values =
-            group_shape(&analysis, range).shared_values(&analysis, *t, true, gpu.block_threads);
+        let values = group_shape(&analysis, range, STORE_WEIGHT).shared_values(
+            &analysis,
+            *t,
+            true,
+            gpu.block_threads,
+        );
         assert!(values as f64 <= gpu.cache_values, "{t:?}: {values} values");
     }
     assert!(
@@ -655,7 +661,7 @@ fn gpu_model_counts_exactly_the_shared_memory_the_kernels_use() {
             let p = plan(&schedule, &unlimited).unwrap();
             let mut over = false;
             for (g, range) in config.group_ranges().into_iter().enumerate() {
-                let model = group_shape(&analysis, range).shared_values(
+                let model = group_shape(&analysis, range, STORE_WEIGHT).shared_values(
                     &analysis,
                     config.tiles[g],
                     config.streams(g),

@@ -83,7 +83,7 @@ fn tiny_learn_writes_params_and_provenance_and_keeps_the_rest() {
     // Learned with the default flush, and timing another way is flagged.
     assert_eq!(
         learned.flush,
-        Some(absinthe_model::formats::machine::FlushKind::Evict),
+        Some(absinthe_model::formats::learned::FlushKind::Evict),
         "{text}"
     );
     let bench = Command::new(env!("CARGO_BIN_EXE_absinthe"))

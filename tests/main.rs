@@ -11,6 +11,7 @@ mod hostile;
 mod learn;
 mod linearize;
 mod milp_exact;
+mod model_forms;
 mod mpi;
 mod reference;
 mod setup;

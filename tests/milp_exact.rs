@@ -3,9 +3,11 @@
 //! count, and the solver's objective equals `evaluate` of its configuration.
 
 use absinthe_model::cost_model::evaluate::{evaluate, Configuration};
+use absinthe_model::cost_model::forms::with_model;
 use absinthe_model::cost_model::options::{Encoding, MilpOptions};
 use absinthe_model::cost_model::search::{exhaustive, k_best};
 use absinthe_model::formats::machine::ModelMachine;
+use absinthe_model::formats::model_kind::ModelKind;
 use absinthe_model::language::analysis::Analysis;
 use absinthe_model::language::generate::{random_program, RandomShape};
 use absinthe_model::support::rng::Rng;
@@ -146,6 +148,12 @@ fn check_case(seed: u64, shape: &RandomShape, naive_limit: usize) -> (bool, bool
     let mut rng = absinthe_model::support::rng::Rng::new(seed.wrapping_mul(7919));
     let cells = a.domain.iter().product::<usize>();
     let m = random_machine(&mut rng, cells);
+    // A quarter of the cases priced with the published form (`--model absinthe`).
+    let m = if rng.chance(25) {
+        with_model(&m, ModelKind::Absinthe).unwrap()
+    } else {
+        m
+    };
     let options = random_options(&mut rng, &a);
     let dp = exhaustive(&a, &m, &options.space).map(|(c, t)| {
         let cost = evaluate(&a, &m, &c);

@@ -10,7 +10,7 @@ use std::process::Command;
 
 use absinthe_codegen::ranks::{decompose, Decomposition, Grid, RankOptions};
 use absinthe_codegen::render::{HarnessOptions, Renderer};
-use absinthe_model::cost_model::evaluate::{group_shape, Configuration};
+use absinthe_model::cost_model::evaluate::{group_shape, Configuration, STORE_WEIGHT};
 use absinthe_model::cost_model::ranks::{incoming, priced_rank, reach as model_reach};
 use absinthe_model::formats::machine::{Machine, ModelMachine};
 use absinthe_model::language::analysis::{Analysis, ArrayKind};
@@ -155,7 +155,7 @@ fn assert_traffic_is_the_models(seed: u64, d: &Decomposition, text: &str) {
     local.domain = size;
     let mut want = (0, 0);
     for range in config.group_ranges() {
-        let shape = group_shape(&local, range.clone());
+        let shape = group_shape(&local, range.clone(), STORE_WEIGHT);
         let widths: Vec<_> = shape.stencils.iter().map(|s| s.widths).collect();
         for (a, w) in model_reach(&local, range, &widths) {
             let i = incoming(&local, boundary, a, w);

@@ -158,10 +158,10 @@ impl Flush {
     pub const NONE: Flush = Flush::Read(0);
 
     /// As a machine file records it (`learned.flush`).
-    pub fn record(self) -> absinthe_model::formats::machine::FlushKind {
+    pub fn record(self) -> absinthe_model::formats::learned::FlushKind {
         match self {
-            Flush::Evict => absinthe_model::formats::machine::FlushKind::Evict,
-            Flush::Read(bytes) => absinthe_model::formats::machine::FlushKind::Read(bytes),
+            Flush::Evict => absinthe_model::formats::learned::FlushKind::Evict,
+            Flush::Read(bytes) => absinthe_model::formats::learned::FlushKind::Read(bytes),
         }
     }
 

@@ -17,7 +17,8 @@ use absinthe_codegen::lower;
 use absinthe_codegen::render::Renderer;
 use absinthe_model::cost_model::evaluate::{evaluate, Configuration};
 use absinthe_model::cost_model::inline_search::apply as inline_apply;
-use absinthe_model::formats::machine::{CacheCalibration, GroupArraysCalibration, Machine};
+use absinthe_model::formats::learned::{CacheCalibration, GroupArraysCalibration};
+use absinthe_model::formats::machine::Machine;
 
 use absinthe_measure::runner::{median, Rounds, RunEvent, Runner, Sources, ROUNDS};
 use absinthe_measure::variants::{plan, PlanSettings, Variant};

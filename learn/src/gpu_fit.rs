@@ -6,7 +6,8 @@
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use absinthe_model::formats::machine::{FitQuality, Learned, Machine};
+use absinthe_model::formats::learned::{FitQuality, Learned};
+use absinthe_model::formats::machine::Machine;
 
 use crate::gpu::{self, Manifest};
 use crate::kernels::{self, KernelRow, Refit};
@@ -135,6 +136,7 @@ pub fn fit_dir(
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let learned = Learned {
+        model: Default::default(),
         at: utc_timestamp(now),
         host: format!("{device} (learn --target cuda)"),
         samples: result.measurements.len() as u64,

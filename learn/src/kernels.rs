@@ -29,10 +29,9 @@ use absinthe_model::cost_model::evaluate::{
     evaluate, overhead_count, overhead_seconds, stencil_seconds, Cost, Counts,
 };
 use absinthe_model::cost_model::inline_search::apply as inline_apply;
+use absinthe_model::formats::learned::{FitQuality, KernelRefit};
 use absinthe_model::formats::machine::OperationWeights;
-use absinthe_model::formats::machine::{
-    Compute, Crowded, FitQuality, KernelRefit, Machine, Params, PeelBody,
-};
+use absinthe_model::formats::machine::{Compute, Crowded, Machine, Params, PeelBody};
 use absinthe_model::language::program::Program;
 use absinthe_model::Analysis;
 

@@ -30,8 +30,10 @@ use absinthe_codegen::compile::Toolchain;
 use absinthe_codegen::render::Flush;
 use absinthe_measure::accuracy::r_squared;
 use absinthe_measure::runner::ROUNDS;
+use absinthe_model::formats::learned::CrowdingCalibration;
 use absinthe_model::formats::machine::OperationWeights;
-use absinthe_model::formats::machine::{Compute, Crowded, CrowdingCalibration, Params, PeelBody};
+use absinthe_model::formats::machine::{Compute, Crowded, Params, PeelBody};
+use absinthe_model::formats::model_kind::ModelKind;
 
 use crate::fit::Sample;
 use crate::training::{Family, TrainingProgram};
@@ -83,6 +85,9 @@ pub struct LearnOptions {
     /// kernels. Off by default: the predictions of real programs are not clearly better
     /// (docs/decisions/0010-streamed-training-shapes-off.md).
     pub streamed_shapes: bool,
+    /// The form of the model fitted (`ModelKind::Absinthe`: the published six parameters, a
+    /// store weighted like a load, no compute part and no crowding charge).
+    pub model: ModelKind,
 }
 
 /// The kernels `learn` times (`RuntimeTiled` by default).
@@ -168,7 +173,7 @@ pub fn learn(
         measurements.extend(runs);
         done += per_round;
     }
-    fit_measurements(measurements, options.solver)
+    fit_measurements_in(measurements, options.solver, options.model)
 }
 
 /// Shapes per runtime-tiled run, so that progress moves while a program runs.
@@ -338,6 +343,16 @@ pub const SLOW_FIT_HELD_AT_ZERO: usize = 1;
 /// the crowding column for the row-stream limit `limit` (0: none). The slow family's column
 /// [`SLOW_FIT_HELD_AT_ZERO`] is zeroed, which holds its coefficient at zero.
 pub fn samples(measurements: &[Measurement], family: Family, limit: u64) -> Vec<Sample> {
+    samples_in(measurements, family, limit, ModelKind::Linear)
+}
+
+/// [`samples`] with the counts of the form `model` ([`training::RunCounts::fit_counts_in`]).
+pub fn samples_in(
+    measurements: &[Measurement],
+    family: Family,
+    limit: u64,
+    model: ModelKind,
+) -> Vec<Sample> {
     let mut keys: Vec<(String, [usize; 3], bool)> = Vec::new();
     measurements
         .iter()
@@ -348,7 +363,7 @@ pub fn samples(measurements: &[Measurement], family: Family, limit: u64) -> Vec<
                 keys.push(key);
                 keys.len() - 1
             });
-            let mut counts = m.counts.fit_counts(family, limit);
+            let mut counts = m.counts.fit_counts_in(family, limit, model);
             if family == Family::Slow {
                 counts[SLOW_FIT_HELD_AT_ZERO] = 0.0;
             }
@@ -397,11 +412,21 @@ pub fn fit_measurements(
     measurements: Vec<Measurement>,
     solver: absinthe_solvers::method::Backend,
 ) -> Result<LearnResult, LearnError> {
+    fit_measurements_in(measurements, solver, ModelKind::Linear)
+}
+
+/// [`fit_measurements`] for the form `model`: the published form fits its six parameters
+/// (its compute and crowding columns are zero, and so are they) at no crowding limit.
+pub fn fit_measurements_in(
+    measurements: Vec<Measurement>,
+    solver: absinthe_solvers::method::Backend,
+    model: ModelKind,
+) -> Result<LearnResult, LearnError> {
     let solver = solver
         .solver()
         .map_err(|e| LearnError::Fit(e.to_string()))?;
-    let fast = samples(&measurements, Family::Fast, 0);
-    let pf = fit::lad_fit(&fast, solver.as_ref())?;
+    let fast = samples_in(&measurements, Family::Fast, 0, model);
+    let mut pf = fit::lad_fit(&fast, solver.as_ref())?;
     let fast_medians = fit::medians(&fast, &pf);
     // The slow fit at each crowding limit; the least deviation wins (the first of equals, so
     // no charge unless one fits better).
@@ -413,8 +438,13 @@ pub fn fit_measurements(
     // (deviation, limit, coefficients, medians) of the best fit so far.
     type Fit = (f64, u64, Vec<f64>, Vec<(f64, f64)>);
     let mut best: Option<Fit> = None;
-    for limit in CROWDING_LIMITS {
-        let slow = samples(&measurements, Family::Slow, limit);
+    let limits: &[u64] = if model.inlines() {
+        &CROWDING_LIMITS
+    } else {
+        &[0]
+    };
+    for &limit in limits {
+        let slow = samples_in(&measurements, Family::Slow, limit, model);
         if slow.is_empty() {
             break;
         }
@@ -431,9 +461,15 @@ pub fn fit_measurements(
             best = Some((deviation, limit, ps, medians));
         }
     }
-    let Some((_, limit, ps, slow_medians)) = best else {
+    let Some((_, limit, mut ps, slow_medians)) = best else {
         return Err(LearnError::Fit("no slow-family samples to fit".into()));
     };
+    if model == ModelKind::Absinthe {
+        // Zero columns leave their coefficients free: the form has none.
+        pf[2] = 0.0;
+        pf[3] = 0.0;
+        ps[4] = 0.0;
+    }
     Ok(LearnResult {
         params: Params {
             fast: PeelBody {

@@ -3,7 +3,8 @@
 //! other line, comments included, stays as written. The result is validated as a machine file
 //! before it is returned.
 
-use absinthe_model::formats::machine::{Learned, Machine, Params, PeelBody};
+use absinthe_model::formats::learned::Learned;
+use absinthe_model::formats::machine::{Machine, Params, PeelBody};
 
 use crate::LearnError;
 
@@ -88,6 +89,9 @@ pub fn learned_blocks(params: &Params, learned: &Learned) -> String {
     }
     if let Some(f) = &learned.flush {
         text.push_str(&format!("  flush: {f}\n"));
+    }
+    if !learned.model.is_default() {
+        text.push_str(&format!("  model: {}\n", learned.model));
     }
     if let Some(c) = &learned.cache_calibration {
         let fractions: Vec<String> = c.fractions.iter().map(|f| format!("{f:.4}")).collect();

@@ -7,7 +7,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use absinthe_codegen::compile::{operation_times, OperationTimes};
 use absinthe_codegen::render::Renderer;
-use absinthe_model::formats::machine::{FitQuality, Learned, Machine, Params};
+use absinthe_model::formats::learned::{FitQuality, Learned};
+use absinthe_model::formats::machine::{Machine, Params};
 
 use crate::calibrate::{self, Calibration, LimitCalibration};
 use crate::kernels::{self, KernelRow, Refit};
@@ -242,6 +243,7 @@ fn rewritten(
             .refit
             .as_ref()
             .map(|(r, rows)| r.record(rows, learning.synthetic_r2)),
+        model: options.model,
     };
     let mut extra = vec![
         ("cores", threads.to_string()),

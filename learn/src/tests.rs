@@ -5,11 +5,11 @@ use absinthe_solvers::method::Backend;
 
 const HIGHS: Backend = Backend::Highs;
 use absinthe_model::cost_model::evaluate::Configuration;
-use absinthe_model::formats::machine::OperationWeights;
-use absinthe_model::formats::machine::{
-    CacheCalibration, Compute, Crowded, CrowdingCalibration, FitQuality, GroupArraysCalibration,
-    KernelRefit, Learned, Machine, Params, PeelBody,
+use absinthe_model::formats::learned::{
+    CacheCalibration, CrowdingCalibration, FitQuality, GroupArraysCalibration, KernelRefit, Learned,
 };
+use absinthe_model::formats::machine::OperationWeights;
+use absinthe_model::formats::machine::{Compute, Crowded, Machine, Params, PeelBody};
 use absinthe_model::support::rng::Rng;
 
 use crate::calibrate::{choose, fractions_to_try, FractionResult, KEEP_TOLERANCE};
@@ -173,6 +173,49 @@ fn the_slow_fit_finds_the_crowding_limit_and_charge() {
     }
 }
 
+/// The published form's fit (`ModelKind::Absinthe`) recovers its six parameters from times
+/// made by its own counts (a store weighted like a load), tries no crowding limit and writes
+/// no compute part; the default form's fit of the same times does not recover them.
+#[test]
+fn the_published_form_fits_its_six_parameters() {
+    use absinthe_model::formats::model_kind::ModelKind;
+    let truth_fast = [3.1e-9, 1.7e-10, 0.0, 0.0];
+    let truth_slow = [2.0e-9, 0.0, 5.0e-9, 3.0e-10, 0.0];
+    let mut measurements = exact_measurements(&truth_fast, &truth_slow, 0, 30);
+    for m in &mut measurements {
+        let truth = match m.family {
+            Family::Slow => &truth_slow[..],
+            Family::Fast => &truth_fast[..],
+        };
+        let counts = m.counts.fit_counts_in(m.family, 0, ModelKind::Absinthe);
+        m.seconds = crate::fit::predict(truth, &counts);
+    }
+    let published = fit_in(&measurements, ModelKind::Absinthe);
+    assert_eq!(published.crowding.limits, vec![0]);
+    let p = published.params;
+    assert_eq!((p.compute.peel, p.compute.body), (0.0, 0.0));
+    assert_eq!(p.crowded.stream_body, 0.0);
+    let close = |x: f64, t: f64| (x - t).abs() <= 1e-6 * t.abs().max(1e-12);
+    assert!(
+        close(p.fast.peel, truth_fast[0]) && close(p.fast.body, truth_fast[1]),
+        "{p:?}"
+    );
+    assert!(close(p.slow_base.peel, truth_slow[0]), "{p:?}");
+    assert!(
+        close(p.slow_stream.peel, truth_slow[2]) && close(p.slow_stream.body, truth_slow[3]),
+        "{p:?}"
+    );
+    let linear = fit_in(&measurements, ModelKind::Linear).params;
+    assert!(!close(linear.slow_stream.body, truth_slow[3]), "{linear:?}");
+}
+
+fn fit_in(
+    measurements: &[crate::training_runs::Measurement],
+    model: absinthe_model::formats::model_kind::ModelKind,
+) -> crate::LearnResult {
+    crate::fit_measurements_in(measurements.to_vec(), HIGHS, model).unwrap()
+}
+
 #[test]
 fn lad_clamps_at_zero_where_least_squares_would_go_negative() {
     // Times fall as the first count grows: an unconstrained fit would make its coefficient
@@ -220,6 +263,7 @@ fn learned() -> (Params, Learned) {
         },
     };
     let learned = Learned {
+        model: Default::default(),
         at: machine_file::utc_timestamp(1_795_000_000),
         host: "box (Some \"CPU\", 2 CPUs)".into(),
         samples: 1234,
@@ -228,7 +272,7 @@ fn learned() -> (Params, Learned) {
             slow: 0.91,
         },
         wall_seconds: Some(281.5),
-        flush: Some(absinthe_model::formats::machine::FlushKind::Evict),
+        flush: Some(absinthe_model::formats::learned::FlushKind::Evict),
         cache_calibration: Some(CacheCalibration {
             fractions: vec![0.25, 0.5, 1.0],
             seconds: vec![Some(5.25e-3), None, Some(4.5e-3)],

@@ -19,8 +19,10 @@ use std::fmt::Write;
 
 use absinthe_model::cost_model::evaluate::{
     group_cost, group_shape, prefers_stream, stream_shape, tile_cells, Configuration,
+    PeelBodyCount, STORE_WEIGHT,
 };
 use absinthe_model::formats::machine::{Compute, Crowded, ModelMachine, Params, PeelBody, Slack};
+use absinthe_model::formats::model_kind::ModelKind;
 use absinthe_model::language::analysis::Analysis;
 use absinthe_model::language::program::{program_header, Program};
 
@@ -303,7 +305,7 @@ pub fn fields_programs(domains: &[[usize; 3]]) -> Result<Vec<TrainingProgram>, L
 /// Arrays a fused run of the whole program touches (inputs, intermediates and outputs of all
 /// its stencils): what one tile's working set holds.
 pub fn arrays_touched(analysis: &Analysis) -> usize {
-    group_shape(analysis, 0..analysis.stencils.len()).arrays_touched
+    group_shape(analysis, 0..analysis.stencils.len(), STORE_WEIGHT).arrays_touched
 }
 
 /// The smallest tile volume (cells) trained on: below it the per-tile constants that the model
@@ -482,6 +484,9 @@ pub struct RunCounts {
     pub stream_weight: u64,
     pub tiles: [usize; 3],
     pub domain: [usize; 3],
+    /// The slow-memory stream counts with a store weighted like a load: the published form's
+    /// (`ModelKind::Absinthe`).
+    pub published_stream: PeelBodyCount,
 }
 
 impl RunCounts {
@@ -498,6 +503,25 @@ impl RunCounts {
     /// The columns of the family's fit, in [`Family::coefficient_names`] order, with the
     /// crowding charge's column for the row-stream limit `limit` (0: a zero column).
     pub fn fit_counts(&self, family: Family, limit: u64) -> Vec<f64> {
+        self.fit_counts_in(family, limit, ModelKind::Linear)
+    }
+
+    /// [`RunCounts::fit_counts`] for the form `model`: the published form's compute and
+    /// crowding columns are zero and its stream columns count a store like a load.
+    pub fn fit_counts_in(&self, family: Family, limit: u64, model: ModelKind) -> Vec<f64> {
+        if model == ModelKind::Absinthe {
+            let (c, s) = (&self.counts, &self.published_stream);
+            return match family {
+                Family::Fast => vec![c.fast.peel as f64, c.fast.body as f64, 0.0, 0.0],
+                Family::Slow => vec![
+                    c.slow_base.peel as f64,
+                    c.slow_base.body as f64 + self.overhead,
+                    s.peel as f64,
+                    s.body as f64 + self.overhead,
+                    0.0,
+                ],
+            };
+        }
         let c = &self.counts;
         match family {
             Family::Fast => vec![
@@ -526,10 +550,11 @@ fn unit_machine(threads: usize, body_base: f64) -> ModelMachine {
         threads,
         cache_values: f64::INFINITY,
         slack: Slack::default(),
-        streams: false,
+        streams: true,
         group_arrays: usize::MAX,
         gpu: false,
         block_threads: absinthe_model::formats::machine::MAX_BLOCK_THREADS,
+        model: ModelKind::Linear,
         params: Params {
             fast: PeelBody {
                 peel: 0.0,
@@ -564,10 +589,26 @@ pub fn configuration(analysis: &Analysis, tiles: [usize; 3], streamed: bool) -> 
 pub fn run_counts(analysis: &Analysis, tiles: [usize; 3]) -> RunCounts {
     let range = 0..analysis.stencils.len();
     let len = range.len();
-    let cost = group_cost(analysis, &unit_machine(1, 0.0), 0, range, tiles, false);
+    let cost = group_cost(
+        analysis,
+        &unit_machine(1, 0.0),
+        0,
+        range.clone(),
+        tiles,
+        false,
+    );
     let mut counts = absinthe_model::cost_model::evaluate::Counts::default();
     for s in &cost.stencils {
         counts.add(&s.counts);
+    }
+    let published = ModelMachine {
+        model: ModelKind::Absinthe,
+        ..unit_machine(1, 0.0)
+    };
+    let mut published_stream = PeelBodyCount::default();
+    for s in &group_cost(analysis, &published, 0, range, tiles, false).stencils {
+        published_stream.peel += s.counts.slow_stream.peel;
+        published_stream.body += s.counts.slow_stream.body;
     }
     let tiles_total: u64 = tiles.iter().map(|&t| t as u64).product();
     RunCounts {
@@ -576,6 +617,7 @@ pub fn run_counts(analysis: &Analysis, tiles: [usize; 3]) -> RunCounts {
         stream_weight: cost.stencils.iter().map(|s| s.stream_weights[0]).sum(),
         tiles,
         domain: analysis.domain,
+        published_stream,
     }
 }
 

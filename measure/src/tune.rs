@@ -240,7 +240,12 @@ fn report(bench: &Bench, mut timed: Vec<Timed>) -> Result<(TuneReport, Solution)
     let (_, analysis, _) =
         inline_apply(&bench.program, bench.view.params.operations, &winner.inline)?;
     let cost = evaluate(&analysis, &bench.view, &winner.config);
-    let mut solution = Solution::describe(&bench.program.name, &analysis, &winner.config, &cost);
+    let mut solution = Solution::describe(
+        &bench.program.name,
+        (&analysis, bench.view.model),
+        &winner.config,
+        &cost,
+    );
     solution.inline = timed[k].row.inline.clone();
     solution.machine = Some(bench.machine.name.clone());
     solution.tuned = Some(Tuned {

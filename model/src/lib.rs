@@ -16,8 +16,10 @@
 /// errors, and the bounds on every number a user supplies.
 pub mod formats {
     pub mod diagnostic;
+    pub mod learned;
     pub mod limits;
     pub mod machine;
+    pub mod model_kind;
     pub mod network;
     pub mod yaml;
 }
@@ -50,6 +52,7 @@ pub mod cost_model {
     pub mod boxes;
     pub mod evaluate;
     pub mod exact;
+    pub mod forms;
     pub mod formula;
     pub mod inline_search;
     pub mod model;

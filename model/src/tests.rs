@@ -1,6 +1,6 @@
 //! Unit tests of the model crate on hand-checked programs.
 
-use crate::cost_model::evaluate::{evaluate, Configuration, Infeasibility};
+use crate::cost_model::evaluate::{evaluate, Configuration, Infeasibility, STORE_WEIGHT};
 use crate::formats::machine::{Machine, ModelMachine};
 use crate::language::analysis::Analysis;
 use crate::language::program::Program;
@@ -314,7 +314,7 @@ fn group_arrays_limit_rules_out_groups_that_touch_more_arrays_in_programs_stream
     };
     let tiles = [1, 2, 2];
     assert_eq!(evaluate(&a, &m, &fused(tiles, true)).infeasible, None);
-    let arrays = group_shape(&a, 0..n).arrays_touched;
+    let arrays = group_shape(&a, 0..n, STORE_WEIGHT).arrays_touched;
     m.group_arrays = arrays - 1;
     let why = evaluate(&a, &m, &fused(tiles, true)).infeasible;
     assert!(
@@ -323,7 +323,7 @@ fn group_arrays_limit_rules_out_groups_that_touch_more_arrays_in_programs_stream
     );
     let text = why.unwrap().to_string();
     assert!(text.contains(&format!("touches {arrays} arrays")), "{text}");
-    let shape = group_shape(&a, 0..n);
+    let shape = group_shape(&a, 0..n, STORE_WEIGHT);
     assert!(!shape.fits_cache(&a, &m, Some(stream_shape(&a)), tiles));
     // Unstreamed tiles of the same program are limited too (or the optimum would escape the
     // limit by not streaming).
@@ -452,7 +452,7 @@ fn gpu_shared_memory_by_hand() {
     m.gpu = true;
     m.threads = 4;
     m.cache_values = 2000.0;
-    let shape = group_shape(&a, 0..4);
+    let shape = group_shape(&a, 0..4, STORE_WEIGHT);
     assert_eq!(shape.shared_values(&a, [4, 8, 16], true, 256), 1684);
     assert_eq!(shape.shared_values(&a, [4, 8, 16], false, 256), 6736);
     let s = stream_shape_on(&a, &m);

@@ -94,6 +94,7 @@ class Solution:
 
     program: str
     machine: str
+    model: str
     estimate_seconds: float
     inline: list
     groups: list
@@ -148,16 +149,20 @@ class Program:
         """The program's run-time scalars (`scalars:`), in the order the kernel takes them."""
         return self.check().get("scalars", [])
 
-    def solve(self, machine=None, solver: str = "highs", extra=()) -> Solution:
-        """`absinthe solve` against a machine file (default: the shipped default)."""
+    def solve(self, machine=None, solver: str = "highs", extra=(), model=None) -> Solution:
+        """`absinthe solve` against a machine file (default: the shipped default); `model`
+        names the form of the model (`linear` or `absinthe`; default: the file's)."""
         args = ["solve", str(self.path), "--solver", solver, *extra]
         if machine is not None:
             args += ["--machine", str(machine)]
+        if model is not None:
+            args += ["--model", str(model)]
         report = json.loads(_run(*args, "--format", "json"))
         text = _run(*args, "--format", "yaml")
         return Solution(
             program=report["program"],
             machine=report["machine"],
+            model=report.get("model", "linear"),
             estimate_seconds=report["estimate_seconds"],
             inline=list(report.get("inline", [])),
             groups=[

@@ -81,6 +81,10 @@ def test_solution_reads_back_as_python_objects():
     assert s.program == "hdiff" and s.estimate_seconds > 0
     assert sum(len(g.stencils) for g in s.groups) + len(s.inline) == 4
     assert all(len(g.tiles) == 3 for g in s.groups)
+    assert s.model == "linear"
+    published = p.solve(machine=MACHINE, solver="dp", model="absinthe")
+    assert published.model == "absinthe" and published.inline == []
+    assert "model: absinthe" in published.yaml
 
 
 def test_bad_arrays_are_refused_and_nothing_is_written(j3d7pt):

@@ -11,7 +11,8 @@ use std::time::Instant;
 use absinthe_learn::gpu::{self, Manifest};
 use absinthe_learn::gpu_fit::{self, bundle_files, OUTPUT, RUN_SCRIPT};
 use absinthe_learn::kernels;
-use absinthe_model::formats::machine::{FitQuality, Machine};
+use absinthe_model::formats::learned::FitQuality;
+use absinthe_model::formats::machine::Machine;
 use anyhow::{bail, Context};
 
 use super::LearnArgs;

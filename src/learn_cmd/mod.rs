@@ -18,8 +18,10 @@ use absinthe_learn::pipeline::{self, Event, Step, Steps};
 use absinthe_learn::{
     calibrate, kernels, training, training_runs, Kernels, LearnOptions, Progress,
 };
+use absinthe_model::formats::learned::{CrowdingCalibration, FitQuality};
 use absinthe_model::formats::machine::OperationWeights;
-use absinthe_model::formats::machine::{CrowdingCalibration, FitQuality, Machine, Params};
+use absinthe_model::formats::machine::{Machine, Params};
+use absinthe_model::formats::model_kind::ModelKind;
 use anyhow::Context;
 use clap::Args;
 
@@ -163,6 +165,13 @@ pub struct LearnArgs {
     /// with; the rest of the file stays as it is. About 10 seconds.
     #[arg(long, value_name = "N")]
     pub ranks: Option<usize>,
+    /// The form of the model to fit: `linear` (the default, every step above) or `absinthe`,
+    /// the original model as published: its six parameters fitted to the training programs
+    /// alone, a store weighted like a load, no compute part and no crowding charge; the kernel
+    /// refit and both calibrations are skipped. The file records the form (`learned.model`),
+    /// and commands price with it unless `--model` says otherwise.
+    #[arg(long, value_name = "linear|absinthe", value_parser = ModelKind::parse, default_value = "linear")]
+    pub model: ModelKind,
 }
 
 /// A one-line progress bar on standard error.
@@ -230,6 +239,12 @@ impl Bar {
 pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     if args.target == Target::Cuda {
+        if !args.model.is_default() {
+            anyhow::bail!(
+                "--model {} fits a CPU; --target cuda fits the linear form",
+                args.model
+            );
+        }
         return gpu::run(&args);
     }
     if args.emit.is_some() || args.timings.is_some() {
@@ -253,11 +268,12 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
         )?,
     };
     let options = learn_options(&args, &machine, (threads, cache_bytes), cpus)?;
+    let full = args.model.inlines();
     let steps = Steps {
-        kernel_refit: (!args.no_kernel_refit)
+        kernel_refit: (full && !args.no_kernel_refit)
             .then(|| args.kernel_variants.unwrap_or(kernels::KERNEL_VARIANTS)),
-        cache_fraction: !args.keep_cache_fraction,
-        group_arrays: !args.keep_group_arrays,
+        cache_fraction: full && !args.keep_cache_fraction,
+        group_arrays: full && !args.keep_group_arrays,
         // Checked before the long part.
         domains: calibration_domains(&args.calibration_domain)?,
     };
@@ -345,6 +361,7 @@ fn learn_options(
             Kernels::RuntimeTiled
         },
         streamed_shapes: args.streamed_shapes,
+        model: args.model,
     })
 }
 

@@ -39,7 +39,7 @@ pub fn random_configurations(
         let mut tiles = Vec::new();
         for r in ranges_of(&groups) {
             let feasible = feasible_of.entry((r.start, r.end)).or_insert_with(|| {
-                let shape = group_shape(analysis, r.clone());
+                let shape = group_shape(analysis, r.clone(), view.model.store_weight());
                 tilings
                     .iter()
                     .map(|&(t, _)| t)

@@ -183,6 +183,14 @@ pub fn choose_inline_with<M: CostModel>(
         solved: 0,
         tried: Vec::new(),
     };
+    if !model.machine().model.inlines() {
+        return match policy {
+            InlinePolicy::Fixed(set) if !set.is_empty() => Err(InlineSearchError::Invalid(
+                format!("the {} model inlines nothing", model.machine().model),
+            )),
+            _ => Ok(sets.unsearched(analysis, None)),
+        };
+    }
     match policy {
         InlinePolicy::Off => return Ok(sets.unsearched(analysis, None)),
         InlinePolicy::Fixed(set) => {

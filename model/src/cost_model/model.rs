@@ -74,7 +74,7 @@ impl CostModel for Absinthe<'_> {
     }
 
     fn group(&self, analysis: &Analysis, range: Range<usize>) -> GroupShape {
-        group_shape(analysis, range)
+        group_shape(analysis, range, self.machine.model.store_weight())
     }
 
     /// [`GroupShape::fits_cache`]: the cache test in integers (on a GPU, shared memory).
@@ -102,7 +102,11 @@ impl CostModel for Absinthe<'_> {
     /// The stencil alone at its least fast-memory time (widths 0, one tile).
     fn stencil_bound(&self, analysis: &Analysis, stencil: usize) -> f64 {
         let dom = analysis.counted_domain(stencil).map(|d| d as u128);
-        let lone = group_shape(analysis, stencil..stencil + 1);
+        let lone = group_shape(
+            analysis,
+            stencil..stencil + 1,
+            self.machine.model.store_weight(),
+        );
         let t = term_seconds(
             &self.machine.params,
             &lone.stencils[0].counts(dom, [1, 1, 1]),

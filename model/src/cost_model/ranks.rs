@@ -308,7 +308,7 @@ impl Ranked {
         let shapes: Vec<GroupShape> = config
             .group_ranges()
             .into_iter()
-            .map(|r| group_shape(&self.classes[0].local, r))
+            .map(|r| group_shape(&self.classes[0].local, r, self.rank.model.store_weight()))
             .collect();
         self.classes
             .iter()
@@ -357,7 +357,11 @@ impl CostModel for Ranked {
     }
 
     fn group(&self, _analysis: &Analysis, range: Range<usize>) -> Self::Group {
-        let shape = group_shape(&self.classes[0].local, range);
+        let shape = group_shape(
+            &self.classes[0].local,
+            range,
+            self.rank.model.store_weight(),
+        );
         let exchanges = self
             .classes
             .iter()

@@ -128,6 +128,7 @@ pub fn milp(analysis: &Analysis, machine: &ModelMachine, options: &MilpOptions) 
         bits: Vec::new(),
         linearizations: Vec::new(),
         tile_range: options.space.tile_range_of(analysis),
+        store_weight: machine.model.store_weight() as f64,
     };
     let group_index = b.group_variables(analysis, options);
     let tile_counts = b.tile_variables(n_st);

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::cost_model::evaluate::{Configuration, Cost};
 use crate::encodings::lp::MilpSize;
 use crate::formats::diagnostic::{Diagnostic, FileError};
+use crate::formats::model_kind::ModelKind;
 use crate::formats::yaml;
 use crate::language::analysis::Analysis;
 use crate::language::inline::{indices_of, inline_program, InlineError};
@@ -97,6 +98,9 @@ pub struct Solution {
     pub program: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<String>,
+    /// The form of the model that priced it (absent in older files: `linear`).
+    #[serde(default)]
+    pub model: ModelKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub solver: Option<SolverReport>,
     /// `evaluate` of the configuration, in seconds.
@@ -117,10 +121,10 @@ pub struct Solution {
 }
 
 impl Solution {
-    /// The report of a configuration and its cost.
+    /// The report of a configuration and its cost under the model `model`.
     pub fn describe(
         program_name: &str,
-        analysis: &Analysis,
+        (analysis, model): (&Analysis, ModelKind),
         config: &Configuration,
         cost: &Cost,
     ) -> Solution {
@@ -163,6 +167,7 @@ impl Solution {
         Solution {
             program: program_name.to_string(),
             machine: None,
+            model,
             solver: None,
             estimate_seconds: Some(cost.total),
             milp: None,

@@ -189,7 +189,7 @@ pub fn group_cost(
         analysis,
         machine,
         group,
-        &group_shape(analysis, range),
+        &group_shape(analysis, range, machine.model.store_weight()),
         tiles,
         stream,
     )

@@ -53,6 +53,8 @@ pub enum Infeasibility {
     /// On a CPU: a streamed group split along x. Each step's face would be rows of part of the
     /// domain's width, a new short stream per row ([`STREAM_TILES_X`]).
     StreamSplitRows { group: usize, tiles_x: usize },
+    /// A streamed group on a machine whose model form does not stream (`--model absinthe`).
+    NoStreaming { group: usize },
     /// In a program with a sweep (`computation: forward` or `backward`): a group split along z,
     /// or streamed. Its levels are computed in order, each tile walking its whole column.
     Sweep {
@@ -122,6 +124,10 @@ impl fmt::Display for Infeasibility {
             Infeasibility::StreamSplitRows { group, tiles_x } => write!(
                 f,
                 "group {group}: streams with {tiles_x} tiles along x; a streamed tile spans whole rows (1 tile along x)"
+            ),
+            Infeasibility::NoStreaming { group } => write!(
+                f,
+                "group {group}: streams, but the model form in use never streams (`--model absinthe`)"
             ),
             Infeasibility::Sweep {
                 group,
@@ -241,6 +247,9 @@ pub fn group_infeasibility_with(
     if let Some(why) = column_infeasibility(analysis, group, &range, tiles, stream) {
         return Some(why);
     }
+    if stream && !machine.streams {
+        return Some(Infeasibility::NoStreaming { group });
+    }
     for d in 0..3 {
         if !even_tiles(dom[d], tiles[d], machine.slack.size) {
             return Some(Infeasibility::UnevenTiles {
@@ -271,7 +280,7 @@ pub fn group_infeasibility_with(
     }
     let capacity = cache_capacity(machine);
     if machine.gpu {
-        let plan = group_shape(analysis, range.clone()).block_plan(
+        let plan = group_shape(analysis, range.clone(), machine.model.store_weight()).block_plan(
             analysis,
             tiles,
             stream,

@@ -12,11 +12,12 @@ use crate::cost_model::formula::{stencil_counts, stencil_terms, Numeric};
 use crate::formats::machine::{ModelMachine, Params};
 use crate::language::analysis::{Analysis, ArrayId, ArrayKind, Extent};
 
-/// What a store counts in the stream weights, against 1 for a load: a store to slow memory
-/// first reads the line it writes (write-allocate) and later writes it back, so it moves
-/// twice the bytes of a load. Counted once, `learn` fits the base parameter `B` to the stores
-/// of its training stencils, and `B` charges every loading stencil of a real program for a
-/// store it does not make (docs/decisions/0006-stores-count-twice.md).
+/// What a store counts in the stream weights of the default form, against 1 for a load: a store
+/// to slow memory first reads the line it writes (write-allocate) and later writes it back, so
+/// it moves twice the bytes of a load. Counted once, `learn` fits the base parameter `B` to the
+/// stores of its training stencils, and `B` charges every loading stencil of a real program for
+/// a store it does not make (docs/decisions/0006-stores-count-twice.md). The published form
+/// counts it once (`ModelKind::store_weight`).
 pub const STORE_WEIGHT: u64 = 2;
 
 /// Weights (w, w^x, w^y, w^z) of one part of the model for one stencil.
@@ -50,8 +51,9 @@ pub struct GroupShape {
     pub stream_weight: u64,
 }
 
-/// The tile-independent part of [`group_cost`](super::group_cost).
-pub fn group_shape(analysis: &Analysis, range: Range<usize>) -> GroupShape {
+/// The tile-independent part of [`group_cost`](super::group_cost), a store counting
+/// `store_weight` in the stream weights (`ModelMachine::model`'s).
+pub fn group_shape(analysis: &Analysis, range: Range<usize>, store_weight: u64) -> GroupShape {
     let in_group = |s: usize| range.contains(&s);
     let start = range.start;
     let len = range.len();
@@ -117,7 +119,7 @@ pub fn group_shape(analysis: &Analysis, range: Range<usize>) -> GroupShape {
             }
         }
         let store = info.is_output || info.readers.iter().any(|&r| !in_group(r));
-        let w = STORE_WEIGHT * store as u64;
+        let w = store_weight * store as u64;
         let s_weight = loads.len() as u64 + w;
         let m = (s_weight > 0) as u64;
         let c = info.fetch_weight;

@@ -16,6 +16,8 @@ pub(super) struct Builder {
     pub(super) bits: Vec<[Vec<VarId>; 3]>,
     pub(super) linearizations: Vec<Linearization>,
     pub(super) tile_range: [(usize, usize); 3],
+    /// What a store counts in the stream weights (`ModelKind::store_weight`).
+    pub(super) store_weight: f64,
 }
 
 impl Builder {

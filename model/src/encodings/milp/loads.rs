@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 
-use crate::cost_model::evaluate::STORE_WEIGHT;
 use crate::encodings::linearize::{gated, recorded_max};
 use crate::encodings::lp::{LinExpr, Sense, VarId};
 use crate::language::analysis::{Analysis, ArrayId, ArrayKind, Bounds};
@@ -188,10 +187,7 @@ impl Builder {
         store: &LinExpr,
     ) -> (LinExpr, LinExpr) {
         let (load_sum, load_flags) = (&loads.sum, &loads.flags);
-        let s_weight = load_sum
-            .clone()
-            .plus(store, STORE_WEIGHT as f64)
-            .normalized();
+        let s_weight = load_sum.clone().plus(store, self.store_weight).normalized();
         let base = if s_weight.terms.is_empty() {
             LinExpr::constant((s_weight.constant > 0.0) as u8 as f64)
         } else {

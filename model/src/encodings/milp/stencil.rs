@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use crate::cost_model::evaluate::{stream_shape, STORE_WEIGHT};
+use crate::cost_model::evaluate::stream_shape;
 use crate::cost_model::formula;
 use crate::encodings::lp::{LinExpr, VarId};
 use crate::formats::machine::ModelMachine;
@@ -103,7 +103,7 @@ impl Builder {
             let me = format!("mE_{}{i}", DIMS[d]);
             base_d[d] = self.gated_lower(&ext[d], base, ext_ub[d], &me);
             let we = self.gated_lower(&ext[d], store, ext_ub[d], &format!("wE_{}{i}", DIMS[d]));
-            stream_d[d] = loads.lines[d].clone().plus(&we, STORE_WEIGHT as f64);
+            stream_d[d] = loads.lines[d].clone().plus(&we, self.store_weight);
         }
         let scaled = |k: f64| -> [Bounded; 4] {
             [
