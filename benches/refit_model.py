@@ -38,7 +38,8 @@ TERMS = ("peel", "body")
 
 
 def load_rows(path):
-    """(program, variant, counts [stencils x 8], overhead count, measured) of a bench JSON."""
+    """(program, variant, counts [stencils x 8], overhead count, measured, row streams, misses
+    per cache level or None) of a bench JSON."""
     try:
         with open(path) as f:
             rows = json.load(f)
@@ -57,8 +58,10 @@ def load_rows(path):
         counts = np.array([[s["counts"][p][t] for p in PARTS for t in TERMS]
                            for s in model["stencils"]], float)
         name = os.path.basename(path).removesuffix(".json")
+        misses = (np.array([lv["compulsory_sa"] + lv["capacity_sa"] for lv in r["cache"]], float)
+                  if r.get("cache") else None)
         out.append((name, r["variant"], counts, float(sum(model["overhead"])),
-                    r["measured_seconds"], row_streams(r)))
+                    r["measured_seconds"], row_streams(r), misses))
     return out
 
 
@@ -101,10 +104,12 @@ def machine_params(path):
 
 
 def predict(p, row, form):
-    """The model's seconds: `form` is ('max', theta), ('sum',) or ('streams', S): `max` with a
+    """The model's seconds: `form` is ('max', theta), ('sum',), ('streams', S): `max` with a
     ninth parameter `p[8]` per stream-body access of every stencil whose group keeps more than
-    `S` row streams in flight ([`row_streams`])."""
-    _, _, c, overhead, _, streams = row
+    `S` row streams in flight ([`row_streams`]), or ('misses', 0): `max` plus a cost per
+    set-associative miss at each cache level (`absinthe cache`'s counts, the row's `cache`),
+    `p[8:]`."""
+    _, _, c, overhead, _, streams, misses = row
     total = 0.0
     for t in (0, 1):
         fast = c[:, 0 + t] * p[0 + t] + c[:, 6 + t] * p[6 + t]
@@ -117,7 +122,18 @@ def predict(p, row, form):
             total += np.maximum(fast, slow).sum()
         else:
             total += np.maximum(fast, slow).sum() + form[1] * np.minimum(fast, slow).sum()
+    if form[0] == "misses":
+        total += float(np.dot(p[8:8 + len(misses)], misses))
     return total + overhead * (p[3] + p[5])
+
+
+def param_names(fit_name, n):
+    """The names of a fit's `n` parameters: the eight parts, then the crowded stream body or
+    one cost per cache level's misses."""
+    base = [f"{x}.{t}" for x in PARTS for t in TERMS]
+    extra = ([f"misses.level{k + 1}" for k in range(n - 8)] if "misses" in fit_name
+             else ["streams.body"])
+    return (base + extra)[:n]
 
 
 def fit(rows, form, start):
@@ -154,6 +170,9 @@ def main():
     ap.add_argument("--streams-above", type=int, action="append", default=[], metavar="S",
                     help="also fit a ninth parameter: the stream body of groups whose sweep keeps "
                          "more than S row streams in flight costs it on top (repeatable)")
+    ap.add_argument("--misses", action="store_true",
+                    help="also fit a cost per set-associative miss at each cache level on top of "
+                         "the max form (the rows' `cache` counts)")
     ap.add_argument("--fit-on", action="append", default=[], metavar="JSON",
                     help="also fit each form to these programs' measurements (bench JSON, "
                          "repeatable) and score it on the positional ones: would these kernels "
@@ -182,6 +201,13 @@ def main():
         sys.exit("error: --streams-above needs `model.domain` and `stream_weights` in the JSON "
                  "(re-run the bench with this absinthe)")
     forms = [("max", ("max", 0.0), learned)]
+    if a.misses:
+        if any(r[6] is None for r in rows):
+            sys.exit("error: --misses needs every row's `cache` counts (a bench with cache levels)")
+        form, start = ("misses", 0.0), np.append(learned, np.full(len(rows[0][6]), 1e-10))
+        p = fit(rows, form, start)
+        results.append(("in-sample max+misses", score(p, rows, form), p))
+        forms.append(("max+misses", form, start))
     for limit in a.streams_above:
         form = ("streams", limit)
         start = np.append(learned, max(learned[5], 1e-13))
@@ -209,8 +235,7 @@ def main():
                            "programs": {k: {"spearman": v[0], "within_20": v[1]}
                                         for k, v in per.items()},
                            "params": None if p is None else dict(
-                               zip([f"{x}.{t}" for x in PARTS for t in TERMS] + ["streams.body"],
-                                   p.tolist()))}
+                               zip(param_names(name, len(p)), p.tolist()))}
                           for name, (per, w), p in results], indent=1))
         return
     print(f"{len(rows)} variants; per program: Spearman / share within 20%")

@@ -260,6 +260,33 @@ fn solve_names_the_form_and_solution_files_keep_it() {
     assert!(text.contains("model: absinthe"), "{text}");
     let o = absinthe(&["solve", "configs/hdiff.yaml"]);
     assert!(stdout(&o).contains("(linear model)"), "{}", stdout(&o));
+    // A file learned in the published form is priced with it unless --model says otherwise.
+    let default =
+        std::fs::read_to_string(crate::common::root().join("machines/default.yaml")).unwrap();
+    let learned = dir.path().join("published.yaml");
+    std::fs::write(
+        &learned,
+        format!("{default}learned:\n  at: \"2026-11-27T00:00:00Z\"\n  host: test\n  samples: 1\n  r2: {{fast: 0.5, slow: 0.5}}\n  model: absinthe\n"),
+    )
+    .unwrap();
+    let learned_s = learned.to_str().unwrap();
+    let o = absinthe(&["solve", "configs/hdiff.yaml", "--machine", learned_s]);
+    assert!(stdout(&o).contains("(absinthe model)"), "{}", stdout(&o));
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    let o = absinthe(&[
+        "solve",
+        "configs/hdiff.yaml",
+        "--machine",
+        learned_s,
+        "--model",
+        "linear",
+    ]);
+    assert!(stdout(&o).contains("(linear model)"), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("fitted for the absinthe model"),
+        "{}",
+        stderr(&o)
+    );
     let out = dir.path().join("gen");
     let o = absinthe(&[
         "codegen",
