@@ -253,6 +253,15 @@ class Kernel:
                        for n, _ in params}
         self.inputs = [n for n, r in params if r == "input"]
         self.outputs = [n for n, r in params if r == "output"]
+        # What every call consults, computed once.
+        self._dtype = np.dtype(dtype)
+        self._roles = {n: r for n, r in params if r != "temporary"}
+        self._scalar_set = frozenset(scalars)
+        self._strides = {n: tuple(int(np.prod(s[k + 1:], dtype=np.int64)) * self._dtype.itemsize
+                                  for k in range(len(s)))
+                         for n, s in self.shapes.items()}
+        self._argv_type = ctypes.c_void_p * len(params)
+        self._scalars_type = ctypes.c_double * max(1, len(scalars))
 
     @classmethod
     def _build(cls, header: str, source: str, header_name: str, threads: int) -> "Kernel":
@@ -311,13 +320,13 @@ class Kernel:
     def _checked(self, name: str, array) -> np.ndarray:
         if not isinstance(array, np.ndarray):
             raise ValueError(f"array `{name}`: expected a numpy.ndarray, found {type(array).__name__}")
-        if array.dtype != self.dtype:
+        if array.dtype is not self._dtype and array.dtype != self._dtype:
             raise ValueError(f"array `{name}`: expected dtype {np.dtype(self.dtype).name}, found {array.dtype.name}")
         want = self.shapes[name]
         if array.shape != want:
             axes = ", ".join("zyx"[2 - d] for d in (2, 1, 0) if "ijk"[d] in self.dims.get(name, "ijk"))
             raise ValueError(f"array `{name}`: expected shape {want} ({axes} with the halo), found {array.shape}")
-        if not array.flags.c_contiguous:
+        if array.strides != self._strides[name] and not array.flags.c_contiguous:
             raise ValueError(f"array `{name}`: expected a C-contiguous array (x fastest), found strides {array.strides}")
         return array
 
@@ -326,37 +335,45 @@ class Kernel:
         (required, finite numbers, converted to the program's type), outputs by name (optional:
         allocated and returned when absent). Returns the outputs. Every argument is checked
         before the kernel runs; nothing is written when one is refused."""
-        arrays = {n: a for n, a in arguments.items() if n not in self.scalars}
-        unknown = sorted(set(arrays) - set(self.inputs) - set(self.outputs))
+        roles, scalar_set = self._roles, self._scalar_set
+        unknown = sorted(n for n in arguments if n not in roles and n not in scalar_set)
         if unknown:
             raise ValueError(f"unknown argument(s) {', '.join(unknown)}: the kernel takes "
                              f"inputs {self.inputs}, outputs {self.outputs} and scalars {self.scalars}")
-        missing = [n for n in self.inputs if n not in arrays]
+        missing = [n for n in self.inputs if n not in arguments]
         if missing:
             raise ValueError(f"missing input array(s) {', '.join(missing)}")
         missing = [n for n in self.scalars if n not in arguments]
         if missing:
             raise ValueError(f"missing scalar(s) {', '.join(missing)}")
         values = [self._scalar(n, arguments[n]) for n in self.scalars]
-        checked = {n: self._checked(n, a) for n, a in arrays.items()}
         # C-contiguous arrays share memory exactly when their byte ranges overlap.
-        spans = {n: _span(a) for n, a in checked.items()}
-        for n in (n for n in self.outputs if n in checked):
+        checked, spans = {}, {}
+        for n, a in arguments.items():
+            if n not in scalar_set:
+                checked[n] = self._checked(n, a)
+                first = _address(a)
+                spans[n] = (first, first + a.nbytes)
+        for n in self.outputs:
+            if n not in checked:
+                continue
             if not checked[n].flags.writeable:
                 raise ValueError(f"array `{n}`: the output must be writeable")
             lo, hi = spans[n]
             for other, (olo, ohi) in spans.items():
                 if other != n and lo < ohi and olo < hi:
                     raise ValueError(f"array `{n}`: the output shares memory with `{other}`")
-        for n in (n for n in self.outputs if n not in checked):
-            checked[n] = np.zeros(self.shapes[n], self.dtype)
-            spans[n] = _span(checked[n])
-        # Temporaries are scratch between the kernel's groups; the list keeps every array alive
-        # for the call.
-        args = [np.empty(self.shapes[n], self.dtype) if r == "temporary" else checked[n]
-                for n, r in self.params]
-        argv = (ctypes.c_void_p * len(args))(
-            *[_address(a) if r == "temporary" else spans[n][0] for a, (n, r) in zip(args, self.params)])
-        scalars = (ctypes.c_double * max(1, len(values)))(*values)
-        self._fn(argv, scalars, self.threads)
+        addresses = []
+        # Temporaries are scratch between the kernel's groups; `keep` holds them for the call.
+        keep = []
+        for n, r in self.params:
+            if r == "temporary":
+                keep.append(np.empty(self.shapes[n], self.dtype))
+                addresses.append(_address(keep[-1]))
+                continue
+            if n not in checked:
+                checked[n] = np.zeros(self.shapes[n], self.dtype)
+                spans[n] = (_address(checked[n]), 0)
+            addresses.append(spans[n][0])
+        self._fn(self._argv_type(*addresses), self._scalars_type(*values), self.threads)
         return {n: checked[n] for n in self.outputs}
