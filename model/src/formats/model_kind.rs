@@ -38,7 +38,7 @@ impl ModelKind {
     /// What a store counts in the slow-memory stream weights against 1 for a load: 2 in the
     /// default form (write-allocate reads the line, the write-back writes it;
     /// docs/decisions/0006-stores-count-twice.md), 1 as published.
-    pub fn store_weight(self) -> u64 {
+    pub const fn store_weight(self) -> u64 {
         match self {
             ModelKind::Linear => 2,
             ModelKind::Absinthe => 1,

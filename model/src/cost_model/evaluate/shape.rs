@@ -10,6 +10,7 @@ use super::{
 };
 use crate::cost_model::formula::{stencil_counts, stencil_terms, Numeric};
 use crate::formats::machine::{ModelMachine, Params};
+use crate::formats::model_kind::ModelKind;
 use crate::language::analysis::{Analysis, ArrayId, ArrayKind, Extent};
 
 /// What a store counts in the stream weights of the default form, against 1 for a load: a store
@@ -18,7 +19,7 @@ use crate::language::analysis::{Analysis, ArrayId, ArrayKind, Extent};
 /// stores of its training stencils, and `B` charges every loading stencil of a real program for
 /// a store it does not make (docs/decisions/0006-stores-count-twice.md). The published form
 /// counts it once (`ModelKind::store_weight`).
-pub const STORE_WEIGHT: u64 = 2;
+pub const STORE_WEIGHT: u64 = ModelKind::Linear.store_weight();
 
 /// Weights (w, w^x, w^y, w^z) of one part of the model for one stencil.
 pub type Weights = [u64; 4];
