@@ -469,8 +469,24 @@ pub fn renderer(templates: Option<&Path>) -> anyhow::Result<Renderer> {
 }
 
 /// Sets up the timing of `program` on `machine` (`bench`, `tune`), with the values of its
-/// scalars: progress and warnings go to standard error.
+/// scalars: progress and warnings go to standard error, among them a flush other than the one
+/// the machine file was learned with.
 pub fn bench_of(
+    program: &Path,
+    machine: &MachineArg,
+    templates: Option<&Path>,
+    scalars: &ScalarArgs,
+    options: BenchOptions,
+) -> anyhow::Result<Bench> {
+    let bench = untimed_bench_of(program, machine, templates, scalars, options)?;
+    if let Some(warning) = bench.flush_mismatch() {
+        eprintln!("warning: {}: {warning}", machine.path()?.display());
+    }
+    Ok(bench)
+}
+
+/// [`bench_of`] for a command that times nothing (`cache`): no warning about the flush.
+pub fn untimed_bench_of(
     program: &Path,
     machine: &MachineArg,
     templates: Option<&Path>,
@@ -483,12 +499,10 @@ pub fn bench_of(
     if options.roofline {
         eprintln!("measuring streaming bandwidth ...");
     }
-    let bench = Bench::new((program, analysis), (machine_file, view), renderer, options)?
-        .on_progress(|line| eprintln!("{line}"));
-    if let Some(warning) = bench.flush_mismatch() {
-        eprintln!("warning: {}: {warning}", machine.path()?.display());
-    }
-    Ok(bench)
+    Ok(
+        Bench::new((program, analysis), (machine_file, view), renderer, options)?
+            .on_progress(|line| eprintln!("{line}")),
+    )
 }
 
 /// Plans `variants` on `bench` with `settings`, the planner's notes to standard error and a

@@ -10,7 +10,7 @@ use absinthe_measure::bench::{BenchOptions, BenchTarget, Build};
 use absinthe_measure::variants::{parse_variants, Variant};
 use clap::Args;
 
-use crate::args::{bench_of, plan_on, MachineArg, SearchArgs};
+use crate::args::{plan_on, untimed_bench_of, MachineArg, SearchArgs};
 use crate::output::Format;
 use crate::progress::Progress;
 
@@ -95,7 +95,7 @@ pub fn run(args: CacheArgs) -> anyhow::Result<ExitCode> {
     };
     // The scalars' values do not change which addresses a run touches: their defaults.
     let scalars = crate::args::ScalarArgs::default();
-    let bench = bench_of(&args.program, &args.machine, None, &scalars, options)?;
+    let bench = untimed_bench_of(&args.program, &args.machine, None, &scalars, options)?;
     let settings = args.search.plan_settings(&bench.program, args.solver, 1)?;
     let planned = plan_on(&bench, &[variant], &settings)?;
     let p = &planned[0];

@@ -270,6 +270,9 @@ fn cache_command_counts_what_the_traced_kernel_does() {
     let machine = dir.path().join("machine.yaml");
     let mut m = std::fs::read_to_string(root().join("machines/default.yaml")).unwrap();
     m.push_str("caches: [{name: L1, bytes: 1024, line: 64, ways: 4}, {name: L2, bytes: 8192, line: 64, ways: 8, shared: true}]\n");
+    // Learned with the caches flushed by eviction: `cache` times nothing and so says nothing
+    // of the flush.
+    m.push_str("learned: {at: x, host: y, samples: 1, r2: {fast: 0.5, slow: 0.5}, flush: evict}\n");
     std::fs::write(&machine, m).unwrap();
     let cache = |variant: &str, more: &[&str]| {
         let mut args = vec![
@@ -290,6 +293,7 @@ fn cache_command_counts_what_the_traced_kernel_does() {
             &["--format", "json", "--trace", trace.to_str().unwrap()],
         );
         assert!(out.status.success(), "{}", stderr(&out));
+        assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
         assert!(
             stderr(&out).contains("(the run verified)"),
             "{}",
