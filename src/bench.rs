@@ -185,7 +185,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     }
     // R² and rank correlation over two points say nothing.
     if points.len() >= 3 {
-        let summary = accuracy_summary(&absinthe_measure::accuracy::summarize(&points));
+        let summary = accuracy_summary(
+            &absinthe_measure::accuracy::summarize(&points),
+            bench.view.model,
+        );
         // The summary goes with the table; beside JSON or YAML it goes to standard error.
         if args.format == Format::Table {
             println!("\n{summary}");
@@ -385,9 +388,12 @@ fn speedup_summary(program: &Program, rows: &[Row]) -> Option<String> {
     Some(out)
 }
 
-fn accuracy_summary(s: &absinthe_measure::accuracy::Summary) -> String {
+fn accuracy_summary(
+    s: &absinthe_measure::accuracy::Summary,
+    model: absinthe_model::formats::model_kind::ModelKind,
+) -> String {
     format!(
-        "model accuracy over {} generated variants: R² {:.3}, {:.0}% within 20% of measured, Spearman rank correlation {:.3}",
+        "{model} model's accuracy over {} generated variants: R² {:.3}, {:.0}% within 20% of measured, Spearman rank correlation {:.3}",
         s.variants,
         s.r2,
         s.within_20_percent * 100.0,
