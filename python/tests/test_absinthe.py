@@ -548,3 +548,24 @@ def test_generated_suite_programs_equal_numpy_bit_for_bit(family):
             w = window(want[out], prog.halo, (0, 0, 0), prog.domain)
             assert not np.isnan(w).any(), (family, seed, out)
             assert np.array_equal(g, w), f"{family}{seed} {out} differs by {np.nanmax(np.abs(g - w))}"
+
+
+def test_model_forms_prices_a_bench_row_as_the_published_form(tmp_path):
+    """benches/model_forms.py prices a bench row in the published form from the default form's
+    counts: on the published form's optimum it equals `solve --model absinthe`'s estimate."""
+    import importlib.util
+    import math
+    spec = importlib.util.spec_from_file_location("model_forms", ROOT / "benches" / "model_forms.py")
+    forms = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(forms)
+    p = program("hdiff", (36, 20, 6))
+    published = p.solve(machine=MACHINE, solver="dp", model="absinthe")
+    path = tmp_path / "published.solution.yaml"
+    published.save(path)
+    rows = p.bench(machine=MACHINE, variants=f"opt,solution:{path}", runs=1)
+    row = next(r for r in rows if r["variant"].startswith("solution:"))
+    assert row["verified"]
+    seconds = forms.published_seconds(row, forms.machine_params(str(MACHINE)))
+    assert math.isclose(seconds, published.estimate_seconds, rel_tol=1e-9), (seconds, published)
+    # The default form's own estimate of the same configuration differs: stores count twice.
+    assert not math.isclose(row["predicted_seconds"], published.estimate_seconds, rel_tol=1e-3)
