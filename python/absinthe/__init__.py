@@ -371,9 +371,10 @@ class Kernel:
                 keep.append(np.empty(self.shapes[n], self.dtype))
                 addresses.append(_address(keep[-1]))
                 continue
-            if n not in checked:
+            if n in spans:
+                addresses.append(spans[n][0])
+            else:
                 checked[n] = np.zeros(self.shapes[n], self.dtype)
-                spans[n] = (_address(checked[n]), 0)
-            addresses.append(spans[n][0])
+                addresses.append(_address(checked[n]))
         self._fn(self._argv_type(*addresses), self._scalars_type(*values), self.threads)
         return {n: checked[n] for n in self.outputs}
