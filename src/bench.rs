@@ -15,8 +15,9 @@ use absinthe_measure::variants::{parse_variants, Variant};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 
 use crate::args::{bench_of, plan_on, FlushArgs, MachineArg, SearchArgs};
-use crate::output::human_seconds;
-use crate::output::{groups_cell, table, tiles_cell, Format};
+use crate::output::Format;
+use absinthe_model::output::text::human_seconds;
+use absinthe_model::output::text::{groups_cell, table, tiles_cell};
 
 /// Generate, compile, run and verify variants of a program; compare predicted and measured.
 ///

@@ -19,8 +19,8 @@ use absinthe_model::language::program::Program;
 use crate::args::{bench_of, plan_on};
 use crate::bench::BenchArgs;
 use crate::output::Format;
-use crate::output::{human_seconds, table};
 use crate::solving::{solve_program, Solved};
+use absinthe_model::output::text::{human_seconds, table};
 
 /// One decomposed variant to time: its stencils inlined (indices into the original program),
 /// its configuration of the program with them inlined, and whether it overlaps.

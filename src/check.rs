@@ -10,7 +10,8 @@ use clap::Args;
 use serde::Serialize;
 
 use crate::args::load;
-use crate::output::{table, Format};
+use crate::output::Format;
+use absinthe_model::output::text::table;
 
 /// Validate a program and print its stencils with their reads, bounding boxes, fetch weights
 /// and required evaluation extents.

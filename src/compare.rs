@@ -17,9 +17,10 @@ use serde::Serialize;
 
 use crate::args::load_on;
 use crate::args::{MachineArg, SearchArgs};
-use crate::output::human_seconds;
-use crate::output::{table, Format};
+use crate::output::Format;
 use crate::solving::inline_choice;
+use absinthe_model::output::text::human_seconds;
+use absinthe_model::output::text::table;
 
 /// Solve one program with several backends and compare them.
 ///

@@ -13,8 +13,9 @@ use clap::{Args, ValueEnum};
 use absinthe_model::cost_model::inline_search::InlineSearch;
 
 use crate::args::{load_on, MachineArg, SearchArgs};
-use crate::output::{human_seconds, solution_text, table, write_atomic, Format};
+use crate::output::{solution_text, write_atomic, Format};
 use crate::solving::{inline_choice, solve_program, Solved};
+use absinthe_model::output::text::{human_seconds, table};
 
 /// Choose which stencils to fuse and how to tile them, by solving one MILP.
 ///

@@ -15,9 +15,8 @@ use absinthe_solvers::method::Method;
 use clap::Args;
 
 use crate::args::{bench_of, FlushArgs, MachineArg, SearchArgs};
-use crate::output::{
-    groups_cell, human_seconds, solution_text, table, tiles_cell, write_atomic, Format,
-};
+use crate::output::{solution_text, write_atomic, Format};
+use absinthe_model::output::text::{groups_cell, human_seconds, table, tiles_cell};
 
 /// Model-guided auto-tuning: build, verify and time the model's K best configurations, refine
 /// the fastest by measurement, and keep the fastest of all.

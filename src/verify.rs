@@ -27,8 +27,9 @@ use serde::Serialize;
 
 use crate::args::load;
 use crate::args::{MachineArg, SearchArgs};
-use crate::output::human_seconds;
-use crate::output::{table, Format};
+use crate::output::Format;
+use absinthe_model::output::text::human_seconds;
+use absinthe_model::output::text::table;
 
 /// Certify a solution file exactly: its estimate, the linearization, its optimality.
 ///

@@ -72,9 +72,11 @@ pub mod encodings {
     pub mod smt;
 }
 
-/// What a search answers, as a file: the solution `solve` writes and `codegen`/`verify` read.
+/// What a search answers, as a file (the solution `solve` writes and `codegen`/`verify` read),
+/// and text for people (`text`: aligned tables, readable times).
 pub mod output {
     pub mod solution;
+    pub mod text;
 }
 
 /// Support: the one work queue and a small random-number generator.

@@ -27,7 +27,8 @@ use clap::Args;
 
 use crate::args::FlushArgs;
 use crate::args::Target;
-use crate::output::{human_seconds, table, write_atomic};
+use crate::output::write_atomic;
+use absinthe_model::output::text::{human_seconds, table};
 
 /// Measure this machine and write the model's parameters into its machine file.
 ///

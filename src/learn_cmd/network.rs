@@ -9,7 +9,8 @@ use absinthe_model::formats::machine::Machine;
 use anyhow::Context;
 
 use super::LearnArgs;
-use crate::output::{table, write_atomic};
+use crate::output::write_atomic;
+use absinthe_model::output::text::table;
 
 pub fn run(args: &LearnArgs, ranks: usize) -> anyhow::Result<ExitCode> {
     let machine = Machine::load(&args.machine)?;
