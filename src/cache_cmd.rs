@@ -12,7 +12,7 @@ use clap::Args;
 
 use crate::args::{plan_on, untimed_bench_of, MachineArg, SearchArgs};
 use crate::output::Format;
-use crate::progress::Progress;
+use absinthe_measure::progress::Progress;
 
 /// Count the cache misses of a variant's OpenMP kernel (for `naive`, of the reference the
 /// harness verifies against) without running it (HAYSTACK's model):

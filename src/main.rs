@@ -10,7 +10,6 @@ mod codegen_cmd;
 mod compare;
 mod learn_cmd;
 mod output;
-mod progress;
 mod solve;
 mod solving;
 mod tune;

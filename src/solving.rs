@@ -16,7 +16,7 @@ use absinthe_solvers::SolveOptions;
 use anyhow::{bail, Context};
 
 use crate::args::{load_on, MachineArg, SearchArgs};
-use crate::progress::Progress;
+use absinthe_measure::progress::Progress;
 
 /// Everything a solve produced, for the commands built on it.
 pub struct Solved {

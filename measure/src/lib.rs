@@ -13,6 +13,7 @@
 pub mod accuracy;
 pub mod bench;
 pub mod cache;
+pub mod progress;
 pub mod ranks;
 pub mod runner;
 pub mod tune;
