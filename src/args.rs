@@ -15,7 +15,7 @@ use absinthe_model::formats::model_kind::ModelKind;
 use absinthe_model::language::analysis::Analysis;
 use absinthe_model::language::constraints::check_group_indices;
 use absinthe_model::language::inline::indices_of;
-use absinthe_model::language::program::{Program, DIMS};
+use absinthe_model::language::program::Program;
 use absinthe_model::FileError;
 use absinthe_solvers::method::Method;
 use absinthe_solvers::SolveOptions;
@@ -128,23 +128,7 @@ impl ScalarArgs {
 
 /// A `--scalar` value: `NAME=VALUE`, the value a finite number.
 fn parse_scalar(text: &str) -> Result<(String, f64), String> {
-    let (name, value) = text
-        .split_once('=')
-        .ok_or_else(|| format!("`{text}` is not NAME=VALUE"))?;
-    let name = name.trim();
-    if !absinthe_model::language::program::is_identifier(name) {
-        return Err(format!("`{name}` is not a scalar name"));
-    }
-    let value: f64 = value
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{}` is not a number", value.trim()))?;
-    if !value.is_finite() {
-        return Err(format!(
-            "the value of `{name}` must be finite, found {value}"
-        ));
-    }
-    Ok((name.to_string(), value))
+    absinthe_model::language::scalars::parse_assignment(text)
 }
 
 /// A `--solver` value: `dp` or a MILP backend compiled into this build.
@@ -159,24 +143,14 @@ pub fn parse_backend(text: &str) -> Result<absinthe_solvers::method::Backend, St
         .map_err(|e: absinthe_solvers::SolverError| e.to_string())
 }
 
-/// A count from 1 to `max`, or a message naming what was expected.
-fn parse_count(text: &str, what: &str, max: usize) -> Result<usize, String> {
-    match text.parse::<usize>() {
-        Ok(n) if (1..=max).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "expected a number of {what} from 1 to {max}, found `{text}`"
-        )),
-    }
-}
-
 /// A `--runs` value: 1 to [`limits::MAX_RUNS`].
 pub fn parse_runs(text: &str) -> Result<usize, String> {
-    parse_count(text, "timed runs", limits::MAX_RUNS)
+    limits::parse_count(text, "timed runs", limits::MAX_RUNS)
 }
 
 /// A `--threads` value for the solvers: 1 to [`limits::MAX_SOLVER_THREADS`].
 pub fn parse_threads(text: &str) -> Result<usize, String> {
-    parse_count(text, "threads", limits::MAX_SOLVER_THREADS)
+    limits::parse_count(text, "threads", limits::MAX_SOLVER_THREADS)
 }
 
 /// A `--group-arrays` value: a limit, or none.
@@ -184,15 +158,7 @@ pub fn parse_threads(text: &str) -> Result<usize, String> {
 pub struct GroupArrays(pub Option<usize>);
 
 fn parse_group_arrays(text: &str) -> Result<GroupArrays, String> {
-    if text == "none" {
-        return Ok(GroupArrays(None));
-    }
-    match text.parse::<usize>() {
-        Ok(n) if n >= 2 => Ok(GroupArrays(Some(n))),
-        _ => Err(format!(
-            "expected a number of arrays (at least 2) or `none`, found `{text}`"
-        )),
-    }
+    limits::parse_group_arrays(text).map(GroupArrays)
 }
 
 impl MachineArg {
@@ -320,30 +286,6 @@ fn parse_encoding(s: &str) -> Result<Encoding, String> {
     Encoding::parse(s)
 }
 
-fn triple(
-    v: &Option<Vec<usize>>,
-    flag: &str,
-    domain: [usize; 3],
-) -> anyhow::Result<Option<[usize; 3]>> {
-    match v {
-        None => Ok(None),
-        Some(v) if v.len() == 3 => {
-            for d in 0..3 {
-                if v[d] < 1 || v[d] > domain[d] {
-                    bail!(
-                        "{flag}: the tile count along {} must be between 1 and {}, found {}",
-                        DIMS[d],
-                        domain[d],
-                        v[d]
-                    );
-                }
-            }
-            Ok(Some([v[0], v[1], v[2]]))
-        }
-        Some(v) => bail!("{flag} takes three numbers (i,j,k), found {}", v.len()),
-    }
-}
-
 impl SearchArgs {
     /// The search restrictions: the program's `constraints:` block, overridden by the flags.
     pub fn milp_options(&self, program: &Program) -> anyhow::Result<MilpOptions> {
@@ -362,24 +304,14 @@ impl SearchArgs {
                 .map_err(|e| anyhow::anyhow!("--fix-groups: {e}"))?;
             options.space.fixed_groups = Some(g.clone());
         }
-        if let Some(t) = triple(&self.tiles_min, "--tiles-min", program.domain)? {
-            options.space.tiles_min = Some(t);
-        }
-        if let Some(t) = triple(&self.tiles_max, "--tiles-max", program.domain)? {
-            options.space.tiles_max = Some(t);
-        }
-        if let (Some(lo), Some(hi)) = (options.space.tiles_min, options.space.tiles_max) {
-            for d in 0..3 {
-                if lo[d] > hi[d] {
-                    bail!(
-                        "the tile count bounds along {} are empty: minimum {} > maximum {}",
-                        DIMS[d],
-                        lo[d],
-                        hi[d]
-                    );
-                }
-            }
-        }
+        options
+            .space
+            .bound_tiles(
+                (self.tiles_min.as_deref(), self.tiles_max.as_deref()),
+                ["--tiles-min", "--tiles-max"],
+                program.domain,
+            )
+            .map_err(anyhow::Error::msg)?;
         Ok(options)
     }
 

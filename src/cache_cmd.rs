@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use absinthe_codegen::render::Flush;
 use absinthe_measure::bench::{BenchOptions, BenchTarget, Build};
-use absinthe_measure::variants::{parse_variants, Variant};
+use absinthe_measure::variants::{parse_countable, Variant};
 use clap::Args;
 
 use crate::args::{plan_on, untimed_bench_of, MachineArg, SearchArgs};
@@ -69,30 +69,14 @@ pub fn run(args: CacheArgs) -> anyhow::Result<ExitCode> {
     args.search.refuse_ranks("cache")?;
     let variant = match &args.solution {
         Some(path) => Variant::Solution(path.clone()),
-        None => match parse_variants(&args.variant).map_err(anyhow::Error::msg)?[..] {
-            [ref one @ (Variant::Opt
-            | Variant::Naive
-            | Variant::Unfused
-            | Variant::Fused
-            | Variant::Unstreamed
-            | Variant::NoInline
-            | Variant::Groups(_))] => one.clone(),
-            _ => anyhow::bail!(
-                "--variant takes one of opt, naive, unfused, fused, unstreamed, noinline or groups:G,G,...; found `{}`",
-                args.variant
-            ),
-        },
+        None => parse_countable(&args.variant).map_err(anyhow::Error::msg)?,
     };
-    let options = BenchOptions {
-        runs: 1,
-        flush: Flush::NONE,
-        warm: false,
-        build: Build::of_flags(false, false),
-        target: BenchTarget::Openmp,
-        roofline: false,
-        cache_model: false,
-        scalars: Vec::new(),
-    };
+    let options = BenchOptions::new(
+        1,
+        Flush::NONE,
+        Build::of_flags(false, false),
+        BenchTarget::Openmp,
+    );
     // The scalars' values do not change which addresses a run touches: their defaults.
     let scalars = crate::args::ScalarArgs::default();
     let bench = untimed_bench_of(&args.program, &args.machine, None, &scalars, options)?;

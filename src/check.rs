@@ -1,17 +1,13 @@
 //! `absinthe check PROGRAM`: validate and summarise a program.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use absinthe_model::language::analysis::Analysis;
-use absinthe_model::language::program::{Program, DIMS};
+use absinthe_model::output::check::Report;
 use clap::Args;
-use serde::Serialize;
 
 use crate::args::load;
 use crate::output::Format;
-use absinthe_model::output::text::table;
 
 /// Validate a program and print its stencils with their reads, bounding boxes, fetch weights
 /// and required evaluation extents.
@@ -28,247 +24,14 @@ pub struct CheckArgs {
     format: Format,
 }
 
-#[derive(Serialize)]
-struct Report {
-    program: String,
-    domain: [usize; 3],
-    halo: [usize; 3],
-    #[serde(rename = "type")]
-    value_type: &'static str,
-    inputs: Vec<String>,
-    outputs: Vec<String>,
-    /// The run-time scalars, arguments of the generated function in this order.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    scalars: Vec<String>,
-    /// The inputs with fewer dimensions than (i, j, k), and theirs (`fields:`).
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    fields: BTreeMap<String, Vec<&'static str>>,
-    stencils: Vec<StencilReport>,
-    /// Likely mistakes that do not make the program invalid.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    warnings: Vec<String>,
-}
-
-#[derive(Serialize)]
-struct StencilReport {
-    name: String,
-    reads: Vec<ReadReport>,
-    fetch_weight: u64,
-    /// Arithmetic per evaluation, in adds (the model's compute weight).
-    operations: u64,
-    readers: Vec<String>,
-    output: bool,
-    /// Cells beyond the domain the reference evaluates, [[i-, i+], [j-, j+], [k-, k+]].
-    extent: [[usize; 2]; 3],
-    /// `parallel`, `forward` or `backward`.
-    computation: &'static str,
-    /// The levels `[lo, hi)` of each interval, in the order written (absent: one body on
-    /// every level).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    intervals: Vec<[i64; 2]>,
-    /// A sweep's reads of its own array (offsets).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    self_reads: Vec<[i32; 3]>,
-}
-
-#[derive(Serialize)]
-struct ReadReport {
-    array: String,
-    offsets: Vec<[i32; 3]>,
-    /// [[lo, hi] per dimension]
-    #[serde(rename = "box")]
-    bounds: [[i32; 2]; 3],
-}
-
-fn report(program: &Program, a: &Analysis) -> Report {
-    Report {
-        program: program.name.clone(),
-        domain: program.domain,
-        halo: program.halo,
-        value_type: program.value_type.c_name(),
-        inputs: a.inputs.iter().map(|&i| a.arrays[i].name.clone()).collect(),
-        fields: program
-            .fields
-            .iter()
-            .map(|(n, d)| (n.clone(), d.names()))
-            .collect(),
-        outputs: a
-            .outputs
-            .iter()
-            .map(|&s| a.stencils[s].name.clone())
-            .collect(),
-        scalars: program.scalars.clone(),
-        stencils: a
-            .stencils
-            .iter()
-            .enumerate()
-            .map(|(n, s)| StencilReport {
-                computation: s.computation.name(),
-                intervals: match s.intervals {
-                    true => (0..program.stencils[n].bodies.len())
-                        .map(|b| {
-                            let (lo, hi) = program.stencils[n].body_levels(b, program.domain[2]);
-                            [lo, hi]
-                        })
-                        .collect(),
-                    false => Vec::new(),
-                },
-                self_reads: s.self_reads.clone(),
-                name: s.name.clone(),
-                reads: s
-                    .bounds
-                    .iter()
-                    .map(|(&arr, b)| ReadReport {
-                        array: a.arrays[arr].name.clone(),
-                        offsets: s
-                            .accesses
-                            .iter()
-                            .filter(|(x, _)| *x == arr)
-                            .map(|(_, o)| *o)
-                            .collect(),
-                        bounds: [[b[0].0, b[0].1], [b[1].0, b[1].1], [b[2].0, b[2].1]],
-                    })
-                    .collect(),
-                fetch_weight: s.fetch_weight,
-                operations: s.operations,
-                readers: s
-                    .readers
-                    .iter()
-                    .map(|&r| a.stencils[r].name.clone())
-                    .collect(),
-                output: s.is_output,
-                extent: s.extent,
-            })
-            .collect(),
-        warnings: if program.inputs.is_some() {
-            Vec::new()
-        } else {
-            a.near_miss_inputs()
-                .into_iter()
-                .map(|(input, stencil)| {
-                    format!(
-                        "the input `{input}` is one letter away from the stencil `{stencil}`: a misspelling? Declare the inputs (`inputs: [...]`) to have undeclared names refused"
-                    )
-                })
-                .collect()
-        },
-    }
-}
-
-fn range(lo: i32, hi: i32) -> String {
-    if lo == hi {
-        format!("{lo}")
-    } else {
-        format!("{lo}..{hi}")
-    }
-}
-
-fn print_table(r: &Report) {
-    println!(
-        "program {}: {} stencils, domain {}x{}x{}, halo {}x{}x{}, {}",
-        r.program,
-        r.stencils.len(),
-        r.domain[0],
-        r.domain[1],
-        r.domain[2],
-        r.halo[0],
-        r.halo[1],
-        r.halo[2],
-        r.value_type
-    );
-    let input = |n: &String| match r.fields.get(n) {
-        Some(d) => format!("{n} [{}]", d.join(", ")),
-        None => n.clone(),
-    };
-    println!(
-        "inputs:  {}",
-        r.inputs.iter().map(input).collect::<Vec<_>>().join(", ")
-    );
-    println!("outputs: {}", r.outputs.join(", "));
-    if !r.scalars.is_empty() {
-        println!("scalars: {}", r.scalars.join(", "));
-    }
-    println!();
-    let rows: Vec<Vec<String>> = r
-        .stencils
-        .iter()
-        .enumerate()
-        .flat_map(|(n, s)| {
-            let extent = (0..3)
-                .map(|d| format!("{}{}:-{}+{}", "", DIMS[d], s.extent[d][0], s.extent[d][1]))
-                .collect::<Vec<_>>()
-                .join(" ");
-            let mut rows = Vec::new();
-            for (k, rd) in s.reads.iter().enumerate() {
-                let bx = (0..3)
-                    .map(|d| range(rd.bounds[d][0], rd.bounds[d][1]))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                let first = k == 0;
-                rows.push(vec![
-                    if first { n.to_string() } else { String::new() },
-                    if first {
-                        format!("{}{}", s.name, mode(s))
-                    } else {
-                        String::new()
-                    },
-                    rd.array.clone(),
-                    rd.offsets.len().to_string(),
-                    format!("[{bx}]"),
-                    if first {
-                        s.fetch_weight.to_string()
-                    } else {
-                        String::new()
-                    },
-                    if first {
-                        s.operations.to_string()
-                    } else {
-                        String::new()
-                    },
-                    if first { extent.clone() } else { String::new() },
-                ]);
-            }
-            if rows.is_empty() {
-                rows.push(vec![
-                    n.to_string(),
-                    format!("{}{}", s.name, mode(s)),
-                    "-".into(),
-                    "0".into(),
-                    "-".into(),
-                    s.fetch_weight.to_string(),
-                    s.operations.to_string(),
-                    extent,
-                ]);
-            }
-            rows
-        })
-        .collect();
-    print!(
-        "{}",
-        table(
-            &[
-                "#",
-                "stencil",
-                "reads",
-                "points",
-                "box [i, j, k]",
-                "fetch",
-                "ops",
-                "extent"
-            ],
-            &rows
-        )
-    );
-}
-
 pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let (program, analysis) = load(&args.program)?;
-    let r = report(&program, &analysis);
+    let r = Report::new(&program, &analysis);
     for w in &r.warnings {
         eprintln!("warning: {}: {w}", args.program.display());
     }
     match args.format {
-        Format::Table => print_table(&r),
+        Format::Table => print!("{r}"),
         Format::Json => println!("{}", serde_json::to_string_pretty(&r)?),
         Format::Yaml => print!(
             "{}",
@@ -276,27 +39,4 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
         ),
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// What the table shows after a stencil's name: `(out)`, a sweep, its intervals.
-fn mode(s: &StencilReport) -> String {
-    let mut parts = Vec::new();
-    if s.output {
-        parts.push("out".to_string());
-    }
-    if s.computation != "parallel" {
-        parts.push(s.computation.to_string());
-    }
-    if !s.intervals.is_empty() {
-        let levels: Vec<String> = s
-            .intervals
-            .iter()
-            .map(|[lo, hi]| format!("{lo}..{hi}"))
-            .collect();
-        parts.push(format!("k {}", levels.join(" ")));
-    }
-    match parts.is_empty() {
-        true => String::new(),
-        false => format!(" ({})", parts.join(", ")),
-    }
 }

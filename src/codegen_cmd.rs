@@ -20,8 +20,8 @@ use crate::args::load;
 use crate::args::renderer;
 use crate::args::Target;
 use crate::args::{MachineArg, SearchArgs};
-use crate::output::write_atomic;
 use crate::solving::solve_program;
+use absinthe_codegen::files::write_atomic;
 
 /// Emit tiled OpenMP C++ or CUDA for a program: the kernels and, with `--harness`, a main
 /// program that verifies them against the naive reference bit for bit and times them.
@@ -223,24 +223,8 @@ pub fn run(mut args: CodegenArgs) -> anyhow::Result<ExitCode> {
     if schedule.reference.len() != schedule.configuration.groups.len() {
         eprintln!(
             "inlined: {} (the harness verifies against the original program's reference)",
-            inlined_names(&schedule)
+            schedule.inlined_names()
         );
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The stencils of the reference that the kernel computes where they are read.
-fn inlined_names(schedule: &Schedule) -> String {
-    let kept: std::collections::HashSet<&str> = schedule
-        .groups
-        .iter()
-        .flat_map(|g| g.steps.iter().map(|s| s.name.as_str()))
-        .collect();
-    schedule
-        .reference
-        .iter()
-        .filter(|r| !kept.contains(r.name.as_str()))
-        .map(|r| r.name.as_str())
-        .collect::<Vec<_>>()
-        .join(" ")
 }

@@ -1,9 +1,7 @@
-//! Output helpers shared by the commands: formats, error printing, atomic file writes.
+//! Output helpers shared by the commands: formats, error printing, the shipped-file lookup.
 
-use std::io::Write;
 use std::path::Path;
 
-use anyhow::{bail, Context};
 use clap::ValueEnum;
 
 /// How a command prints its result.
@@ -28,84 +26,6 @@ pub fn format_error(err: &anyhow::Error) -> String {
         out.push_str(&format!("\n  caused by: {cause}"));
     }
     out
-}
-
-/// Writes `contents` to `path` so that a reader never sees a half-written file and a failure
-/// leaves the old file untouched: through a temporary file in the same directory and a rename.
-/// A symbolic link is written through (its target is replaced, the link kept); a path that is
-/// not a regular file (a FIFO, `/dev/stdout`, a device) is written to directly, and a failed
-/// write there is an error. A replaced file keeps its permissions (and, as root, its owner).
-pub fn write_atomic(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
-    let existing = std::fs::metadata(path).ok();
-    if existing.as_ref().is_some_and(|m| !m.is_file()) {
-        if existing.as_ref().is_some_and(|m| m.is_dir()) {
-            bail!("{} is a directory, not a file", path.display());
-        }
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .truncate(true)
-            .open(path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
-        f.write_all(contents)
-            .and_then(|()| f.flush())
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        return Ok(());
-    }
-    let target = match existing {
-        Some(_) => std::fs::canonicalize(path)
-            .with_context(|| format!("cannot resolve {}", path.display()))?,
-        None => resolve_links(path)?,
-    };
-    let path = target.as_path();
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let file_name = path
-        .file_name()
-        .with_context(|| format!("{} is not a file path", path.display()))?
-        .to_string_lossy();
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let tmp = dir.join(format!(".{}.tmp{}", file_name, std::process::id()));
-    let result = (|| -> anyhow::Result<()> {
-        let mut f = std::fs::File::create(&tmp)
-            .with_context(|| format!("cannot create {}", tmp.display()))?;
-        f.write_all(contents)
-            .with_context(|| format!("cannot write {}", tmp.display()))?;
-        f.sync_all()?;
-        if let Some(m) = &existing {
-            use std::os::unix::fs::MetadataExt;
-            f.set_permissions(m.permissions())?;
-            // Only root may give a file away; elsewhere the owner is the writer anyway.
-            let _ = std::os::unix::fs::fchown(&f, Some(m.uid()), Some(m.gid()));
-        }
-        std::fs::rename(&tmp, path)
-            .with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))?;
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
-
-/// `path` with symbolic links followed to the file they name (which need not exist yet).
-fn resolve_links(path: &Path) -> anyhow::Result<std::path::PathBuf> {
-    let mut current = path.to_path_buf();
-    for _ in 0..40 {
-        match std::fs::symlink_metadata(&current) {
-            Ok(m) if m.file_type().is_symlink() => {
-                let target = std::fs::read_link(&current)
-                    .with_context(|| format!("cannot read the link {}", current.display()))?;
-                current = match current.parent() {
-                    Some(dir) if target.is_relative() => dir.join(target),
-                    _ => target,
-                };
-            }
-            _ => return Ok(current),
-        }
-    }
-    bail!("{}: too many levels of symbolic links", path.display())
 }
 
 /// Finds a file shipped with absinthe (`machines/default.yaml`, ...) from any working

@@ -1,21 +1,16 @@
 //! `absinthe solve PROGRAM`: choose fusion and tiling together by solving the model's MILP.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use absinthe_model::cost_model::options::{Encoding, MilpOptions};
-use absinthe_model::encodings::milp::{milp, Encoded};
-use absinthe_model::formats::machine::ModelMachine;
-use absinthe_model::language::analysis::Analysis;
+use absinthe_solvers::solve::{emit, EmitKind};
 use anyhow::bail;
-use clap::{Args, ValueEnum};
-
-use absinthe_model::cost_model::inline_search::InlineSearch;
+use clap::Args;
 
 use crate::args::{load_on, MachineArg, SearchArgs};
-use crate::output::{solution_text, write_atomic, Format};
-use crate::solving::{inline_choice, solve_program, Solved};
-use absinthe_model::output::text::{human_seconds, table};
+use crate::output::{solution_text, Format};
+use crate::solving::{inline_choice, solve_program};
+use absinthe_codegen::files::write_atomic;
 
 /// Choose which stencils to fuse and how to tile them, by solving one MILP.
 ///
@@ -66,222 +61,23 @@ pub struct SolveArgs {
     pub output: Option<PathBuf>,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum EmitKind {
-    Lp,
-    Mps,
-    Smt2,
-}
-
-fn emit_milp(
-    analysis: &Analysis,
-    view: &ModelMachine,
-    options: &MilpOptions,
-    emit: &[String],
-) -> anyhow::Result<()> {
-    let (kind, file) = match emit {
-        [k, f] => (k.as_str(), PathBuf::from(f)),
-        _ => bail!("--emit takes a kind and a file: --emit lp FILE"),
-    };
-    let kind = EmitKind::from_str(kind, true)
-        .map_err(|_| anyhow::anyhow!("--emit: unknown kind `{kind}`; use lp, mps or smt2"))?;
-    let mut text = Vec::new();
-    if kind == EmitKind::Smt2 || options.encoding == Encoding::Digits {
-        absinthe_model::encodings::milp::digits_supported(view).map_err(anyhow::Error::msg)?;
-    }
-    match kind {
-        EmitKind::Lp => {
-            let encoded = Encoded::build(analysis, view, options);
-            absinthe_solvers::write_lp(encoded.milp(), &mut text)?
-        }
-        EmitKind::Mps => {
-            let encoded = Encoded::build(analysis, view, options);
-            absinthe_solvers::write_mps(encoded.milp(), &mut text)?
-        }
-        // The SMT encoding is of the ABSINTHE (digits) MILP, whose rows `verify` proves sound.
-        EmitKind::Smt2 => {
-            text = absinthe_model::encodings::smt::linear_absinthe(&milp(analysis, view, options))
-                .to_smt2()
-                .into_bytes()
-        }
-    }
-    write_atomic(&file, &text)?;
-    eprintln!("wrote the MILP to {}", file.display());
-    Ok(())
-}
-
-/// The solution as text for people.
-pub fn print_table(solved: &Solved) {
-    print_summary(solved);
-    print_groups(solved);
-    print_stencils(solved);
-}
-
-/// The estimate, the inline set and the solver's status.
-fn print_summary(solved: &Solved) {
-    let s = &solved.solution;
-    let solver = s.solver.as_ref();
-    let size = &solved.optimum.size;
-    match solved.ranks {
-        Some(grid) => println!(
-            "{} on {} over {}x{} ranks: estimated {} per run ({} model; each group on its slowest rank class, exchanges included; one process alone: {})",
-            s.program,
-            solved.machine.name,
-            grid.px,
-            grid.py,
-            human_seconds(solved.optimum.objective_seconds),
-            s.model,
-            human_seconds(s.estimate_seconds.unwrap_or(0.0))
-        ),
-        None => println!(
-            "{} on {}: estimated {} per run ({} model)",
-            s.program,
-            solved.machine.name,
-            human_seconds(s.estimate_seconds.unwrap_or(0.0)),
-            s.model
-        ),
-    }
-    let inl = &solved.inline;
-    match (&inl.search, inl.names.is_empty()) {
-        (_, false) => println!(
-            "inlined: {} ({}; model optimum without inlining {})",
-            inl.names.join(" "),
-            match inl.search {
-                InlineSearch::None => "given".to_string(),
-                s => format!(
-                    "{} search, {} inline sets solved",
-                    s.name(),
-                    inl.sets_solved
-                ),
-            },
-            inl.without_seconds
-                .map_or("not solved".into(), human_seconds)
-        ),
-        (InlineSearch::None, true) => {
-            if let Some(note) = &inl.note {
-                println!("inlined: none ({note})");
-            }
-        }
-        (s, true) => println!(
-            "inlined: none ({} search over {} candidate(s), {} inline sets solved)",
-            s.name(),
-            inl.candidates,
-            inl.sets_solved
-        ),
-    }
-    if let Some(r) = solver {
-        println!(
-            "solver {}: {}, gap {:.3}%, {:.2} s; MILP {} variables ({} binary, {} integer), {} constraints",
-            r.name,
-            r.status,
-            r.gap * 100.0,
-            r.seconds,
-            size.variables,
-            size.binaries,
-            size.integers,
-            size.constraints
-        );
-    }
-}
-
-/// One row per group: its stencils, tiles and whether it streams.
-fn print_groups(solved: &Solved) {
-    let s = &solved.solution;
-    println!();
-    let rows: Vec<Vec<String>> = s
-        .groups
-        .iter()
-        .enumerate()
-        .map(|(g, gr)| {
-            let ts = gr.tile_size.unwrap_or([0; 3]);
-            vec![
-                g.to_string(),
-                gr.stencils.join(" "),
-                format!("{}x{}x{}", gr.tiles[0], gr.tiles[1], gr.tiles[2]),
-                format!("{}x{}x{}", ts[0], ts[1], ts[2]),
-                if gr.stream { "yes" } else { "no" }.to_string(),
-                if gr.crowded { "yes" } else { "no" }.to_string(),
-            ]
-        })
-        .collect();
-    print!(
-        "{}",
-        table(
-            &[
-                "group",
-                "stencils",
-                "tiles",
-                "tile size",
-                "streams",
-                "crowded"
-            ],
-            &rows
-        )
-    );
-    println!();
-}
-
-/// One row per stencil: its widths, times, dominant memory, loads and store.
-fn print_stencils(solved: &Solved) {
-    let cost = &solved.optimum.cost;
-    let rows: Vec<Vec<String>> = cost
-        .stencils()
-        .enumerate()
-        .map(|(i, c)| {
-            let (peel, body) = c.dominant();
-            vec![
-                solved.analysis.stencils[i].name.clone(),
-                solved.optimum.config.groups[i].to_string(),
-                (0..3)
-                    .map(|d| format!("{}/{}", c.widths[d][0], c.widths[d][1]))
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                human_seconds(c.peel),
-                human_seconds(c.body),
-                human_seconds(c.time),
-                format!("peel:{peel} body:{body}"),
-                c.loads
-                    .iter()
-                    .map(|&a| solved.analysis.arrays[a].name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(","),
-                if c.store { "yes".into() } else { "no".into() },
-            ]
-        })
-        .collect();
-    print!(
-        "{}",
-        table(
-            &[
-                "stencil",
-                "group",
-                "widths i j k (-/+)",
-                "peel",
-                "body",
-                "time",
-                "dominant memory",
-                "loads",
-                "store"
-            ],
-            &rows
-        )
-    );
-    let overhead: f64 = cost.groups.iter().map(|g| g.overhead).sum();
-    println!("\ntile-loop overhead: {}", human_seconds(overhead));
-}
-
 pub fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {
-    if let Some(emit) = args.emit.as_deref() {
+    if let Some(kind_file) = args.emit.as_deref() {
         // The problem of the program `solve` solves (the chosen stencils inlined), written
         // before solving, so that an infeasible or slow problem can still be inspected.
         let (program, analysis, _, view) = load_on(&args.program, &args.machine)?;
         let inline = inline_choice(&program, &analysis, &view, &args.search)?;
         let options = args.search.milp_options(&inline.program)?;
-        emit_milp(&inline.analysis, &view, &options, emit)?;
+        let [kind, file] = kind_file else {
+            bail!("--emit takes a kind and a file: --emit lp FILE")
+        };
+        let text = emit(&inline.analysis, &view, &options, EmitKind::parse(kind)?)?;
+        write_atomic(Path::new(file), &text)?;
+        eprintln!("wrote the MILP to {file}");
     }
     let solved = solve_program(&args.program, &args.machine, &args.search, args.solver)?;
     match args.format {
-        Format::Table => print_table(&solved),
+        Format::Table => print!("{solved}"),
         Format::Json => print!("{}", solution_text(&solved.solution, true)?),
         Format::Yaml => print!("{}", solution_text(&solved.solution, false)?),
     }

@@ -1,22 +1,17 @@
-//! `absinthe tune PROGRAM --top K`: model-guided auto-tuning. The K best configurations by the
-//! model that are not ties of each other (the exact search, `search::k_best`, then
-//! `variants::distinct_best`), and the optima of the next-best inline sets
-//! (`--inline-sets`), are built, verified and timed like `bench` variants; then the fastest is
-//! refined by measured sweeps of tile counts (`--refine`, `variants::measured_sweeps`);
-//! the fastest verified configuration is written as a solution file.
+//! `absinthe tune PROGRAM`: model-guided auto-tuning; the winner is written as a solution file.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use absinthe_measure::bench::{BenchOptions, BenchTarget, Build};
-use absinthe_measure::tune::{tune, Candidate, Refine, TuneOptions, TuneReport};
+use absinthe_measure::tune::{default_solution_path, parse_refine, tune, Refine, TuneOptions};
 use absinthe_measure::MeasureError;
+use absinthe_model::formats::yaml;
 use absinthe_solvers::method::Method;
 use clap::Args;
 
 use crate::args::{bench_of, FlushArgs, MachineArg, SearchArgs};
-use crate::output::{solution_text, write_atomic, Format};
-use absinthe_model::output::text::{groups_cell, human_seconds, table, tiles_cell};
+use crate::output::{solution_text, Format};
+use absinthe_codegen::files::write_atomic;
 
 /// Model-guided auto-tuning: build, verify and time the model's K best configurations, refine
 /// the fastest by measurement, and keep the fastest of all.
@@ -122,35 +117,12 @@ pub struct TuneArgs {
     pub format: Format,
 }
 
-fn parse_refine(s: &str) -> Result<Refine, String> {
-    if s == "auto" {
-        return Ok(Refine::Auto);
-    }
-    match s.parse::<usize>() {
-        Ok(n) if n <= 1024 => Ok(Refine::Count(n)),
-        _ => Err(format!("`{s}` is not `auto` or a count from 0 to 1024")),
-    }
-}
-
-pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: TuneArgs) -> anyhow::Result<std::process::ExitCode> {
     args.search.refuse_ranks("tune")?;
-    let options = BenchOptions {
-        runs: args.runs,
-        flush: args.flush.flush()?,
-        warm: false,
-        build: Build::of_flags(args.exact, args.relaxed_math),
-        target: BenchTarget::Openmp,
-        scalars: Vec::new(),
-        roofline: false,
-        cache_model: false,
-    };
-    let bench = bench_of(
-        &args.program,
-        &args.machine,
-        args.templates.as_deref(),
-        &args.scalars,
-        options,
-    )?;
+    let build = Build::of_flags(args.exact, args.relaxed_math);
+    let options = BenchOptions::new(args.runs, args.flush.flush()?, build, BenchTarget::Openmp);
+    let (program, templates) = (&args.program, args.templates.as_deref());
+    let bench = bench_of(program, &args.machine, templates, &args.scalars, options)?;
     eprintln!("planning variants of {} ...", bench.program.name);
     let options = TuneOptions {
         top: args.top as usize,
@@ -160,177 +132,23 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         plan: args.search.plan_settings(&bench.program, Method::Dp, 1)?,
     };
     let mut tuning = tune(&bench, &options).map_err(|e| match e {
-        MeasureError::NothingFeasible => {
-            anyhow::anyhow!("{}: {e}", args.program.display())
-        }
+        MeasureError::NothingFeasible => anyhow::anyhow!("{}: {e}", program.display()),
         e => e.into(),
     })?;
     if let Some(path) = &args.plot {
-        let title = format!(
-            "{}: {} candidates, predicted vs measured",
-            bench.program.name,
-            tuning.points.len()
-        );
-        absinthe_measure::accuracy::plot(path, &title, &tuning.points)?;
+        tuning.plot(path)?;
         eprintln!("wrote {}", path.display());
     }
-    let output = args.output.clone().unwrap_or_else(|| {
-        let stem = args
-            .program
-            .file_stem()
-            .map_or("program".into(), |s| s.to_string_lossy().into_owned());
-        PathBuf::from(format!("{stem}.tuned.yaml"))
-    });
+    let output = args.output.unwrap_or(default_solution_path(program));
     let json = output.extension().is_some_and(|e| e == "json");
     write_atomic(&output, solution_text(&tuning.solution, json)?.as_bytes())?;
     tuning.report.solution_file = output.clone();
     let report = &tuning.report;
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(report)?),
-        Format::Yaml => print!(
-            "{}",
-            absinthe_model::formats::yaml::to_string(report).map_err(anyhow::Error::msg)?
-        ),
-        Format::Table => print_table(&bench, report),
+        Format::Yaml => print!("{}", yaml::to_string(report).map_err(anyhow::Error::msg)?),
+        Format::Table => print!("{}", report.text(&bench.flush_phrase())),
     }
     eprintln!("wrote the solution to {}", output.display());
-    Ok(if tuning.failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
-fn print_table(bench: &absinthe_measure::Bench, report: &TuneReport) {
-    let body: Vec<Vec<String>> = report
-        .candidates
-        .iter()
-        .map(|c| candidate_row(c, report.winner_rank))
-        .collect();
-    let sets = {
-        let mut s: Vec<&Vec<String>> = report.candidates.iter().map(|c| &c.inline).collect();
-        s.sort();
-        s.dedup();
-        s.len()
-    };
-    println!(
-        "{} on {}: {} configurations over {sets} inline set(s), the model's best and {} from measured sweeps, built, verified and timed (median of {} runs, {})",
-        bench.program.name,
-        bench.machine.name,
-        report.candidates.len(),
-        report.refined,
-        report.runs,
-        bench.flush_phrase()
-    );
-    println!();
-    print!(
-        "{}",
-        table(
-            &[
-                "rank",
-                "groups",
-                "tiles",
-                "streams",
-                "inlined",
-                "from",
-                "predicted",
-                "measured",
-                "error",
-                "verified",
-                ""
-            ],
-            &body
-        )
-    );
-    print_footer(report);
-}
-
-/// The table row of one candidate.
-fn candidate_row(c: &Candidate, winner_rank: usize) -> Vec<String> {
-    let opt = |x: Option<f64>| x.map_or("-".to_string(), human_seconds);
-    vec![
-        c.rank.to_string(),
-        groups_cell(&c.groups),
-        tiles_cell(&c.tiles),
-        if c.stream.is_empty() {
-            "-".into()
-        } else {
-            groups_cell(&c.stream)
-        },
-        c.inline.len().to_string(),
-        c.stage.name().into(),
-        if c.feasible {
-            human_seconds(c.predicted_seconds)
-        } else {
-            format!("({})", human_seconds(c.predicted_seconds))
-        },
-        match (c.measured_seconds, c.confirmed) {
-            (Some(m), true) => format!("{}*", human_seconds(m)),
-            (m, _) => opt(m),
-        },
-        c.prediction_error
-            .map_or("-".into(), |e| format!("{:+.1}%", e * 100.0)),
-        match c.verified {
-            Some(true) => "yes",
-            Some(false) => "NO",
-            None => "-",
-        }
-        .into(),
-        if c.rank == winner_rank {
-            "<- fastest"
-        } else {
-            ""
-        }
-        .into(),
-    ]
-}
-
-/// The footnotes and the verdict under the table.
-fn print_footer(report: &TuneReport) {
-    if report.confirmed > 0 {
-        println!(
-            "*: one of the {} fastest, timed again together at the end ({} runs each); the fastest of that run is written",
-            report.confirmed, report.confirm_runs
-        );
-    }
-    if report.candidates.iter().any(|c| !c.feasible) {
-        println!("(predicted): a configuration the model rules out (cache or parallel efficiency), timed by a sweep; its prediction ignores that");
-    }
-    println!();
-    match report.speedup_over_model_optimum {
-        Some(s) if report.winner_rank != report.model_optimum_rank => println!(
-            "fastest: the model's rank {} ({}), {:.1}% faster than the model's optimum (rank {})",
-            report.winner_rank,
-            human_seconds(report.winner_seconds),
-            (s - 1.0) * 100.0,
-            report.model_optimum_rank
-        ),
-        _ => println!(
-            "fastest: the model's optimum (rank {}, {})",
-            report.model_optimum_rank,
-            human_seconds(report.winner_seconds)
-        ),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{parse_refine, Refine};
-
-    /// `--refine auto` keeps tune within a tenth of the auto-tuning grid: hdiff's 448 tilings
-    /// (128x128x64) leave 34 after the model's 10, the 294 of 64x64x60 leave 19; a count is
-    /// taken as given, and anything else is refused naming what is accepted.
-    #[test]
-    fn refine_auto_is_a_tenth_of_the_grid_less_the_model_stage() {
-        assert_eq!(parse_refine("auto"), Ok(Refine::Auto));
-        assert_eq!(Refine::Auto.budget([128, 128, 64], 10), 34);
-        assert_eq!(Refine::Auto.budget([64, 64, 60], 10), 19);
-        assert_eq!(Refine::Auto.budget([64, 64, 60], 40), 0);
-        assert_eq!(parse_refine("5"), Ok(Refine::Count(5)));
-        assert_eq!(Refine::Count(5).budget([64, 64, 60], 40), 5);
-        for bad in ["lots", "-1", "1025"] {
-            let e = parse_refine(bad).unwrap_err();
-            assert!(e.contains("`auto` or a count from 0 to 1024"), "{e}");
-        }
-    }
+    Ok(std::process::ExitCode::from(u8::from(tuning.failed)))
 }

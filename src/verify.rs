@@ -1,35 +1,16 @@
 //! `absinthe verify PROGRAM --solution SOL`: exact certificates for a solution file.
-//!
-//! 1. **estimate**: the configuration is re-evaluated in exact rational arithmetic
-//!    (`model::exact`) and checked against the program's restrictions, the feasibility
-//!    constraints (decided exactly) and the file's `estimate_seconds`.
-//! 2. **soundness**: for every binary-digit product and exact maximum of this program's MILP,
-//!    Z3 proves that no assignment of its rows within the bounds gives the output another value
-//!    than the product (maximum) (`model::smt::soundness_queries`, each UNSAT).
-//! 3. **optimality**: Z3 is asked for a point of the exact linear encoding with
-//!    `objective < estimate × (1 − gap)`; UNSAT certifies the solution optimal within the gap,
-//!    SAT yields a better configuration, which is re-evaluated exactly and shown.
-//!
-//! A time limit turns an unfinished proof into "unknown". Exit status: 0 when everything asked
-//! is certified, 1 when the solution is rejected (or a proof fails), 2 when something is
-//! unknown.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use absinthe_model::output::solution::Solution;
 use absinthe_model::FileError;
-use absinthe_solvers::certify::{
-    check_estimate, check_optimality, check_soundness, BetterConfiguration, Query, Step, Verdict,
-};
+use absinthe_solvers::certify::{Query, Verdict};
+use absinthe_solvers::verify::{verify, Checks};
 use clap::Args;
-use serde::Serialize;
 
-use crate::args::load;
-use crate::args::{MachineArg, SearchArgs};
+use crate::args::{load, MachineArg, SearchArgs};
 use crate::output::Format;
-use absinthe_model::output::text::human_seconds;
-use absinthe_model::output::text::table;
 
 /// Certify a solution file exactly: its estimate, the linearization, its optimality.
 ///
@@ -78,17 +59,6 @@ pub enum QueryArg {
     Linear,
 }
 
-#[derive(Clone, Debug, Serialize)]
-struct Report {
-    program: String,
-    solution: String,
-    gap: f64,
-    certified: bool,
-    steps: Vec<Step>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    better: Option<BetterConfiguration>,
-}
-
 /// The steps `verify` may leave out (`--skip`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Skip {
@@ -99,7 +69,6 @@ pub enum Skip {
 }
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
-    let skips = |step: Skip| args.skip.contains(&step);
     let (original, _) = load(&args.program)?;
     let solution = Solution::load(&args.solution).map_err(anyhow::Error::new)?;
     // A solution with stencils inlined describes (and is certified on) the rewritten program:
@@ -110,98 +79,29 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let (_, view) = args.machine.load_for_solution(&program, solution.model)?;
     let analysis = absinthe_model::Analysis::weighed(&program, view.params.operations)
         .map_err(|d| FileError::new(&args.solution, d))?;
-    let options = args.search.milp_options(&program)?;
-    let solve_options = args.search.solve_options()?;
-    if view.gpu && !(skips(Skip::Soundness) && skips(Skip::Optimality)) {
-        anyhow::bail!(
-            "{}; on a GPU machine `verify` checks the estimate only: add --skip soundness --skip optimality",
-            absinthe_model::encodings::milp::GPU_DIGITS_UNSUPPORTED
-        );
-    }
-    let mut steps = Vec::new();
-    let mut better = None;
-    let (estimate, checked) = check_estimate(&analysis, &view, &solution, &options);
-    steps.push(estimate);
-    if let Some((_, exact)) = &checked {
-        if !skips(Skip::Soundness) {
-            steps.push(check_soundness(
-                &analysis,
-                &view,
-                &options,
-                solve_options.time_limit,
-            )?);
-        }
-        if !skips(Skip::Optimality) {
-            let (s, b) = check_optimality(
-                &analysis,
-                &view,
-                &options,
-                exact,
-                solve_options.relative_gap,
-                solve_options.time_limit,
-                match args.smt_encoding {
-                    QueryArg::Nonlinear => Query::Nonlinear,
-                    QueryArg::Linear => Query::Linear,
-                },
-            )?;
-            steps.push(s);
-            better = b;
-        }
-    }
-    let certified = steps.iter().all(|s| s.verdict == Verdict::Certified);
-    let report = Report {
-        program: program.name.clone(),
-        solution: args.solution.display().to_string(),
-        gap: solve_options.relative_gap,
-        certified,
-        steps,
-        better,
+    let search = &args.search;
+    let checks = Checks {
+        soundness: !args.skip.contains(&Skip::Soundness),
+        optimality: !args.skip.contains(&Skip::Optimality),
+        query: match args.smt_encoding {
+            QueryArg::Nonlinear => Query::Nonlinear,
+            QueryArg::Linear => Query::Linear,
+        },
     };
+    let report = verify(
+        (&program.name, args.solution.display().to_string()),
+        (&analysis, &view),
+        &solution,
+        (&search.milp_options(&program)?, &search.solve_options()?),
+        checks,
+    )?;
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        _ => print_report(&report),
+        _ => print!("{report}"),
     }
-    Ok(if certified {
-        ExitCode::SUCCESS
-    } else if report.steps.iter().any(|s| s.verdict == Verdict::Rejected) {
-        ExitCode::from(1)
-    } else {
-        ExitCode::from(2)
+    Ok(match report.verdict() {
+        Verdict::Certified => ExitCode::SUCCESS,
+        Verdict::Rejected => ExitCode::from(1),
+        Verdict::Unknown => ExitCode::from(2),
     })
-}
-
-fn print_report(report: &Report) {
-    println!("verify {} against {}:", report.solution, report.program);
-    let rows: Vec<Vec<String>> = report
-        .steps
-        .iter()
-        .map(|s| {
-            vec![
-                s.step.to_string(),
-                format!("{:?}", s.verdict).to_lowercase(),
-                human_seconds(s.seconds),
-                s.detail.clone(),
-            ]
-        })
-        .collect();
-    print!("{}", table(&["step", "verdict", "time", "detail"], &rows));
-    if let Some(b) = &report.better {
-        println!(
-            "\nbetter configuration: groups {:?}, tiles {:?}, exact cost {} ({})",
-            b.groups,
-            b.tiles,
-            b.exact_seconds,
-            human_seconds(b.seconds)
-        );
-    }
-    println!(
-        "\n{}",
-        if report.certified {
-            "certified"
-        } else if report.steps.iter().any(|s| s.verdict == Verdict::Rejected) {
-            "REJECTED"
-        } else {
-            "not certified (unknown)"
-        }
-    );
 }

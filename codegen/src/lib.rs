@@ -3,7 +3,8 @@
 //! array lives, the expressions as C) and the templates under `codegen/templates/` lay it out
 //! as OpenMP C++: a kernel header and source, and optionally a verification and timing
 //! harness; [`cuda`] lays the same schedule out as CUDA kernels plus a host emulation of them.
-//! [`compile`] builds and runs generated code with the machine's compiler.
+//! [`compile`] builds and runs generated code with the machine's compiler; [`files`] writes files
+//! whole.
 //!
 //! ```no_run
 //! use absinthe_codegen::{lower, render::{Renderer, HarnessOptions}};
@@ -21,6 +22,7 @@
 pub mod cexpr;
 pub mod compile;
 pub mod cuda;
+pub mod files;
 pub mod host;
 pub mod ranks;
 pub mod render;

@@ -36,6 +36,20 @@ pub const KEEP_TOLERANCE: f64 = 0.02;
 /// fraction decides for many-array programs) and a small domain.
 pub const CALIBRATION_DOMAINS: [[usize; 3]; 2] = [[256, 128, 60], [64, 64, 60]];
 
+/// The calibration programs' domains: `extents` (`--calibration-domain`, three per domain,
+/// each at least 4), or [`CALIBRATION_DOMAINS`] when empty.
+pub fn domains(extents: &[usize]) -> Result<Vec<[usize; 3]>, LearnError> {
+    if extents.is_empty() {
+        return Ok(CALIBRATION_DOMAINS.to_vec());
+    }
+    if !extents.len().is_multiple_of(3) || extents.iter().any(|&n| n < 4) {
+        return Err(LearnError::Invalid(format!(
+            "--calibration-domain takes three extents of at least 4 (x,y,z), found {extents:?}"
+        )));
+    }
+    Ok(extents.chunks(3).map(|d| [d[0], d[1], d[2]]).collect())
+}
+
 /// What one fraction's optima measured.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FractionResult {

@@ -12,6 +12,7 @@
 //!   programs at several fractions.
 //! - [`machine_file`]: writes `params` and `learned` into a machine file, keeping the rest of
 //!   its text (comments included) as it was.
+//! - [`text`]: the reports of a run as text for people, and the progress bar on standard error.
 
 pub mod calibrate;
 pub mod fit;
@@ -21,6 +22,7 @@ pub mod kernels;
 pub mod machine_file;
 pub mod network;
 pub mod pipeline;
+pub mod text;
 pub mod training;
 pub mod training_runs;
 
@@ -58,6 +60,18 @@ pub enum LearnError {
     Calibrate(String),
     #[error("kernel refit: {0}")]
     Kernels(String),
+    /// A request that cannot be met, or a result that does not hold, said in full.
+    #[error("{0}")]
+    Invalid(String),
+    /// A program that does not start (`sh`).
+    #[error("cannot run {0}")]
+    Spawn(String, #[source] std::io::Error),
+    /// A directory that cannot be created.
+    #[error("cannot create {0}")]
+    Create(String, #[source] std::io::Error),
+    /// An error about the named file.
+    #[error("{0}")]
+    In(String, #[source] Box<LearnError>),
 }
 
 /// How much to measure and on what.

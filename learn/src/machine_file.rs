@@ -1,12 +1,23 @@
-//! Writing what `learn` found into a machine file: only the top-level `params` and `learned`
-//! blocks are replaced (and `cores` / `cache_bytes` added when the file lacks them); every
-//! other line, comments included, stays as written. The result is validated as a machine file
-//! before it is returned.
+//! Reading a machine file with its text, and writing what `learn` found into it: only the
+//! top-level `params` and `learned` blocks are replaced (and `cores` / `cache_bytes` added when
+//! the file lacks them); every other line, comments included, stays as written. The result is
+//! validated as a machine file before it is returned.
 
+use std::path::Path;
+
+use absinthe_model::formats::diagnostic::load_file;
 use absinthe_model::formats::learned::Learned;
 use absinthe_model::formats::machine::{Machine, Params, PeelBody};
+use absinthe_model::FileError;
 
 use crate::LearnError;
+
+/// The machine file at `path`, parsed, and its text (which `learn` rewrites).
+pub fn read(path: &Path) -> Result<(Machine, String), FileError> {
+    load_file(path, |text| {
+        Machine::from_yaml(text).map(|m| (m, text.to_string()))
+    })
+}
 
 /// The top-level key a line opens, if it opens one (`key:` at column 0).
 fn top_level_key(line: &str) -> Option<&str> {

@@ -10,8 +10,10 @@ use std::path::Path;
 use std::process::Command;
 
 use absinthe_codegen::render::Renderer;
+use absinthe_model::formats::machine::Machine;
 use absinthe_model::formats::network::Network;
 
+use crate::machine_file::set_top_level;
 use crate::LearnError;
 
 /// Cells exchanged on each side in the halo pattern, and the sub-domains' levels.
@@ -43,6 +45,42 @@ pub struct NetworkMeasurement {
     pub halo: Vec<HaloSample>,
     /// Per halo sample, the network's prediction over the measured time.
     pub ratios: Vec<f64>,
+}
+
+impl NetworkMeasurement {
+    /// The machine file's text `text` with its `network:` section set to this network, every
+    /// other key as written; checked to read back.
+    pub fn machine_text(&self, text: &str) -> Result<String, LearnError> {
+        let n = &self.network;
+        let value = format!(
+            "{{latency_us: {:.4}, bandwidth_gbs: {:.4}, run_ns: {:.4}, source: \"{}\"}}",
+            n.latency_us,
+            n.bandwidth_gbs,
+            n.run_ns,
+            n.source.replace('"', "'")
+        );
+        let new_text = set_top_level(text, "network", &value);
+        Machine::from_yaml(&new_text).map_err(|d| {
+            LearnError::Invalid(format!("the new network section does not read back: {d:?}"))
+        })?;
+        Ok(new_text)
+    }
+}
+
+/// `learn --ranks`: measures the transport between `ranks` ranks (in a temporary directory)
+/// and writes the machine file's `text`, its `network:` section set, to `out` with `write`
+/// (the caller's atomic write); returns what was measured.
+pub fn learn<E: From<LearnError>>(
+    text: &str,
+    ranks: usize,
+    out: &Path,
+    write: &dyn Fn(&Path, &str) -> Result<(), E>,
+) -> Result<NetworkMeasurement, E> {
+    let dir =
+        tempfile::tempdir().map_err(|e| LearnError::Create("a temporary directory".into(), e))?;
+    let measured = measure(ranks, dir.path())?;
+    write(out, &measured.machine_text(text)?)?;
+    Ok(measured)
 }
 
 /// Builds the measurement in `dir` with `mpicxx`, runs it on `ranks` ranks (at most 10

@@ -1,19 +1,192 @@
 //! `absinthe learn`'s whole run as one library call: the synthetic fit, the operation weights,
 //! the refit to real kernels, the choice of `cache_fraction` and of `group_arrays`, and the
-//! machine file rewritten with what was learned. Nothing is written or printed here: steps and
-//! progress go to a hook, and the caller writes the returned text.
+//! machine file rewritten with what was learned; what a request resolves to on a machine, and
+//! where the results go. Nothing is printed here: steps and progress go to a hook, and files
+//! are written only through the caller's atomic write.
 
+use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use absinthe_codegen::compile::{operation_times, OperationTimes};
-use absinthe_codegen::render::Renderer;
+use absinthe_codegen::compile::{operation_times, OperationTimes, Toolchain};
+use absinthe_codegen::host::l2_cache_bytes;
+use absinthe_codegen::render::{Flush, Renderer};
 use absinthe_model::formats::learned::{FitQuality, Learned};
 use absinthe_model::formats::machine::{Machine, Params};
+use absinthe_model::formats::model_kind::ModelKind;
+use absinthe_solvers::method::Backend;
 
 use crate::calibrate::{self, Calibration, LimitCalibration};
 use crate::kernels::{self, KernelRow, Refit};
 use crate::machine_file::{self, host_description, utc_timestamp};
-use crate::{learn, synthetic_r2, LearnError, LearnOptions, LearnResult, Progress};
+use crate::training::{self, TrainingProgram};
+use crate::training_runs::{to_csv, Measurement};
+use crate::{learn, synthetic_r2, Kernels, LearnError, LearnOptions, LearnResult, Progress};
+
+/// What `absinthe learn` is asked to measure and fit, before the machine is known.
+#[derive(Clone, Debug)]
+pub struct Request {
+    /// The original work's grid ([`LearnOptions::budget`]).
+    pub thorough: bool,
+    /// Tile shapes per family (None: the budget's, or on a GPU [`crate::gpu::SHAPES`]).
+    pub shapes: Option<usize>,
+    /// Timed runs per shape (None: the budget's, or on a GPU [`crate::gpu::RUNS`]).
+    pub repeats: Option<usize>,
+    /// The LP backend of the fit.
+    pub solver: Backend,
+    /// Time the generated kernels ([`Kernels::Generated`]) instead of runtime-tiled ones.
+    pub generated_kernels: bool,
+    /// Also time the slow programs streamed.
+    pub streamed_shapes: bool,
+    /// The form of the model fitted.
+    pub model: ModelKind,
+    /// Refit to real kernels.
+    pub kernel_refit: bool,
+    /// Random configurations per kernel in the refit (None: [`kernels::KERNEL_VARIANTS`]).
+    pub kernel_variants: Option<usize>,
+    /// Choose `cache_fraction` by measurement.
+    pub cache_fraction: bool,
+    /// Choose `group_arrays` by measurement.
+    pub group_arrays: bool,
+    /// The calibration programs' extents, three per domain (empty: the defaults).
+    pub calibration_domain: Vec<usize>,
+}
+
+impl Request {
+    /// Random configurations per kernel in the refit, 0 when there is none.
+    pub fn refit_variants(&self) -> usize {
+        if self.kernel_refit {
+            self.kernel_variants.unwrap_or(kernels::KERNEL_VARIANTS)
+        } else {
+            0
+        }
+    }
+
+    /// What to measure on `host`, for `machine` (its compiler and `cache_fraction`), with the
+    /// caches emptied by `flush`; and the steps after the synthetic fit (the calibration
+    /// domains checked before the long part).
+    pub fn plan(
+        &self,
+        machine: &Machine,
+        host: Host,
+        flush: Flush,
+    ) -> Result<(LearnOptions, Steps), LearnError> {
+        let (shapes, repeats) = LearnOptions::budget(self.thorough);
+        let options = LearnOptions {
+            shapes: self.shapes.unwrap_or(shapes),
+            repeats: self.repeats.unwrap_or(repeats).max(1),
+            domain: training::DOMAIN,
+            threads: host.threads,
+            tile_bytes: host.cache_bytes as f64 * machine.cache_fraction,
+            flush,
+            toolchain: Toolchain::new(&machine.compiler.cxx, &machine.compiler.flags),
+            solver: self.solver,
+            jobs: host.cpus,
+            kernels: if self.generated_kernels {
+                Kernels::Generated
+            } else {
+                Kernels::RuntimeTiled
+            },
+            streamed_shapes: self.streamed_shapes,
+            model: self.model,
+        };
+        let full = self.model.inlines();
+        let steps = Steps {
+            kernel_refit: (full && self.kernel_refit).then(|| self.refit_variants()),
+            cache_fraction: full && self.cache_fraction,
+            group_arrays: full && self.group_arrays,
+            domains: calibrate::domains(&self.calibration_domain)?,
+        };
+        Ok((options, steps))
+    }
+}
+
+/// The machine `learn` runs on: OpenMP threads, the bytes of cache a tile's share is taken
+/// of, and the CPUs (compilers run at a time).
+#[derive(Clone, Copy, Debug)]
+pub struct Host {
+    pub threads: usize,
+    pub cache_bytes: u64,
+    pub cpus: usize,
+}
+
+impl Host {
+    /// This machine as `machine` describes it: its `cores` (default: this machine's CPUs) and
+    /// `cache_bytes` (default: the L2 size sysfs reports).
+    pub fn of(machine: &Machine) -> Result<Host, LearnError> {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cache_bytes = match machine.cache_bytes {
+            Some(c) => c,
+            None => l2_cache_bytes().ok_or_else(|| {
+                LearnError::Invalid(
+                    "the machine file has no cache_bytes and sysfs reports no cache size; add cache_bytes"
+                        .into(),
+                )
+            })?,
+        };
+        Ok(Host {
+            threads: machine.cores.unwrap_or(cpus),
+            cache_bytes,
+            cpus,
+        })
+    }
+}
+
+/// Where `learn` writes: the machine file's new text to `out`, and with `keep_data` the raw
+/// measurements (`measurements.csv`) into that directory.
+#[derive(Clone, Copy, Debug)]
+pub struct Outputs<'a> {
+    pub out: &'a Path,
+    pub keep_data: Option<&'a Path>,
+}
+
+impl<'a> Outputs<'a> {
+    /// The machine file to `out`, and with `keep_data` the raw measurements into it.
+    pub fn new(out: &'a Path, keep_data: Option<&'a Path>) -> Outputs<'a> {
+        Outputs { out, keep_data }
+    }
+
+    /// Writes the raw `measurements` (with `keep_data`), then the machine file's new `text`,
+    /// each with `write` (the caller's atomic write); returns the file written.
+    pub fn write<E: From<LearnError>>(
+        &self,
+        text: &str,
+        measurements: &[Measurement],
+        write: &dyn Fn(&Path, &str) -> Result<(), E>,
+    ) -> Result<&'a Path, E> {
+        if let Some(dir) = self.keep_data {
+            let csv = ("measurements.csv".to_string(), to_csv(measurements));
+            write_files(dir, &[csv], write)?;
+        }
+        write(self.out, text)?;
+        Ok(self.out)
+    }
+}
+
+/// Writes `files` (name, text) into `dir`, created if missing, each with `write` (the
+/// caller's atomic write).
+pub fn write_files<E: From<LearnError>>(
+    dir: &Path,
+    files: &[(String, String)],
+    write: &dyn Fn(&Path, &str) -> Result<(), E>,
+) -> Result<(), E> {
+    std::fs::create_dir_all(dir).map_err(|e| LearnError::Create(dir.display().to_string(), e))?;
+    for (name, text) in files {
+        write(&dir.join(name), text)?;
+    }
+    Ok(())
+}
+
+/// The training and calibration programs as files, (name, YAML text): what `learn` measures.
+pub fn program_files() -> Result<Vec<(String, String)>, LearnError> {
+    let domains = &calibrate::CALIBRATION_DOMAINS;
+    let mut programs = training::programs(training::DOMAIN)?;
+    programs.extend(training::wide_programs(domains)?);
+    programs.extend(training::fields_programs(domains)?);
+    Ok(programs
+        .into_iter()
+        .map(|p: TrainingProgram| (format!("{}.yaml", p.program.name), p.text))
+        .collect())
+}
 
 /// Which steps after the synthetic fit run.
 #[derive(Clone, Debug)]
@@ -37,6 +210,9 @@ pub enum Event {
     Progress(Progress),
     /// Something a person should know; the run goes on.
     Warning(String),
+    /// After a failure, the bundles built and run here and their output stay in this
+    /// directory.
+    Kept(PathBuf),
 }
 
 /// The steps, with what each will try.
@@ -52,6 +228,14 @@ pub enum Step {
     GroupArrays {
         programs: usize,
         limits: Vec<Option<usize>>,
+    },
+    /// `learn --target cuda` builds and runs `bundles` CUDA bundles in `dir` here: `cases`
+    /// training cases and `kernel_cases` kernel variants.
+    CudaBundles {
+        bundles: usize,
+        cases: usize,
+        kernel_cases: usize,
+        dir: PathBuf,
     },
 }
 
@@ -71,15 +255,17 @@ pub struct Learning {
     pub wall_seconds: f64,
 }
 
-/// Learns `machine` (whose file reads `text`) with `threads` threads and `cache_bytes` of cache.
+/// Learns `machine` (whose file reads `text`) on `host`, whose threads and cache the later steps
+/// solve with.
 pub fn run(
     machine: &Machine,
     text: &str,
-    (threads, cache_bytes): (usize, u64),
+    host: Host,
     options: &LearnOptions,
     steps: &Steps,
     events: &(dyn Fn(Event) + Sync),
 ) -> Result<Learning, LearnError> {
+    let (threads, cache_bytes) = (host.threads, host.cache_bytes);
     let started = Instant::now();
     let mut result = learn(options, &|p| events(Event::Progress(p)))?;
     let file_weights = machine.params.map(|p| p.operations).unwrap_or_default();

@@ -4,7 +4,7 @@
 //! batch of variants, the tuner several (the model's best, then its measured sweeps) through
 //! one [`Bench`].
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use absinthe_codegen::compile::{stream_bandwidth, HarnessResult, Toolchain};
 use absinthe_codegen::cuda::{plan as cuda_plan, GpuLimits};
@@ -42,6 +42,23 @@ pub struct BenchOptions {
     /// The program's run-time scalars' values, in order (`Program::scalar_values`); empty:
     /// their defaults.
     pub scalars: Vec<f64>,
+}
+
+impl BenchOptions {
+    /// `runs` flushed runs a variant of the kernels built `build` for `target`: no warm runs,
+    /// no roofline, no cache model, the scalars' default values.
+    pub fn new(runs: usize, flush: Flush, build: Build, target: BenchTarget) -> BenchOptions {
+        BenchOptions {
+            runs,
+            flush,
+            warm: false,
+            build,
+            target,
+            scalars: Vec::new(),
+            roofline: false,
+            cache_model: false,
+        }
+    }
 }
 
 /// Targets `bench` can build and run on this machine.
@@ -661,4 +678,48 @@ pub fn accuracy_points<'a>(
             optimum: p.variant == Some(Variant::Opt),
         })
         .collect()
+}
+
+/// A timed batch of variants (`bench`): one row per planned variant, whether some variant
+/// failed verification, and the points the model's accuracy is scored on
+/// ([`accuracy_points`]). `crate::text` renders it; it serializes as its rows.
+pub struct BenchReport<'a> {
+    /// The bench that timed it: the program, the machine's view and the options.
+    pub bench: &'a Bench,
+    pub rows: Vec<Row>,
+    pub failed: bool,
+    pub points: Vec<crate::accuracy::Point>,
+}
+
+impl Bench {
+    /// Builds, runs and verifies `planned` ([`Bench::time`]) into a report.
+    pub fn report(&self, planned: &[Planned]) -> Result<BenchReport<'_>, MeasureError> {
+        let (rows, failed) = self.time(planned)?;
+        let points = accuracy_points(planned.iter().zip(&rows));
+        Ok(BenchReport {
+            bench: self,
+            rows,
+            failed,
+            points,
+        })
+    }
+}
+
+impl Serialize for BenchReport<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.rows.serialize(s)
+    }
+}
+
+impl BenchReport<'_> {
+    /// Draws predicted against measured time of the timed variants into `path` (PNG or SVG,
+    /// [`crate::accuracy::plot`]).
+    pub fn plot(&self, path: &Path) -> Result<(), MeasureError> {
+        let title = format!(
+            "{}: predicted vs measured ({} variants)",
+            self.bench.program.name,
+            self.points.len()
+        );
+        crate::accuracy::plot(path, &title, &self.points)
+    }
 }

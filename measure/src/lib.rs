@@ -9,6 +9,7 @@
 //! - [`bench`]: [`Bench`] times planned variants into [`bench::Row`]s with the model's counts.
 //! - [`tune`]: the tuner, [`tune::tune`], returning a report and the winning solution.
 //! - [`accuracy`]: predicted against measured (R², share within 20%, Spearman) and the plot.
+//! - [`text`]: the reports of `bench`, `tune` and `bench --ranks` as text for people.
 
 pub mod accuracy;
 pub mod bench;
@@ -16,6 +17,7 @@ pub mod cache;
 pub mod progress;
 pub mod ranks;
 pub mod runner;
+pub mod text;
 pub mod tune;
 pub mod variants;
 

@@ -13,6 +13,7 @@ use absinthe_codegen::ranks::{decompose, Grid, RankOptions};
 use absinthe_codegen::render::{HarnessOptions, Renderer};
 use absinthe_codegen::{lower, CodegenError};
 use absinthe_model::cost_model::evaluate::{evaluate, Configuration};
+use absinthe_model::cost_model::inline_search::apply as inline_apply;
 use absinthe_model::cost_model::model::CostModel;
 use absinthe_model::cost_model::ranks::{rank_threads, Ranked};
 use absinthe_model::formats::machine::{Machine, ModelMachine};
@@ -21,6 +22,7 @@ use absinthe_model::language::analysis::Analysis;
 use absinthe_model::language::program::Program;
 use serde::{Deserialize, Serialize};
 
+use crate::variants::{Planned, Variant};
 use crate::MeasureError;
 
 /// One decomposed variant to time.
@@ -177,6 +179,154 @@ impl RankBench<'_> {
             }
             .into()),
         }
+    }
+}
+
+/// What `bench --ranks` times on: the program as written (the reference), the machine, the
+/// model's view for one process on the node, the grid, the runs a variant, the ranked optimum
+/// (its inlined stencils, indices into the program as written, and its configuration) and the
+/// single-process optimum (the program it solves, inlined, its analysis, inlined stencils and
+/// configuration).
+pub struct RankRun<'a> {
+    pub original: (&'a Program, &'a Analysis),
+    pub machine: &'a Machine,
+    pub view: &'a ModelMachine,
+    pub grid: Grid,
+    pub runs: usize,
+    pub ranked: (&'a [usize], &'a Configuration),
+    pub single: (&'a Program, &'a Analysis, &'a [usize], &'a Configuration),
+}
+
+/// What `bench --ranks` measured: each decomposed variant, and the single-process optimum on
+/// all the node's threads.
+pub struct RankReport {
+    /// The program's name.
+    pub program: String,
+    pub grid: Grid,
+    /// OpenMP threads per rank.
+    pub threads_per_rank: usize,
+    pub rows: Vec<RankRow>,
+    /// The single-process optimum's median seconds, and its threads.
+    pub one_process_seconds: f64,
+    pub one_process_threads: usize,
+}
+
+/// One decomposed variant to time: its stencils inlined (indices into the program as written),
+/// and the variant, whose configuration is of the program with them inlined.
+struct RankJob {
+    inline: Vec<usize>,
+    variant: RankVariant,
+}
+
+impl RankRun<'_> {
+    /// The bench of `program` (with its `analysis`, some inline set of the program as written).
+    fn bench<'b>(&'b self, program: &'b Program, analysis: &'b Analysis) -> RankBench<'b> {
+        RankBench {
+            program,
+            analysis,
+            original: self.original,
+            machine: self.machine,
+            view: self.view,
+            grid: self.grid,
+            runs: self.runs,
+        }
+    }
+
+    /// The variants to time. Without `planned`: the ranked optimum (`opt`, and `opt+overlap`)
+    /// and the single-process optimum decomposed (`single`). With `planned` (the variants
+    /// `--variants` names, planned for one process): each of them, `opt` standing for the
+    /// ranked optimum with and without overlap; the reference and the skipped ones are left
+    /// out, each with a line to `note`.
+    fn jobs(&self, planned: Option<Vec<Planned>>, note: &dyn Fn(&str)) -> Vec<RankJob> {
+        let job = |label: &str, (inline, config): (&[usize], &Configuration), overlap| RankJob {
+            inline: inline.to_vec(),
+            variant: RankVariant {
+                label: label.into(),
+                config: config.clone(),
+                overlap,
+            },
+        };
+        let ranked = self.ranked;
+        let Some(planned) = planned else {
+            let (_, _, inline, config) = self.single;
+            return vec![
+                job("opt", ranked, false),
+                job("opt+overlap", ranked, true),
+                job("single", (inline, config), false),
+            ];
+        };
+        let mut out = Vec::new();
+        for p in planned {
+            if p.variant == Some(Variant::Opt) {
+                out.extend([job("opt", ranked, false), job("opt+overlap", ranked, true)]);
+            } else if p.reference {
+                note(&format!(
+                    "note: {}: the naive reference is not decomposed over ranks; left out",
+                    p.name
+                ));
+            } else if let Some(why) = &p.skipped {
+                note(&format!("note: {}: {why}; left out", p.name));
+            } else {
+                out.push(RankJob {
+                    inline: p.inline,
+                    variant: RankVariant {
+                        label: p.name,
+                        config: p.config,
+                        overlap: false,
+                    },
+                });
+            }
+        }
+        out
+    }
+
+    /// Builds, runs and verifies the variants of `planned` (as `jobs` chooses them) decomposed
+    /// over the grid, then the single-process optimum on all the node's threads; the notes on
+    /// the variants left out and a line before each timing go to `progress`.
+    pub fn time(
+        &self,
+        planned: Option<Vec<Planned>>,
+        progress: &dyn Fn(&str),
+    ) -> Result<RankReport, MeasureError> {
+        let mut rows = Vec::new();
+        for job in self.jobs(planned, progress) {
+            let (program, analysis, _) =
+                inline_apply(self.original.0, self.view.params.operations, &job.inline)?;
+            let bench = self.bench(&program, &analysis);
+            progress(&format!(
+                "timing {} on {}x{} ranks ...",
+                job.variant.label, self.grid.px, self.grid.py
+            ));
+            rows.push(bench.run(&job.variant)?);
+        }
+        let (program, analysis, _, config) = self.single;
+        let bench = self.bench(program, analysis);
+        progress(&format!(
+            "timing the single-process optimum on {} threads ...",
+            self.view.threads
+        ));
+        let one = bench.single_process(config)?;
+        Ok(RankReport {
+            program: program.name.clone(),
+            grid: self.grid,
+            threads_per_rank: bench.rank_threads(),
+            rows,
+            one_process_seconds: one,
+            one_process_threads: self.view.threads,
+        })
+    }
+}
+
+impl RankReport {
+    /// The report as JSON (`bench --ranks --format json`).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "ranks": self.grid.dims(),
+            "threads_per_rank": self.threads_per_rank,
+            "one_process_seconds": self.one_process_seconds,
+            "one_process_threads": self.one_process_threads,
+            "rows": self.rows,
+        })
     }
 }
 

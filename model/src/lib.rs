@@ -75,6 +75,7 @@ pub mod encodings {
 /// What a search answers, as a file (the solution `solve` writes and `codegen`/`verify` read),
 /// and text for people (`text`: aligned tables, readable times).
 pub mod output {
+    pub mod check;
     pub mod solution;
     pub mod text;
 }

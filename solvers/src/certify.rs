@@ -33,6 +33,12 @@ pub enum CertifyError {
     Solver(#[from] SolverError),
     #[error("BUG: {0}")]
     Bug(String),
+    /// Soundness or optimality asked on a GPU machine, which no SMT encoding models.
+    #[error(
+        "{}; on a GPU machine `verify` checks the estimate only: add --skip soundness --skip optimality",
+        absinthe_model::encodings::milp::GPU_DIGITS_UNSUPPORTED
+    )]
+    Gpu,
 }
 
 /// The SMT encoding of the optimality query.

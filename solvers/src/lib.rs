@@ -16,6 +16,13 @@
 //! some backends can use is a trait of its own: a backend that takes a warm start implements
 //! [`WithInitialSolution`] (HiGHS does; CBC and Z3 do not).
 //!
+//! Built on them, the commands' work, each returning a report:
+//! - [`solve`]: a program solved on a machine (inline set, search, solution), and the problem
+//!   as a file for another solver.
+//! - [`compare`]: one problem on several solvers, and whether their optima agree.
+//! - `verify` (with `z3`): a solution file's certificates, step by step, and their verdict.
+//! - [`text`]: those reports as text for people.
+//!
 //! ```
 //! use absinthe_model::encodings::lp::{LinExpr, Milp, Sense};
 //! use absinthe_solvers::{by_name, available, SolveOptions, Status};
@@ -44,10 +51,15 @@ mod backend;
 mod cbc;
 #[cfg(feature = "z3")]
 pub mod certify;
+pub mod compare;
 #[cfg(feature = "highs")]
 mod highs;
 pub mod method;
 pub mod optimize;
+pub mod solve;
+pub mod text;
+#[cfg(feature = "z3")]
+pub mod verify;
 pub mod write;
 #[cfg(feature = "z3")]
 pub mod z3;

@@ -5,30 +5,18 @@
 mod gpu;
 mod network;
 
-use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::sync::Mutex;
 use std::time::Instant;
 
-use absinthe_codegen::compile::{OperationTimes, Toolchain};
-use absinthe_codegen::host::l2_cache_bytes;
-use absinthe_learn::pipeline::{self, Event, Step, Steps};
-use absinthe_learn::{
-    calibrate, kernels, training, training_runs, Kernels, LearnOptions, Progress,
-};
-use absinthe_model::formats::learned::{CrowdingCalibration, FitQuality};
-use absinthe_model::formats::machine::OperationWeights;
-use absinthe_model::formats::machine::{Machine, Params};
+use absinthe_learn::machine_file::read;
+use absinthe_learn::pipeline::{self, write_files, Host, Outputs, Request};
+use absinthe_learn::text::{start_line, Bar};
 use absinthe_model::formats::model_kind::ModelKind;
-use anyhow::Context;
 use clap::Args;
 
-use crate::args::FlushArgs;
-use crate::args::Target;
-use crate::output::write_atomic;
-use absinthe_model::output::text::{human_seconds, table};
+use crate::args::{FlushArgs, Target};
+use absinthe_codegen::files::write_atomic;
 
 /// Measure this machine and write the model's parameters into its machine file.
 ///
@@ -175,77 +163,15 @@ pub struct LearnArgs {
     pub model: ModelKind,
 }
 
-/// A one-line progress bar on standard error.
-struct Bar {
-    total: AtomicUsize,
-    done: AtomicUsize,
-    started: Mutex<Instant>,
-    quiet: bool,
-}
-
-impl Bar {
-    /// A bar started at `started`.
-    fn new(started: Instant, quiet: bool) -> Bar {
-        Bar {
-            total: 0.into(),
-            done: 0.into(),
-            started: Mutex::new(started),
-            quiet,
-        }
-    }
-
-    /// Empties the bar for the next step, its clock started now.
-    fn restart(&self) {
-        self.total.store(0, SeqCst);
-        self.done.store(0, SeqCst);
-        if let Ok(mut started) = self.started.lock() {
-            *started = Instant::now();
-        }
-    }
-
-    fn update(&self, event: Progress) {
-        let what = match event {
-            Progress::Start { total } => {
-                self.total.store(total, SeqCst);
-                "building".to_string()
-            }
-            Progress::Step { what } => {
-                self.done.fetch_add(1, SeqCst);
-                what
-            }
-        };
-        if self.quiet {
-            return;
-        }
-        let (done, total) = (self.done.load(SeqCst), self.total.load(SeqCst).max(1));
-        let width = 30;
-        let filled = width * done.min(total) / total;
-        let mut err = std::io::stderr().lock();
-        let _ = write!(
-            err,
-            "\r[{}{}] {done}/{total} {:>5.0}s  {what:<24}",
-            "#".repeat(filled),
-            " ".repeat(width - filled),
-            self.started
-                .lock()
-                .map_or(0.0, |s| s.elapsed().as_secs_f64())
-        );
-        if done >= total {
-            let _ = writeln!(err);
-        }
-        let _ = err.flush();
-    }
-}
-
 pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
+    if args.target == Target::Cuda && !args.model.is_default() {
+        anyhow::bail!(
+            "--model {} fits a CPU; --target cuda fits the linear form",
+            args.model
+        );
+    }
     if args.target == Target::Cuda {
-        if !args.model.is_default() {
-            anyhow::bail!(
-                "--model {} fits a CPU; --target cuda fits the linear form",
-                args.model
-            );
-        }
         return gpu::run(&args);
     }
     if args.emit.is_some() || args.timings.is_some() {
@@ -255,389 +181,55 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
         return network::run(&args, ranks);
     }
     if let Some(dir) = &args.write_programs {
-        return write_programs(dir);
+        write_files(dir, &pipeline::program_files()?, &write_listed)?;
+        return Ok(ExitCode::SUCCESS);
     }
-    let machine = Machine::load(&args.machine)?;
-    let text = std::fs::read_to_string(&args.machine)
-        .with_context(|| format!("cannot read {}", args.machine.display()))?;
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads = machine.cores.unwrap_or(cpus);
-    let cache_bytes = match machine.cache_bytes {
-        Some(c) => c,
-        None => l2_cache_bytes().context(
-            "the machine file has no cache_bytes and sysfs reports no cache size; add cache_bytes",
-        )?,
-    };
-    let options = learn_options(&args, &machine, (threads, cache_bytes), cpus)?;
-    let full = args.model.inlines();
-    let steps = Steps {
-        kernel_refit: (full && !args.no_kernel_refit)
-            .then(|| args.kernel_variants.unwrap_or(kernels::KERNEL_VARIANTS)),
-        cache_fraction: full && !args.keep_cache_fraction,
-        group_arrays: full && !args.keep_group_arrays,
-        // Checked before the long part.
-        domains: calibration_domains(&args.calibration_domain)?,
-    };
+    let (machine, text) = read(&args.machine)?;
+    let host = Host::of(&machine)?;
+    let (options, steps) = request(&args).plan(&machine, host, args.flush.flush()?)?;
     if !args.quiet {
-        eprintln!(
-            "learning {} with {threads} threads, tiles for {} KiB of cache: {} shapes (and up to {} full-row ones) x {} runs per program ...",
-            machine.name,
-            (options.tile_bytes / 1024.0).round(),
-            options.shapes,
-            training::most_full_row_shapes(options.shapes),
-            options.repeats
-        );
+        eprintln!("{}", start_line(&machine, &options));
     }
     let bar = Bar::new(started, args.quiet);
-    let events = |e: Event| match e {
-        Event::Progress(p) => bar.update(p),
-        Event::Warning(w) => eprintln!("warning: {w}"),
-        Event::Step(step) => {
-            bar.restart();
-            if !args.quiet {
-                eprintln!("{}", step_phrase(&step));
-            }
-        }
-    };
-    let learning = pipeline::run(
-        &machine,
-        &text,
-        (threads, cache_bytes),
-        &options,
-        &steps,
-        &events,
-    )?;
-    let result = &learning.result;
-    let out = write_learned(&args, &learning.text, result)?;
-    println!(
-        "R² (per-configuration medians): fast {:.3}, slow {:.3}; {} samples; {:.0} s",
-        result.r2_fast,
-        result.r2_slow,
-        result.measurements.len(),
-        started.elapsed().as_secs_f64()
-    );
-    print_crowding(&result.crowding, &result.params);
-    if let Some(t) = &learning.operations {
-        print_operations(t, &result.params.operations);
-    }
-    if let Some((r, rows)) = &learning.refit {
-        let refitted = FitQuality {
-            fast: result.r2_fast,
-            slow: result.r2_slow,
-        };
-        print_refit(r, rows, learning.synthetic_r2, refitted);
-    }
-    if let Some(c) = &learning.calibration {
-        print_calibration(c, machine.cache_fraction);
-    }
-    if let Some(c) = &learning.limit_calibration {
-        print_limit_calibration(c, machine.group_arrays);
-    }
-    println!("wrote {}", out.display());
+    let learning = pipeline::run(&machine, &text, host, &options, &steps, &|e| bar.event(e))?;
+    let out = outputs(&args).write(&learning.text, &learning.result.measurements, &write)?;
+    let seconds = started.elapsed().as_secs_f64();
+    print!("{}", learning.report(&machine, seconds, out));
     Ok(ExitCode::SUCCESS)
 }
 
-/// What to measure, from the flags: `threads` threads, tiles for `cache_bytes` of cache,
-/// `cpus` compilers at a time.
-fn learn_options(
-    args: &LearnArgs,
-    machine: &Machine,
-    (threads, cache_bytes): (usize, u64),
-    cpus: usize,
-) -> anyhow::Result<LearnOptions> {
-    let (shapes, repeats) = LearnOptions::budget(args.thorough);
-    Ok(LearnOptions {
-        shapes: args.shapes.unwrap_or(shapes),
-        repeats: args.repeats.unwrap_or(repeats).max(1),
-        domain: training::DOMAIN,
-        threads,
-        tile_bytes: cache_bytes as f64 * machine.cache_fraction,
-        flush: args.flush.flush()?,
-        toolchain: Toolchain::new(&machine.compiler.cxx, &machine.compiler.flags),
+/// What the flags ask to measure and fit.
+fn request(args: &LearnArgs) -> Request {
+    Request {
+        thorough: args.thorough,
+        shapes: args.shapes,
+        repeats: args.repeats,
         solver: args.solver,
-        jobs: cpus,
-        kernels: if args.generated_kernels {
-            Kernels::Generated
-        } else {
-            Kernels::RuntimeTiled
-        },
+        generated_kernels: args.generated_kernels,
         streamed_shapes: args.streamed_shapes,
         model: args.model,
-    })
-}
-
-/// `--write-programs DIR`: the training and calibration programs as YAML files.
-fn write_programs(dir: &std::path::Path) -> anyhow::Result<ExitCode> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut calibration = training::wide_programs(&calibrate::CALIBRATION_DOMAINS)?;
-    calibration.extend(training::fields_programs(&calibrate::CALIBRATION_DOMAINS)?);
-    for p in training::programs(training::DOMAIN)?
-        .into_iter()
-        .chain(calibration)
-    {
-        let path = dir.join(format!("{}.yaml", p.program.name));
-        write_atomic(&path, p.text.as_bytes())?;
-        println!("{}", path.display());
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// What a step of the run is about to do, for people.
-fn step_phrase(step: &Step) -> String {
-    match step {
-        Step::KernelRefit { variants } => format!(
-            "refitting to real kernels: the optimum and {variants} random configurations of {} ...",
-            kernels::KERNELS
-                .iter()
-                .map(|(n, _)| *n)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        Step::CacheFraction { programs, fractions } => format!(
-            "choosing cache_fraction: the model's optima of {programs} calibration program(s) at fractions {} ...",
-            fractions
-                .iter()
-                .map(|f| format!("{f:.3}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        Step::GroupArrays { programs, limits } => format!(
-            "choosing group_arrays: the model's optima of {programs} calibration program(s) under limits {} ...",
-            limits
-                .iter()
-                .map(|l| limit_label(*l))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        kernel_refit: !args.no_kernel_refit,
+        kernel_variants: args.kernel_variants,
+        cache_fraction: !args.keep_cache_fraction,
+        group_arrays: !args.keep_group_arrays,
+        calibration_domain: args.calibration_domain.clone(),
     }
 }
 
-/// Writes what `learn` found: the raw measurements (with --keep-data), the machine file
-/// (atomically, to --out or over --machine), and prints the parameters. Returns the file written.
-pub(crate) fn write_learned<'a>(
-    args: &'a LearnArgs,
-    new_text: &str,
-    result: &absinthe_learn::LearnResult,
-) -> anyhow::Result<&'a std::path::Path> {
-    if let Some(dir) = &args.keep_data {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        write_atomic(
-            &dir.join("measurements.csv"),
-            training_runs::to_csv(&result.measurements).as_bytes(),
-        )?;
-    }
-    let out = args.out.as_ref().unwrap_or(&args.machine);
-    write_atomic(out, new_text.as_bytes())?;
-    let rows: Vec<Vec<String>> = result
-        .params
-        .named()
-        .iter()
-        .map(|(k, v)| vec![k.to_string(), format!("{v:.4e}")])
-        .collect();
-    print!("{}", table(&["parameter", "seconds per access"], &rows));
-    Ok(out)
+/// Where the flags send what `learn` writes: --out (or over --machine), and --keep-data.
+fn outputs(args: &LearnArgs) -> Outputs<'_> {
+    let out = args.out.as_deref().unwrap_or(&args.machine);
+    Outputs::new(out, args.keep_data.as_deref())
 }
 
-/// The operation-weight measurement: per kind the first and second operation per cell in adds,
-/// and the weight written.
-fn print_operations(t: &OperationTimes, w: &OperationWeights) {
-    let rows: Vec<Vec<String>> = ["division", "sqrt", "exp, log, pow"]
-        .into_iter()
-        .zip(t.in_adds())
-        .zip([w.divide, w.sqrt, w.call])
-        .map(|((name, (first, second)), weight)| {
-            vec![
-                name.to_string(),
-                format!("{first:.1}"),
-                format!("{second:.1}"),
-                weight.to_string(),
-            ]
-        })
-        .collect();
-    println!(
-        "operation weights, in adds (one add: {:.3e} s per cell):",
-        t.add_seconds()
-    );
-    print!(
-        "{}",
-        table(
-            &[
-                "operation",
-                "first per cell",
-                "second per cell",
-                "params.operations"
-            ],
-            &rows
-        )
-    );
+/// Writes `text` to `path` atomically: the libraries' file writer.
+fn write(path: &Path, text: &str) -> anyhow::Result<()> {
+    Ok(write_atomic(path, text.as_bytes())?)
 }
 
-/// What the kernel refit changed: the kernel variants' accuracy and the synthetic R², with the
-/// synthetic fit's parameters and with the refit's.
-pub(crate) fn print_refit(
-    r: &kernels::Refit,
-    rows: &[kernels::KernelRow],
-    synthetic: FitQuality,
-    refitted: FitQuality,
-) {
-    let programs = kernels::programs(rows);
-    println!(
-        "kernel refit: {} variants of {}, {} round(s)",
-        rows.len(),
-        programs.join(", "),
-        r.rounds
-    );
-    let line = |name: &str, within: f64, rho: f64, q: FitQuality| {
-        vec![
-            name.to_string(),
-            format!("{:.0}%", 100.0 * within),
-            format!("{rho:.3}"),
-            format!("{:.3}", q.fast),
-            format!("{:.3}", q.slow),
-        ]
-    };
-    print!(
-        "{}",
-        table(
-            &[
-                "parameters",
-                "kernels within 20%",
-                "Spearman",
-                "R² fast",
-                "R² slow"
-            ],
-            &[
-                line(
-                    "synthetic fit",
-                    r.within_20_before,
-                    r.spearman_before,
-                    synthetic
-                ),
-                line("refit", r.within_20_after, r.spearman_after, refitted),
-            ]
-        )
-    );
-}
-
-/// The calibration's table: per fraction, each program's optimum and median, and the mean.
-fn print_calibration(c: &calibrate::Calibration, current: f64) {
-    let rows: Vec<SettingRow<'_>> = c
-        .results
-        .iter()
-        .map(|r| (format!("{:.4}", r.fraction), &r.per_program[..], r.seconds))
-        .collect();
-    print_settings("cache fraction", &c.programs, &rows, &c.cases);
-    if c.chosen == current {
-        println!("cache_fraction: kept {current:.4}");
-    } else {
-        println!("cache_fraction: {:.4} (was {current:.4})", c.chosen);
-    }
-}
-
-/// The crowding fits: per row-stream limit, the slow family's deviation and R², and the one
-/// kept.
-fn print_crowding(c: &CrowdingCalibration, params: &Params) {
-    let rows: Vec<Vec<String>> = c
-        .limits
-        .iter()
-        .zip(&c.deviations)
-        .zip(&c.r2_slow)
-        .map(|((l, d), r)| {
-            let label = if *l == 0 {
-                "none".into()
-            } else {
-                l.to_string()
-            };
-            vec![label, format!("{d:.4e}"), format!("{r:.3}")]
-        })
-        .collect();
-    print!(
-        "{}",
-        table(
-            &["row-stream limit", "slow |deviation| (s)", "slow R²"],
-            &rows
-        )
-    );
-    if params.crowded.is_zero() {
-        println!("crowding: no charge (no limit fits the slow family better)");
-    } else {
-        println!(
-            "crowding: groups above {} row streams pay {:.4e} s per stream-body access more",
-            params.crowded.row_streams, params.crowded.stream_body
-        );
-    }
-}
-
-/// A `group_arrays` limit as printed: the number, or `none`.
-fn limit_label(limit: Option<usize>) -> String {
-    limit.map_or("none".into(), |n| n.to_string())
-}
-
-/// The group-arrays calibration's table: per limit, each program's optimum and median.
-fn print_limit_calibration(c: &calibrate::LimitCalibration, current: Option<usize>) {
-    let rows: Vec<SettingRow<'_>> = c
-        .results
-        .iter()
-        .map(|r| (limit_label(r.limit), &r.per_program[..], r.seconds))
-        .collect();
-    print_settings("group arrays", &c.programs, &rows, &c.cases);
-    if c.chosen == current {
-        println!("group_arrays: kept {}", limit_label(current));
-    } else {
-        println!(
-            "group_arrays: {} (was {})",
-            limit_label(c.chosen),
-            limit_label(current)
-        );
-    }
-}
-
-/// One setting's row of a calibration table: its label, each program's optimum case and
-/// median (None: infeasible), and their geometric mean.
-type SettingRow<'a> = (String, &'a [Option<(usize, f64)>], Option<f64>);
-
-/// A calibration's table (one row per setting: each program's optimum and median, and their
-/// geometric mean), then each program's distinct optima.
-fn print_settings(
-    setting: &str,
-    programs: &[String],
-    rows: &[SettingRow<'_>],
-    cases: &[Vec<String>],
-) {
-    let mut header = vec![setting.to_string()];
-    header.extend(programs.iter().cloned());
-    header.push("geometric mean".into());
-    let rows: Vec<Vec<String>> = rows
-        .iter()
-        .map(|(label, per_program, seconds)| {
-            let mut row = vec![label.clone()];
-            row.extend(per_program.iter().map(|p| match p {
-                Some((case, s)) => format!("{} (optimum {case})", human_seconds(*s)),
-                None => "infeasible".into(),
-            }));
-            row.push(seconds.map_or("-".into(), human_seconds));
-            row
-        })
-        .collect();
-    let header: Vec<&str> = header.iter().map(String::as_str).collect();
-    print!("{}", table(&header, &rows));
-    for (program, cases) in programs.iter().zip(cases) {
-        for (k, d) in cases.iter().enumerate() {
-            println!("  {program} optimum {k}: {d}");
-        }
-    }
-}
-
-/// The calibration programs' domains: `--calibration-domain` (three extents per domain), or
-/// the defaults.
-fn calibration_domains(flag: &[usize]) -> anyhow::Result<Vec<[usize; 3]>> {
-    if flag.is_empty() {
-        return Ok(calibrate::CALIBRATION_DOMAINS.to_vec());
-    }
-    if !flag.len().is_multiple_of(3) || flag.iter().any(|&n| n < 4) {
-        anyhow::bail!(
-            "--calibration-domain takes three extents of at least 4 (x,y,z), found {flag:?}"
-        );
-    }
-    Ok(flag.chunks(3).map(|d| [d[0], d[1], d[2]]).collect())
+/// Writes `text` to `path` atomically and prints the path.
+fn write_listed(path: &Path, text: &str) -> anyhow::Result<()> {
+    write(path, text)?;
+    println!("{}", path.display());
+    Ok(())
 }

@@ -136,4 +136,20 @@ impl Schedule {
         }
         self
     }
+
+    /// The stencils of the reference that the kernels compute where they are read, separated
+    /// by spaces.
+    pub fn inlined_names(&self) -> String {
+        let kept: std::collections::HashSet<&str> = self
+            .groups
+            .iter()
+            .flat_map(|g| g.steps.iter().map(|s| s.name.as_str()))
+            .collect();
+        self.reference
+            .iter()
+            .filter(|r| !kept.contains(r.name.as_str()))
+            .map(|r| r.name.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
 }

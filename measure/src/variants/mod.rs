@@ -48,9 +48,30 @@ pub enum Variant {
     Solution(std::path::PathBuf),
 }
 
+/// What `bench` times when no variants are named: the reference, every stencil its own group,
+/// and the optimum.
+pub const BENCH_DEFAULT: [Variant; 3] = [Variant::Naive, Variant::Unfused, Variant::Opt];
+
 /// The most configurations `random:N`, `top:K` and `sets:M` may ask for: each is built and
 /// timed.
 pub const MAX_DRAWN: usize = 4096;
+
+/// The one variant `absinthe cache` counts (`--variant`): a single configuration the model
+/// describes, so neither a set (`random:N`, `top:K`, ...) nor a sweep.
+pub fn parse_countable(text: &str) -> Result<Variant, String> {
+    match parse_variants(text)?[..] {
+        [ref one @ (Variant::Opt
+        | Variant::Naive
+        | Variant::Unfused
+        | Variant::Fused
+        | Variant::Unstreamed
+        | Variant::NoInline
+        | Variant::Groups(_))] => Ok(one.clone()),
+        _ => Err(format!(
+            "--variant takes one of opt, naive, unfused, fused, unstreamed, noinline or groups:G,G,...; found `{text}`"
+        )),
+    }
+}
 
 /// Splits the variant list; the numbers after `groups:` belong to it.
 pub fn parse_variants(list: &str) -> Result<Vec<Variant>, String> {

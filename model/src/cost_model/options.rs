@@ -5,6 +5,7 @@
 use crate::cost_model::evaluate::{stream_shape_on, Configuration, StreamShape};
 use crate::formats::machine::ModelMachine;
 use crate::language::analysis::Analysis;
+use crate::language::program::DIMS;
 
 /// How the optimisation problem is written as a MILP.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -50,6 +51,55 @@ pub struct SearchSpace {
     pub tiles_max: Option<[usize; 3]>,
     /// Keep to the original schedule space: no group streams.
     pub no_stream: bool,
+}
+
+impl SearchSpace {
+    /// Restricts the space to tile counts between `tiles_min` and `tiles_max` per dimension of
+    /// `domain` (either absent: kept as it is), each given as three counts; `flags` names them
+    /// in the messages.
+    pub fn bound_tiles(
+        &mut self,
+        (tiles_min, tiles_max): (Option<&[usize]>, Option<&[usize]>),
+        flags: [&str; 2],
+        domain: [usize; 3],
+    ) -> Result<(), String> {
+        if let Some(t) = tiles_min {
+            self.tiles_min = Some(tile_counts(t, flags[0], domain)?);
+        }
+        if let Some(t) = tiles_max {
+            self.tiles_max = Some(tile_counts(t, flags[1], domain)?);
+        }
+        if let (Some(lo), Some(hi)) = (self.tiles_min, self.tiles_max) {
+            for d in 0..3 {
+                if lo[d] > hi[d] {
+                    return Err(format!(
+                        "the tile count bounds along {} are empty: minimum {} > maximum {}",
+                        DIMS[d], lo[d], hi[d]
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Three tile counts (i, j, k), each between 1 and the domain's extent; `flag` names them.
+fn tile_counts(v: &[usize], flag: &str, domain: [usize; 3]) -> Result<[usize; 3], String> {
+    let &[x, y, z] = v else {
+        return Err(format!(
+            "{flag} takes three numbers (i,j,k), found {}",
+            v.len()
+        ));
+    };
+    for (d, n) in [x, y, z].into_iter().enumerate() {
+        if n < 1 || n > domain[d] {
+            return Err(format!(
+                "{flag}: the tile count along {} must be between 1 and {}, found {n}",
+                DIMS[d], domain[d]
+            ));
+        }
+    }
+    Ok([x, y, z])
 }
 
 /// How a MILP search is written and started: the space it searches, the encoding, and the warm

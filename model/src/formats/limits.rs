@@ -61,3 +61,28 @@ pub const MAX_GPU_REGISTERS: usize = 1 << 16;
 
 /// Timed runs per variant (`bench --runs`, `tune --runs`).
 pub const MAX_RUNS: usize = 1 << 20;
+
+/// A count from 1 to `max` given as text (`--runs`, `--threads`), or a message naming `what`
+/// was expected.
+pub fn parse_count(text: &str, what: &str, max: usize) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "expected a number of {what} from 1 to {max}, found `{text}`"
+        )),
+    }
+}
+
+/// A limit on the arrays one group may touch given as text: a number of at least 2, or `none`
+/// (no limit).
+pub fn parse_group_arrays(text: &str) -> Result<Option<usize>, String> {
+    if text == "none" {
+        return Ok(None);
+    }
+    match text.parse::<usize>() {
+        Ok(n) if n >= 2 => Ok(Some(n)),
+        _ => Err(format!(
+            "expected a number of arrays (at least 2) or `none`, found `{text}`"
+        )),
+    }
+}

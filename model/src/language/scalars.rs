@@ -7,6 +7,28 @@ use crate::formats::diagnostic::Diagnostic;
 use crate::formats::limits;
 use crate::language::program::{name_problem, Program, Stencil};
 
+/// A scalar's value given as text, `NAME=VALUE` (`--scalar`): the name an identifier, the value
+/// a finite number.
+pub fn parse_assignment(text: &str) -> Result<(String, f64), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("`{text}` is not NAME=VALUE"))?;
+    let name = name.trim();
+    if !crate::language::program::is_identifier(name) {
+        return Err(format!("`{name}` is not a scalar name"));
+    }
+    let value: f64 = value
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{}` is not a number", value.trim()))?;
+    if !value.is_finite() {
+        return Err(format!(
+            "the value of `{name}` must be finite, found {value}"
+        ));
+    }
+    Ok((name.to_string(), value))
+}
+
 impl Program {
     /// The values of the program's scalars, in the order of `scalars:`: each one `given`
     /// (`--scalar NAME=VALUE`), the others their default

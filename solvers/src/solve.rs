@@ -1,0 +1,285 @@
+//! A program solved on a machine: the inline set, the search over the rewritten program (a MILP
+//! backend or the DP; over a grid of ranks, the DP of one rank), and the [`Solution`] that
+//! describes the optimum. Also the problem as a file for another solver ([`emit`]).
+
+use absinthe_model::cost_model::inline_search::{
+    choose_inline, InlineChoice, InlinePolicy, InlineSearchError,
+};
+use absinthe_model::cost_model::options::{Encoding, MilpOptions};
+use absinthe_model::cost_model::ranks::{Grid, Ranked};
+use absinthe_model::encodings::milp::{digits_supported, milp, Encoded};
+use absinthe_model::encodings::smt::linear_absinthe;
+use absinthe_model::formats::machine::{Machine, ModelMachine};
+use absinthe_model::language::analysis::Analysis;
+use absinthe_model::language::program::Program;
+use absinthe_model::output::solution::{Solution, SolverReport};
+
+use crate::method::Method;
+use crate::optimize::{optimize_dp_with, optimize_with, OptimizeError, Optimum};
+use crate::{write_lp, write_mps, SolveOptions};
+
+/// Everything a solve produced, for the commands built on it.
+pub struct Solved {
+    /// The program as written, and its analysis.
+    pub original: Program,
+    pub original_analysis: Analysis,
+    /// The program solved: `original` with `inline.names` inlined (the same when none).
+    pub program: Program,
+    pub analysis: Analysis,
+    pub inline: InlineChoice,
+    pub machine: Machine,
+    pub optimum: Optimum,
+    pub solution: Solution,
+    /// With a grid of ranks: the grid, and `optimum.objective_seconds` is one rank's time.
+    pub ranks: Option<Grid>,
+}
+
+/// How [`solve`] searches.
+pub struct Settings {
+    /// The restrictions on the configurations and the MILP's encoding.
+    pub options: MilpOptions,
+    /// What the backend receives; its `threads` also bound the inline search's.
+    pub solve_options: SolveOptions,
+    /// What to inline.
+    pub inline: InlinePolicy,
+    /// A grid of ranks to decompose the domain over: the exact DP then prices one rank's
+    /// sub-domain and its halo exchanges.
+    pub ranks: Option<Grid>,
+    /// The search over the rewritten program (ignored with `ranks`, which takes the DP).
+    pub method: Method,
+}
+
+/// Why [`solve`] found no configuration. The inline set's and the search's errors name the
+/// program by the file it was read from.
+#[derive(Debug, thiserror::Error)]
+pub enum SolveError {
+    /// Choosing the inline set failed.
+    #[error("choosing what to inline in {0}")]
+    Inline(String, #[source] InlineSearchError),
+    /// The search over the rewritten program failed.
+    #[error("solving {0}")]
+    Search(String, #[source] OptimizeError),
+    /// The grid of ranks does not fit the domain, or the machine has no `network:` to price
+    /// its exchanges with.
+    #[error("{0}")]
+    Ranks(String),
+    /// The DP over the ranked model failed.
+    #[error(transparent)]
+    Ranked(OptimizeError),
+}
+
+/// Chooses the inline set of `original` (read from `file`), solves the rewritten program and
+/// describes the optimum. `phase` names each step as it starts; `note` receives what is worth a
+/// line of its own (with ranks: what the rank model priced).
+pub fn solve(
+    file: &str,
+    (original, original_analysis): (Program, Analysis),
+    (machine, view): (Machine, &ModelMachine),
+    settings: &Settings,
+    phase: &dyn Fn(String),
+    note: &dyn Fn(String),
+) -> Result<Solved, SolveError> {
+    phase("choosing the inline set".into());
+    let inline = choose_inline(
+        &original,
+        &original_analysis,
+        view,
+        &settings.options.space,
+        &settings.inline,
+        settings.solve_options.threads.unwrap_or(0),
+    )
+    .map_err(|e| SolveError::Inline(file.to_string(), e))?;
+    let program = inline.program.clone();
+    let analysis = inline.analysis.clone();
+    phase(format!(
+        "{} on {} stencils, {} inlined",
+        settings.method,
+        analysis.stencils.len(),
+        inline.names.len()
+    ));
+    let optimum = match settings.ranks {
+        Some(grid) => {
+            let value_bytes = program.value_type.bytes();
+            optimize_ranked(
+                &analysis,
+                (&machine, view),
+                (grid, value_bytes),
+                settings,
+                note,
+            )?
+        }
+        None => optimize_with(
+            &analysis,
+            view,
+            &settings.options,
+            settings.method,
+            &settings.solve_options,
+        )
+        .map_err(|e| SolveError::Search(file.to_string(), e))?,
+    };
+    let solution = describe(
+        &program.name,
+        (&analysis, view),
+        &machine,
+        &optimum,
+        &inline,
+    );
+    Ok(Solved {
+        original,
+        original_analysis,
+        program,
+        analysis,
+        inline,
+        machine,
+        optimum,
+        solution,
+        ranks: settings.ranks,
+    })
+}
+
+/// The exact optimum of one rank of a `grid` decomposition: the DP over the [`Ranked`] model,
+/// the node's threads shared among its ranks; `note` receives what it priced.
+fn optimize_ranked(
+    analysis: &Analysis,
+    (machine, view): (&Machine, &ModelMachine),
+    (grid, value_bytes): (Grid, usize),
+    settings: &Settings,
+    note: &dyn Fn(String),
+) -> Result<Optimum, SolveError> {
+    for (d, p) in grid.dims().into_iter().enumerate() {
+        if p > analysis.domain[d] {
+            return Err(SolveError::Ranks(format!(
+                "--ranks: {p} ranks along {} but the domain has {} cells there",
+                ["x", "y"][d],
+                analysis.domain[d]
+            )));
+        }
+    }
+    let Some(network) = machine.network.clone() else {
+        return Err(SolveError::Ranks(format!(
+            "--ranks {},{} prices the halo exchanges with the machine file's `network:` section, which machine `{}` lacks: measure it with `absinthe learn --machine FILE --ranks 2`",
+            grid.px,
+            grid.py,
+            machine.name
+        )));
+    };
+    let model = Ranked::new(analysis, view, grid.dims(), network, value_bytes);
+    let optimum = optimize_dp_with(analysis, &model, &settings.options, &settings.solve_options)
+        .map_err(SolveError::Ranked)?;
+    let (largest, classes) = model.sub_domains();
+    note(format!(
+        "ranks {}x{}: priced each group on the slowest of {classes} rank class(es) (largest sub-domain {largest:?}) with {} thread(s) per rank: {:.1} us per run, at most {:.1} us of it in one rank's halo exchanges (the exact DP)",
+        grid.px,
+        grid.py,
+        model.rank_threads(),
+        optimum.objective_seconds * 1e6,
+        model.exchanges_of(&optimum.config) * 1e6
+    ));
+    Ok(optimum)
+}
+
+/// The solution file's description of `optimum`: groups, tiles, costs, the inline set, the
+/// machine and the solver's report.
+fn describe(
+    program: &str,
+    (analysis, view): (&Analysis, &ModelMachine),
+    machine: &Machine,
+    optimum: &Optimum,
+    inline: &InlineChoice,
+) -> Solution {
+    let mut solution = Solution::describe(
+        program,
+        (analysis, view.model),
+        &optimum.config,
+        &optimum.cost,
+    );
+    solution.inline = inline.names.clone();
+    solution.machine = Some(machine.name.clone());
+    solution.solver = Some(SolverReport {
+        name: optimum.solution.solver.to_string(),
+        status: optimum.solution.status.to_string(),
+        gap: optimum.solution.gap,
+        seconds: optimum.solution.seconds,
+        objective_seconds: Some(optimum.objective_seconds),
+        bound_seconds: Some(optimum.bound_seconds),
+    });
+    solution.milp = Some(optimum.size);
+    solution
+}
+
+/// A file format for another solver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EmitKind {
+    /// CPLEX LP: the MILP of the chosen encoding.
+    Lp,
+    /// MPS: the MILP of the chosen encoding.
+    Mps,
+    /// SMT-LIB 2: the digits MILP in exact rationals, with Z3's `minimize`.
+    Smt2,
+}
+
+impl EmitKind {
+    /// The kind called `name` (`lp`, `mps` or `smt2`, ASCII case ignored).
+    pub fn parse(name: &str) -> Result<EmitKind, EmitError> {
+        [
+            ("lp", EmitKind::Lp),
+            ("mps", EmitKind::Mps),
+            ("smt2", EmitKind::Smt2),
+        ]
+        .into_iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, kind)| kind)
+        .ok_or_else(|| EmitError::UnknownKind(name.to_string()))
+    }
+}
+
+/// Why a problem could not be written ([`EmitKind::parse`], [`emit`]).
+#[derive(Debug, thiserror::Error)]
+pub enum EmitError {
+    #[error("--emit: unknown kind `{0}`; use lp, mps or smt2")]
+    UnknownKind(String),
+    /// The encoding does not model this machine (the digits MILP and SMT on a GPU).
+    #[error("{0}")]
+    Unsupported(&'static str),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// The problem of `analysis` on `view` under `options` as a `kind` file.
+pub fn emit(
+    analysis: &Analysis,
+    view: &ModelMachine,
+    options: &MilpOptions,
+    kind: EmitKind,
+) -> Result<Vec<u8>, EmitError> {
+    if kind == EmitKind::Smt2 || options.encoding == Encoding::Digits {
+        digits_supported(view).map_err(EmitError::Unsupported)?;
+    }
+    let mut text = Vec::new();
+    match kind {
+        EmitKind::Lp => write_lp(Encoded::build(analysis, view, options).milp(), &mut text)?,
+        EmitKind::Mps => write_mps(Encoded::build(analysis, view, options).milp(), &mut text)?,
+        // The SMT encoding is of the ABSINTHE (digits) MILP, whose rows `certify` proves sound.
+        EmitKind::Smt2 => {
+            text = linear_absinthe(&milp(analysis, view, options))
+                .to_smt2()
+                .into_bytes()
+        }
+    }
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emit_kinds_parse_ignoring_case() {
+        assert_eq!(EmitKind::parse("LP").unwrap(), EmitKind::Lp);
+        assert_eq!(EmitKind::parse("Smt2").unwrap(), EmitKind::Smt2);
+        assert_eq!(
+            EmitKind::parse("cplex").unwrap_err().to_string(),
+            "--emit: unknown kind `cplex`; use lp, mps or smt2"
+        );
+    }
+}
