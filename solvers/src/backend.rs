@@ -190,3 +190,14 @@ pub(crate) fn unbounded_or_infeasible(
         ),
     })
 }
+
+/// Whether `values` satisfy the MILP to a tolerance scaled by the size of its numbers.
+pub(crate) fn is_feasible(milp: &Milp, values: &[f64]) -> bool {
+    let scale = milp
+        .constraints
+        .iter()
+        .map(|c| c.rhs.abs())
+        .chain(values.iter().map(|x| x.abs()))
+        .fold(1.0_f64, f64::max);
+    values.iter().all(|x| x.is_finite()) && milp.max_violation(values) <= 1e-6 * scale
+}

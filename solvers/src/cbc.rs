@@ -27,7 +27,7 @@ use std::time::Instant;
 use absinthe_model::encodings::lp::{Milp, Sense};
 use coin_cbc::raw::{Model, SecondaryStatus, Sense as CbcSense, Status as CbcStatus};
 
-use crate::backend::{unbounded_or_infeasible, without_incumbent};
+use crate::backend::{is_feasible, unbounded_or_infeasible, without_incumbent};
 use crate::{relative_gap, MilpSolution, SolveOptions, Solver, SolverError, Status};
 
 const NAME: &str = "cbc";
@@ -289,15 +289,4 @@ fn from_cbc(x: f64) -> f64 {
     } else {
         x
     }
-}
-
-/// Whether `values` satisfy the MILP to a tolerance scaled by the size of its numbers.
-fn is_feasible(milp: &Milp, values: &[f64]) -> bool {
-    let scale = milp
-        .constraints
-        .iter()
-        .map(|c| c.rhs.abs())
-        .chain(values.iter().map(|x| x.abs()))
-        .fold(1.0_f64, f64::max);
-    values.iter().all(|x| x.is_finite()) && milp.max_violation(values) <= 1e-6 * scale
 }

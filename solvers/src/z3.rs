@@ -24,6 +24,7 @@ use absinthe_model::encodings::lp::Milp;
 use absinthe_model::encodings::smt::{self, parse_value, Smt, Sort, OBJECTIVE};
 use num_traits::Signed;
 
+use crate::backend::is_feasible;
 use crate::{relative_gap, MilpSolution, SolveOptions, Solver, SolverError, Status};
 
 const NAME: &str = "z3";
@@ -96,7 +97,10 @@ impl Solver for Z3 {
         let (status, objective, best_bound) = match (&outcome.status, objective) {
             (SmtStatus::Unsat, _) => (Status::Infeasible, f64::INFINITY, f64::INFINITY),
             (_, Some(o)) if proven => (Status::Optimal, o, o - o.abs() * options.relative_gap),
-            (_, Some(o)) if !values.is_empty() => (Status::TimeLimit, o, f64::NEG_INFINITY),
+            // An interrupted `Optimize` may hold a model that breaks the rows: no incumbent.
+            (_, Some(o)) if !values.is_empty() && is_feasible(milp, &values) => {
+                (Status::TimeLimit, o, f64::NEG_INFINITY)
+            }
             _ => (Status::NoSolution, f64::INFINITY, f64::NEG_INFINITY),
         };
         Ok(MilpSolution {
