@@ -108,7 +108,8 @@ bench-peers: demo-machine halide-venv gt4py-venv
 # The two forms of the model (`--model linear|absinthe`) side by side on the same timed runs: the
 # published form learned into build/demo/absinthe.yaml when missing, then per program one bench of
 # opt, 16 random configurations and the published optimum, every row priced by both forms
-# (benches/model_forms.py --help). Options via FORMS_ARGS, e.g. FORMS_ARGS="--runs 32".
+# (benches/model_forms.py --help). Options via FORMS_ARGS, e.g. FORMS_ARGS="--runs 32", or
+# FORMS_ARGS="--grid" to hold each optimum against the exhaustive auto-tuning grid in the same run.
 FORMS_PROGRAMS ?= configs/hdiff.yaml configs/heat4.yaml configs/chain8.yaml configs/cosmo_hdiff4.yaml \
 	configs/cosmo_adv5.yaml configs/cosmo_pgrad.yaml configs/cosmo_smag.yaml configs/cosmo_divdamp.yaml
 bench-model-forms: demo-machine
