@@ -101,8 +101,9 @@ fn read_trace(path: &Path) -> Vec<Vec<u64>> {
 }
 
 /// Two sets of levels. Small ones, so that the random programs' few KiB miss in them: two line
-/// sizes, a shared level. Larger ones, which hold a whole row of every access, so that the
-/// model's repeated cells (`walk::cells`) are taken.
+/// sizes, a shared level; rows' counting per line entered runs out of room and goes on access
+/// by access (`count::Class::row`). Larger ones, which hold a whole row of every access, so
+/// that rows are counted per line entered to their end.
 fn level_sets() -> [Vec<CacheLevel>; 2] {
     let level = |name: &str, bytes, line, ways, shared| CacheLevel {
         name: name.into(),

@@ -8,11 +8,17 @@
 //! recency list per line size, cut at every level's capacity, gives HAYSTACK's counts for the
 //! access stream at every level at once; the set-associative cache keeps one recency order per
 //! set (`line mod sets`).
+//!
+//! Most accesses of a row go to the line their access went to at the cell before. A row is
+//! counted per line a stream enters ([`Class::row`]): the lines of the cell before and of the
+//! current one form a recent prefix of every recency order, in any order among themselves;
+//! only a line entering the prefix is looked up, and one leaving it is put where its last
+//! access places it. Exact, not an estimate (see [`Class::row`] for why).
 
-use absinthe_model::formats::limits::MAX_CACHE_LEVELS;
 use serde::Serialize;
 
 use crate::levels::ThreadLevel;
+use crate::lru::{Sets, Stack};
 use crate::walk::{RowAccess, Sink};
 
 /// One access site's (or a sum's) counts at one level.
@@ -49,196 +55,311 @@ impl Counts {
     }
 }
 
-const NONE: u32 = u32::MAX;
-/// The zone of a line that is in no level.
-const ABSENT: u8 = u8::MAX;
-
-/// The fully associative LRU caches of every level of one line size at once: one recency list
-/// over dense line numbers, most recent first, cut into zones by the levels' capacities (zone
-/// `z` holds the lines a cache of `capacities[z]` lines holds and one of `capacities[z - 1]`
-/// does not). All levels see the same accesses, so an LRU cache of `C` lines holds exactly the
-/// `C` most recent lines of the one list: a line in zone `z` hits in level `z` and every larger
-/// one. Lines beyond the largest capacity leave the list.
-struct Stack {
-    /// Per zone: the lines it holds at most (`capacities[z] - capacities[z - 1]`), how many it
-    /// holds, and its last (least recent) line.
-    room: Vec<u64>,
-    size: Vec<u64>,
-    last: Vec<u32>,
-    head: u32,
-    /// Per line: `[next, previous]` (toward older, toward newer).
-    links: Vec<[u32; 2]>,
-    zone: Vec<u8>,
-}
-
-impl Stack {
-    /// `capacities` in lines, ascending; `lines` dense line numbers.
-    fn new(capacities: &[u64], lines: usize) -> Stack {
-        let room = capacities
-            .iter()
-            .enumerate()
-            .map(|(z, &c)| c - if z == 0 { 0 } else { capacities[z - 1] })
-            .collect();
-        Stack {
-            room,
-            size: vec![0; capacities.len()],
-            last: vec![NONE; capacities.len()],
-            head: NONE,
-            links: vec![[NONE; 2]; lines],
-            zone: vec![ABSENT; lines],
-        }
-    }
-
-    fn unlink(&mut self, x: u32) {
-        let [next, prev] = self.links[x as usize];
-        if prev == NONE {
-            self.head = next;
-        } else {
-            self.links[prev as usize][0] = next;
-        }
-        if next != NONE {
-            self.links[next as usize][1] = prev;
-        }
-    }
-
-    /// Accesses line `x`: the zone it was in (the number of levels when in none).
-    fn touch(&mut self, x: u32) -> usize {
-        let zones = self.room.len();
-        let was = self.zone[x as usize];
-        let found = if was == ABSENT { zones } else { was as usize };
-        if found == 0 && self.head == x {
-            return 0;
-        }
-        if found < zones {
-            if self.last[found] == x {
-                let prev = self.links[x as usize][1];
-                self.last[found] = if self.size[found] > 1 { prev } else { NONE };
-            }
-            self.size[found] -= 1;
-            self.unlink(x);
-        }
-        // To the front, in zone 0.
-        self.links[x as usize] = [self.head, NONE];
-        if self.head != NONE {
-            self.links[self.head as usize][1] = x;
-        }
-        self.head = x;
-        self.zone[x as usize] = 0;
-        self.size[0] += 1;
-        if self.last[0] == NONE {
-            self.last[0] = x;
-        }
-        // Each overfull zone hands its least recent line to the next one.
-        for z in 0..zones {
-            if self.size[z] <= self.room[z] {
-                break;
-            }
-            let y = self.last[z];
-            self.size[z] -= 1;
-            self.last[z] = if self.size[z] > 0 {
-                self.links[y as usize][1]
-            } else {
-                NONE
-            };
-            if z + 1 < zones {
-                self.zone[y as usize] = (z + 1) as u8;
-                self.size[z + 1] += 1;
-                if self.last[z + 1] == NONE {
-                    self.last[z + 1] = y;
-                }
-            } else {
-                self.zone[y as usize] = ABSENT;
-                self.unlink(y);
-            }
-        }
-        found
-    }
-}
-
-/// A set-associative LRU cache: per set its ways' lines, most recent first.
-struct Sets {
-    sets: u64,
-    /// `sets - 1` when `sets` is a power of two (the set is then `line & mask`).
-    mask: Option<u64>,
-    ways: usize,
-    tags: Vec<u64>,
-}
-
-impl Sets {
-    /// A cache of `sets` sets of `ways` lines for lines among `lines` consecutive ones. When no
-    /// set can receive more lines than its ways (at most `ceil(lines / sets)` map to one),
-    /// nothing is ever evicted and nothing is kept: every access after the first hits. Else
-    /// `sets * ways` is below `lines + sets`.
-    fn new(sets: u64, ways: u64, lines: u64) -> Sets {
-        let kept = if lines.div_ceil(sets) <= ways {
-            0
-        } else {
-            sets * ways
-        };
-        Sets {
-            sets,
-            mask: sets.is_power_of_two().then(|| sets - 1),
-            ways: ways as usize,
-            tags: vec![u64::MAX; kept as usize],
-        }
-    }
-
-    /// Accesses line `line` (an absolute line number): whether it hit (a first access is
-    /// counted by the caller whatever this says).
-    fn touch(&mut self, line: u64) -> bool {
-        if self.tags.is_empty() {
-            return true;
-        }
-        let set = match self.mask {
-            Some(mask) => line & mask,
-            None => line % self.sets,
-        } as usize;
-        let ways = &mut self.tags[set * self.ways..(set + 1) * self.ways];
-        if ways[0] == line {
-            return true;
-        }
-        match ways.iter().position(|&t| t == line) {
-            Some(at) => {
-                ways[..=at].rotate_right(1);
-                true
-            }
-            None => {
-                ways.rotate_right(1);
-                ways[0] = line;
-                false
-            }
-        }
-    }
-}
-
-/// One level's caches for one thread.
-struct LevelState {
-    shift: u32,
-    /// Index of its line size in `Counter::classes`.
-    class: usize,
+/// One level's set-associative cache, and where it sits in its line size's recency list.
+struct ClassLevel {
+    /// Its index among the levels (and in each site's counts).
+    level: usize,
     /// Its zone in the class's stack: the line hits when found in this zone or a nearer one.
     zone: usize,
     sets: Sets,
 }
 
-/// The levels of one line size: the lines seen (a bitset over dense line numbers) and their
-/// fully associative caches.
+/// The levels of one line size: their fully associative caches (with the lines seen), each
+/// level's set-associative one, and the row counting's state.
 struct Class {
     shift: u32,
-    seen: Vec<u64>,
     stack: Stack,
+    levels: Vec<ClassLevel>,
+    /// How many levels there are in all (each site's counts).
+    width: usize,
+    scratch: Scratch,
+    /// Rows counted per line entered to the end, and rows that stopped (for the tests).
+    #[cfg(test)]
+    whole: u64,
+    #[cfg(test)]
+    stops: u64,
+}
+
+/// The row counting's buffers, kept between rows.
+#[derive(Default)]
+struct Scratch {
+    /// Per access of the row, its line at the current cell.
+    line: Vec<u32>,
+    /// Per cell modulo the period, the accesses that enter a new line there, in order.
+    buckets: Vec<Vec<u32>>,
+    /// The lines the current cell's accesses left, with the access that left each.
+    left: Vec<(u32, u32)>,
+    order: Vec<u32>,
+}
+
+/// Counts a miss or hit of one level (`first`: the line's first access): whether it hit in
+/// both caches.
+fn record(c: &mut Counts, first: bool, hit: bool, hit_sa: bool) -> bool {
+    if first {
+        c.compulsory += 1;
+        c.compulsory_sa += 1;
+        false
+    } else {
+        c.capacity += u64::from(!hit);
+        c.capacity_sa += u64::from(!hit_sa);
+        hit && hit_sa
+    }
+}
+
+impl Class {
+    /// An access to dense line `x`, its misses counted in `counts` (the site's, per level);
+    /// `join`: `x` is outside the prefix and joins it. Whether it hit everywhere.
+    fn visit(&mut self, x: u32, join: bool, counts: &mut [Counts]) -> bool {
+        let first = self.stack.first_access(x);
+        let found = if join {
+            self.stack.enter(x)
+        } else {
+            self.stack.touch(x)
+        };
+        let mut all = true;
+        for l in &mut self.levels {
+            let hit_sa = if join {
+                l.sets.enter(x)
+            } else {
+                l.sets.touch(x)
+            };
+            all &= record(&mut counts[l.level], first, found <= l.zone, hit_sa);
+        }
+        all
+    }
+
+    /// Whether line `x` can join the prefix with every prefix line still hitting everywhere.
+    fn has_room(&self, x: u32) -> bool {
+        self.stack.has_room() && self.levels.iter().all(|l| l.sets.has_room(x))
+    }
+
+    /// Line `x` leaves the prefix.
+    fn leave(&mut self, x: u32) {
+        self.stack.set_recent(x, false);
+        self.stack.leave(x);
+        for l in &mut self.levels {
+            l.sets.leave(x);
+        }
+    }
+
+    /// The period of a row's lines, in cells, when it can be counted per line entered: every
+    /// access that moves, moves by the same step, which divides the line.
+    fn period(&self, rows: &[RowAccess]) -> Option<u64> {
+        let line = 1u64 << self.shift;
+        let step = rows.iter().map(|r| r.step).filter(|&s| s != 0).max();
+        let fits = rows.len() < usize::from(u16::MAX)
+            && rows.iter().all(|r| r.step == 0 || Some(r.step) == step);
+        match step {
+            _ if !fits => None,
+            None => Some(1),
+            Some(s) if s <= line && line.is_multiple_of(s) => Some(line / s),
+            Some(_) => None,
+        }
+    }
+}
+
+/// Where a row's counting per line entered stopped: before access `.1` of cell `.0`.
+type Stop = (i64, usize);
+
+/// The counts of `site`, per level (`n` of them).
+fn site(counts: &mut [Counts], site: u32, n: usize) -> &mut [Counts] {
+    &mut counts[site as usize * n..(site as usize + 1) * n]
+}
+
+/// The byte offset from `base` of access `a` at cell `i`.
+fn offset(a: &RowAccess, i: i64, base: u64) -> u64 {
+    a.base
+        .wrapping_add((i as u64).wrapping_mul(a.step))
+        .wrapping_sub(base)
+}
+
+impl Class {
+    /// Cells `[lo, hi)` of a row (at each cell, every access of `rows` in order) through this
+    /// line size's caches; misses into `counts` (per site and level), offsets from `base`.
+    ///
+    /// Counted per line entered, which is exact. Call a line recent while an access of the row
+    /// is in it, and until the end of the cell at which the last one left it. Every recent
+    /// line was accessed at the cell before or at this one; every other line earlier. So in
+    /// every recency order (the fully associative list, and each set's) the recent lines come
+    /// first, and their order among themselves decides no hit: each cache keeps them all, as
+    /// long as there are no more of them than the smallest capacity, and no more in a set than
+    /// its ways ([`Class::has_room`]). Hence:
+    /// - an access to a recent line hits everywhere and changes no order that matters, so it
+    ///   is counted and not looked up;
+    /// - an access that enters a line that is not recent is looked up as usual, its line put
+    ///   first ([`Stack::enter`], [`Sets::enter`]);
+    /// - a line that stops being recent goes right behind the recent ones, lines that stop at
+    ///   the same cell in the order of their last accesses ([`Class::leave`]);
+    /// - at the end (or when the room runs out, after which the row goes on access by access)
+    ///   the recent lines are touched in the order of their last accesses, which leaves every
+    ///   cache exactly as the accesses one by one would have ([`Class::settle`]).
+    ///
+    /// An access moving by `step` enters a new line once per `line / step` cells, at a cell
+    /// fixed by its address: each is filed under that cell modulo the period.
+    fn row(&mut self, rows: &[RowAccess], lo: i64, hi: i64, base: u64, counts: &mut [Counts]) {
+        let Some(period) = self.period(rows) else {
+            self.exact(rows, (lo, 0), hi, base, counts);
+            return;
+        };
+        let mut sc = std::mem::take(&mut self.scratch);
+        let stop = self.prefix_row(rows, (lo, hi), base, period, counts, &mut sc);
+        #[cfg(test)]
+        match stop {
+            Some(_) => self.stops += 1,
+            None => self.whole += 1,
+        }
+        if stop.is_none() {
+            sc.left.clear();
+        }
+        self.settle(&mut sc, stop.map_or(rows.len(), |s| s.1));
+        self.scratch = sc;
+        if let Some(stop) = stop {
+            self.exact(rows, stop, hi, base, counts);
+        }
+    }
+
+    /// The row counted per line entered, until the room runs out (then where it stopped).
+    fn prefix_row(
+        &mut self,
+        rows: &[RowAccess],
+        (lo, hi): (i64, i64),
+        base: u64,
+        period: u64,
+        counts: &mut [Counts],
+        sc: &mut Scratch,
+    ) -> Option<Stop> {
+        let n = self.width;
+        let Scratch {
+            line,
+            buckets,
+            left,
+            order,
+        } = sc;
+        line.clear();
+        left.clear();
+        buckets.resize_with(period as usize, Vec::new);
+        buckets.iter_mut().for_each(Vec::clear);
+        for (r, a) in rows.iter().enumerate() {
+            let at = offset(a, lo, base);
+            let x = (at >> self.shift) as u32;
+            line.push(x);
+            *self.stack.holders(x) += 1;
+            if let Some(q) = at.checked_div(a.step) {
+                // Cells to its next line.
+                let k = period - q % period;
+                buckets[(lo + k as i64).rem_euclid(period as i64) as usize].push(r as u32);
+            }
+        }
+        for (r, a) in rows.iter().enumerate() {
+            let x = line[r];
+            if !self.stack.is_recent(x) {
+                if !self.has_room(x) {
+                    return Some((lo, r));
+                }
+                self.visit(x, true, site(counts, a.site, n));
+                self.stack.set_recent(x, true);
+            }
+        }
+        for i in lo + 1..hi {
+            let bucket = &buckets[i.rem_euclid(period as i64) as usize];
+            if bucket.is_empty() {
+                continue;
+            }
+            left.clear();
+            for &r in bucket {
+                let r = r as usize;
+                let (old, new) = (line[r], line[r] + 1);
+                if !self.stack.is_recent(new) {
+                    if !self.has_room(new) {
+                        return Some((i, r));
+                    }
+                    self.visit(new, true, site(counts, rows[r].site, n));
+                    self.stack.set_recent(new, true);
+                }
+                line[r] = new;
+                *self.stack.holders(old) -= 1;
+                *self.stack.holders(new) += 1;
+                left.push((old, r as u32));
+            }
+            // The lines no access is in any more leave, the least recently accessed first.
+            order.clear();
+            for &(x, _) in left.iter().rev() {
+                if *self.stack.holders(x) == 0 && self.stack.is_recent(x) {
+                    self.stack.set_recent(x, false);
+                    order.push(x);
+                }
+            }
+            for &x in order.iter().rev() {
+                self.leave(x);
+            }
+        }
+        None
+    }
+
+    /// Ends the prefix when counting stopped before access `p` of the current cell: the recent
+    /// lines touched in the order of their last accesses, oldest first. Newest first, they are
+    /// the lines of this cell's accesses before `p`, then those of the cell before: an access
+    /// from `p` on is still in its line of then, one before `p` that entered a new line here
+    /// left the one it had (`left`).
+    fn settle(&mut self, sc: &mut Scratch, p: usize) {
+        let Scratch {
+            line, left, order, ..
+        } = sc;
+        order.clear();
+        let newest_first = line[..p].iter().rev().chain(line[p..].iter().rev());
+        for &x in newest_first.chain(left.iter().rev().map(|(x, _)| x)) {
+            if self.stack.is_recent(x) {
+                self.stack.set_recent(x, false);
+                order.push(x);
+            }
+        }
+        for &x in order.iter().rev() {
+            self.stack.touch(x);
+            for l in &mut self.levels {
+                l.sets.settle(x);
+            }
+        }
+        self.stack.end_prefix();
+        for &x in line.iter().chain(left.iter().map(|(x, _)| x)) {
+            *self.stack.holders(x) = 0;
+        }
+        left.clear();
+    }
+
+    /// Cells `[from.0, hi)` access by access, from access `from.1` of the first. A cell whose
+    /// accesses all stay in their lines of the cell before, after a cell at which every
+    /// access hit everywhere, is a repeat: the same lines in the same order, all held (none
+    /// was evicted while they all hit), so they hit again and leave every order as it was.
+    fn exact(&mut self, rows: &[RowAccess], from: Stop, hi: i64, base: u64, counts: &mut [Counts]) {
+        let (n, line) = (self.width, 1u64 << self.shift);
+        let mut stable = false;
+        for i in from.0..hi {
+            if stable
+                && rows
+                    .iter()
+                    .all(|r| r.step == 0 || offset(r, i, base) & (line - 1) >= r.step)
+            {
+                continue;
+            }
+            let skip = if i == from.0 { from.1 } else { 0 };
+            let mut all = skip == 0;
+            for a in &rows[skip..] {
+                let x = (offset(a, i, base) >> self.shift) as u32;
+                all &= self.visit(x, false, site(counts, a.site, n));
+            }
+            stable = all;
+        }
+    }
 }
 
 /// One thread's caches, every level, and its counts per site and level.
 pub struct Counter {
-    levels: Vec<LevelState>,
     classes: Vec<Class>,
     /// Address of dense line 0 (the layout's first allocation).
     base: u64,
+    levels: usize,
     /// `counts[site * levels + level]`.
     pub counts: Vec<Counts>,
-    /// The smallest line size, as a power of two.
-    shift: u32,
 }
 
 impl Counter {
@@ -251,130 +372,142 @@ impl Counter {
         let classes = shifts
             .iter()
             .map(|&shift| {
-                let mut capacities: Vec<u64> = levels
-                    .iter()
-                    .filter(|l| l.line.trailing_zeros() == shift)
-                    .map(ThreadLevel::lines)
-                    .collect();
+                let lines = lines_of(shift);
+                let mine = || {
+                    levels
+                        .iter()
+                        .enumerate()
+                        .filter(move |(_, l)| l.line.trailing_zeros() == shift)
+                };
+                let mut capacities: Vec<u64> = mine().map(|(_, l)| l.lines()).collect();
                 capacities.sort_unstable();
+                let class_levels = mine()
+                    .map(|(level, l)| ClassLevel {
+                        level,
+                        // Its rank among its class's capacities (equal ones: the first zone of
+                        // that capacity; the zones between equal capacities hold nothing).
+                        zone: capacities.iter().filter(|&&c| c < l.lines()).count(),
+                        sets: Sets::new(l.sets, l.ways, base >> shift, lines as u64),
+                    })
+                    .collect();
                 Class {
                     shift,
-                    seen: vec![0; lines_of(shift).div_ceil(64)],
-                    stack: Stack::new(&capacities, lines_of(shift)),
-                }
-            })
-            .collect::<Vec<_>>();
-        let states = levels
-            .iter()
-            .map(|l| {
-                let shift = l.line.trailing_zeros();
-                let class = shifts.iter().position(|&s| s == shift).unwrap_or(0);
-                // Its rank among its class's capacities (equal ones: the first zone of that
-                // capacity; the zones between equal capacities hold nothing).
-                let zone = levels
-                    .iter()
-                    .filter(|o| o.line == l.line && o.lines() < l.lines())
-                    .count();
-                LevelState {
-                    shift,
-                    class,
-                    zone,
-                    sets: Sets::new(l.sets, l.ways, lines_of(shift) as u64),
+                    stack: Stack::new(&capacities, lines),
+                    levels: class_levels,
+                    width: levels.len(),
+                    scratch: Scratch::default(),
+                    #[cfg(test)]
+                    whole: 0,
+                    #[cfg(test)]
+                    stops: 0,
                 }
             })
             .collect();
         Counter {
-            levels: states,
-            shift: shifts.first().copied().unwrap_or(6),
             classes,
             base,
+            levels: levels.len(),
             counts: vec![Counts::default(); sites * levels.len()],
+        }
+    }
+
+    /// Adds every access of the row to its site's counts at every level.
+    fn count_accesses(&mut self, rows: &[RowAccess], cells: u64) {
+        for r in rows {
+            for c in site(&mut self.counts, r.site, self.levels) {
+                c.accesses += cells;
+            }
         }
     }
 }
 
 impl Sink for Counter {
-    #[inline]
-    fn access(&mut self, address: u64, site: u32) -> bool {
-        let offset = address - self.base;
-        let n = self.levels.len();
-        // Per line size (at most one per level, `limits::MAX_CACHE_LEVELS`): whether this is
-        // the line's first access, and the zone it was found in.
-        let mut first = [false; MAX_CACHE_LEVELS];
-        let mut found = [0usize; MAX_CACHE_LEVELS];
-        for (c, class) in self.classes.iter_mut().enumerate() {
-            let line = (offset >> class.shift) as usize;
-            let word = &mut class.seen[line / 64];
-            let bit = 1u64 << (line % 64);
-            first[c] = *word & bit == 0;
-            *word |= bit;
-            found[c] = class.stack.touch(line as u32);
+    fn row(&mut self, rows: &[RowAccess], lo: i64, hi: i64) {
+        if hi <= lo {
+            return;
         }
-        let counts = &mut self.counts[site as usize * n..(site as usize + 1) * n];
-        let mut all = true;
-        for (state, c) in self.levels.iter_mut().zip(counts) {
-            let hit = found[state.class] <= state.zone;
-            let hit_sa = state.sets.touch(address >> state.shift);
-            c.accesses += 1;
-            if first[state.class] {
-                c.compulsory += 1;
-                c.compulsory_sa += 1;
-                all = false;
-            } else {
-                c.capacity += u64::from(!hit);
-                c.capacity_sa += u64::from(!hit_sa);
-                all &= hit && hit_sa;
-            }
+        self.count_accesses(rows, (hi - lo) as u64);
+        for class in &mut self.classes {
+            class.row(rows, lo, hi, self.base, &mut self.counts);
         }
-        all
-    }
-
-    fn repeat(&mut self, rows: &[RowAccess]) {
-        let n = self.levels.len();
-        for &RowAccess { site, .. } in rows {
-            for c in &mut self.counts[site as usize * n..(site as usize + 1) * n] {
-                c.accesses += 1;
-            }
-        }
-    }
-
-    fn line_shift(&self) -> u32 {
-        self.shift
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::VecDeque;
+    use absinthe_model::support::rng::Rng;
 
-    /// The one stack against one plain LRU list per capacity, equal capacities included, on
-    /// a random stream with runs of repeats.
+    /// Random rows (moving and standing accesses, several to a line, in a few KiB so that
+    /// lines come back) through random levels of one or two line sizes, counted per line
+    /// entered and access by access: every count equal, row after row, so the caches each
+    /// way leaves behind decide the same hits too. Small caches make the counting stop and go
+    /// on access by access; large ones keep it per line entered throughout.
     #[test]
-    fn one_stack_answers_for_every_capacity() {
-        let capacities = [1u64, 3, 7, 7, 50];
-        let mut stack = Stack::new(&capacities, 200);
-        let mut lists: Vec<VecDeque<u32>> = vec![VecDeque::new(); capacities.len()];
-        let mut state = 12345u64;
-        for _ in 0..20000 {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let x = ((state >> 33) % if state & 1 == 0 { 12 } else { 200 }) as u32;
-            let found = stack.touch(x);
-            for (z, (list, &cap)) in lists.iter_mut().zip(&capacities).enumerate() {
-                let hit = match list.iter().position(|&y| y == x) {
-                    Some(at) => {
-                        list.remove(at);
-                        true
+    fn counting_per_line_entered_equals_counting_access_by_access() {
+        let (mut stopped, mut whole) = (0, 0);
+        for seed in 0..400u64 {
+            let mut rng = Rng::new(seed);
+            let lines = [32u64, 64, 128];
+            let line = *rng.pick(&lines);
+            let levels: Vec<ThreadLevel> = (0..rng.range(1, 3))
+                .map(|n| {
+                    let line = if rng.chance(25) { line * 2 } else { line };
+                    let ways = rng.range(1, 8) as u64;
+                    let sets = if seed % 2 == 0 {
+                        1 << rng.range(0, 5)
+                    } else {
+                        rng.range(1, 40) as u64
+                    };
+                    ThreadLevel {
+                        name: format!("L{n}"),
+                        bytes: sets * ways * line,
+                        line,
+                        ways,
+                        sets,
+                        shared: false,
                     }
-                    None => false,
-                };
-                list.push_front(x);
-                list.truncate(cap as usize);
-                let rank = capacities.iter().filter(|&&c| c < cap).count();
-                assert_eq!(found <= rank, hit, "capacity {cap} (level {z}), line {x}");
+                })
+                .collect();
+            let (base, span) = (1u64 << 21, 8192u64);
+            let sites = 16;
+            let mut fast = Counter::new(&levels, base, base + span, sites);
+            let mut slow = Counter::new(&levels, base, base + span, sites);
+            for _ in 0..30 {
+                let lo = rng.range(-3, 3);
+                let hi = lo + rng.range(0, 70);
+                let vb = if rng.chance(20) { 4 } else { 8 };
+                let rows: Vec<RowAccess> = (0..rng.range(1, 14))
+                    .map(|_| {
+                        let step = if rng.chance(15) { 0 } else { vb };
+                        let start = rng.range(0, (span - 80 * vb) as i64) as u64 / vb * vb;
+                        RowAccess {
+                            base: (base + start).wrapping_sub((lo as u64).wrapping_mul(step)),
+                            site: rng.below(sites) as u32,
+                            step,
+                        }
+                    })
+                    .collect();
+                fast.row(&rows, lo, hi);
+                slow.count_accesses(&rows, (hi - lo).max(0) as u64);
+                for class in &mut slow.classes {
+                    class.exact(&rows, (lo, 0), hi, base, &mut slow.counts);
+                }
+                let ended = fast
+                    .classes
+                    .iter()
+                    .all(|c| c.stack.prefix_len() == 0 && c.stack.marks_clear());
+                assert!(ended, "seed {seed}: a prefix left open");
+                assert_eq!(fast.counts, slow.counts, "seed {seed}, levels {levels:?}");
+            }
+            for class in &fast.classes {
+                stopped += class.stops;
+                whole += class.whole;
             }
         }
+        assert!(
+            stopped > 500 && whole > 500,
+            "{stopped} rows stopped, {whole} whole"
+        );
     }
 }

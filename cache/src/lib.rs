@@ -14,6 +14,7 @@
 pub mod count;
 pub mod layout;
 pub mod levels;
+mod lru;
 pub mod text;
 pub mod walk;
 

@@ -27,16 +27,10 @@ pub struct Site {
     pub offset: [i32; 3],
 }
 
-/// What hears every access: its byte address and its site (an index into [`Walk::sites`]).
+/// What hears every access: a row's cells at once.
 pub trait Sink {
-    /// One access; whether it hit everywhere (a line seen before, found in every cache).
-    fn access(&mut self, address: u64, site: u32) -> bool;
-    /// The accesses `rows` once more at a cell whose every access falls in the same line as
-    /// at the cell before, after a cell at which all hit: they all hit again and leave every
-    /// cache as it was (see [`cells`]).
-    fn repeat(&mut self, rows: &[RowAccess]);
-    /// The smallest line size of the caches, as a power of two.
-    fn line_shift(&self) -> u32;
+    /// Cells `[lo, hi)` of a row: at each cell, every access of `rows` in order.
+    fn row(&mut self, rows: &[RowAccess], lo: i64, hi: i64);
 }
 
 /// One access of every cell of a row.
@@ -346,7 +340,7 @@ impl Walk<'_> {
                             step: (st[0] * vb) as u64,
                         });
                     }
-                    cells(&rows, x[0], x[1], sink);
+                    sink.row(&rows, x[0], x[1]);
                 }
             }
         }
@@ -515,7 +509,7 @@ impl TileWalk<'_, '_> {
                 let parts = ops.reads.iter().chain(&ops.buffer_write);
                 let parts = parts.chain(ops.store.as_ref().filter(|_| store));
                 rows.extend(parts.map(|op| self.row_access(op, j, k)));
-                cells(&rows, lo, hi, sink);
+                sink.row(&rows, lo, hi);
             }
         } else {
             rows.clear();
@@ -524,39 +518,9 @@ impl TileWalk<'_, '_> {
                 let parts = ops.reads.iter().chain(&ops.buffer_write).chain(&ops.store);
                 rows.extend(parts.map(|op| self.row_access(op, j, k)));
             }
-            cells(&rows, b.lo[0], b.hi[0], sink);
+            sink.row(&rows, b.lo[0], b.hi[0]);
         }
         self.rows = rows;
-    }
-}
-
-/// Cells `[lo, hi)` of a row: at each, every access of `rows` in order.
-///
-/// A cell whose accesses all fall in the lines of the cell before (no address is the first of
-/// a line), after a cell at which every access hit in every cache, is a repeat: the same lines
-/// in the same order. When a sequence of lines hits throughout, no line was evicted during it,
-/// so all its lines fit every cache (and every set) at once; run again, each line finds only
-/// lines of the sequence since its last access, hits, and the recency order ends as it was.
-/// Such cells are counted as hits without touching the caches: exact, not an estimate.
-/// An access that does not move along i (a field without `i`) stays in its line.
-fn cells<S: Sink>(rows: &[RowAccess], lo: i64, hi: i64, sink: &mut S) {
-    let line = 1u64 << sink.line_shift();
-    let mut stable = false;
-    for i in lo..hi {
-        let at = |r: &RowAccess| r.base.wrapping_add((i as u64).wrapping_mul(r.step));
-        if stable
-            && rows
-                .iter()
-                .all(|r| r.step == 0 || at(r) & (line - 1) >= r.step)
-        {
-            sink.repeat(rows);
-            continue;
-        }
-        let mut all = true;
-        for r in rows {
-            all &= sink.access(at(r), r.site);
-        }
-        stable = all;
     }
 }
 

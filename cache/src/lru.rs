@@ -1,0 +1,367 @@
+//! The LRU caches one thread's accesses go through: [`Stack`], every fully associative level
+//! of one line size at once; [`Sets`], one set-associative level. Both keep a recent prefix
+//! for the counting of rows (`count::Class::row`): lines at the front in any order among
+//! themselves, all more recent than the rest, which stays in exact recency order.
+
+const NONE: u32 = u32::MAX;
+/// The zone of a line that is in no level.
+const ABSENT: u8 = u8::MAX;
+/// [`Node::flags`]: the line was accessed; it is in the recent prefix.
+const SEEN: u8 = 1;
+const RECENT: u8 = 2;
+
+/// One line: its place in the recency list, and what the counting keeps of it (in one place,
+/// since the counting is bound by fetching them).
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    /// Toward older and toward newer lines.
+    next: u32,
+    prev: u32,
+    zone: u8,
+    flags: u8,
+    /// How many accesses of the row being counted are in the line.
+    holders: u16,
+}
+
+/// The fully associative LRU caches of every level of one line size at once: one recency list
+/// over dense line numbers, most recent first, cut into zones by the levels' capacities (zone
+/// `z` holds the lines a cache of `capacities[z]` lines holds and one of `capacities[z - 1]`
+/// does not). All levels see the same accesses, so an LRU cache of `C` lines holds exactly the
+/// `C` most recent lines of the one list: a line in zone `z` hits in level `z` and every larger
+/// one. Lines beyond the largest capacity leave the list.
+pub struct Stack {
+    /// Per zone: the lines it holds at most (`capacities[z] - capacities[z - 1]`), how many it
+    /// holds, and its last (least recent) line.
+    room: Vec<u64>,
+    size: Vec<u64>,
+    last: Vec<u32>,
+    head: u32,
+    nodes: Vec<Node>,
+    /// How many lines at the front form the recent prefix (see `count::Class::row`), and the
+    /// last of them.
+    prefix: u64,
+    boundary: u32,
+}
+
+impl Stack {
+    /// `capacities` in lines, ascending; `lines` dense line numbers.
+    pub fn new(capacities: &[u64], lines: usize) -> Stack {
+        let room = capacities
+            .iter()
+            .enumerate()
+            .map(|(z, &c)| c - if z == 0 { 0 } else { capacities[z - 1] })
+            .collect();
+        Stack {
+            room,
+            size: vec![0; capacities.len()],
+            last: vec![NONE; capacities.len()],
+            head: NONE,
+            nodes: vec![
+                Node {
+                    next: NONE,
+                    prev: NONE,
+                    zone: ABSENT,
+                    flags: 0,
+                    holders: 0,
+                };
+                lines
+            ],
+            prefix: 0,
+            boundary: NONE,
+        }
+    }
+
+    fn unlink(&mut self, x: u32) {
+        let Node { next, prev, .. } = self.nodes[x as usize];
+        if prev == NONE {
+            self.head = next;
+        } else {
+            self.nodes[prev as usize].next = next;
+        }
+        if next != NONE {
+            self.nodes[next as usize].prev = prev;
+        }
+    }
+
+    /// Accesses line `x`: the zone it was in (the number of levels when in none).
+    pub fn touch(&mut self, x: u32) -> usize {
+        let zones = self.room.len();
+        let was = self.nodes[x as usize].zone;
+        let found = if was == ABSENT { zones } else { was as usize };
+        if found == 0 && self.head == x {
+            return 0;
+        }
+        if found < zones {
+            if self.last[found] == x {
+                let prev = self.nodes[x as usize].prev;
+                self.last[found] = if self.size[found] > 1 { prev } else { NONE };
+            }
+            self.size[found] -= 1;
+            self.unlink(x);
+        }
+        // To the front, in zone 0.
+        self.nodes[x as usize].next = self.head;
+        self.nodes[x as usize].prev = NONE;
+        if self.head != NONE {
+            self.nodes[self.head as usize].prev = x;
+        }
+        self.head = x;
+        self.nodes[x as usize].zone = 0;
+        self.size[0] += 1;
+        if self.last[0] == NONE {
+            self.last[0] = x;
+        }
+        // Each overfull zone hands its least recent line to the next one.
+        for z in 0..zones {
+            if self.size[z] <= self.room[z] {
+                break;
+            }
+            let y = self.last[z];
+            self.size[z] -= 1;
+            self.last[z] = if self.size[z] > 0 {
+                self.nodes[y as usize].prev
+            } else {
+                NONE
+            };
+            if z + 1 < zones {
+                self.nodes[y as usize].zone = (z + 1) as u8;
+                self.size[z + 1] += 1;
+                if self.last[z + 1] == NONE {
+                    self.last[z + 1] = y;
+                }
+            } else {
+                self.nodes[y as usize].zone = ABSENT;
+                self.unlink(y);
+            }
+        }
+        found
+    }
+
+    /// Whether this is line `x`'s first access; it is marked accessed.
+    pub fn first_access(&mut self, x: u32) -> bool {
+        let flags = &mut self.nodes[x as usize].flags;
+        let first = *flags & SEEN == 0;
+        *flags |= SEEN;
+        first
+    }
+
+    pub fn is_recent(&self, x: u32) -> bool {
+        self.nodes[x as usize].flags & RECENT != 0
+    }
+
+    pub fn set_recent(&mut self, x: u32, on: bool) {
+        let flags = &mut self.nodes[x as usize].flags;
+        *flags = if on {
+            *flags | RECENT
+        } else {
+            *flags & !RECENT
+        };
+    }
+
+    /// How many accesses of the row being counted are in line `x`.
+    pub fn holders(&mut self, x: u32) -> &mut u16 {
+        &mut self.nodes[x as usize].holders
+    }
+
+    /// Whether no line is marked recent or held.
+    #[cfg(test)]
+    pub fn marks_clear(&self) -> bool {
+        self.nodes
+            .iter()
+            .all(|n| n.flags & RECENT == 0 && n.holders == 0)
+    }
+
+    /// Whether one more line can join the prefix and the prefix still hit in every level.
+    pub fn has_room(&self) -> bool {
+        self.prefix < self.room[0]
+    }
+
+    /// Line `x`, outside the prefix, is accessed and joins it: the zone it was found in.
+    pub fn enter(&mut self, x: u32) -> usize {
+        let found = self.touch(x);
+        if self.prefix == 0 {
+            self.boundary = x;
+        }
+        self.prefix += 1;
+        found
+    }
+
+    /// Line `x` of the prefix leaves it: it becomes the most recent line behind the prefix.
+    pub fn leave(&mut self, x: u32) {
+        let b = self.boundary;
+        self.prefix -= 1;
+        if x == b {
+            self.boundary = if self.prefix == 0 {
+                NONE
+            } else {
+                self.nodes[x as usize].prev
+            };
+            return;
+        }
+        self.unlink(x);
+        let next = self.nodes[b as usize].next;
+        self.nodes[x as usize].next = next;
+        self.nodes[x as usize].prev = b;
+        self.nodes[b as usize].next = x;
+        if next != NONE {
+            self.nodes[next as usize].prev = x;
+        }
+        if self.last[0] == b {
+            self.last[0] = x;
+        }
+    }
+
+    #[cfg(test)]
+    pub fn prefix_len(&self) -> u64 {
+        self.prefix
+    }
+
+    /// The prefix ends; its lines were touched in the order of their last accesses.
+    pub fn end_prefix(&mut self) {
+        self.prefix = 0;
+        self.boundary = NONE;
+    }
+}
+
+/// A set-associative LRU cache: per set its ways' lines, most recent first. Lines are dense
+/// line numbers (`u32`, as the stack's); the set is that of the absolute line `first + line`.
+pub struct Sets {
+    sets: u64,
+    /// `sets - 1` when `sets` is a power of two (the set is then `line & mask`).
+    mask: Option<u64>,
+    first: u64,
+    ways: usize,
+    tags: Vec<u32>,
+    /// Per set, how many of its first ways hold lines of the recent prefix.
+    prefix: Vec<u32>,
+}
+
+impl Sets {
+    /// A cache of `sets` sets of `ways` lines for the `lines` consecutive lines from absolute
+    /// line `first`. When no set can receive more lines than its ways (at most
+    /// `ceil(lines / sets)` map to one), nothing is ever evicted and nothing is kept: every
+    /// access after the first hits. Else `sets * ways` is below `lines + sets`.
+    pub fn new(sets: u64, ways: u64, first: u64, lines: u64) -> Sets {
+        let kept = if lines.div_ceil(sets) <= ways {
+            0
+        } else {
+            sets * ways
+        };
+        Sets {
+            sets,
+            mask: sets.is_power_of_two().then(|| sets - 1),
+            first,
+            ways: ways as usize,
+            tags: vec![NONE; kept as usize],
+            prefix: vec![0; if kept == 0 { 0 } else { sets as usize }],
+        }
+    }
+
+    fn set_of(&self, x: u32) -> usize {
+        let line = self.first + u64::from(x);
+        (match self.mask {
+            Some(mask) => line & mask,
+            None => line % self.sets,
+        }) as usize
+    }
+
+    /// Whether line `x` can join the prefix with its set's prefix lines all kept.
+    pub fn has_room(&self, x: u32) -> bool {
+        self.tags.is_empty() || (self.prefix[self.set_of(x)] as usize) < self.ways
+    }
+
+    /// Line `x`, outside the prefix, is accessed and joins it: whether it hit.
+    pub fn enter(&mut self, x: u32) -> bool {
+        let hit = self.touch(x);
+        if !self.tags.is_empty() {
+            let set = self.set_of(x);
+            self.prefix[set] += 1;
+        }
+        hit
+    }
+
+    /// Line `x` of the prefix leaves it: it becomes its set's most recent line behind the
+    /// prefix.
+    pub fn leave(&mut self, x: u32) {
+        if self.tags.is_empty() {
+            return;
+        }
+        let set = self.set_of(x);
+        let kept = self.prefix[set] as usize;
+        let ways = &mut self.tags[set * self.ways..set * self.ways + kept];
+        let at = ways
+            .iter()
+            .position(|&t| t == x)
+            .expect("a prefix line is among its set's first ways");
+        for k in at..kept - 1 {
+            ways[k] = ways[k + 1];
+        }
+        ways[kept - 1] = x;
+        self.prefix[set] -= 1;
+    }
+
+    /// The prefix ends; line `x`, one of its lines, is touched in the order of last accesses.
+    pub fn settle(&mut self, x: u32) {
+        if !self.tags.is_empty() {
+            self.touch(x);
+            let set = self.set_of(x);
+            self.prefix[set] = 0;
+        }
+    }
+
+    /// Accesses line `x`: whether it hit (a first access is counted by the caller whatever
+    /// this says).
+    pub fn touch(&mut self, x: u32) -> bool {
+        if self.tags.is_empty() {
+            return true;
+        }
+        let set = self.set_of(x);
+        let ways = &mut self.tags[set * self.ways..(set + 1) * self.ways];
+        if ways[0] == x {
+            return true;
+        }
+        // To the front; on a miss the last way's line is evicted.
+        let at = ways.iter().position(|&t| t == x);
+        for k in (1..=at.unwrap_or(ways.len() - 1)).rev() {
+            ways[k] = ways[k - 1];
+        }
+        ways[0] = x;
+        at.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::VecDeque;
+
+    /// The one stack against one plain LRU list per capacity, equal capacities included, on
+    /// a random stream with runs of repeats.
+    #[test]
+    fn one_stack_answers_for_every_capacity() {
+        let capacities = [1u64, 3, 7, 7, 50];
+        let mut stack = Stack::new(&capacities, 200);
+        let mut lists: Vec<VecDeque<u32>> = vec![VecDeque::new(); capacities.len()];
+        let mut state = 12345u64;
+        for _ in 0..20000 {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let x = ((state >> 33) % if state & 1 == 0 { 12 } else { 200 }) as u32;
+            let found = stack.touch(x);
+            for (z, (list, &cap)) in lists.iter_mut().zip(&capacities).enumerate() {
+                let hit = match list.iter().position(|&y| y == x) {
+                    Some(at) => {
+                        list.remove(at);
+                        true
+                    }
+                    None => false,
+                };
+                list.push_front(x);
+                list.truncate(cap as usize);
+                let rank = capacities.iter().filter(|&&c| c < cap).count();
+                assert_eq!(found <= rank, hit, "capacity {cap} (level {z}), line {x}");
+            }
+        }
+    }
+}
