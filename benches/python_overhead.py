@@ -4,6 +4,7 @@ Times, in one process: the hdiff kernel at 64x64x60 called from Python on NumPy 
 median of --runs calls, after a warm-up), and the same kernel at a 4x4x2 domain, whose call
 is almost all overhead: argument checks, the ctypes call with the GIL released, OpenMP's
 fork and join; and that tiny kernel through its C entry point alone (what a C caller pays).
+The tiny calls are timed in batches of 20 x --runs calls, the fastest of five batches.
 Prints the overheads in microseconds and as shares of the 64x64x60 call, and
 the same kernel timed by absinthe's C++ harness (`absinthe bench --variants opt --format json`,
 whose runs flush the caches first) for reference.
@@ -14,6 +15,7 @@ import json
 import statistics
 import subprocess
 import time
+import timeit
 from pathlib import Path
 
 import numpy as np
@@ -44,19 +46,25 @@ def median_call(kernel, runs):
     return statistics.median(times)
 
 
-def median_raw_call(kernel, runs):
-    """The tiny kernel called through its C entry point alone (no argument checks): what the
-    same call costs from C, OpenMP's fork and join included."""
+def fastest_batch(call, runs):
+    """The per-call time of the fastest of five batches of `runs` calls: for a call of a few
+    microseconds, single calls timed one by one are mostly the timer and the machine's noise."""
+    call()
+    return min(timeit.repeat(call, number=runs, repeat=5)) / runs
+
+
+def empty_calls(kernel, runs):
+    """The tiny kernel called from Python, and through its C entry point alone (no argument
+    checks: what the same call costs from C, OpenMP's fork and join included)."""
     import ctypes
-    arrays = [np.zeros(kernel.shapes[n]) for n, _ in kernel.params]
-    argv = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
+    arrays = {n: np.zeros(kernel.shapes[n]) for n in kernel.inputs}
+    out = np.zeros(kernel.shape)
+    everything = [np.zeros(kernel.shapes[n]) for n, _ in kernel.params]
+    argv = (ctypes.c_void_p * len(everything))(*[a.ctypes.data for a in everything])
     scalars = (ctypes.c_double * max(1, len(kernel.scalars)))()
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        kernel._fn(argv, scalars, kernel.threads)
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    python = fastest_batch(lambda: kernel(**arrays, out=out), runs)
+    raw = fastest_batch(lambda: kernel._fn(argv, scalars, kernel.threads), runs)
+    return python, raw
 
 
 def main():
@@ -70,8 +78,7 @@ def main():
     tiny = program_at((4, 4, 2))
     tiny_kernel = tiny.compile(tiny.solve(machine=args.machine), threads=args.threads)
     call = median_call(kernel, args.runs)
-    empty = median_call(tiny_kernel, args.runs)
-    raw = median_raw_call(tiny_kernel, args.runs)
+    empty, raw = empty_calls(tiny_kernel, 20 * args.runs)
     bench = json.loads(subprocess.run(
         [absinthe.executable(), "bench", str(big.path), "--machine", args.machine, "--variants", "opt",
          "--runs", str(min(args.runs, 64)), "--format", "json"],

@@ -257,6 +257,8 @@ class Kernel:
         self._dtype = np.dtype(dtype)
         self._roles = {n: r for n, r in params if r != "temporary"}
         self._scalar_set = frozenset(scalars)
+        self._accepted = frozenset(self._roles) | self._scalar_set
+        self._required = frozenset(self.inputs) | self._scalar_set
         self._strides = {n: tuple(int(np.prod(s[k + 1:], dtype=np.int64)) * self._dtype.itemsize
                                   for k in range(len(s)))
                          for n, s in self.shapes.items()}
@@ -335,46 +337,49 @@ class Kernel:
         (required, finite numbers, converted to the program's type), outputs by name (optional:
         allocated and returned when absent). Returns the outputs. Every argument is checked
         before the kernel runs; nothing is written when one is refused."""
-        roles, scalar_set = self._roles, self._scalar_set
-        unknown = sorted(n for n in arguments if n not in roles and n not in scalar_set)
-        if unknown:
+        names = arguments.keys()
+        if not names <= self._accepted:
+            unknown = sorted(names - self._accepted)
             raise ValueError(f"unknown argument(s) {', '.join(unknown)}: the kernel takes "
                              f"inputs {self.inputs}, outputs {self.outputs} and scalars {self.scalars}")
-        missing = [n for n in self.inputs if n not in arguments]
-        if missing:
-            raise ValueError(f"missing input array(s) {', '.join(missing)}")
-        missing = [n for n in self.scalars if n not in arguments]
-        if missing:
+        if not self._required <= names:
+            missing = [n for n in self.inputs if n not in arguments]
+            if missing:
+                raise ValueError(f"missing input array(s) {', '.join(missing)}")
+            missing = [n for n in self.scalars if n not in arguments]
             raise ValueError(f"missing scalar(s) {', '.join(missing)}")
         values = [self._scalar(n, arguments[n]) for n in self.scalars]
         # C-contiguous arrays share memory exactly when their byte ranges overlap.
-        checked, spans = {}, {}
+        spans, dtype, shapes, strides = {}, self._dtype, self.shapes, self._strides
         for n, a in arguments.items():
-            if n not in scalar_set:
-                checked[n] = self._checked(n, a)
-                first = _address(a)
-                spans[n] = (first, first + a.nbytes)
-        for n in self.outputs:
-            if n not in checked:
+            if n in self._scalar_set:
                 continue
-            if not checked[n].flags.writeable:
+            if not (type(a) is np.ndarray and a.dtype is dtype and a.shape == shapes[n]
+                    and a.strides == strides[n]):
+                self._checked(n, a)
+            first = _address(a)
+            spans[n] = (first, first + a.nbytes)
+        for n in self.outputs:
+            if n not in spans:
+                continue
+            if not arguments[n].flags.writeable:
                 raise ValueError(f"array `{n}`: the output must be writeable")
             lo, hi = spans[n]
             for other, (olo, ohi) in spans.items():
                 if other != n and lo < ohi and olo < hi:
                     raise ValueError(f"array `{n}`: the output shares memory with `{other}`")
+        results = {n: arguments[n] for n in self.outputs if n in spans}
         addresses = []
         # Temporaries are scratch between the kernel's groups; `keep` holds them for the call.
         keep = []
         for n, r in self.params:
-            if r == "temporary":
-                keep.append(np.empty(self.shapes[n], self.dtype))
-                addresses.append(_address(keep[-1]))
-                continue
             if n in spans:
                 addresses.append(spans[n][0])
+            elif r == "temporary":
+                keep.append(np.empty(shapes[n], dtype))
+                addresses.append(_address(keep[-1]))
             else:
-                checked[n] = np.zeros(self.shapes[n], self.dtype)
-                addresses.append(_address(checked[n]))
+                results[n] = np.zeros(shapes[n], dtype)
+                addresses.append(_address(results[n]))
         self._fn(self._argv_type(*addresses), self._scalars_type(*values), self.threads)
-        return {n: checked[n] for n in self.outputs}
+        return {n: results[n] for n in self.outputs}
