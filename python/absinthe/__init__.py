@@ -191,8 +191,10 @@ class Program:
             args += ["--machine", str(machine)]
         return _run(*args)
 
-    def compile(self, solution: Solution | None = None, machine=None, threads: int = 0) -> "Kernel":
-        """The OpenMP kernel of `solution` (default: solve on `machine` first) as a shared library."""
+    def compile(self, solution: Solution | None = None, machine=None, threads: int | None = None) -> "Kernel":
+        """The OpenMP kernel of `solution` (default: solve on `machine` first) as a shared library.
+        `threads`: the OpenMP threads each call runs with; by default the machine file's `cores`
+        when `machine` is given and has them, else 0 (OpenMP's own default)."""
         with tempfile.TemporaryDirectory() as tmp:
             args = ["codegen", str(self.path), "-o", tmp]
             if machine is not None:
@@ -207,6 +209,8 @@ class Program:
                 raise AbsintheError(f"codegen wrote {len(headers)} headers, expected one")
             header = headers[0]
             source = header.with_suffix(".cpp")
+            if threads is None:
+                threads = _machine_cores(machine) if machine is not None else 0
             return Kernel._build(header.read_text(), source.read_text(), header.name, threads)
 
 
@@ -218,6 +222,15 @@ _SCALAR = re.compile(r"^    , const (double|float) sc_(\w+) // scalar `(\w+)`$")
 
 _CXX_FLAGS = ["-O3", "-march=native", "-fopenmp", "-ffp-contract=off", "-fno-trapping-math",
               "-fno-math-errno", "-fPIC", "-shared"]
+
+
+_CORES = re.compile(r"^cores:[ \t]*(\d+)[ \t]*(?:#.*)?$", re.M)
+
+
+def _machine_cores(machine) -> int:
+    """A machine file's `cores` (the CLI has read and checked the file by then), else 0."""
+    found = _CORES.search(Path(machine).read_text())
+    return int(found.group(1)) if found else 0
 
 
 def _address(array: np.ndarray) -> int:

@@ -2,6 +2,7 @@
 independently of absinthe's code generator and interpreter, and its refusals."""
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -106,6 +107,19 @@ def test_bad_arrays_are_refused_and_nothing_is_written(j3d7pt):
         with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
             k(**call)
         assert (out == 5.0).all()
+
+
+def test_threads_come_from_the_machine_file_unless_given(tmp_path):
+    p = absinthe.Program.from_string((ROOT / "configs" / "j3d7pt.yaml").read_text().replace(
+        "domain: [256, 256, 256]", "domain: [12, 10, 6]"))
+    text = Path(MACHINE).read_text()
+    assert re.search(r"^cores: \d+", text, re.M), "the test machine file names its cores"
+    one = tmp_path / "one-core.yaml"
+    one.write_text(re.sub(r"^cores: \d+", "cores: 1", text, flags=re.M))
+    assert p.compile(machine=one).threads == 1
+    assert p.compile(machine=one, threads=2).threads == 2
+    x = inputs_for(p.compile(machine=one), 7)
+    assert np.array_equal(p.compile(machine=one)(**x)["out"], p.compile(machine=one, threads=2)(**x)["out"])
 
 
 def test_cli_errors_are_exceptions_with_the_file_key_and_column(tmp_path):
