@@ -67,7 +67,8 @@ pub struct CacheReport {
 }
 
 /// The most (line, level) pairs the counting keeps state for: the lines the arrays span times
-/// the levels (about 9 bytes each, 2.4 GB at the limit).
+/// the levels (per thread, 12 bytes a line for each line size and at most 4 a line for each
+/// level: 4.3 GB at the limit with one level, less with more).
 pub const MAX_LINE_STATES: u64 = 1 << 28;
 
 /// Why the model cannot run.
