@@ -442,7 +442,8 @@ mod tests {
     /// lines come back) through random levels of one or two line sizes, counted per line
     /// entered and access by access: every count equal, row after row, so the caches each
     /// way leaves behind decide the same hits too. Small caches make the counting stop and go
-    /// on access by access; large ones keep it per line entered throughout.
+    /// on access by access; large ones keep it per line entered throughout; a row with an
+    /// access of another step goes access by access.
     #[test]
     fn counting_per_line_entered_equals_counting_access_by_access() {
         let (mut stopped, mut whole) = (0, 0);
@@ -479,8 +480,13 @@ mod tests {
                 let vb = if rng.chance(20) { 4 } else { 8 };
                 let rows: Vec<RowAccess> = (0..rng.range(1, 14))
                     .map(|_| {
-                        let step = if rng.chance(15) { 0 } else { vb };
-                        let start = rng.range(0, (span - 80 * vb) as i64) as u64 / vb * vb;
+                        // Now and then a step of its own: the row goes access by access.
+                        let step = match rng.below(40) {
+                            0..=5 => 0,
+                            6 => 3 * vb,
+                            _ => vb,
+                        };
+                        let start = rng.range(0, (span - 240 * vb) as i64) as u64 / vb * vb;
                         RowAccess {
                             base: (base + start).wrapping_sub((lo as u64).wrapping_mul(step)),
                             site: rng.below(sites) as u32,
