@@ -133,12 +133,20 @@ impl Class {
         self.stack.has_room() && self.levels.iter().all(|l| l.sets.has_room(x))
     }
 
-    /// Line `x` leaves the prefix.
+    /// Line `x` (taken off the recent ones, [`Class::take_recent`]) leaves the prefix.
     fn leave(&mut self, x: u32) {
-        self.stack.set_recent(x, false);
         self.stack.leave(x);
         for l in &mut self.levels {
             l.sets.leave(x);
+        }
+    }
+
+    /// Appends line `x` to `order` if it is recent, and marks it not recent (so that a line
+    /// met again is taken once).
+    fn take_recent(&mut self, x: u32, order: &mut Vec<u32>) {
+        if self.stack.is_recent(x) {
+            self.stack.set_recent(x, false);
+            order.push(x);
         }
     }
 
@@ -284,9 +292,8 @@ impl Class {
             // The lines no access is in any more leave, the least recently accessed first.
             order.clear();
             for &(x, _) in left.iter().rev() {
-                if *self.stack.holders(x) == 0 && self.stack.is_recent(x) {
-                    self.stack.set_recent(x, false);
-                    order.push(x);
+                if *self.stack.holders(x) == 0 {
+                    self.take_recent(x, order);
                 }
             }
             for &x in order.iter().rev() {
@@ -308,10 +315,7 @@ impl Class {
         order.clear();
         let newest_first = line[..p].iter().rev().chain(line[p..].iter().rev());
         for &x in newest_first.chain(left.iter().rev().map(|(x, _)| x)) {
-            if self.stack.is_recent(x) {
-                self.stack.set_recent(x, false);
-                order.push(x);
-            }
+            self.take_recent(x, order);
         }
         for &x in order.iter().rev() {
             self.stack.touch(x);
