@@ -370,8 +370,7 @@ class Kernel:
             if not (type(a) is np.ndarray and a.dtype is dtype and a.shape == shapes[n]
                     and a.strides == strides[n]):
                 self._checked(n, a)
-            first = _address(a)
-            spans[n] = (first, first + a.nbytes)
+            spans[n] = _span(a)
         for n in self.outputs:
             if n not in spans:
                 continue
