@@ -121,6 +121,7 @@ impl<'a> GroupLowering<'a> {
         self.check_stream_along_y(&steps)?;
         let analysis = self.lowering.analysis;
         let stream_dim = self.lowering.stream_dim;
+        let bands = loops.iter().map(|lp| interval_bands(&steps, lp)).collect();
         Ok(GroupSchedule {
             index: self.index,
             stencils: self
@@ -140,6 +141,7 @@ impl<'a> GroupLowering<'a> {
             }),
             block: self.device.block,
             loops,
+            bands,
             staged: self.staged(),
         })
     }
@@ -214,4 +216,19 @@ impl<'a> GroupLowering<'a> {
         }
         Ok(())
     }
+}
+
+/// The levels at which the intervals of row loop `lp`'s steps change, ascending and without
+/// repeats: each interval's end but the last's ([`GroupSchedule::bands`]).
+fn interval_bands(steps: &[StencilStep], lp: &[usize]) -> Vec<i64> {
+    let mut his: Vec<i64> = lp
+        .iter()
+        .flat_map(|&n| {
+            let ivs = &steps[n].intervals;
+            ivs[..ivs.len().saturating_sub(1)].iter().map(|iv| iv.hi)
+        })
+        .collect();
+    his.sort_unstable();
+    his.dedup();
+    his
 }

@@ -241,6 +241,12 @@ pub struct GroupSchedule {
     /// one loop over `i` (`row_loops::joins_row_loop` says when they may). A reader in the same
     /// loop reads a producer at offset zero from the producer's value variable.
     pub loops: Vec<Vec<usize>>,
+    /// Per row loop, the levels at which one of its steps' `intervals:` changes, ascending
+    /// (the last interval's end left out); empty when none has intervals. The kernel runs such
+    /// a loop once per band of levels between them, each under its own `k <` test, so the
+    /// interval chain inside the loop is decided outside it: the compiler folds it away
+    /// instead of computing every interval's body for every cell and blending the results.
+    pub bands: Vec<Vec<i64>>,
     /// On the CUDA target, the arrays this streamed group stages in shared memory
     /// (`boxes::block_plan`); empty on the other targets.
     pub staged: Vec<StagedArray>,
