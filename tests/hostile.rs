@@ -409,6 +409,61 @@ fn misspelt_inputs_are_caught() {
     assert_eq!(report["warnings"].as_array().map(Vec::len), Some(1));
 }
 
+/// Compiler flags that would reach the compiler as empty arguments, or more candidates than
+/// learn times: refused with the key by every command that reads the machine file.
+#[test]
+fn empty_or_too_many_compiler_flags_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::read_to_string(root().join("machines/default.yaml")).unwrap();
+    let base: String = base
+        .lines()
+        .filter(|l| !l.starts_with("compiler:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let nine = ["[-O2]"; 9].join(", ");
+    for (name, compiler, needle) in [
+        (
+            "flag.yaml",
+            "{cxx: g++, flags: [-O3, \"\"]}".to_string(),
+            "compiler.flags[1]",
+        ),
+        (
+            "none.yaml",
+            "{cxx: g++, candidates: [[]]}".to_string(),
+            "compiler.candidates[0]",
+        ),
+        (
+            "blank.yaml",
+            "{cxx: g++, candidates: [[-O2, \" \"]]}".to_string(),
+            "compiler.candidates[0][1]",
+        ),
+        (
+            "nine.yaml",
+            format!("{{cxx: g++, candidates: [{nine}]}}"),
+            "at most 8 candidates",
+        ),
+        (
+            "list.yaml",
+            "{cxx: g++, candidates: -O2}".to_string(),
+            "candidates",
+        ),
+    ] {
+        let m = temp_file(dir.path(), name, &format!("{base}compiler: {compiler}\n"));
+        for cmd in ["solve", "bench"] {
+            let o = absinthe(&[cmd, "configs/hdiff.yaml", "--machine", m.to_str().unwrap()]);
+            assert_clean_error(&o, &[name, needle]);
+        }
+        let o = absinthe(&[
+            "learn",
+            "--machine",
+            m.to_str().unwrap(),
+            "--out",
+            "/dev/null",
+        ]);
+        assert_clean_error(&o, &[name, needle]);
+    }
+}
+
 /// Cache levels the cache model would divide by, index with or loop over without end: refused
 /// with the key, whatever command reads the machine file; a variant `cache` cannot model is
 /// refused by name.

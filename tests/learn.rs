@@ -174,6 +174,63 @@ fn learn_refits_the_parameters_to_real_kernels() {
     );
 }
 
+/// With `compiler.candidates`, learn first times its flag kernels built with the base flags and
+/// with each candidate added, records every set and its time, skips a set the compiler refuses
+/// with a warning, and writes the set `flags::choose` picks from the recorded times into
+/// `compiler.flags`, keeping the candidates; `--keep-flags` skips the step.
+#[test]
+fn learn_chooses_the_compiler_flags_by_measurement() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny.yaml");
+    let machine = MACHINE.replace(
+        "flags: [-O1, -fopenmp]}",
+        "flags: [-O1, -fopenmp], candidates: [[-O2], [-fno-such-flag-for-absinthe]]}",
+    );
+    assert_ne!(machine, MACHINE);
+    std::fs::write(&path, &machine).unwrap();
+    let out = learn_command(&path, "2", &[]).output().unwrap();
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    assert!(
+        stderr(&out).contains("refused the candidate flags `-fno-such-flag-for-absinthe`"),
+        "{}",
+        stderr(&out)
+    );
+    let m = Machine::load(&path).unwrap();
+    let c = m
+        .learned
+        .clone()
+        .unwrap()
+        .flag_calibration
+        .expect("the choice recorded");
+    let sets: Vec<Vec<&str>> = vec![
+        vec!["-O1", "-fopenmp"],
+        vec!["-O1", "-fopenmp", "-O2"],
+        vec!["-O1", "-fopenmp", "-fno-such-flag-for-absinthe"],
+    ];
+    assert_eq!(c.flags, sets);
+    assert!(c.seconds[0].is_some_and(|s| s > 0.0) && c.seconds[1].is_some_and(|s| s > 0.0));
+    assert_eq!(c.seconds[2], None, "{c:?}");
+    let chosen = absinthe_learn::flags::choose(&c.seconds);
+    assert_eq!(m.compiler.flags, c.flags[chosen], "{c:?}");
+    assert_eq!(m.compiler.candidates.len(), 2);
+    let text = stdout(&out);
+    assert!(text.contains("compiler.flags: "), "{text}");
+    for kernel in absinthe_learn::flags::FLAG_KERNELS {
+        assert!(text.contains(kernel.0), "{text}");
+    }
+    // Learning again from the learned file starts from the same base flags.
+    assert_eq!(m.compiler.base_flags(), sets[0]);
+    // --keep-flags leaves the flags and records no choice.
+    std::fs::write(&path, &machine).unwrap();
+    let out = learn_command(&path, "2", &["--keep-flags"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let m = Machine::load(&path).unwrap();
+    assert_eq!(m.compiler.flags, ["-O1", "-fopenmp"]);
+    assert!(m.learned.unwrap().flag_calibration.is_none());
+}
+
 /// Without `--keep-cache-fraction`, learn times the model's optima of the calibration programs
 /// (here one, on a tiny domain) at every fraction tried, records the times, and writes the
 /// fraction that the rule of `calibrate::choose` picks from them.

@@ -116,8 +116,12 @@ impl KernelRow {
 
 /// The kernels, parsed and analysed.
 pub fn kernel_programs() -> Result<Vec<(Program, Analysis)>, LearnError> {
-    KERNELS
-        .iter()
+    programs_of(&KERNELS)
+}
+
+/// The programs of `list` (name, YAML text), parsed and analysed.
+pub fn programs_of(list: &[(&str, &str)]) -> Result<Vec<(Program, Analysis)>, LearnError> {
+    list.iter()
         .map(|(name, text)| {
             let program = Program::from_yaml(text)
                 .map_err(|d| LearnError::Kernels(format!("{name}: {d:?}")))?;
@@ -128,29 +132,39 @@ pub fn kernel_programs() -> Result<Vec<(Program, Analysis)>, LearnError> {
         .collect()
 }
 
-/// Times each kernel's optimum under `machine` (which holds the synthetic fit's parameters)
-/// and `variants` random configurations: one bundle per kernel, [`KERNEL_ROUNDS`] interleaved
-/// rounds, caches flushed, every run verified.
-pub fn measure_kernels(
+/// The kernels' bundles for the variants `wanted`, planned under `machine`: per kernel its name,
+/// its bundle's source (None when no variant is feasible), its variants' labels and their rows
+/// (the model's counts, not yet timed).
+pub struct KernelBundles {
+    pub names: Vec<String>,
+    pub sources: Vec<Option<String>>,
+    pub cases: Vec<Vec<String>>,
+    pub rows: Vec<Vec<KernelRow>>,
+}
+
+/// Plans and renders the variants `wanted` of `programs` (parsed and analysed) under `machine`,
+/// one bundle per program.
+pub fn kernel_bundles(
+    programs: Vec<(Program, Analysis)>,
     machine: &Machine,
-    variants: usize,
+    wanted: &[Variant],
     options: &LearnOptions,
-    progress: &(dyn Fn(Progress) + Sync),
-) -> Result<Vec<KernelRow>, LearnError> {
+) -> Result<KernelBundles, LearnError> {
     let settings = PlanSettings::learn(options.solver);
     let renderer = Renderer::embedded();
-    let mut names = Vec::new();
-    let mut sources = Vec::new();
-    let mut cases = Vec::new();
-    let mut rows = Vec::new();
-    for (program, mut analysis) in kernel_programs()? {
+    let mut out = KernelBundles {
+        names: Vec::new(),
+        sources: Vec::new(),
+        cases: Vec::new(),
+        rows: Vec::new(),
+    };
+    for (program, mut analysis) in programs {
         let name = program.name.clone();
         let view = machine
             .model_view(program.value_type.bytes())
             .map_err(|d| LearnError::MachineFile(format!("{d:?}")))?;
         analysis.weigh_operations(view.params.operations);
-        let wanted = [Variant::Opt, Variant::Random(variants)];
-        let planned = plan(&wanted, &program, &analysis, &view, &settings)
+        let planned = plan(wanted, &program, &analysis, &view, &settings)
             .map_err(|e| LearnError::Kernels(format!("{name}: {e}")))?;
         let mut schedules = Vec::new();
         let mut labels = Vec::new();
@@ -164,7 +178,7 @@ pub fn measure_kernels(
             labels.push(p.name.clone());
             own.push(KernelRow::of(&name, &p.name, &cost));
         }
-        sources.push(if schedules.is_empty() {
+        out.sources.push(if schedules.is_empty() {
             None
         } else {
             Some(training_runs::bundle_source(
@@ -173,10 +187,33 @@ pub fn measure_kernels(
                 labels.clone(),
             )?)
         });
-        names.push(name);
-        cases.push(labels);
-        rows.push(own);
+        out.names.push(name);
+        out.cases.push(labels);
+        out.rows.push(own);
     }
+    Ok(out)
+}
+
+/// Times each kernel's optimum under `machine` (which holds the synthetic fit's parameters)
+/// and `variants` random configurations: one bundle per kernel, [`KERNEL_ROUNDS`] interleaved
+/// rounds, caches flushed, every run verified.
+pub fn measure_kernels(
+    machine: &Machine,
+    variants: usize,
+    options: &LearnOptions,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<Vec<KernelRow>, LearnError> {
+    let KernelBundles {
+        names,
+        sources,
+        cases,
+        rows,
+    } = kernel_bundles(
+        kernel_programs()?,
+        machine,
+        &[Variant::Opt, Variant::Random(variants)],
+        options,
+    )?;
     let medians = time_cases(
         &names,
         &sources,

@@ -16,6 +16,7 @@
 
 pub mod calibrate;
 pub mod fit;
+pub mod flags;
 pub mod gpu;
 pub mod gpu_fit;
 pub mod kernels;

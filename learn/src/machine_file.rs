@@ -104,12 +104,38 @@ pub fn learned_blocks(params: &Params, learned: &Learned) -> String {
     if !learned.model.is_default() {
         text.push_str(&format!("  model: {}\n", learned.model));
     }
+    text.push_str(&records(learned));
+    text
+}
+
+/// The `learned` block's records of how `learn` chose what it chose, and of the refit.
+fn records(learned: &Learned) -> String {
+    let quote = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
+    let mut text = String::new();
     if let Some(c) = &learned.cache_calibration {
         let fractions: Vec<String> = c.fractions.iter().map(|f| format!("{f:.4}")).collect();
         text.push_str(&calibration_block(
             "cache_calibration",
             "fractions",
             &fractions,
+            &c.seconds,
+        ));
+    }
+    if let Some(c) = &learned.flag_calibration {
+        let sets: Vec<String> = c
+            .flags
+            .iter()
+            .map(|f| {
+                format!(
+                    "[{}]",
+                    f.iter().map(|s| quote(s)).collect::<Vec<_>>().join(", ")
+                )
+            })
+            .collect();
+        text.push_str(&calibration_block(
+            "flag_calibration",
+            "flags",
+            &sets,
             &c.seconds,
         ));
     }
@@ -303,6 +329,23 @@ pub fn utc_timestamp(seconds: u64) -> String {
         (rem / 60) % 60,
         rem % 60
     )
+}
+
+/// `compiler` with `flags` as a machine file's `compiler:` value, in flow style on one line, each
+/// string quoted.
+pub fn compiler_yaml(
+    compiler: &absinthe_model::formats::machine::Compiler,
+    flags: &[String],
+) -> String {
+    let quote = |s: &String| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
+    let list = |l: &[String]| format!("[{}]", l.iter().map(quote).collect::<Vec<_>>().join(", "));
+    let mut text = format!("{{cxx: {}, flags: {}", quote(&compiler.cxx), list(flags));
+    if !compiler.candidates.is_empty() {
+        let sets: Vec<String> = compiler.candidates.iter().map(|c| list(c)).collect();
+        text.push_str(&format!(", candidates: [{}]", sets.join(", ")));
+    }
+    text.push('}');
+    text
 }
 
 /// `levels` as a machine file's `caches:` value, in flow style on one line.

@@ -16,6 +16,7 @@ use absinthe_model::formats::model_kind::ModelKind;
 use absinthe_solvers::method::Backend;
 
 use crate::calibrate::{self, Calibration, LimitCalibration};
+use crate::flags::{self, FlagChoice};
 use crate::kernels::{self, KernelRow, Refit};
 use crate::machine_file::{self, host_description, utc_timestamp};
 use crate::training::{self, TrainingProgram};
@@ -45,6 +46,8 @@ pub struct Request {
     pub kernel_variants: Option<usize>,
     /// Choose `cache_fraction` by measurement.
     pub cache_fraction: bool,
+    /// Choose `compiler.flags` among the file's candidates by measurement.
+    pub compiler_flags: bool,
     /// Choose `group_arrays` by measurement.
     pub group_arrays: bool,
     /// The calibration programs' extents, three per domain (empty: the defaults).
@@ -91,6 +94,7 @@ impl Request {
         };
         let full = self.model.inlines();
         let steps = Steps {
+            compiler_flags: self.compiler_flags,
             kernel_refit: (full && self.kernel_refit).then(|| self.refit_variants()),
             cache_fraction: full && self.cache_fraction,
             group_arrays: full && self.group_arrays,
@@ -191,6 +195,8 @@ pub fn program_files() -> Result<Vec<(String, String)>, LearnError> {
 /// Which steps after the synthetic fit run.
 #[derive(Clone, Debug)]
 pub struct Steps {
+    /// Choose `compiler.flags` among the file's candidates first.
+    pub compiler_flags: bool,
     /// Refit to real kernels with this many random configurations each (None: no refit).
     pub kernel_refit: Option<usize>,
     /// Choose `cache_fraction`.
@@ -218,6 +224,10 @@ pub enum Event {
 /// The steps, with what each will try.
 #[derive(Clone, Debug)]
 pub enum Step {
+    /// Choosing `compiler.flags` among `sets` flag sets (`flags`).
+    CompilerFlags {
+        sets: usize,
+    },
     KernelRefit {
         variants: usize,
     },
@@ -242,6 +252,8 @@ pub enum Step {
 /// What a run learned, and the machine file rewritten with it.
 pub struct Learning {
     pub result: LearnResult,
+    /// How `compiler.flags` were chosen, when the file lists candidates.
+    pub flag_choice: Option<FlagChoice>,
     /// The operation-weight timings (None on a GPU machine, whose weights stay).
     pub operations: Option<OperationTimes>,
     /// The refit and the kernel rows it fitted.
@@ -267,6 +279,11 @@ pub fn run(
 ) -> Result<Learning, LearnError> {
     let (threads, cache_bytes) = (host.threads, host.cache_bytes);
     let started = Instant::now();
+    let (flag_choice, chosen_options) = match steps.compiler_flags {
+        true => compiler_flags(machine, host, options, events)?,
+        false => (None, options.clone()),
+    };
+    let options = &chosen_options;
     let mut result = learn(options, &|p| events(Event::Progress(p)))?;
     let file_weights = machine.params.map(|p| p.operations).unwrap_or_default();
     let operations = operation_weights(machine, options, threads)?;
@@ -304,8 +321,35 @@ pub fn run(
             refit(&mut result, &solved, variants, options, events)?
         }
     };
-    // A GPU machine's capacity is shared memory per block, which the CPU kernels timed here
-    // do not use.
+    let (calibration, limit_calibration) =
+        calibrations(machine, &solved_with, &result, options, steps, events)?;
+    let mut learning = Learning {
+        result,
+        flag_choice,
+        operations,
+        refit,
+        synthetic_r2,
+        calibration,
+        limit_calibration,
+        text: String::new(),
+        wall_seconds: started.elapsed().as_secs_f64(),
+    };
+    learning.text = rewritten(machine, text, (threads, cache_bytes), options, &learning)?;
+    Ok(learning)
+}
+
+/// The choices of `cache_fraction` and `group_arrays`, as `steps` ask, each solving with the
+/// machine `solved_with` makes of the parameters and a fraction (not on a GPU machine, whose
+/// capacity is shared memory per block, which the CPU kernels timed here do not use).
+fn calibrations(
+    machine: &Machine,
+    solved_with: &dyn Fn(&Params, f64) -> Machine,
+    result: &LearnResult,
+    options: &LearnOptions,
+    steps: &Steps,
+    events: &(dyn Fn(Event) + Sync),
+) -> Result<(Option<Calibration>, Option<LimitCalibration>), LearnError> {
+    let gpu = machine.gpu.is_some();
     let calibration = if steps.cache_fraction && !gpu {
         let fractions = calibrate::fractions_to_try(machine.cache_fraction);
         let programs = steps.domains.len();
@@ -342,18 +386,42 @@ pub fn run(
     } else {
         None
     };
-    let mut learning = Learning {
-        result,
-        operations,
-        refit,
-        synthetic_r2,
-        calibration,
-        limit_calibration,
-        text: String::new(),
-        wall_seconds: started.elapsed().as_secs_f64(),
+    Ok((calibration, limit_calibration))
+}
+
+/// The compiler flags, chosen first when the machine file lists candidates (not on a GPU
+/// machine, whose kernels are not this CPU's), and the options everything after builds with.
+fn compiler_flags(
+    machine: &Machine,
+    host: Host,
+    options: &LearnOptions,
+    events: &(dyn Fn(Event) + Sync),
+) -> Result<(Option<FlagChoice>, LearnOptions), LearnError> {
+    let compiler = &machine.compiler;
+    if compiler.candidates.is_empty() || machine.gpu.is_some() {
+        return Ok((None, options.clone()));
+    }
+    let sets = compiler.flag_sets().len();
+    events(Event::Step(Step::CompilerFlags { sets }));
+    let solved = Machine {
+        cores: Some(host.threads),
+        cache_bytes: Some(host.cache_bytes),
+        ..machine.clone()
     };
-    learning.text = rewritten(machine, text, (threads, cache_bytes), options, &learning)?;
-    Ok(learning)
+    let progress = |p| events(Event::Progress(p));
+    let choice = flags::choose_flags(compiler, &solved, options, &progress)?;
+    for (flags, error) in &choice.refused {
+        events(Event::Warning(format!(
+            "{} refused the candidate flags `{}` ({error}); learn goes on without them",
+            compiler.cxx,
+            flags.join(" ")
+        )));
+    }
+    let chosen = LearnOptions {
+        toolchain: Toolchain::new(&compiler.cxx, choice.flags()),
+        ..options.clone()
+    };
+    Ok((Some(choice), chosen))
 }
 
 /// The operation weights, timed before the refit (its kernels are costed with them), in the
@@ -425,6 +493,7 @@ fn rewritten(
         cache_calibration: learning.calibration.as_ref().map(|c| c.record()),
         group_arrays_calibration: learning.limit_calibration.as_ref().map(|c| c.record()),
         crowding_calibration: Some(result.crowding.clone()),
+        flag_calibration: learning.flag_choice.as_ref().map(FlagChoice::record),
         kernel_refit: learning
             .refit
             .as_ref()
@@ -440,6 +509,12 @@ fn rewritten(
         extra.push(("caches", machine_file::caches_yaml(&levels)));
     }
     let mut new_text = machine_file::rewrite(text, &result.params, &learned, &extra)?;
+    if let Some(choice) = &learning.flag_choice {
+        if choice.flags() != machine.compiler.flags.as_slice() {
+            let compiler = machine_file::compiler_yaml(&machine.compiler, choice.flags());
+            new_text = machine_file::set_top_level(&new_text, "compiler", &compiler);
+        }
+    }
     if let Some(c) = &learning.calibration {
         if c.chosen != machine.cache_fraction {
             let fraction = format!("{:.4}", c.chosen);

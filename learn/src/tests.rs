@@ -273,6 +273,7 @@ fn learned() -> (Params, Learned) {
         },
         wall_seconds: Some(281.5),
         flush: Some(absinthe_model::formats::learned::FlushKind::Evict),
+        flag_calibration: None,
         cache_calibration: Some(CacheCalibration {
             fractions: vec![0.25, 0.5, 1.0],
             seconds: vec![Some(5.25e-3), None, Some(4.5e-3)],

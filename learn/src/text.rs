@@ -15,6 +15,7 @@ use absinthe_model::formats::machine::{Machine, OperationWeights, Params};
 use absinthe_model::output::text::{human_seconds, table};
 
 use crate::calibrate::{Calibration, LimitCalibration};
+use crate::flags::FlagChoice;
 use crate::gpu;
 use crate::gpu_fit::{GpuLearning, GpuOutcome, OUTPUT, RUN_SCRIPT};
 use crate::kernels::{self, KernelRow, Refit};
@@ -41,7 +42,11 @@ impl Learning {
     /// calibrations against `machine`'s own settings.
     pub fn report(&self, machine: &Machine, seconds: f64, out: &Path) -> String {
         let result = &self.result;
-        let mut text = params_table(&result.params);
+        let mut text = String::new();
+        if let Some(c) = &self.flag_choice {
+            text.push_str(&flag_choice(c, &machine.compiler.flags));
+        }
+        text.push_str(&params_table(&result.params));
         let _ = writeln!(
             text,
             "R² (per-configuration medians): fast {:.3}, slow {:.3}; {} samples; {seconds:.0} s",
@@ -111,6 +116,14 @@ fn params_table(params: &Params) -> String {
 /// What a step of the run is about to do.
 fn step_phrase(step: &Step) -> String {
     match step {
+        Step::CompilerFlags { sets } => format!(
+            "choosing compiler flags: the optima of {} built with each of {sets} flag sets ...",
+            crate::flags::FLAG_KERNELS
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         Step::KernelRefit { variants } => format!(
             "refitting to real kernels: the optimum and {variants} random configurations of {} ...",
             kernels::KERNELS
@@ -211,6 +224,49 @@ fn refit(r: &Refit, rows: &[KernelRow], synthetic: FitQuality, refitted: FitQual
         r.rounds,
         table(&header, &lines)
     )
+}
+
+/// The compiler-flag choice's table: per flag set its kernels' geometric mean and its ratio to
+/// the base set's; then the flags chosen against `current`.
+fn flag_choice(c: &FlagChoice, current: &[String]) -> String {
+    let base = c.sets[0].1;
+    let rows: Vec<Vec<String>> = c
+        .sets
+        .iter()
+        .zip(&c.times)
+        .map(|((flags, s), times)| {
+            let mut row = vec![flags.join(" ")];
+            for k in 0..c.kernels.len() {
+                row.push(
+                    times
+                        .as_ref()
+                        .map_or_else(|| "refused".into(), |t| human_seconds(t[k])),
+                );
+            }
+            row.push(s.map_or_else(|| "-".into(), human_seconds));
+            row.push(match (s, base) {
+                (Some(s), Some(b)) => format!("{:.3}", s / b),
+                _ => "-".into(),
+            });
+            row
+        })
+        .collect();
+    let mut head: Vec<&str> = vec!["flags"];
+    head.extend(c.kernels.iter().map(String::as_str));
+    head.extend(["geometric mean", "/ base"]);
+    let mut text = table(&head, &rows);
+    let chosen = c.flags();
+    let _ = if chosen == current {
+        writeln!(text, "compiler.flags: kept {}", chosen.join(" "))
+    } else {
+        writeln!(
+            text,
+            "compiler.flags: {} (was {})",
+            chosen.join(" "),
+            current.join(" ")
+        )
+    };
+    text
 }
 
 /// The cache-fraction calibration's table: per fraction, each program's optimum and median,

@@ -20,7 +20,10 @@ use absinthe_codegen::files::write_atomic;
 
 /// Measure this machine and write the model's parameters into its machine file.
 ///
-/// Builds fifteen synthetic training programs (fast memory: chains of nine stencils reading one
+/// When the file lists `compiler.candidates`, it first times six kernels (j3d7pt, example2,
+/// streams8, chain16 and two of its own) built with the file's flags and with each candidate
+/// added, and writes the fastest set into `compiler.flags` (the file's own unless one is 2%
+/// faster; --keep-flags skips this); everything after is built with them. Builds fifteen synthetic training programs (fast memory: chains of nine stencils reading one
 /// input at 12 or 20 positions, or at 12 with twelve products of differences on top so that
 /// arithmetic varies apart from accesses, only the last stored, at evaluation width 0 or 1; slow
 /// memory: nine stencils reading 1-3 fresh inputs at boundary width 0-2, every other one stored),
@@ -43,7 +46,8 @@ use absinthe_codegen::files::write_atomic;
 /// 0.5, 0.75, 1 and the file's own, times every distinct optimum, and keeps the fraction whose
 /// optima ran fastest (the file's own when within 2%; --keep-cache-fraction skips this). The file
 /// may lack `params`, `cores` (default: this machine's CPUs) and `cache_bytes` (default: the L2
-/// size sysfs reports). Only `params`, `learned` and `cache_fraction` are rewritten (and missing
+/// size sysfs reports). Only `params`, `learned`, `compiler`, `cache_fraction` and `group_arrays`
+/// are rewritten (and missing
 /// `cores`/`cache_bytes` added); comments and every other key stay as written.
 ///
 /// Examples:
@@ -98,6 +102,9 @@ pub struct LearnArgs {
     /// ran fastest (the file's own when within 2% of it) into `cache_fraction`.
     #[arg(long)]
     pub keep_cache_fraction: bool,
+    /// Keep `compiler.flags` instead of choosing among `compiler.candidates` by measurement.
+    #[arg(long)]
+    pub keep_flags: bool,
     /// Keep the machine file's `group_arrays` (the most arrays one group may touch in a
     /// program streamed along y) instead of choosing it by measurement. By default, after the
     /// cache fraction, `learn` solves the calibration programs and four fields sharing one
@@ -211,6 +218,7 @@ fn request(args: &LearnArgs) -> Request {
         kernel_refit: !args.no_kernel_refit,
         kernel_variants: args.kernel_variants,
         cache_fraction: !args.keep_cache_fraction,
+        compiler_flags: !args.keep_flags,
         group_arrays: !args.keep_group_arrays,
         calibration_domain: args.calibration_domain.clone(),
     }

@@ -83,6 +83,9 @@ pub struct Learned {
     /// The refit to real kernels after the synthetic fit, when `learn` ran it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel_refit: Option<KernelRefit>,
+    /// How `learn` chose `compiler.flags`, when the file lists candidates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flag_calibration: Option<FlagCalibration>,
     /// The form of the model the parameters were fitted for (`learn --model`; absent:
     /// `linear`). Commands price with it unless `--model` says otherwise.
     #[serde(default, skip_serializing_if = "ModelKind::is_default")]
@@ -137,5 +140,16 @@ pub struct GroupArraysCalibration {
 #[serde(deny_unknown_fields)]
 pub struct CacheCalibration {
     pub fractions: Vec<f64>,
+    pub seconds: Vec<Option<f64>>,
+}
+
+/// The measurements behind learned `compiler.flags`: each flag set tried (the base flags first,
+/// then each candidate added to them) and the time of learn's kernels built with it (the
+/// geometric mean of their fastest medians, in seconds; absent where the compiler refused the
+/// flags).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlagCalibration {
+    pub flags: Vec<Vec<String>>,
     pub seconds: Vec<Option<f64>>,
 }

@@ -47,6 +47,10 @@ pub const MAX_TILINGS: usize = 1 << 21;
 pub const MAX_CACHE_BYTES: u64 = 1 << 40;
 /// The most levels a machine file's `caches:` lists.
 pub const MAX_CACHE_LEVELS: usize = 8;
+
+/// The most flag sets a machine file's `compiler.candidates` may list: `learn` times its
+/// kernels once per candidate and once with the base flags.
+pub const MAX_FLAG_CANDIDATES: usize = 8;
 /// The highest associativity of a cache level (a fully associative level of a few thousand
 /// lines stays below it; the set-associative simulation scans a set's ways).
 pub const MAX_CACHE_WAYS: u64 = 1 << 16;

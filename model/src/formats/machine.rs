@@ -266,6 +266,11 @@ pub struct Compiler {
     pub cxx: String,
     #[serde(default)]
     pub flags: Vec<String>,
+    /// Flags `learn` may add to [`Compiler::base_flags`]: it times learn's kernels built with
+    /// the base flags and with each candidate added, and writes the fastest set into `flags`
+    /// (`learn::flags`). Empty: `flags` stay as they are.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<Vec<String>>,
 }
 
 impl Default for Compiler {
@@ -273,6 +278,71 @@ impl Default for Compiler {
         Compiler {
             cxx: "g++".into(),
             flags: vec!["-O3".into(), "-march=native".into(), "-fopenmp".into()],
+            candidates: Vec::new(),
+        }
+    }
+}
+
+impl Compiler {
+    /// `flags` without any flag a candidate adds: what `learn` starts from, also when the file
+    /// was learned before and its `flags` hold a candidate's.
+    pub fn base_flags(&self) -> Vec<String> {
+        let added = |f: &String| self.candidates.iter().flatten().any(|c| c == f);
+        self.flags.iter().filter(|f| !added(f)).cloned().collect()
+    }
+
+    /// The flag sets `learn` chooses among: the base flags, then each candidate added to them.
+    pub fn flag_sets(&self) -> Vec<Vec<String>> {
+        let base = self.base_flags();
+        std::iter::once(base.clone())
+            .chain(self.candidates.iter().map(|c| {
+                let mut set = base.clone();
+                set.extend(c.iter().cloned());
+                set
+            }))
+            .collect()
+    }
+
+    fn validate(&self, errors: &mut Vec<Diagnostic>) {
+        if self.cxx.trim().is_empty() {
+            errors.push(Diagnostic::new(
+                "compiler.cxx",
+                "the compiler command is empty",
+            ));
+        }
+        for (n, f) in self.flags.iter().enumerate() {
+            if f.trim().is_empty() {
+                errors.push(Diagnostic::new(
+                    format!("compiler.flags[{n}]"),
+                    "a flag is empty",
+                ));
+            }
+        }
+        if self.candidates.len() > limits::MAX_FLAG_CANDIDATES {
+            errors.push(Diagnostic::new(
+                "compiler.candidates",
+                format!(
+                    "at most {} candidates, found {}",
+                    limits::MAX_FLAG_CANDIDATES,
+                    self.candidates.len()
+                ),
+            ));
+        }
+        for (n, c) in self.candidates.iter().enumerate() {
+            if c.is_empty() {
+                errors.push(Diagnostic::new(
+                    format!("compiler.candidates[{n}]"),
+                    "a candidate adds no flag",
+                ));
+            }
+            for (m, f) in c.iter().enumerate() {
+                if f.trim().is_empty() {
+                    errors.push(Diagnostic::new(
+                        format!("compiler.candidates[{n}][{m}]"),
+                        "a flag is empty",
+                    ));
+                }
+            }
         }
     }
 }
@@ -561,12 +631,7 @@ impl Machine {
                 ));
             }
         }
-        if self.compiler.cxx.trim().is_empty() {
-            errors.push(Diagnostic::new(
-                "compiler.cxx",
-                "the compiler command is empty",
-            ));
-        }
+        self.compiler.validate(&mut errors);
         if let Some(g) = &self.gpu {
             g.validate(&mut errors);
         }
@@ -665,5 +730,47 @@ impl Machine {
             block_threads: MAX_BLOCK_THREADS,
             model: ModelKind::Linear,
         })
+    }
+}
+
+#[cfg(test)]
+mod compiler_tests {
+    use super::Compiler;
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn the_flag_sets_start_from_the_flags_without_any_candidates_flags() {
+        let c = Compiler {
+            cxx: "g++".into(),
+            flags: strings(&["-O3", "-march=native", "-fopenmp", "-mtune=x"]),
+            candidates: vec![
+                strings(&["-mtune=x", "-mprefer-vector-width=512"]),
+                strings(&["-O2"]),
+            ],
+        };
+        let base = strings(&["-O3", "-march=native", "-fopenmp"]);
+        assert_eq!(c.base_flags(), base);
+        let sets = c.flag_sets();
+        assert_eq!(sets.len(), 3);
+        assert_eq!(sets[0], base);
+        assert_eq!(
+            sets[1],
+            strings(&[
+                "-O3",
+                "-march=native",
+                "-fopenmp",
+                "-mtune=x",
+                "-mprefer-vector-width=512"
+            ])
+        );
+        assert_eq!(
+            sets[2],
+            strings(&["-O3", "-march=native", "-fopenmp", "-O2"])
+        );
+        let plain = Compiler::default();
+        assert_eq!(plain.flag_sets(), vec![plain.flags.clone()]);
     }
 }
