@@ -192,7 +192,7 @@ pub fn program_files() -> Result<Vec<(String, String)>, LearnError> {
         .collect())
 }
 
-/// Which steps after the synthetic fit run.
+/// Which steps beside the synthetic fit run: the choice of flags before it, the rest after.
 #[derive(Clone, Debug)]
 pub struct Steps {
     /// Choose `compiler.flags` among the file's candidates first.
@@ -224,7 +224,7 @@ pub enum Event {
 /// The steps, with what each will try.
 #[derive(Clone, Debug)]
 pub enum Step {
-    /// Choosing `compiler.flags` among `sets` flag sets (`flags`).
+    /// Choosing `compiler.flags` among `sets` flag sets (`flags::choose_flags`).
     CompilerFlags {
         sets: usize,
     },
