@@ -20,7 +20,7 @@ use absinthe_model::formats::learned::FlagCalibration;
 use absinthe_model::formats::machine::{Compiler, Machine};
 
 use crate::calibrate::time_cases;
-use crate::kernels::{kernel_bundles, programs_of, KernelBundles, KERNELS};
+use crate::kernels::{kernel_bundles, programs_of, KERNELS};
 use crate::{LearnError, LearnOptions, Progress};
 
 /// Rounds over the flag sets, each timing every kernel once per set.
@@ -121,16 +121,21 @@ pub fn choose_flags(
         options,
     )?;
     // The kernels with a feasible optimum on this machine.
-    let KernelBundles {
-        names,
-        sources,
-        cases,
-        ..
-    } = bundles;
-    let kept: Vec<usize> = (0..names.len()).filter(|&k| sources[k].is_some()).collect();
-    let names: Vec<String> = kept.iter().map(|&k| names[k].clone()).collect();
-    let sources: Vec<Option<String>> = kept.iter().map(|&k| sources[k].clone()).collect();
-    let cases: Vec<Vec<String>> = kept.iter().map(|&k| cases[k].clone()).collect();
+    let mut names = Vec::new();
+    let mut sources = Vec::new();
+    let mut cases = Vec::new();
+    for ((name, source), case) in bundles
+        .names
+        .into_iter()
+        .zip(bundles.sources)
+        .zip(bundles.cases)
+    {
+        if source.is_some() {
+            names.push(name);
+            sources.push(source);
+            cases.push(case);
+        }
+    }
     let sets = compiler.flag_sets();
     // One bar for the whole choice: each timing reports a build and a run per kernel.
     progress(Progress::Start {

@@ -62,7 +62,6 @@ pub fn learned_blocks(params: &Params, learned: &Learned) -> String {
     let pb = |p: &absinthe_model::formats::machine::PeelBody| {
         format!("{{peel: {}, body: {}}}", number(p.peel), number(p.body))
     };
-    let quote = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
     let mut text = format!(
         "params:\n  fast:        {}\n  slow_base:   {}\n  slow_stream: {}\n  compute:     {}\nlearned:\n  at: {}\n  host: {}\n  samples: {}\n  r2: {{fast: {:.4}, slow: {:.4}}}\n",
         pb(&params.fast),
@@ -72,8 +71,8 @@ pub fn learned_blocks(params: &Params, learned: &Learned) -> String {
             peel: params.compute.peel,
             body: params.compute.body,
         }),
-        quote(&learned.at),
-        quote(&learned.host),
+        quoted(&learned.at),
+        quoted(&learned.host),
         learned.samples,
         learned.r2.fast,
         learned.r2.slow,
@@ -110,7 +109,6 @@ pub fn learned_blocks(params: &Params, learned: &Learned) -> String {
 
 /// The `learned` block's records of how `learn` chose what it chose, and of the refit.
 fn records(learned: &Learned) -> String {
-    let quote = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
     let mut text = String::new();
     if let Some(c) = &learned.cache_calibration {
         let fractions: Vec<String> = c.fractions.iter().map(|f| format!("{f:.4}")).collect();
@@ -122,16 +120,7 @@ fn records(learned: &Learned) -> String {
         ));
     }
     if let Some(c) = &learned.flag_calibration {
-        let sets: Vec<String> = c
-            .flags
-            .iter()
-            .map(|f| {
-                format!(
-                    "[{}]",
-                    f.iter().map(|s| quote(s)).collect::<Vec<_>>().join(", ")
-                )
-            })
-            .collect();
+        let sets: Vec<String> = c.flags.iter().map(|f| quoted_list(f)).collect();
         text.push_str(&calibration_block(
             "flag_calibration",
             "flags",
@@ -149,7 +138,7 @@ fn records(learned: &Learned) -> String {
         ));
     }
     if let Some(k) = &learned.kernel_refit {
-        let names: Vec<String> = k.programs.iter().map(|n| quote(n)).collect();
+        let names: Vec<String> = k.programs.iter().map(|n| quoted(n)).collect();
         text.push_str(&format!(
             "  kernel_refit:\n    programs: [{}]\n    variants: {}\n    weight: {}\n    rounds: {}\n    within_20_before: {:.4}\n    within_20_after: {:.4}\n    spearman_before: {:.4}\n    spearman_after: {:.4}\n    r2_synthetic_fit: {{fast: {:.4}, slow: {:.4}}}\n",
             names.join(", "),
@@ -337,15 +326,28 @@ pub fn compiler_yaml(
     compiler: &absinthe_model::formats::machine::Compiler,
     flags: &[String],
 ) -> String {
-    let quote = |s: &String| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
-    let list = |l: &[String]| format!("[{}]", l.iter().map(quote).collect::<Vec<_>>().join(", "));
-    let mut text = format!("{{cxx: {}, flags: {}", quote(&compiler.cxx), list(flags));
+    let mut text = format!(
+        "{{cxx: {}, flags: {}",
+        quoted(&compiler.cxx),
+        quoted_list(flags)
+    );
     if !compiler.candidates.is_empty() {
-        let sets: Vec<String> = compiler.candidates.iter().map(|c| list(c)).collect();
+        let sets: Vec<String> = compiler.candidates.iter().map(|c| quoted_list(c)).collect();
         text.push_str(&format!(", candidates: [{}]", sets.join(", ")));
     }
     text.push('}');
     text
+}
+
+/// `s` as a YAML double-quoted scalar (a JSON string is one).
+fn quoted(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
+
+/// `items` as a YAML flow list of double-quoted scalars.
+fn quoted_list(items: &[String]) -> String {
+    let items: Vec<String> = items.iter().map(|s| quoted(s)).collect();
+    format!("[{}]", items.join(", "))
 }
 
 /// `levels` as a machine file's `caches:` value, in flow style on one line.

@@ -113,24 +113,21 @@ fn params_table(params: &Params) -> String {
     table(&["parameter", "seconds per access"], &rows)
 }
 
+/// The names of a list of (name, YAML text) programs, comma-separated.
+fn program_names(list: &[(&str, &str)]) -> String {
+    list.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+}
+
 /// What a step of the run is about to do.
 fn step_phrase(step: &Step) -> String {
     match step {
         Step::CompilerFlags { sets } => format!(
             "choosing compiler flags: the optima of {} built with each of {sets} flag sets ...",
-            crate::flags::FLAG_KERNELS
-                .iter()
-                .map(|(n, _)| *n)
-                .collect::<Vec<_>>()
-                .join(", ")
+            program_names(&crate::flags::FLAG_KERNELS)
         ),
         Step::KernelRefit { variants } => format!(
             "refitting to real kernels: the optimum and {variants} random configurations of {} ...",
-            kernels::KERNELS
-                .iter()
-                .map(|(n, _)| *n)
-                .collect::<Vec<_>>()
-                .join(", ")
+            program_names(&kernels::KERNELS)
         ),
         Step::CacheFraction { programs, fractions } => format!(
             "choosing cache_fraction: the model's optima of {programs} calibration program(s) at fractions {} ...",
