@@ -210,7 +210,12 @@ fn learn_chooses_the_compiler_flags_by_measurement() {
     assert_eq!(c.flags, sets);
     assert!(c.seconds[0].is_some_and(|s| s > 0.0) && c.seconds[1].is_some_and(|s| s > 0.0));
     assert_eq!(c.seconds[2], None, "{c:?}");
-    let chosen = absinthe_learn::flags::choose(&c.seconds);
+    assert_eq!(c.ratios.len(), 3, "{c:?}");
+    assert!(c.ratios[0]
+        .as_ref()
+        .is_some_and(|r| r.iter().all(|x| *x == 1.0)));
+    assert_eq!(c.ratios[2], None);
+    let chosen = absinthe_learn::flags::choose(&c.ratios);
     assert_eq!(m.compiler.flags, c.flags[chosen], "{c:?}");
     assert_eq!(m.compiler.candidates.len(), 2);
     let text = stdout(&out);

@@ -405,18 +405,24 @@ pub(crate) fn time_cases(
     names: &[String],
     sources: &[Option<String>],
     cases: &[Vec<String>],
-    (rounds, per_round): (usize, usize),
+    runs: (usize, usize),
     options: &LearnOptions,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Vec<Vec<f64>>, LearnError> {
     progress(Progress::Start {
-        total: names.len() * (1 + rounds),
+        total: names.len() * (1 + runs.0),
     });
-    let runner = Runner {
-        toolchain: &options.toolchain,
-        env: vec![("OMP_NUM_THREADS".into(), options.threads.to_string())],
-        jobs: options.jobs,
-    };
+    let exes = build_cases(sources, options, progress)?;
+    run_cases(names, &exes, cases, runs, options, progress)
+}
+
+/// Builds each program's bundle with `options`' toolchain (None where there is nothing to
+/// build), reporting each build to `progress`.
+pub(crate) fn build_cases(
+    sources: &[Option<String>],
+    options: &LearnOptions,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<Vec<Option<std::path::PathBuf>>, LearnError> {
     let sources: Vec<Sources> = sources
         .iter()
         .map(|s| {
@@ -429,11 +435,30 @@ pub(crate) fn time_cases(
             what: "build".into(),
         })
     };
-    let exes: Vec<Option<std::path::PathBuf>> = runner
+    Ok(runner(options)
         .build(&sources, &built)
         .into_iter()
         .map(Option::transpose)
-        .collect::<Result<_, _>>()?;
+        .collect::<Result<_, _>>()?)
+}
+
+fn runner(options: &LearnOptions) -> Runner<'_> {
+    Runner {
+        toolchain: &options.toolchain,
+        env: vec![("OMP_NUM_THREADS".into(), options.threads.to_string())],
+        jobs: options.jobs,
+    }
+}
+
+/// Times built programs (`exes`, as [`build_cases`] returns them) as [`time_cases`] does.
+pub(crate) fn run_cases(
+    names: &[String],
+    exes: &[Option<std::path::PathBuf>],
+    cases: &[Vec<String>],
+    (rounds, per_round): (usize, usize),
+    options: &LearnOptions,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<Vec<Vec<f64>>, LearnError> {
     // Rounds interleave the programs, as in the fit's measurements.
     let mut ran = |e: RunEvent| {
         if let RunEvent::Ran { index, .. } = e {
@@ -443,7 +468,8 @@ pub(crate) fn time_cases(
         }
     };
     let rounds = Rounds { rounds, per_round };
-    let pooled = runner.run_rounds(&exes, rounds, &[options.flush], &|_| "kernel", &mut ran)?;
+    let pooled =
+        runner(options).run_rounds(exes, rounds, &[options.flush], &|_| "kernel", &mut ran)?;
     pooled
         .into_iter()
         .zip(names.iter().zip(cases))

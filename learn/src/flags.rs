@@ -9,29 +9,36 @@
 //! reported on, built with the base flags ([`Compiler::base_flags`]) and with each
 //! candidate added: each kernel's optimum under the machine's parameters (the shipped default
 //! parameters when the file has none: the optimum is only a representative kernel here), in
-//! [`FLAG_ROUNDS`] rounds that interleave the flag sets, every run verified. A flag set's time
-//! is the geometric mean over the kernels of their fastest round's median. A candidate replaces
-//! the base flags only when it is [`MIN_GAIN`] faster ([`choose`]); one the compiler refuses is
-//! skipped. Everything `learn` times afterwards is built with the flags chosen.
+//! [`FLAG_ROUNDS`] rounds, each running every kernel's builds one after the other (every other
+//! round in reverse order, so that a machine slowly getting faster or slower favours no set),
+//! every run verified. Within a round a candidate's kernels are compared with the base flags'
+//! (the geometric mean of their ratios), and a candidate replaces the base flags only when it is
+//! faster with 95% confidence over the rounds ([`choose`]). Both guard against the machine: a
+//! shared one's memory bandwidth moves by a third within minutes, and two builds of the same
+//! flags timed set after set measured 0.87-1.02 of each other's time, as much as a candidate
+//! gains on some machines. One the compiler refuses is skipped. Everything `learn` times afterwards is built with the flags
+//! chosen.
 
 use absinthe_codegen::compile::Toolchain;
 use absinthe_measure::variants::Variant;
 use absinthe_model::formats::learned::FlagCalibration;
 use absinthe_model::formats::machine::{Compiler, Machine};
 
-use crate::calibrate::time_cases;
+use crate::calibrate::{build_cases, run_cases};
 use crate::kernels::{kernel_bundles, programs_of, KERNELS};
 use crate::{LearnError, LearnOptions, Progress};
 
 /// Rounds over the flag sets, each timing every kernel once per set.
-pub const FLAG_ROUNDS: usize = 4;
+pub const FLAG_ROUNDS: usize = 12;
 
 /// Timed runs per kernel and round (the harness discards the first quarter).
 pub const FLAG_RUNS: usize = 12;
 
-/// How much faster than the base flags a candidate must be to replace them: the noise between
-/// two builds of the same flags on learn's kernels stays below it.
-pub const MIN_GAIN: f64 = 0.02;
+/// Student's t at 95%, one-sided, for 1 to 10 degrees of freedom (beyond, the last: a little
+/// wider than the true value, so never more confident).
+const T_95: [f64; 10] = [
+    6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812,
+];
 
 /// The kernels timed: learn's refit kernels ([`KERNELS`]) and two that spend their time in
 /// large row loops once their producers are inlined, where code generation shows most: a
@@ -61,6 +68,9 @@ pub struct FlagChoice {
     /// The kernels timed, and per set each one's fastest median (None where refused).
     pub kernels: Vec<String>,
     pub times: Vec<Option<Vec<f64>>>,
+    /// Per set, per round: the geometric mean over the kernels of the set's median over the
+    /// base set's in the same round (1 for the base set; None where refused).
+    pub ratios: Vec<Option<Vec<f64>>>,
     /// Each refused candidate's flags and the compiler's error.
     pub refused: Vec<(Vec<String>, String)>,
 }
@@ -74,25 +84,41 @@ impl FlagChoice {
         FlagCalibration {
             flags: self.sets.iter().map(|s| s.0.clone()).collect(),
             seconds: self.sets.iter().map(|s| s.1).collect(),
+            ratios: self.ratios.clone(),
         }
     }
 }
 
-/// The index of the flag set to keep: the fastest, when it is at least [`MIN_GAIN`] faster
-/// than the base set (index 0), else the base set.
-pub fn choose(seconds: &[Option<f64>]) -> usize {
-    let Some(Some(base)) = seconds.first().copied() else {
+/// A candidate's ratio to the base flags over the rounds (`ratios`, one per round): the
+/// geometric mean, and the upper end of its one-sided 95% confidence interval (Student's t on
+/// the logarithms). None with fewer than two rounds or a ratio that is not a positive number.
+pub fn paired(ratios: &[f64]) -> Option<(f64, f64)> {
+    if ratios.len() < 2 || ratios.iter().any(|r| !r.is_finite() || *r <= 0.0) {
+        return None;
+    }
+    let logs: Vec<f64> = ratios.iter().map(|r| r.ln()).collect();
+    let n = logs.len() as f64;
+    let mean = logs.iter().sum::<f64>() / n;
+    let variance = logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    let t = T_95[(logs.len() - 2).min(T_95.len() - 1)];
+    Some((mean.exp(), (mean + t * (variance / n).sqrt()).exp()))
+}
+
+/// The index of the flag set to keep (`ratios` per set, per round, as [`FlagChoice::ratios`]):
+/// of the candidates faster than the base set (index 0) with 95% confidence, the one with the
+/// smallest ratio; else the base set.
+pub fn choose(ratios: &[Option<Vec<f64>>]) -> usize {
+    if ratios.first().is_none_or(Option::is_none) {
         return 0;
-    };
-    let best = seconds
+    }
+    ratios
         .iter()
         .enumerate()
-        .filter_map(|(n, s)| s.map(|s| (n, s)))
-        .min_by(|a, b| a.1.total_cmp(&b.1));
-    match best {
-        Some((n, s)) if s < base * (1.0 - MIN_GAIN) => n,
-        _ => 0,
-    }
+        .skip(1)
+        .filter_map(|(n, r)| r.as_deref().and_then(paired).map(|p| (n, p)))
+        .filter(|(_, (_, upper))| *upper < 1.0)
+        .min_by(|a, b| a.1 .0.total_cmp(&b.1 .0))
+        .map_or(0, |(n, _)| n)
 }
 
 /// Times learn's kernels built with each of `compiler`'s flag sets on `machine` (whose cores and
@@ -137,53 +163,112 @@ pub fn choose_flags(
         }
     }
     let sets = compiler.flag_sets();
-    // One bar for the whole choice: each timing reports a build and a run per kernel.
+    // One bar for the whole choice: a build per kernel and set, then each round a run of each.
     progress(Progress::Start {
-        total: FLAG_ROUNDS * sets.len() * 2 * names.len(),
+        total: (1 + FLAG_ROUNDS) * sets.len() * names.len(),
     });
     let step = |p: Progress| {
         if !matches!(p, Progress::Start { .. }) {
             progress(p)
         }
     };
-    // Per set, per kernel: the fastest round's median; None once the compiler refused the set.
-    let mut best: Vec<Option<Vec<f64>>> = vec![Some(vec![f64::INFINITY; names.len()]); sets.len()];
+    let set_options = |flags: &[String]| LearnOptions {
+        toolchain: Toolchain::new(&compiler.cxx, flags).fused_multiply_add(),
+        ..options.clone()
+    };
+    // Per set, the kernels' executables; None where the compiler refused the set.
+    let mut exes = Vec::new();
     let mut refused = Vec::new();
-    for _ in 0..FLAG_ROUNDS {
-        for (n, flags) in sets.iter().enumerate() {
-            let Some(times) = best[n].as_mut() else {
-                continue;
-            };
-            let timed = LearnOptions {
-                toolchain: Toolchain::new(&compiler.cxx, flags).fused_multiply_add(),
-                ..options.clone()
-            };
-            match time_cases(&names, &sources, &cases, (1, FLAG_RUNS), &timed, &step) {
-                Ok(medians) => {
-                    for (t, m) in times.iter_mut().zip(&medians) {
-                        *t = t.min(m.first().copied().unwrap_or(f64::NAN));
-                    }
-                }
-                // The base flags are the file's own: a failure there is learn's failure.
-                Err(e) if n == 0 => return Err(e),
-                Err(e) => {
-                    refused.push((compiler.candidates[n - 1].clone(), compiler_error(&e)));
-                    best[n] = None;
-                }
+    for (n, flags) in sets.iter().enumerate() {
+        match build_cases(&sources, &set_options(flags), &step) {
+            Ok(built) => exes.push(Some(built)),
+            // The base flags are the file's own: a failure there is learn's failure.
+            Err(e) if n == 0 => return Err(e),
+            Err(e) => {
+                refused.push((compiler.candidates[n - 1].clone(), compiler_error(&e)));
+                exes.push(None);
             }
         }
     }
-    let seconds: Vec<Option<f64>> = best
+    // Per set, per round, per kernel: the median. A kernel's sets run one after the other,
+    // seconds apart, so that the machine's memory bandwidth, which on a shared machine moves
+    // by a third within minutes, is the same for the builds compared.
+    let alive: Vec<usize> = (0..sets.len()).filter(|&n| exes[n].is_some()).collect();
+    let mut medians: Vec<Option<Vec<Vec<f64>>>> = exes
+        .iter()
+        .map(|e| e.as_ref().map(|_| Vec::new()))
+        .collect();
+    for round in 0..FLAG_ROUNDS {
+        let mut order = alive.clone();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        let runs: Vec<(usize, usize)> = (0..names.len())
+            .flat_map(|k| order.iter().map(move |&n| (n, k)))
+            .collect();
+        let run_names: Vec<String> = runs.iter().map(|&(_, k)| names[k].clone()).collect();
+        let run_exes: Vec<_> = runs
+            .iter()
+            .map(|&(n, k)| exes[n].as_ref().and_then(|e| e[k].clone()))
+            .collect();
+        let run_cases_of: Vec<Vec<String>> = runs.iter().map(|&(_, k)| cases[k].clone()).collect();
+        let timed = run_cases(
+            &run_names,
+            &run_exes,
+            &run_cases_of,
+            (1, FLAG_RUNS),
+            options,
+            &step,
+        )?;
+        for &n in &alive {
+            let of_set = runs
+                .iter()
+                .zip(&timed)
+                .filter(|((m, _), _)| *m == n)
+                .map(|(_, t)| t.first().copied().unwrap_or(f64::NAN));
+            if let Some(rounds) = medians[n].as_mut() {
+                rounds.push(of_set.collect());
+            }
+        }
+    }
+    let base = medians[0].clone().unwrap_or_default();
+    let times: Vec<Option<Vec<f64>>> = medians
+        .iter()
+        .map(|m| {
+            m.as_ref().map(|rounds| {
+                (0..names.len())
+                    .map(|k| rounds.iter().map(|r| r[k]).fold(f64::INFINITY, f64::min))
+                    .collect()
+            })
+        })
+        .collect();
+    let ratios: Vec<Option<Vec<f64>>> = medians
+        .iter()
+        .map(|m| {
+            m.as_ref().map(|rounds| {
+                rounds
+                    .iter()
+                    .zip(&base)
+                    .map(|(r, b)| {
+                        let quotients: Vec<f64> = r.iter().zip(b).map(|(t, b)| t / b).collect();
+                        geometric_mean(&quotients).unwrap_or(f64::NAN)
+                    })
+                    .collect()
+            })
+        })
+        .collect();
+    let seconds: Vec<Option<f64>> = times
         .iter()
         .map(|t| t.as_ref().and_then(|t| geometric_mean(t)))
         .collect();
-    let chosen = choose(&seconds);
+    let chosen = choose(&ratios);
     Ok(FlagChoice {
         sets: sets.into_iter().zip(seconds).collect(),
         chosen,
         refused,
         kernels: names,
-        times: best,
+        times,
+        ratios,
     })
 }
 
@@ -210,14 +295,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_candidate_replaces_the_base_flags_only_when_clearly_faster() {
-        assert_eq!(choose(&[Some(1.0), Some(0.97)]), 1);
-        assert_eq!(choose(&[Some(1.0), Some(0.99)]), 0);
-        assert_eq!(choose(&[Some(1.0), Some(1.2), Some(0.9), Some(0.95)]), 2);
-        assert_eq!(choose(&[Some(1.0), None, Some(0.5)]), 2);
-        assert_eq!(choose(&[Some(1.0), None]), 0);
-        assert_eq!(choose(&[None, Some(0.5)]), 0);
+    fn a_candidate_replaces_the_base_flags_only_when_surely_faster() {
+        let base = Some(vec![1.0; 6]);
+        // Faster in every round by 3% ± 1%: chosen.
+        let faster = Some(vec![0.97, 0.96, 0.98, 0.97, 0.975, 0.965]);
+        assert_eq!(choose(&[base.clone(), faster.clone()]), 1);
+        // The same flags built twice: noise of ±2% around 1, kept.
+        let same = Some(vec![1.02, 0.98, 1.01, 0.99, 1.015, 0.985]);
+        assert_eq!(choose(&[base.clone(), same.clone()]), 0);
+        // 2% faster on average but as often slower as faster: not sure enough.
+        let noisy = Some(vec![0.90, 1.05, 0.92, 1.04, 0.95, 1.02]);
+        assert_eq!(choose(&[base.clone(), noisy]), 0);
+        // The faster of two sure candidates; a refused one is passed over.
+        let fastest = Some(vec![0.90, 0.91, 0.89, 0.90, 0.92, 0.90]);
+        assert_eq!(choose(&[base.clone(), faster.clone(), None, fastest]), 3);
+        assert_eq!(choose(&[base.clone(), None]), 0);
+        // One round proves nothing; no base, nothing to compare.
+        assert_eq!(choose(&[Some(vec![1.0]), Some(vec![0.5])]), 0);
+        assert_eq!(choose(&[None, faster]), 0);
         assert_eq!(choose(&[]), 0);
+    }
+
+    #[test]
+    fn the_bound_is_students_t_on_the_logarithms() {
+        let (mean, upper) = paired(&[0.9, 1.0]).unwrap();
+        assert!((mean - 0.9f64.sqrt()).abs() < 1e-12);
+        let logs = [0.9f64.ln(), 0.0];
+        let m = logs.iter().sum::<f64>() / 2.0;
+        let sd = ((logs[0] - m).powi(2) + (logs[1] - m).powi(2)).sqrt();
+        assert!((upper - (m + 6.314 * sd / 2f64.sqrt()).exp()).abs() < 1e-12);
+        assert_eq!(paired(&[0.9]), None);
+        assert_eq!(paired(&[0.9, f64::NAN]), None);
+        assert_eq!(paired(&[0.9, 0.0]), None);
     }
 
     #[test]

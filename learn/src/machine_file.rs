@@ -127,6 +127,20 @@ fn records(learned: &Learned) -> String {
             &sets,
             &c.seconds,
         ));
+        let ratios: Vec<String> = c
+            .ratios
+            .iter()
+            .map(|r| {
+                r.as_ref().map_or_else(
+                    || "null".to_string(),
+                    |r| {
+                        let r: Vec<String> = r.iter().map(|x| format!("{x:.9}")).collect();
+                        format!("[{}]", r.join(", "))
+                    },
+                )
+            })
+            .collect();
+        text.push_str(&format!("    ratios: [{}]\n", ratios.join(", ")));
     }
     if let Some(c) = &learned.crowding_calibration {
         let list = |v: Vec<String>| v.join(", ");

@@ -228,6 +228,10 @@ pub enum Step {
     CompilerFlags {
         sets: usize,
     },
+    /// The training programs are timed, built with `flags` (after the flags were chosen).
+    Training {
+        flags: Vec<String>,
+    },
     KernelRefit {
         variants: usize,
     },
@@ -284,6 +288,11 @@ pub fn run(
         false => (None, options.clone()),
     };
     let options = &chosen_options;
+    if let Some(choice) = &flag_choice {
+        events(Event::Step(Step::Training {
+            flags: choice.flags().to_vec(),
+        }));
+    }
     let mut result = learn(options, &|p| events(Event::Progress(p)))?;
     let file_weights = machine.params.map(|p| p.operations).unwrap_or_default();
     let operations = operation_weights(machine, options, threads)?;

@@ -15,7 +15,7 @@ use absinthe_model::formats::machine::{Machine, OperationWeights, Params};
 use absinthe_model::output::text::{human_seconds, table};
 
 use crate::calibrate::{Calibration, LimitCalibration};
-use crate::flags::FlagChoice;
+use crate::flags::{self, FlagChoice};
 use crate::gpu;
 use crate::gpu_fit::{GpuLearning, GpuOutcome, OUTPUT, RUN_SCRIPT};
 use crate::kernels::{self, KernelRow, Refit};
@@ -125,6 +125,10 @@ fn step_phrase(step: &Step) -> String {
             "choosing compiler flags: the optima of {} built with each of {sets} flag sets ...",
             program_names(&crate::flags::FLAG_KERNELS)
         ),
+        Step::Training { flags } => format!(
+            "timing the training programs, built with {} ...",
+            flags.join(" ")
+        ),
         Step::KernelRefit { variants } => format!(
             "refitting to real kernels: the optimum and {variants} random configurations of {} ...",
             program_names(&kernels::KERNELS)
@@ -223,15 +227,16 @@ fn refit(r: &Refit, rows: &[KernelRow], synthetic: FitQuality, refitted: FitQual
     )
 }
 
-/// The compiler-flag choice's table: per flag set its kernels' geometric mean and its ratio to
-/// the base set's; then the flags chosen against `current`.
+/// The compiler-flag choice's table: per flag set its kernels' fastest medians and their
+/// geometric mean, its ratio to the base set's (round by round, over the rounds) and the upper
+/// end of that ratio's 95% confidence interval; then the flags chosen against `current`.
 fn flag_choice(c: &FlagChoice, current: &[String]) -> String {
-    let base = c.sets[0].1;
     let rows: Vec<Vec<String>> = c
         .sets
         .iter()
         .zip(&c.times)
-        .map(|((flags, s), times)| {
+        .zip(&c.ratios)
+        .map(|(((flags, s), times), ratios)| {
             let mut row = vec![flags.join(" ")];
             for k in 0..c.kernels.len() {
                 row.push(
@@ -241,16 +246,15 @@ fn flag_choice(c: &FlagChoice, current: &[String]) -> String {
                 );
             }
             row.push(s.map_or_else(|| "-".into(), human_seconds));
-            row.push(match (s, base) {
-                (Some(s), Some(b)) => format!("{:.3}", s / b),
-                _ => "-".into(),
-            });
+            let paired = ratios.as_deref().and_then(flags::paired);
+            row.push(paired.map_or_else(|| "-".into(), |p| format!("{:.3}", p.0)));
+            row.push(paired.map_or_else(|| "-".into(), |p| format!("{:.3}", p.1)));
             row
         })
         .collect();
     let mut head: Vec<&str> = vec!["flags"];
     head.extend(c.kernels.iter().map(String::as_str));
-    head.extend(["geometric mean", "/ base"]);
+    head.extend(["geometric mean", "/ base", "at most (95%)"]);
     let mut text = table(&head, &rows);
     let chosen = c.flags();
     let _ = if chosen == current {

@@ -22,8 +22,9 @@ use absinthe_codegen::files::write_atomic;
 ///
 /// When the file lists `compiler.candidates`, it first times six kernels (j3d7pt, example2,
 /// streams8, chain16 and two of its own) built with the file's flags and with each candidate
-/// added, and writes the fastest set into `compiler.flags` (the file's own unless one is 2%
-/// faster; --keep-flags skips this); everything after is built with them. Builds fifteen synthetic training programs (fast memory: chains of nine stencils reading one
+/// added, in rounds that alternate their order, and writes into `compiler.flags` the fastest
+/// candidate that is faster than the file's flags with 95% confidence over the rounds (else the
+/// file's own; --keep-flags skips this); everything after is built with them. Builds fifteen synthetic training programs (fast memory: chains of nine stencils reading one
 /// input at 12 or 20 positions, or at 12 with twelve products of differences on top so that
 /// arithmetic varies apart from accesses, only the last stored, at evaluation width 0 or 1; slow
 /// memory: nine stencils reading 1-3 fresh inputs at boundary width 0-2, every other one stored),

@@ -144,12 +144,15 @@ pub struct CacheCalibration {
 }
 
 /// The measurements behind learned `compiler.flags`: each flag set tried (the base flags first,
-/// then each candidate added to them) and the time of learn's kernels built with it (the
+/// then each candidate added to them), the time of learn's kernels built with it (the
 /// geometric mean of their fastest medians, in seconds; absent where the compiler refused the
-/// flags).
+/// flags) and, per round, its kernels' times over the base flags' in the same round (the
+/// geometric mean of the ratios), from which the choice is made (`learn::flags::choose`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FlagCalibration {
     pub flags: Vec<Vec<String>>,
     pub seconds: Vec<Option<f64>>,
+    #[serde(default)]
+    pub ratios: Vec<Option<Vec<f64>>>,
 }
