@@ -284,11 +284,19 @@ impl Default for Compiler {
 }
 
 impl Compiler {
-    /// `flags` without any flag a candidate adds: what `learn` starts from, also when the file
-    /// was learned before and its `flags` hold a candidate's.
+    /// What `learn` starts from: `flags` without the candidate that ends them, when one does
+    /// (learn writes a chosen candidate's flags after the base flags), else `flags` whole. So a
+    /// learned file learns again from the same base, and a candidate that repeats one of the
+    /// base flags (`[-O3]`) leaves that flag in the base.
     pub fn base_flags(&self) -> Vec<String> {
-        let added = |f: &String| self.candidates.iter().flatten().any(|c| c == f);
-        self.flags.iter().filter(|f| !added(f)).cloned().collect()
+        let chosen = self
+            .candidates
+            .iter()
+            .filter(|c| !c.is_empty() && self.flags.ends_with(c))
+            .map(Vec::len)
+            .max()
+            .unwrap_or(0);
+        self.flags[..self.flags.len() - chosen].to_vec()
     }
 
     /// The flag sets `learn` chooses among: the base flags, then each candidate added to them.
@@ -742,10 +750,16 @@ mod compiler_tests {
     }
 
     #[test]
-    fn the_flag_sets_start_from_the_flags_without_any_candidates_flags() {
+    fn the_flag_sets_start_from_the_flags_without_the_chosen_candidate() {
         let c = Compiler {
             cxx: "g++".into(),
-            flags: strings(&["-O3", "-march=native", "-fopenmp", "-mtune=x"]),
+            flags: strings(&[
+                "-O3",
+                "-march=native",
+                "-fopenmp",
+                "-mtune=x",
+                "-mprefer-vector-width=512",
+            ]),
             candidates: vec![
                 strings(&["-mtune=x", "-mprefer-vector-width=512"]),
                 strings(&["-O2"]),
@@ -753,6 +767,21 @@ mod compiler_tests {
         };
         let base = strings(&["-O3", "-march=native", "-fopenmp"]);
         assert_eq!(c.base_flags(), base);
+        // A candidate repeating a base flag does not take it out of the base; flags that only
+        // share some of a candidate's stay whole.
+        let repeat = Compiler {
+            candidates: vec![strings(&["-O3"]), strings(&["-fopenmp", "-mtune=x"])],
+            ..c.clone()
+        };
+        assert_eq!(repeat.base_flags(), c.flags);
+        let longest = Compiler {
+            candidates: vec![
+                strings(&["-mprefer-vector-width=512"]),
+                c.candidates[0].clone(),
+            ],
+            ..c.clone()
+        };
+        assert_eq!(longest.base_flags(), base);
         let sets = c.flag_sets();
         assert_eq!(sets.len(), 3);
         assert_eq!(sets[0], base);
