@@ -16,8 +16,8 @@
 //! faster with 95% confidence over the rounds ([`choose`]). Both guard against the machine: a
 //! shared one's memory bandwidth moves by a third within minutes, and two builds of the same
 //! flags timed set after set measured 0.87-1.02 of each other's time, as much as a candidate
-//! gains on some machines. One the compiler refuses is skipped. Everything `learn` times afterwards is built with the flags
-//! chosen.
+//! gains on some machines. One the compiler refuses is skipped. Everything `learn` times
+//! afterwards is built with the flags chosen.
 
 use absinthe_codegen::compile::Toolchain;
 use absinthe_measure::variants::Variant;
@@ -190,10 +190,35 @@ pub fn choose_flags(
             }
         }
     }
-    // Per set, per round, per kernel: the median. A kernel's sets run one after the other,
-    // seconds apart, so that the machine's memory bandwidth, which on a shared machine moves
-    // by a third within minutes, is the same for the builds compared.
-    let alive: Vec<usize> = (0..sets.len()).filter(|&n| exes[n].is_some()).collect();
+    let medians = time_rounds(&names, &cases, &exes, options, &step)?;
+    let (times, ratios) = fastest_and_ratios(&medians, names.len());
+    let seconds: Vec<Option<f64>> = times
+        .iter()
+        .map(|t| t.as_ref().and_then(|t| geometric_mean(t)))
+        .collect();
+    let chosen = choose(&ratios);
+    Ok(FlagChoice {
+        sets: sets.into_iter().zip(seconds).collect(),
+        chosen,
+        refused,
+        kernels: names,
+        times,
+        ratios,
+    })
+}
+
+/// Per set, per round, per kernel: the median of the kernel built with the set's flags (`exes`,
+/// None where refused). A kernel's sets run one after the other, seconds apart, so that the
+/// machine's memory bandwidth, which on a shared machine moves by a third within minutes, is the
+/// same for the builds compared; every other round runs them in reverse order.
+fn time_rounds(
+    names: &[String],
+    cases: &[Vec<String>],
+    exes: &[Option<Vec<Option<std::path::PathBuf>>>],
+    options: &LearnOptions,
+    step: &(dyn Fn(Progress) + Sync),
+) -> Result<Vec<Option<Vec<Vec<f64>>>>, LearnError> {
+    let alive: Vec<usize> = (0..exes.len()).filter(|&n| exes[n].is_some()).collect();
     let mut medians: Vec<Option<Vec<Vec<f64>>>> = exes
         .iter()
         .map(|e| e.as_ref().map(|_| Vec::new()))
@@ -218,7 +243,7 @@ pub fn choose_flags(
             &run_cases_of,
             (1, FLAG_RUNS),
             options,
-            &step,
+            step,
         )?;
         for &n in &alive {
             let of_set = runs
@@ -231,18 +256,27 @@ pub fn choose_flags(
             }
         }
     }
-    let base = medians[0].clone().unwrap_or_default();
-    let times: Vec<Option<Vec<f64>>> = medians
+    Ok(medians)
+}
+
+/// From [`time_rounds`]' medians: per set, each kernel's fastest median, and per round the
+/// geometric mean of its kernels' medians over the base set's (None where refused).
+fn fastest_and_ratios(
+    medians: &[Option<Vec<Vec<f64>>>],
+    kernels: usize,
+) -> (Vec<Option<Vec<f64>>>, Vec<Option<Vec<f64>>>) {
+    let base = medians.first().cloned().flatten().unwrap_or_default();
+    let times = medians
         .iter()
         .map(|m| {
             m.as_ref().map(|rounds| {
-                (0..names.len())
+                (0..kernels)
                     .map(|k| rounds.iter().map(|r| r[k]).fold(f64::INFINITY, f64::min))
                     .collect()
             })
         })
         .collect();
-    let ratios: Vec<Option<Vec<f64>>> = medians
+    let ratios = medians
         .iter()
         .map(|m| {
             m.as_ref().map(|rounds| {
@@ -257,19 +291,7 @@ pub fn choose_flags(
             })
         })
         .collect();
-    let seconds: Vec<Option<f64>> = times
-        .iter()
-        .map(|t| t.as_ref().and_then(|t| geometric_mean(t)))
-        .collect();
-    let chosen = choose(&ratios);
-    Ok(FlagChoice {
-        sets: sets.into_iter().zip(seconds).collect(),
-        chosen,
-        refused,
-        kernels: names,
-        times,
-        ratios,
-    })
+    (times, ratios)
 }
 
 /// The line of a failed build that says why: the compiler's first error, else the first line.

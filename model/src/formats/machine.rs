@@ -751,15 +751,10 @@ mod compiler_tests {
 
     #[test]
     fn the_flag_sets_start_from_the_flags_without_the_chosen_candidate() {
+        let learned = "-O3 -march=native -fopenmp -mtune=x -mprefer-vector-width=512";
         let c = Compiler {
             cxx: "g++".into(),
-            flags: strings(&[
-                "-O3",
-                "-march=native",
-                "-fopenmp",
-                "-mtune=x",
-                "-mprefer-vector-width=512",
-            ]),
+            flags: learned.split(' ').map(String::from).collect(),
             candidates: vec![
                 strings(&["-mtune=x", "-mprefer-vector-width=512"]),
                 strings(&["-O2"]),
