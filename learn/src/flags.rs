@@ -259,12 +259,12 @@ fn time_rounds(
     Ok(medians)
 }
 
+/// Per flag set a list of numbers; None where the compiler refused the set.
+type PerSet = Vec<Option<Vec<f64>>>;
+
 /// From [`time_rounds`]' medians: per set, each kernel's fastest median, and per round the
 /// geometric mean of its kernels' medians over the base set's (None where refused).
-fn fastest_and_ratios(
-    medians: &[Option<Vec<Vec<f64>>>],
-    kernels: usize,
-) -> (Vec<Option<Vec<f64>>>, Vec<Option<Vec<f64>>>) {
+fn fastest_and_ratios(medians: &[Option<Vec<Vec<f64>>>], kernels: usize) -> (PerSet, PerSet) {
     let base = medians.first().cloned().flatten().unwrap_or_default();
     let times = medians
         .iter()
