@@ -352,6 +352,19 @@ mod tests {
     }
 
     #[test]
+    fn ratios_are_taken_within_each_round_against_the_base_set() {
+        // Two kernels, two rounds; the second round runs everything twice as slow.
+        let base = Some(vec![vec![1.0, 4.0], vec![2.0, 8.0]]);
+        let half = Some(vec![vec![0.5, 4.0], vec![1.0, 8.0]]);
+        let (times, ratios) = fastest_and_ratios(&[base, None, half], 2);
+        assert_eq!(times, vec![Some(vec![1.0, 4.0]), None, Some(vec![0.5, 4.0])]);
+        assert_eq!(ratios[0], Some(vec![1.0, 1.0]));
+        assert_eq!(ratios[1], None);
+        let r = ratios[2].clone().unwrap();
+        assert!(r.iter().all(|x| (x - 0.5f64.sqrt()).abs() < 1e-12), "{r:?}");
+    }
+
+    #[test]
     fn the_geometric_mean_refuses_a_missing_time() {
         assert!((geometric_mean(&[2.0, 8.0]).unwrap() - 4.0).abs() < 1e-12);
         assert_eq!(geometric_mean(&[2.0, f64::NAN]), None);
