@@ -357,7 +357,10 @@ mod tests {
         let base = Some(vec![vec![1.0, 4.0], vec![2.0, 8.0]]);
         let half = Some(vec![vec![0.5, 4.0], vec![1.0, 8.0]]);
         let (times, ratios) = fastest_and_ratios(&[base, None, half], 2);
-        assert_eq!(times, vec![Some(vec![1.0, 4.0]), None, Some(vec![0.5, 4.0])]);
+        assert_eq!(
+            times,
+            vec![Some(vec![1.0, 4.0]), None, Some(vec![0.5, 4.0])]
+        );
         assert_eq!(ratios[0], Some(vec![1.0, 1.0]));
         assert_eq!(ratios[1], None);
         let r = ratios[2].clone().unwrap();
