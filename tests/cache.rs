@@ -189,6 +189,11 @@ fn fully_and_set_associative_misses_equal_a_simulation_of_the_kernels_trace() {
         }
     }
     assert!(fields >= 2, "{fields} programs read 1-D or 2-D fields");
+    let chunked = crate::common::chunk_rows_finely(&mut cases);
+    assert!(
+        chunked >= 2,
+        "{chunked} groups stream rows in several chunks"
+    );
     let groups = cases.iter().flat_map(|(_, s)| &s.groups);
     assert!(
         groups.clone().any(|g| g.stream.is_some()),

@@ -200,3 +200,27 @@ pub fn tile_count(rng: &mut Rng, d: usize) -> usize {
         _ => rng.range(1, d as i64) as usize,
     }
 }
+
+/// Sets the groups streamed along y of every other case of `cases` to chunks of 1 to 3 cells
+/// (`GroupSchedule::row_chunk`; 64 in the product, wider than the random programs' rows), so
+/// that their rows run in several chunks, some of them empty; returns how many groups take more
+/// than one chunk in some tile.
+pub fn chunk_rows_finely(cases: &mut [(String, absinthe_codegen::Schedule)]) -> usize {
+    let mut several = 0;
+    for (n, (label, schedule)) in cases.iter_mut().enumerate().filter(|(n, _)| n % 2 == 1) {
+        for g in schedule.groups.iter_mut().filter(|g| g.row_chunk.is_some()) {
+            let chunk = 1 + (n / 2 % 3) as i64;
+            g.row_chunk = Some(chunk);
+            label.push_str(&format!(" rows in chunks of {chunk}"));
+            let widest = (0..g.grid[0]).map(|t| {
+                let spans = g.loops.iter().map(|lp| {
+                    let [lo, hi] = g.steps[lp[0]].loop_box[0][t];
+                    hi - lo
+                });
+                absinthe_codegen::schedule::row_chunks(spans, chunk)
+            });
+            several += usize::from(widest.max().unwrap_or(1) > 1);
+        }
+    }
+    several
+}

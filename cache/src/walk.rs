@@ -5,7 +5,7 @@
 //! The naive reference (`harness_body.j2`) is walked the same way: each stencil over its box,
 //! its k planes split among the threads.
 
-use absinthe_codegen::schedule::GroupSchedule;
+use absinthe_codegen::schedule::{chunk_cells, row_chunks, GroupSchedule};
 use absinthe_codegen::Schedule;
 use serde::Serialize;
 
@@ -408,20 +408,29 @@ impl TileWalk<'_, '_> {
                             let k = t + st.lag;
                             if b.lo[2] <= k && k < b.hi[2] {
                                 for j in b.lo[1]..b.hi[1] {
-                                    self.row(lp, j, k, sink);
+                                    self.row(lp, j, k, (b.lo[0], b.hi[0]), sink);
                                 }
                             }
                         }
                     }
                 } else {
                     let first = self.bounds[0];
+                    let chunk = g.row_chunk.unwrap_or(i64::MAX);
+                    let spans = g.loops.iter().map(|lp| {
+                        let b = self.bounds[lp[0]];
+                        b.hi[0] - b.lo[0]
+                    });
+                    let chunks = row_chunks(spans, chunk);
                     for k in first.lo[2]..first.hi[2] {
                         for t in t_lo..t_hi {
-                            for lp in &g.loops {
-                                let (st, b) = (&g.steps[lp[0]], self.bounds[lp[0]]);
-                                let j = t + st.lag;
-                                if b.lo[1] <= j && j < b.hi[1] {
-                                    self.row(lp, j, k, sink);
+                            for c in 0..chunks {
+                                for lp in &g.loops {
+                                    let (st, b) = (&g.steps[lp[0]], self.bounds[lp[0]]);
+                                    let j = t + st.lag;
+                                    if b.lo[1] <= j && j < b.hi[1] {
+                                        let x = chunk_cells(b.lo[0], b.hi[0], c, chunks, chunk);
+                                        self.row(lp, j, k, x, sink);
+                                    }
                                 }
                             }
                         }
@@ -433,7 +442,7 @@ impl TileWalk<'_, '_> {
                     let b = self.bounds[lp[0]];
                     for k in b.lo[2]..b.hi[2] {
                         for j in b.lo[1]..b.hi[1] {
-                            self.row(lp, j, k, sink);
+                            self.row(lp, j, k, (b.lo[0], b.hi[0]), sink);
                         }
                     }
                 }
@@ -484,8 +493,8 @@ impl TileWalk<'_, '_> {
         }
     }
 
-    /// Row `(j, k)` of the row loop `lp`.
-    fn row<S: Sink>(&mut self, lp: &[usize], j: i64, k: i64, sink: &mut S) {
+    /// Cells `[x.0, x.1)` of row `(j, k)` of the row loop `lp`.
+    fn row<S: Sink>(&mut self, lp: &[usize], j: i64, k: i64, x: (i64, i64), sink: &mut S) {
         let first = lp[0];
         let st = &self.g.steps[first];
         let b = self.bounds[first];
@@ -499,12 +508,10 @@ impl TileWalk<'_, '_> {
             } else {
                 (b.hi[0], b.hi[0])
             };
+            let seg0 = seg0.max(x.0).min(x.1);
+            let seg1 = seg1.max(seg0).min(x.1);
             let ops = &self.ops[first];
-            for (lo, hi, store) in [
-                (b.lo[0], seg0, false),
-                (seg0, seg1, true),
-                (seg1, b.hi[0], false),
-            ] {
+            for (lo, hi, store) in [(x.0, seg0, false), (seg0, seg1, true), (seg1, x.1, false)] {
                 rows.clear();
                 let parts = ops.reads.iter().chain(&ops.buffer_write);
                 let parts = parts.chain(ops.store.as_ref().filter(|_| store));
@@ -518,7 +525,7 @@ impl TileWalk<'_, '_> {
                 let parts = ops.reads.iter().chain(&ops.buffer_write).chain(&ops.store);
                 rows.extend(parts.map(|op| self.row_access(op, j, k)));
             }
-            sink.row(&rows, b.lo[0], b.hi[0]);
+            sink.row(&rows, x.0, x.1);
         }
         self.rows = rows;
     }

@@ -10,6 +10,7 @@ use absinthe_model::cost_model::boxes::{
 use absinthe_model::language::analysis::Extent;
 
 use super::access::staged_ident;
+use super::row_loops::ROW_CHUNK;
 use super::types::{GroupSchedule, StagedArray, StencilStep, StreamPlan};
 use super::{Lowering, Target};
 use crate::CodegenError;
@@ -142,6 +143,8 @@ impl<'a> GroupLowering<'a> {
             block: self.device.block,
             loops,
             bands,
+            row_chunk: (self.streams && stream_dim == 1 && self.lowering.target != Target::Cuda)
+                .then_some(ROW_CHUNK),
             staged: self.staged(),
         })
     }

@@ -53,3 +53,73 @@ pub(super) fn joins_row_loop(
             !in_loop || off[2] < 0 || (off[2] == 0 && (off[1] < 0 || (off[1] == 0 && off[0] == 0)))
         })
 }
+
+/// The cells of one chunk of a row step in a group streamed along y on a CPU. Each stream step
+/// runs its row loops chunk by chunk across the row instead of each loop over the whole row:
+/// with whole 256-cell rows, cosmo_adv5's optimum (three row loops per step) ran 1.5x slower per
+/// cell than with 64-cell rows of the same volume, its inlined form as fast on either, and
+/// chunks of 64 took 12% off it at 256x256x60 (decision 0033).
+pub const ROW_CHUNK: i64 = 64;
+
+/// How many chunks a stream step's rows take: the widest row loop's cells over `chunk`, at
+/// least one (the first chunk takes the remainder, so no chunk is shorter than `chunk`).
+pub fn row_chunks(spans: impl IntoIterator<Item = i64>, chunk: i64) -> i64 {
+    (spans.into_iter().max().unwrap_or(0) / chunk).max(1)
+}
+
+/// The cells `[lo, hi)` that chunk `c` of `chunks` covers of a row loop over `[x0, x1)`: the
+/// chunks end `chunk` cells apart, counted back from `x1`, so a loop whose box reaches `r`
+/// cells further than its reader's is always `r` cells ahead of it (what the reader reads of
+/// it is there). An empty chunk has `hi <= lo`.
+pub fn chunk_cells(x0: i64, x1: i64, c: i64, chunks: i64, chunk: i64) -> (i64, i64) {
+    let lo = if c == 0 {
+        x0
+    } else {
+        x0.max(x1 - (chunks - c) * chunk)
+    };
+    (lo, x1 - (chunks - 1 - c) * chunk)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{chunk_cells, row_chunks};
+
+    #[test]
+    fn chunks_cover_each_loop_in_order_and_keep_producers_ahead() {
+        for chunk in 1..6 {
+            for x0 in -3..3 {
+                for x1 in x0..x0 + 20 {
+                    let chunks = row_chunks([x1 - x0, 7], chunk);
+                    assert!(chunks >= 1);
+                    // The chunks of [x0, x1) are consecutive, in order, and cover it once.
+                    let mut at = x0;
+                    for c in 0..chunks {
+                        let (lo, hi) = chunk_cells(x0, x1, c, chunks, chunk);
+                        if hi > lo {
+                            assert_eq!(lo, at, "chunk {c} of [{x0}, {x1}) by {chunk}");
+                            at = hi;
+                        }
+                    }
+                    assert_eq!(at, x1, "[{x0}, {x1}) by {chunk} in {chunks}");
+                    // A producer whose loop ends r cells further than its reader's has, by the
+                    // end of every chunk, computed what the reader's cells so far read r ahead.
+                    for r in 0..3 {
+                        let p1 = x1 + r;
+                        for c in 0..chunks {
+                            let (lo, hi) = chunk_cells(x0, x1, c, chunks, chunk);
+                            let (_, p_hi) = chunk_cells(x0 - r, p1, c, chunks, chunk);
+                            if hi > lo {
+                                assert!(p_hi >= hi + r, "r {r} chunk {c}: {p_hi} < {hi} + {r}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // No chunk is shorter than `chunk` on the widest loop: the first takes the remainder.
+        assert_eq!(row_chunks([70], 64), 1);
+        assert_eq!(row_chunks([262, 258], 64), 4);
+        assert_eq!(chunk_cells(-3, 259, 0, 4, 64), (-3, 67));
+        assert_eq!(chunk_cells(-3, 259, 3, 4, 64), (195, 259));
+    }
+}
