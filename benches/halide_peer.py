@@ -11,6 +11,13 @@ The same YAML program (configs/*.yaml) is run, on this machine and in one invoca
 one after the other (never concurrently), and prints one table: median, min and max time per
 run, and the speed-up of each row over absinthe `opt` and over `unfused`.
 
+Every pipeline is scheduled and compiled first; then --rounds rounds (default 3) each time
+absinthe's opt (the first round all four variants) and every pipeline back to back. A row's
+median is the median of its rounds' medians, and the ratio of the best autoscheduler to opt
+(`best_halide_over_opt` in the JSON, with each round's in `best_halide_over_opt_rounds`) the
+median of the rounds' ratios: this machine's memory bandwidth shifts by about 30% within
+minutes, and a ratio of two rows timed minutes apart moved with it.
+
 Timing follows absinthe's harness: one untimed warm-up, then --runs runs, each preceded by a
 cache flush that reads (in parallel, one load per cache line) a buffer of 1.25 x the
 last-level cache (absinthe's side with `bench --flush read`: its default, evicting its own
@@ -937,8 +944,9 @@ FLOAT_MODES = {
 }
 
 
-def run_halide(args, program, scheduler, hl, np, inputs, flush, log):
-    """One row: schedule, JIT-compile, warm up, time. Returns (row, outputs or None)."""
+def prepare_halide(args, program, scheduler, hl, np, inputs, log):
+    """One row's pipeline: schedule, JIT-compile, one untimed warm-up. Returns (row, the
+    call to time or None, outputs or None); the rounds time the call."""
     row = {"implementation": "halide", "variant": scheduler, "median": None, "min": None,
            "max": None, "error": None}
     try:
@@ -974,25 +982,33 @@ def run_halide(args, program, scheduler, hl, np, inputs, flush, log):
         by_name.update({s: float(dtype(v)) for s, v in zip(program.scalars, program.scalar_values)})
         call_args = [by_name[a.name] for a in arguments] + out_bufs
 
-        log(f"halide {scheduler}: running {args.runs} runs ...")
         compiled(*call_args)  # untimed warm-up; its outputs are checked
         result_arrays = [o.copy() for o in outs]
-        row.update(summarize(timed_runs(lambda: compiled(*call_args), args.runs, flush)))
-        return row, result_arrays
+        return row, lambda: compiled(*call_args), result_arrays
     except Exception as e:  # an autoscheduler failing on a program is a result, not a crash
         message = " ".join(str(e).split()) or type(e).__name__
         row["error"] = f"{type(e).__name__}: {message}"
         log(f"halide {scheduler}: FAILED: {row['error']}")
-        return row, None
+        return row, None, None
+
+
+def add_round(row, median, lo, hi):
+    """Adds one round's median, min and max to `row`: its medians per round (`round_medians`),
+    and its median (of the rounds' medians), min and max over the rounds so far."""
+    medians = row.setdefault("round_medians", [])
+    medians.append(median)
+    row["median"] = statistics.median(medians)
+    row["min"] = lo if row.get("min") is None else min(row["min"], lo)
+    row["max"] = hi if row.get("max") is None else max(row["max"], hi)
 
 
 # ---------------------------------------------------------------------------------------------
 # absinthe
 # ---------------------------------------------------------------------------------------------
 
-def run_absinthe(args, program, dump_dir, flush_bytes, log):
+def run_absinthe(args, program, dump_dir, flush_bytes, log, variants="naive,unfused,noinline,opt"):
     cmd = [args.absinthe, "bench", args.program, "--machine", args.machine,
-           "--variants", "naive,unfused,noinline,opt", "--runs", str(args.runs), "--format", "json"]
+           "--variants", variants, "--runs", str(args.runs), "--format", "json"]
     extra = shlex.split(args.absinthe_args)
     # Both sides read the same flush buffer: absinthe's default eviction of its own arrays and
     # tile buffers has no counterpart for the buffers Halide allocates inside a pipeline.
@@ -1034,6 +1050,23 @@ def run_absinthe(args, program, dump_dir, flush_bytes, log):
             row["error"] = f"status {r.get('status', '?')}"
         out.append(row)
     return out
+
+
+def paired_ratios(peer, opt):
+    """The peer row's time over opt's in each round (both timed in it), or None."""
+    if not peer or not opt or not peer.get("round_medians") or not opt.get("round_medians"):
+        return None
+    return [p / o for p, o in zip(peer["round_medians"], opt["round_medians"])]
+
+
+def paired_ratio(peer, opt):
+    """The median of the rounds' ratios (`paired_ratios`); without rounds, of the medians."""
+    ratios = paired_ratios(peer, opt)
+    if ratios:
+        return statistics.median(ratios)
+    if peer and opt and peer.get("median") and opt.get("median"):
+        return peer["median"] / opt["median"]
+    return None
 
 
 def read_dump(np, program, path):
@@ -1097,7 +1130,8 @@ def ratio(num, den):
 def print_table(report):
     rows = report["rows"]
     p = report["program"]
-    print(f"{p['name']} ({'x'.join(map(str, p['domain']))}, {p['type']}): {report['runs']} runs per row, "
+    print(f"{p['name']} ({'x'.join(map(str, p['domain']))}, {p['type']}): {report['runs']} runs per row "
+          f"in each of {report['rounds']} round(s) (a row's median: the median of its rounds'), "
           f"first {report['runs'] // 4} discarded, caches flushed before each; Halide on "
           f"{report['threads']} thread(s)"
           + ("" if report["machine"] is None else
@@ -1173,6 +1207,10 @@ sched+jit column. Set up: python3 -m venv build/halide-venv &&
 build/halide-venv/bin/pip install halide numpy pyyaml (or `make bench-halide`).""")
     parser.add_argument("program", help="the stencil program (YAML), e.g. configs/cosmo_adv5.yaml")
     parser.add_argument("--runs", type=int, default=64, help="timed runs per row; the first quarter is discarded (default 64)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds, each timing absinthe's opt and every Halide row back to back; a row's time "
+                             "is the median of its rounds' medians, the ratio to opt the median of the rounds' "
+                             "ratios (default 3)")
     parser.add_argument("--threads", type=int, default=2,
                         help="Halide threads (HL_NUM_THREADS) and the autoschedulers' `parallelism` (default 2); "
                              "absinthe's kernels use the cores of the machine file")
@@ -1241,6 +1279,8 @@ build/halide-venv/bin/pip install halide numpy pyyaml (or `make bench-halide`)."
     try:
         if args.runs < 1:
             raise UserError(f"--runs: {args.runs}: need at least 1")
+        if args.rounds < 1:
+            raise UserError(f"--rounds: {args.rounds}: need at least 1")
         if args.threads < 1:
             raise UserError(f"--threads: {args.threads}: need at least 1")
         schedulers = [s.strip().lower() for s in args.schedulers.split(",") if s.strip()]
@@ -1302,16 +1342,6 @@ build/halide-venv/bin/pip install halide numpy pyyaml (or `make bench-halide`)."
             except OSError:
                 pass
             flush_bytes = args.flush_bytes if args.flush_bytes is not None else min(llc_bytes() * 5 // 4, 1 << 30)
-            if not args.no_absinthe:
-                rows += run_absinthe(args, program, dump_dir if verify else None, flush_bytes, log)
-                dump = os.path.join(dump_dir, "opt.outputs")
-                if verify:
-                    if os.path.exists(dump):
-                        reference = read_dump(np, program, dump)
-                    else:
-                        notes.append("note: absinthe wrote no outputs of `opt` (ABSINTHE_DUMP_OUTPUTS); "
-                                     "the Halide rows are compared with each other only")
-
             plugin_dir = os.path.join(os.path.dirname(hl.__file__), "lib64")
             for s in schedulers:
                 if SCHEDULERS[s] is not None:
@@ -1330,16 +1360,47 @@ build/halide-venv/bin/pip install halide numpy pyyaml (or `make bench-halide`)."
                 log(f"warning: parallel cache flush unavailable ({e}); flushing on one thread")
                 flush = NumpyFlusher(np, flush_bytes)
 
-            results = {}
+            # Every pipeline is compiled first. Then each round times absinthe's variants (the first
+            # round all four, dumping opt's outputs; later rounds opt alone) and every pipeline,
+            # back to back, so that each round's ratio is taken within minutes on this noisy
+            # machine; a row's median is the median of its rounds' medians.
+            results, timed = {}, []
             for s in schedulers:
-                row, outs = run_halide(args, program, s, hl, np, inputs, flush, log)
+                row, call, outs = prepare_halide(args, program, s, hl, np, inputs, log)
                 rows.append(row)
                 results[s] = outs
+                if call is not None:
+                    timed.append((row, call))
                 if args.schedules_dir and row.get("schedule_source"):
                     os.makedirs(args.schedules_dir, exist_ok=True)
                     path = os.path.join(args.schedules_dir, f"{program.name}.{s}.schedule.h")
                     with open(path, "w") as f:
                         f.write(row["schedule_source"])
+            absinthe_rows, opt_row = [], None
+            for r in range(args.rounds):
+                log(f"round {r + 1} of {args.rounds}")
+                if not args.no_absinthe and r == 0:
+                    absinthe_rows = run_absinthe(args, program, dump_dir if verify else None, flush_bytes, log)
+                    opt_row = next((x for x in absinthe_rows if x["variant"] == "opt" and x["median"] is not None), None)
+                    if opt_row is not None:
+                        opt_row["round_medians"] = [opt_row["median"]]
+                    dump = os.path.join(dump_dir, "opt.outputs")
+                    if verify:
+                        if os.path.exists(dump):
+                            reference = read_dump(np, program, dump)
+                        else:
+                            notes.append("note: absinthe wrote no outputs of `opt` (ABSINTHE_DUMP_OUTPUTS); "
+                                         "the Halide rows are compared with each other only")
+                elif opt_row is not None:
+                    more = [x for x in run_absinthe(args, program, None, flush_bytes, log, variants="opt")
+                            if x["median"] is not None]
+                    if more:
+                        add_round(opt_row, more[0]["median"], more[0]["min"], more[0]["max"])
+                for row, call in timed:
+                    log(f"halide {row['variant']}: {args.runs} runs ...")
+                    one = summarize(timed_runs(call, args.runs, flush))
+                    add_round(row, one["median"], one["min"], one["max"])
+            rows = absinthe_rows + rows
 
             # Correctness of the Halide rows.
             if verify:
@@ -1385,13 +1446,15 @@ build/halide-venv/bin/pip install halide numpy pyyaml (or `make bench-halide`)."
                        "best Halide autoscheduler: none succeeded" + (" and verified" if verify else ""))
         else:
             verdict = f"best Halide autoscheduler: {best['variant']} ({human(best['median'])})"
-            if opt is not None:
-                beats = opt < best["median"]
+            paired = paired_ratio(best, by.get(("absinthe", "opt")))
+            if paired is not None:
+                beats = paired > 1
+                rounds = "" if args.rounds == 1 else f" (the median of {args.rounds} rounds' ratios)"
                 if beats:
-                    verdict += f"; absinthe opt ({human(opt)}) beats it: {best['median'] / opt:.2f}x faster"
+                    verdict += f"; absinthe opt ({human(opt)}) beats it: {paired:.2f}x faster{rounds}"
                 else:
                     verdict += (f"; absinthe opt ({human(opt)}) does not beat it: "
-                                f"{best['variant']} is {opt / best['median']:.2f}x faster")
+                                f"{best['variant']} is {1 / paired:.2f}x faster{rounds}")
         report = {
             "program": {"file": args.program, "name": program.name, "domain": program.domain,
                         "halo": program.halo, "type": program.type},
@@ -1402,7 +1465,9 @@ build/halide-venv/bin/pip install halide numpy pyyaml (or `make bench-halide`)."
             "rows": rows, "notes": notes,
             "best_halide": None if best is None else best["variant"],
             "absinthe_opt_beats_best_halide": beats,
-            "best_halide_over_opt": None if best is None or opt is None else best["median"] / opt,
+            "rounds": args.rounds,
+            "best_halide_over_opt": paired_ratio(best, by.get(("absinthe", "opt"))),
+            "best_halide_over_opt_rounds": paired_ratios(best, by.get(("absinthe", "opt"))),
             "verdict": verdict,
         }
         with report_out:
