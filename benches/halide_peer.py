@@ -1383,7 +1383,7 @@ build/halide-venv/bin/pip install halide numpy pyyaml (or `make bench-halide`)."
                     absinthe_rows = run_absinthe(args, program, dump_dir if verify else None, flush_bytes, log)
                     opt_row = next((x for x in absinthe_rows if x["variant"] == "opt" and x["median"] is not None), None)
                     if opt_row is not None:
-                        opt_row["round_medians"] = [opt_row["median"]]
+                        add_round(opt_row, opt_row["median"], opt_row["min"], opt_row["max"])
                     dump = os.path.join(dump_dir, "opt.outputs")
                     if verify:
                         if os.path.exists(dump):
@@ -1440,13 +1440,13 @@ build/halide-venv/bin/pip install halide numpy pyyaml (or `make bench-halide`)."
                  and r["median"] is not None and r.get("verified", r.get("agrees", True))]
         best = min(autos, key=lambda r: r["median"]) if autos else None
         beats = None
+        paired = paired_ratio(best, by.get(("absinthe", "opt")))
         if best is None:
             ran = [s for s in schedulers if s != "none"]
             verdict = ("best Halide autoscheduler: none was run (--schedulers)" if not ran else
                        "best Halide autoscheduler: none succeeded" + (" and verified" if verify else ""))
         else:
             verdict = f"best Halide autoscheduler: {best['variant']} ({human(best['median'])})"
-            paired = paired_ratio(best, by.get(("absinthe", "opt")))
             if paired is not None:
                 beats = paired > 1
                 rounds = "" if args.rounds == 1 else f" (the median of {args.rounds} rounds' ratios)"
@@ -1466,7 +1466,7 @@ build/halide-venv/bin/pip install halide numpy pyyaml (or `make bench-halide`)."
             "best_halide": None if best is None else best["variant"],
             "absinthe_opt_beats_best_halide": beats,
             "rounds": args.rounds,
-            "best_halide_over_opt": paired_ratio(best, by.get(("absinthe", "opt"))),
+            "best_halide_over_opt": paired,
             "best_halide_over_opt_rounds": paired_ratios(best, by.get(("absinthe", "opt"))),
             "verdict": verdict,
         }

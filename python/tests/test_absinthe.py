@@ -583,3 +583,26 @@ def test_model_forms_prices_a_bench_row_as_the_published_form(tmp_path):
     assert math.isclose(seconds, published.estimate_seconds, rel_tol=1e-9), (seconds, published)
     # The default form's own estimate of the same configuration differs: stores count twice.
     assert not math.isclose(row["predicted_seconds"], published.estimate_seconds, rel_tol=1e-3)
+
+
+def test_halide_peer_ratios_are_taken_round_by_round():
+    """benches/halide_peer.py --rounds: a row's median is the median of its rounds' medians,
+    its min and max over all rounds, and the ratio to opt the median of the rounds' ratios
+    (not the ratio of the medians)."""
+    peer = _peer()
+    opt, halide = {"median": None, "min": None, "max": None}, {"median": None, "min": None, "max": None}
+    # The machine slows down in the second round, for both sides alike.
+    for o, h in [((1.0, 0.9, 1.2), (1.2, 1.1, 1.3)), ((2.0, 1.8, 2.5), (2.2, 2.0, 2.4)),
+                 ((1.1, 1.0, 1.3), (1.0, 0.8, 1.1))]:
+        peer.add_round(opt, *o)
+        peer.add_round(halide, *h)
+    assert opt["round_medians"] == [1.0, 2.0, 1.1] and opt["median"] == 1.1
+    assert (opt["min"], opt["max"]) == (0.9, 2.5)
+    assert halide["median"] == 1.2 and (halide["min"], halide["max"]) == (0.8, 2.4)
+    ratios = peer.paired_ratios(halide, opt)
+    assert ratios == pytest.approx([1.2, 1.1, 1.0 / 1.1])
+    assert peer.paired_ratio(halide, opt) == pytest.approx(1.1)
+    # Without rounds, the ratio of the medians; without a time, none.
+    assert peer.paired_ratio({"median": 3.0}, {"median": 2.0}) == 1.5
+    assert peer.paired_ratio({"median": None}, {"median": 2.0}) is None
+    assert peer.paired_ratios(None, opt) is None
