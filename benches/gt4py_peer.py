@@ -68,6 +68,18 @@ def scratch_arrays(program):
             if s in args and s not in program.outputs and s not in program.inputs]
 
 
+def segment_box(program, part):
+    """The origin and domain (i, j, k, in the allocated arrays) a segment's GT4Py call runs over:
+    the program's domain grown by how far beyond it readers need what the segment writes
+    (absinthe's extents), as absinthe computes those stencils. Along k as well: GT4Py computes a
+    temporary only over the call's domain, and a reader at k + 1 on the top level needs it one
+    level above."""
+    H, D = program.halo, program.domain
+    grow = [[max(program.need[s][d][side] for s in part) for side in (0, 1)] for d in range(3)]
+    return (tuple(H[d] - grow[d][0] for d in range(3)),
+            tuple(D[d] + grow[d][0] + grow[d][1] for d in range(3)))
+
+
 def gtscript_source(program, nz, n=0):
     """Segment `n`'s gtscript definition (`segments`) as Python source (arrays become
     `f_<name>`, locals `l_<stencil>_<name>`, scalars `s_<name>`: names such as `in` are Python
@@ -228,14 +240,9 @@ def run_gt4py(args, program, backend, inputs, flush, log):
         scalars = {f"s_{s}": float(dtype(v)) for s, v in zip(program.scalars, program.scalar_values)}
         calls = []
         for n in range(len(parts)):
-            # A segment runs over the domain grown by how far beyond it later segments read what
-            # it writes (absinthe's extents), as absinthe computes those stencils.
-            grow = [[max(program.need[s][d][side] for s in parts[n]) for side in (0, 1)]
-                    for d in range(2)] + [[0, 0]]
+            origin, domain = segment_box(program, parts[n])
             calls.append(dict({f"f_{a}": fields[f"f_{a}"] for a in segment_fields(program, parts, n)},
-                              **scalars, origin=tuple(H[d] - grow[d][0] for d in range(3)),
-                              domain=tuple(D[d] + grow[d][0] + grow[d][1] for d in range(3)),
-                              validate_args=False))
+                              **scalars, origin=origin, domain=domain, validate_args=False))
 
         def stencil():
             for s, call in zip(stencils, calls):

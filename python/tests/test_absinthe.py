@@ -535,6 +535,29 @@ def test_bench_and_tune_are_reachable(tmp_path):
     assert out.exists()
 
 
+def test_gt4py_calls_cover_every_level_absinthe_computes():
+    """benches/gt4py_peer.py runs each GT4Py call over the cells absinthe computes for its
+    stencils, beyond the domain along k as well (cosmo_pgrad reads ppk and wnew at k + 1, so both
+    are computed one level above the top: GT4Py would leave that level of a temporary unset),
+    and never beyond the allocated arrays."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("gt4py_peer", ROOT / "benches" / "gt4py_peer.py")
+    gp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gp)
+    for name in ("cosmo_pgrad", "cosmo_divdamp", "cosmo_hdiff4", "cosmo_hvdiff"):
+        prog = gp.hp.load_program(str(ROOT / "configs" / f"{name}.yaml"))
+        H, D = prog.halo, prog.domain
+        for part in gp.segments(prog):
+            origin, domain = gp.segment_box(prog, part)
+            for d in range(3):
+                assert 0 <= origin[d] and origin[d] + domain[d] <= prog.alloc[d], (name, d)
+                for s in part:
+                    assert origin[d] <= H[d] - prog.need[s][d][0], (name, s, d)
+                    assert origin[d] + domain[d] >= H[d] + D[d] + prog.need[s][d][1], (name, s, d)
+        if name == "cosmo_pgrad":
+            assert [gp.segment_box(prog, part)[1][2] for part in gp.segments(prog)] == [D[2] + 1]
+
+
 def _bench_peers():
     """benches/bench_peers.py, the peers suite's program generator."""
     import importlib.util
