@@ -193,14 +193,19 @@ def test_scalars_are_arguments_of_the_kernel(vtype):
         assert (out == 7.0).all()
 
 
-def _peer():
-    """benches/halide_peer.py's parser of the program language (a Python port that shares no
-    code with absinthe's Rust parser, interpreter or code generator)."""
+def _bench_module(name):
+    """benches/<name>.py, loaded as a module."""
     import importlib.util
-    spec = importlib.util.spec_from_file_location("halide_peer", ROOT / "benches" / "halide_peer.py")
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benches" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _peer():
+    """benches/halide_peer.py's parser of the program language (a Python port that shares no
+    code with absinthe's Rust parser, interpreter or code generator)."""
+    return _bench_module("halide_peer")
 
 
 def numpy_outputs(peer, path, inputs, scalars=None):
@@ -540,10 +545,7 @@ def test_gt4py_calls_cover_every_level_absinthe_computes():
     stencils, beyond the domain along k as well (cosmo_pgrad reads ppk and wnew at k + 1, so both
     are computed one level above the top: GT4Py would leave that level of a temporary unset),
     and never beyond the allocated arrays."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("gt4py_peer", ROOT / "benches" / "gt4py_peer.py")
-    gp = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gp)
+    gp = _bench_module("gt4py_peer")
     for name in ("cosmo_pgrad", "cosmo_divdamp", "cosmo_hdiff4", "cosmo_hvdiff"):
         prog = gp.hp.load_program(str(ROOT / "configs" / f"{name}.yaml"))
         H, D = prog.halo, prog.domain
@@ -560,11 +562,7 @@ def test_gt4py_calls_cover_every_level_absinthe_computes():
 
 def _bench_peers():
     """benches/bench_peers.py, the peers suite's program generator."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("bench_peers", ROOT / "benches" / "bench_peers.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _bench_module("bench_peers")
 
 
 @pytest.mark.parametrize("family", ["lapchain", "limited", "upwind3", "upwind5", "vertical"])
