@@ -588,11 +588,8 @@ def test_generated_suite_programs_equal_numpy_bit_for_bit(family):
 def test_model_forms_prices_a_bench_row_as_the_published_form(tmp_path):
     """benches/model_forms.py prices a bench row in the published form from the default form's
     counts: on the published form's optimum it equals `solve --model absinthe`'s estimate."""
-    import importlib.util
     import math
-    spec = importlib.util.spec_from_file_location("model_forms", ROOT / "benches" / "model_forms.py")
-    forms = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(forms)
+    forms = _bench_module("model_forms")
     p = program("hdiff", (36, 20, 6))
     published = p.solve(machine=MACHINE, solver="dp", model="absinthe")
     path = tmp_path / "published.solution.yaml"
