@@ -188,7 +188,10 @@ fn learn_chooses_the_compiler_flags_by_measurement() {
     );
     assert_ne!(machine, MACHINE);
     std::fs::write(&path, &machine).unwrap();
-    let out = learn_command(&path, "2", &[]).output().unwrap();
+    // Two rounds (the default twelve time the same kernels again).
+    let out = learn_command(&path, "2", &["--flag-rounds", "2"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
     assert!(
         stderr(&out).contains("refused the candidate flags `-fno-such-flag-for-absinthe`"),
@@ -213,7 +216,8 @@ fn learn_chooses_the_compiler_flags_by_measurement() {
     assert_eq!(c.ratios.len(), 3, "{c:?}");
     assert!(c.ratios[0]
         .as_ref()
-        .is_some_and(|r| r.iter().all(|x| *x == 1.0)));
+        .is_some_and(|r| r.len() == 2 && r.iter().all(|x| *x == 1.0)));
+    assert_eq!(c.ratios[1].as_ref().map(Vec::len), Some(2), "{c:?}");
     assert_eq!(c.ratios[2], None);
     let chosen = absinthe_learn::flags::choose(&c.ratios);
     assert_eq!(m.compiler.flags, c.flags[chosen], "{c:?}");
@@ -225,6 +229,12 @@ fn learn_chooses_the_compiler_flags_by_measurement() {
     }
     // Learning again from the learned file starts from the same base flags.
     assert_eq!(m.compiler.base_flags(), sets[0]);
+    // One round cannot be compared with another: refused before anything runs.
+    let out = learn_command(&path, "2", &["--flag-rounds", "1"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("--flag-rounds"), "{}", stderr(&out));
     // --keep-flags leaves the flags and records no choice.
     std::fs::write(&path, &machine).unwrap();
     let out = learn_command(&path, "2", &["--keep-flags"])

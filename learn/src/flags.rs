@@ -122,11 +122,13 @@ pub fn choose(ratios: &[Option<Vec<f64>>]) -> usize {
 }
 
 /// Times learn's kernels built with each of `compiler`'s flag sets on `machine` (whose cores and
-/// cache the kernels are solved for), with `options`' flush and threads.
+/// cache the kernels are solved for), with `options`' flush and threads, in `rounds` rounds (at
+/// least two: the choice compares rounds).
 pub fn choose_flags(
     compiler: &Compiler,
     machine: &Machine,
     options: &LearnOptions,
+    rounds: usize,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<FlagChoice, LearnError> {
     let solved = match machine.params {
@@ -165,7 +167,7 @@ pub fn choose_flags(
     let sets = compiler.flag_sets();
     // One bar for the whole choice: a build per kernel and set, then each round a run of each.
     progress(Progress::Start {
-        total: (1 + FLAG_ROUNDS) * sets.len() * names.len(),
+        total: (1 + rounds) * sets.len() * names.len(),
     });
     let step = |p: Progress| {
         if !matches!(p, Progress::Start { .. }) {
@@ -190,7 +192,7 @@ pub fn choose_flags(
             }
         }
     }
-    let medians = time_rounds(&names, &cases, &exes, options, &step)?;
+    let medians = time_rounds(&names, &cases, &exes, (options, rounds), &step)?;
     let (times, ratios) = fastest_and_ratios(&medians, names.len());
     let seconds: Vec<Option<f64>> = times
         .iter()
@@ -215,7 +217,7 @@ fn time_rounds(
     names: &[String],
     cases: &[Vec<String>],
     exes: &[Option<Vec<Option<std::path::PathBuf>>>],
-    options: &LearnOptions,
+    (options, rounds): (&LearnOptions, usize),
     step: &(dyn Fn(Progress) + Sync),
 ) -> Result<Vec<Option<Vec<Vec<f64>>>>, LearnError> {
     let alive: Vec<usize> = (0..exes.len()).filter(|&n| exes[n].is_some()).collect();
@@ -223,7 +225,7 @@ fn time_rounds(
         .iter()
         .map(|e| e.as_ref().map(|_| Vec::new()))
         .collect();
-    for round in 0..FLAG_ROUNDS {
+    for round in 0..rounds {
         let mut order = alive.clone();
         if round % 2 == 1 {
             order.reverse();

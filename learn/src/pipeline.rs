@@ -48,6 +48,8 @@ pub struct Request {
     pub cache_fraction: bool,
     /// Choose `compiler.flags` among the file's candidates by measurement.
     pub compiler_flags: bool,
+    /// Rounds of that choice (None: [`flags::FLAG_ROUNDS`]).
+    pub flag_rounds: Option<usize>,
     /// Choose `group_arrays` by measurement.
     pub group_arrays: bool,
     /// The calibration programs' extents, three per domain (empty: the defaults).
@@ -94,7 +96,9 @@ impl Request {
         };
         let full = self.model.inlines();
         let steps = Steps {
-            compiler_flags: self.compiler_flags,
+            compiler_flags: self
+                .compiler_flags
+                .then(|| self.flag_rounds.unwrap_or(flags::FLAG_ROUNDS)),
             kernel_refit: (full && self.kernel_refit).then(|| self.refit_variants()),
             cache_fraction: full && self.cache_fraction,
             group_arrays: full && self.group_arrays,
@@ -195,8 +199,9 @@ pub fn program_files() -> Result<Vec<(String, String)>, LearnError> {
 /// Which steps beside the synthetic fit run: the choice of flags before it, the rest after.
 #[derive(Clone, Debug)]
 pub struct Steps {
-    /// Choose `compiler.flags` among the file's candidates first.
-    pub compiler_flags: bool,
+    /// Choose `compiler.flags` among the file's candidates first, in this many rounds (None:
+    /// keep the file's).
+    pub compiler_flags: Option<usize>,
     /// Refit to real kernels with this many random configurations each (None: no refit).
     pub kernel_refit: Option<usize>,
     /// Choose `cache_fraction`.
@@ -284,8 +289,8 @@ pub fn run(
     let (threads, cache_bytes) = (host.threads, host.cache_bytes);
     let started = Instant::now();
     let (flag_choice, chosen_options) = match steps.compiler_flags {
-        true => compiler_flags(machine, host, options, events)?,
-        false => (None, options.clone()),
+        Some(rounds) => compiler_flags(machine, host, options, rounds, events)?,
+        None => (None, options.clone()),
     };
     let options = &chosen_options;
     if let Some(choice) = &flag_choice {
@@ -404,6 +409,7 @@ fn compiler_flags(
     machine: &Machine,
     host: Host,
     options: &LearnOptions,
+    rounds: usize,
     events: &(dyn Fn(Event) + Sync),
 ) -> Result<(Option<FlagChoice>, LearnOptions), LearnError> {
     let compiler = &machine.compiler;
@@ -418,7 +424,7 @@ fn compiler_flags(
         ..machine.clone()
     };
     let progress = |p| events(Event::Progress(p));
-    let choice = flags::choose_flags(compiler, &solved, options, &progress)?;
+    let choice = flags::choose_flags(compiler, &solved, options, rounds, &progress)?;
     for (flags, error) in &choice.refused {
         events(Event::Warning(format!(
             "{} refused the candidate flags `{}` ({error}); learn goes on without them",

@@ -106,6 +106,9 @@ pub struct LearnArgs {
     /// Keep `compiler.flags` instead of choosing among `compiler.candidates` by measurement.
     #[arg(long)]
     pub keep_flags: bool,
+    /// Rounds of the flag choice (2-64) [default: 12].
+    #[arg(long, hide = true, value_parser = clap::value_parser!(u64).range(2..=64))]
+    pub flag_rounds: Option<u64>,
     /// Keep the machine file's `group_arrays` (the most arrays one group may touch in a
     /// program streamed along y) instead of choosing it by measurement. By default, after the
     /// cache fraction, `learn` solves the calibration programs and four fields sharing one
@@ -220,6 +223,7 @@ fn request(args: &LearnArgs) -> Request {
         kernel_variants: args.kernel_variants,
         cache_fraction: !args.keep_cache_fraction,
         compiler_flags: !args.keep_flags,
+        flag_rounds: args.flag_rounds.map(|r| r as usize),
         group_arrays: !args.keep_group_arrays,
         calibration_domain: args.calibration_domain.clone(),
     }
