@@ -192,7 +192,7 @@ pub fn choose_flags(
             }
         }
     }
-    let medians = time_rounds(&names, &cases, &exes, (options, rounds), &step)?;
+    let medians = time_rounds(&names, &cases, &exes, options, rounds, &step)?;
     let (times, ratios) = fastest_and_ratios(&medians, names.len());
     let seconds: Vec<Option<f64>> = times
         .iter()
@@ -217,7 +217,8 @@ fn time_rounds(
     names: &[String],
     cases: &[Vec<String>],
     exes: &[Option<Vec<Option<std::path::PathBuf>>>],
-    (options, rounds): (&LearnOptions, usize),
+    options: &LearnOptions,
+    rounds: usize,
     step: &(dyn Fn(Progress) + Sync),
 ) -> Result<Vec<Option<Vec<Vec<f64>>>>, LearnError> {
     let alive: Vec<usize> = (0..exes.len()).filter(|&n| exes[n].is_some()).collect();
