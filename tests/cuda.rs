@@ -933,7 +933,7 @@ fn learn_target_cuda_emits_bundles_nvcc_compiles_and_fits_their_output() {
     // the training cases through their family's columns, the kernels' variants through the
     // model's time of their configuration.
     let truth = h100().params.unwrap();
-    let counted = gpu::measurements(&manifest, &ones).unwrap();
+    let counted = gpu::measurements(&manifest, &ones, &h100()).unwrap();
     let kernel_labels: Vec<String> = kernel_ones.iter().map(|t| t.label.clone()).collect();
     assert_eq!(
         kernel_labels.len(),

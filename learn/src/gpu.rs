@@ -413,7 +413,9 @@ pub fn parse_output(text: &str) -> Result<Vec<Timing>, LearnError> {
 pub fn measurements(
     manifest: &Manifest,
     timings: &[Timing],
+    machine: &Machine,
 ) -> Result<Vec<Measurement>, LearnError> {
+    let block_threads = view(machine)?.block_threads;
     let programs = training::programs(manifest.domain)?;
     let by_label: HashMap<&str, &Timing> = timings.iter().map(|t| (t.label.as_str(), t)).collect();
     let mut out = Vec::new();
@@ -444,7 +446,7 @@ pub fn measurements(
                 streamed: true,
                 repeat: 0,
                 seconds: t.seconds,
-                counts: training::run_counts(&p.analysis, tiles),
+                counts: training::run_counts_on(&p.analysis, tiles, Some(block_threads)),
             });
         }
     }

@@ -270,7 +270,7 @@ pub fn fit_dir(
         )));
     }
     let timings = gpu::parse_output(&read(OUTPUT)?).map_err(in_file(OUTPUT))?;
-    let measurements = gpu::measurements(&manifest, &timings).map_err(in_file(OUTPUT))?;
+    let measurements = gpu::measurements(&manifest, &timings, machine).map_err(in_file(OUTPUT))?;
     let device = gpu::device_name(&timings)
         .unwrap_or("unknown GPU")
         .to_string();

@@ -1253,7 +1253,7 @@ fn gpu_timings_fit_the_parameters_they_were_made_from() {
     let fast = [3.0e-12, 4.0e-13, 1.0e-12, 2.0e-13];
     let slow = [0.0, 0.0, 2.0e-11, 1.5e-12, 0.0];
     let ones = gpu::placeholder_timings(&manifest);
-    let counted = gpu::measurements(&manifest, &ones).unwrap();
+    let counted = gpu::measurements(&manifest, &ones, &machine).unwrap();
     let mut rng = Rng::new(7);
     let mut output = String::new();
     for (m, t) in counted.iter().zip(&ones) {
@@ -1270,7 +1270,7 @@ fn gpu_timings_fit_the_parameters_they_were_made_from() {
     let timings = gpu::parse_output(&output).unwrap();
     assert_eq!(timings.len(), counted.len());
     assert_eq!(gpu::device_name(&timings), Some("NVIDIA H100 80GB HBM3"));
-    let measured = gpu::measurements(&manifest, &timings).unwrap();
+    let measured = gpu::measurements(&manifest, &timings, &machine).unwrap();
     let result = crate::fit_measurements(measured, HIGHS).unwrap();
     assert!(
         result.r2_fast > 0.99 && result.r2_slow > 0.99,
@@ -1293,7 +1293,12 @@ fn gpu_timings_fit_the_parameters_they_were_made_from() {
         &format!("\"label\":\"{first}\",\"verified\":false"),
         1,
     );
-    let e = gpu::measurements(&manifest, &gpu::parse_output(&unverified).unwrap()).unwrap_err();
+    let e = gpu::measurements(
+        &manifest,
+        &gpu::parse_output(&unverified).unwrap(),
+        &machine,
+    )
+    .unwrap_err();
     assert!(
         e.to_string().contains(first.as_str()) && e.to_string().contains("differs"),
         "{e}"
@@ -1303,7 +1308,8 @@ fn gpu_timings_fit_the_parameters_they_were_made_from() {
         .filter(|l| !l.contains(&format!("\"label\":\"{first}\"")))
         .map(|l| format!("{l}\n"))
         .collect();
-    let e = gpu::measurements(&manifest, &gpu::parse_output(&missing).unwrap()).unwrap_err();
+    let e =
+        gpu::measurements(&manifest, &gpu::parse_output(&missing).unwrap(), &machine).unwrap_err();
     assert!(
         e.to_string().contains(&format!("no timing for {first}")),
         "{e}"
@@ -1314,17 +1320,27 @@ fn gpu_timings_fit_the_parameters_they_were_made_from() {
     assert!(e.to_string().contains("line 2"), "{e}");
 }
 
-/// The timings measured on an H100 (tests/data/h100-learn: the manifest `--emit` wrote and the
-/// output `sh run.sh` made of it) fit and refit to the parameters machines/h100-learned.yaml
-/// ships, with the R² and refit figures it records: the shipped GPU parameters are what
-/// `learn --target cuda` makes of real measurements, and a change to the counts, the fit or
-/// the refit shows here. The manifest's training cases are also what `emit` writes.
+/// The timings measured on an H100 and on an H200 (tests/data/h100-learn, h200-learn: the
+/// manifest `--emit` wrote and the output `sh run.sh` made of it) fit and refit to the
+/// parameters machines/h100-learned.yaml and h200-learned.yaml ship, with the R² and refit
+/// figures they record: the shipped GPU parameters are what `learn --target cuda` makes of real
+/// measurements, and a change to the counts, the fit or the refit shows here. The manifest's
+/// training cases are also what `emit` writes.
 #[test]
-fn the_h100_timings_fit_to_the_shipped_learned_file() {
+fn the_gpu_timings_fit_to_the_shipped_learned_files() {
+    for (data, file, device) in [
+        ("h100-learn", "h100-learned.yaml", "NVIDIA H100 80GB HBM3"),
+        ("h200-learn", "h200-learned.yaml", "NVIDIA H200"),
+    ] {
+        gpu_timings_fit_to(data, file, device);
+    }
+}
+
+fn gpu_timings_fit_to(data: &str, file: &str, device: &str) {
     use crate::gpu;
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let data = root.join("tests/data/h100-learn");
-    let text = std::fs::read_to_string(root.join("machines/h100-learned.yaml")).unwrap();
+    let data = root.join("tests/data").join(data);
+    let text = std::fs::read_to_string(root.join("machines").join(file)).unwrap();
     let shipped = Machine::from_yaml(&text).unwrap();
     let manifest: gpu::Manifest =
         gpu::parse_manifest(&std::fs::read_to_string(data.join("manifest.json")).unwrap()).unwrap();
@@ -1340,8 +1356,8 @@ fn the_h100_timings_fit_to_the_shipped_learned_file() {
     );
     let output = std::fs::read_to_string(data.join("output.txt")).unwrap();
     let timings = gpu::parse_output(&output).unwrap();
-    assert_eq!(gpu::device_name(&timings), Some("NVIDIA H100 80GB HBM3"));
-    let measured = gpu::measurements(&manifest, &timings).unwrap();
+    assert_eq!(gpu::device_name(&timings), Some(device));
+    let measured = gpu::measurements(&manifest, &timings, &shipped).unwrap();
     assert_eq!(measured.len(), 240);
     let result = crate::fit_measurements(measured, HIGHS).unwrap();
     let learned = shipped.learned.as_ref().unwrap();

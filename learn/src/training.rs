@@ -587,16 +587,26 @@ pub fn configuration(analysis: &Analysis, tiles: [usize; 3], streamed: bool) -> 
 
 /// The model's counts for `analysis` fused into one group tiled by `tiles`.
 pub fn run_counts(analysis: &Analysis, tiles: [usize; 3]) -> RunCounts {
+    run_counts_on(analysis, tiles, None)
+}
+
+/// [`run_counts`] as a GPU counts them when `gpu_block_threads` is given (the machine's
+/// `block_threads`): the fast weights grow by the reads of tile buffers the thread block
+/// keeps in shared memory (`GroupShape::gpu_weights`).
+pub fn run_counts_on(
+    analysis: &Analysis,
+    tiles: [usize; 3],
+    gpu_block_threads: Option<usize>,
+) -> RunCounts {
     let range = 0..analysis.stencils.len();
     let len = range.len();
-    let cost = group_cost(
-        analysis,
-        &unit_machine(1, 0.0),
-        0,
-        range.clone(),
-        tiles,
-        false,
-    );
+    let counting = ModelMachine {
+        gpu: gpu_block_threads.is_some(),
+        block_threads: gpu_block_threads
+            .unwrap_or(absinthe_model::formats::machine::MAX_BLOCK_THREADS),
+        ..unit_machine(1, 0.0)
+    };
+    let cost = group_cost(analysis, &counting, 0, range.clone(), tiles, false);
     let mut counts = absinthe_model::cost_model::evaluate::Counts::default();
     for s in &cost.stencils {
         counts.add(&s.counts);

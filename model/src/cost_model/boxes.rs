@@ -79,6 +79,46 @@ pub fn longest_loop(domain: usize, tile: usize, widths: [usize; 2], extent: [usi
         .unwrap_or(0)
 }
 
+/// Over the `grid(domain, tile)` tiles along one dimension, `(Σ ⌈len/lanes⌉ lanes, Σ len)` of
+/// the loop boxes' lengths `len` ([`tile_intervals`]): the slots a block of `lanes` threads
+/// along the dimension walks in rounds, and the cells in them. The tiles whose loop box is not
+/// clipped by the reference's extent and not the last one all have length `tile + e- + e+`
+/// and are counted together; the others one by one.
+pub fn lane_slots(
+    domain: usize,
+    tile: usize,
+    widths: [usize; 2],
+    extent: [usize; 2],
+    lanes: usize,
+) -> (u128, u128) {
+    let n = grid(domain, tile);
+    let lanes = lanes.max(1) as u128;
+    let len = |t: usize| {
+        let l = tile_intervals(domain, tile, t, widths, extent).1;
+        (l[1] - l[0]).max(0) as u128
+    };
+    let lo_ref = -(extent[0] as i64);
+    let hi_ref = (domain + extent[1]) as i64;
+    let tl = tile as i64;
+    // The interior: tiles t in [a, b) with t T - e- >= L, (t + 1) T + e+ <= R, t < n - 1.
+    let a = ((lo_ref + widths[0] as i64).max(0) + tl - 1)
+        .div_euclid(tl)
+        .max(1) as usize;
+    let b = ((hi_ref - widths[1] as i64).max(0).div_euclid(tl) as usize).min(n.saturating_sub(1));
+    let (mut slots, mut cells) = (0u128, 0u128);
+    let mut add = |l: u128, times: u128| {
+        slots += l.div_ceil(lanes) * lanes * times;
+        cells += l * times;
+    };
+    if a < b {
+        add((tile + widths[0] + widths[1]) as u128, (b - a) as u128);
+        (0..a).chain(b..n).for_each(|t| add(len(t), 1));
+    } else {
+        (0..n).for_each(|t| add(len(t), 1));
+    }
+    (slots, cells)
+}
+
 /// The rolling window of stencil `p`'s buffer when its group `range` streams along `dim`: the
 /// lines from the oldest one an in-group reader still reads to the newest, where stencil `s`
 /// runs `lag_s = e_s^{dim+}` lines ahead of the stream step (`widths[s - range.start]`). None
@@ -449,4 +489,36 @@ fn pure_z_readers(analysis: &Analysis, range: &Range<usize>, widths: &[Extent], 
             bounds[d] == (0, 0) && w(c)[d] == w(p)[d] && reader.extent[d] == info.extent[d]
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `lane_slots` counts the interior tiles together; it equals the sum over every tile.
+    #[test]
+    fn lane_slots_equal_the_sum_over_every_tile() {
+        for domain in [1, 7, 32, 60, 100, 256] {
+            for tile in [1, 3, 16, 32, 50, 256] {
+                for widths in [[0, 0], [1, 2], [5, 0], [9, 9], [40, 3]] {
+                    for extent in [[0, 0], [2, 1], [4, 4]] {
+                        for lanes in [1, 32, 64] {
+                            let (mut slots, mut cells) = (0u128, 0u128);
+                            for t in 0..grid(domain, tile) {
+                                let l = tile_intervals(domain, tile, t, widths, extent).1;
+                                let len = (l[1] - l[0]).max(0) as u128;
+                                slots += len.div_ceil(lanes as u128) * lanes as u128;
+                                cells += len;
+                            }
+                            assert_eq!(
+                                lane_slots(domain, tile, widths, extent, lanes),
+                                (slots, cells),
+                                "domain {domain} tile {tile} widths {widths:?} extent {extent:?} lanes {lanes}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

@@ -96,7 +96,7 @@ impl CostModel for Absinthe<'_> {
         group: &GroupShape,
         tiles: [usize; 3],
     ) -> (f64, f64) {
-        group.times(analysis, &self.machine.params, tiles)
+        group.times(analysis, self.machine, tiles)
     }
 
     /// The stencil alone at its least fast-memory time (widths 0, one tile).

@@ -208,12 +208,18 @@ pub fn group_cost_of(
     let params = &machine.params;
     let tiles_total = tiles.iter().map(|&t| t as u64).product::<u64>();
     let crowded = shape.crowded(analysis.domain, params, tiles);
+    let lanes = shape.gpu_lanes(analysis, machine, tiles);
     let stencils: Vec<StencilCost> = shape
         .range
         .clone()
         .zip(&shape.stencils)
-        .map(|(stencil, s)| {
-            let counts = s.counts(analysis.counted_domain(stencil).map(|d| d as u128), n);
+        .enumerate()
+        .map(|(i, (stencil, s))| {
+            let dom = analysis.counted_domain(stencil).map(|d| d as u128);
+            let counts = match &lanes {
+                Some(l) => s.counts_on_lanes(dom, n, l[i]),
+                None => s.counts(dom, n),
+            };
             let t = stencil_seconds(params, &counts, crowded);
             StencilCost {
                 widths: s.widths,

@@ -6,8 +6,9 @@ use std::ops::Range;
 
 use super::{
     cache_capacity, crowded, crowding_charge, limits_arrays, overhead_seconds, prefers_stream,
-    stream_shape, tile_cells, Counts, PeelBodyCount, StreamShape,
+    stream_shape, stream_shape_on, tile_cells, Counts, PeelBodyCount, StreamShape,
 };
+use crate::cost_model::formula::StencilCounts;
 use crate::cost_model::formula::{stencil_counts, stencil_terms, Numeric};
 use crate::formats::machine::{ModelMachine, Params};
 use crate::formats::model_kind::ModelKind;
@@ -158,22 +159,46 @@ pub fn group_shape(analysis: &Analysis, range: Range<usize>, store_weight: u64) 
 impl StencilShape {
     /// The access counts for tile counts `n` on a domain `dom` (`formula::stencil_counts`).
     pub fn counts(&self, dom: [u128; 3], n: [u128; 3]) -> Counts {
+        self.counts_on_lanes(dom, n, [1, 1])
+    }
+
+    /// [`StencilShape::counts`] on a GPU: the fast and compute bodies per lane slot
+    /// ([`scale_to_lanes`]).
+    pub fn counts_on_lanes(&self, dom: [u128; 3], n: [u128; 3], lanes: [u128; 2]) -> Counts {
         let params = [[0.0f64; 2]; 4];
         let mut numeric = Numeric {
             n,
             params: &params,
             crowded: None,
         };
-        let c = stencil_counts(&mut numeric, dom, &self.weights_u128);
-        let part = |p: usize| PeelBodyCount {
-            peel: c[p][0].unwrap_or(0),
-            body: c[p][1].unwrap_or(0),
-        };
-        Counts {
-            fast: part(0),
-            slow_base: part(1),
-            slow_stream: part(2),
-            compute: part(3),
+        let mut c = stencil_counts(&mut numeric, dom, &self.weights_u128);
+        scale_to_lanes(&mut c, lanes);
+        counts_of(&c)
+    }
+}
+
+fn counts_of(c: &StencilCounts<u128>) -> Counts {
+    let part = |p: usize| PeelBodyCount {
+        peel: c[p][0].unwrap_or(0),
+        body: c[p][1].unwrap_or(0),
+    };
+    Counts {
+        fast: part(0),
+        slow_base: part(1),
+        slow_stream: part(2),
+        compute: part(3),
+    }
+}
+
+/// On a GPU, a stencil's fast and compute body counts per lane slot instead of per cell
+/// (`[slots, cells]` from [`GroupShape::gpu_lanes`]): an idle lane of a round costs what a busy
+/// one does. On an H200 the training chains whose first stencils' loop boxes overhang the
+/// block by a halo ran 1.6-1.8x slower than the counts said, against those without
+/// (docs/decisions/0034-gpu-lane-slots.md).
+pub fn scale_to_lanes(counts: &mut StencilCounts<u128>, [slots, cells]: [u128; 2]) {
+    for part in [0, 3] {
+        if let Some(body) = counts[part][1].as_mut() {
+            *body = *body * slots / cells.max(1);
         }
     }
 }
@@ -191,14 +216,22 @@ impl GroupShape {
 
     /// The group's time for `tiles` (feasibility not checked): the same number as
     /// [`group_cost_of`](super::group_cost_of)'s `time`, without building the report.
-    pub fn time(&self, analysis: &Analysis, params: &Params, tiles: [usize; 3]) -> f64 {
-        self.times(analysis, params, tiles).0
+    pub fn time(&self, analysis: &Analysis, machine: &ModelMachine, tiles: [usize; 3]) -> f64 {
+        self.times(analysis, machine, tiles).0
     }
 
     /// `(time, fast)` for `tiles`: the group's time as [`GroupShape::time`], and its fast-memory
-    /// part alone (`Σ fast_peel + fast_body` plus the loop overhead), a lower bound of the time
-    /// that only grows when the range grows (widths, and so fast weights, only grow).
-    pub fn times(&self, analysis: &Analysis, params: &Params, tiles: [usize; 3]) -> (f64, f64) {
+    /// part alone (`Σ fast_peel + fast_body` plus the loop overhead, counted per cell also on a
+    /// GPU), a lower bound of the time that only grows when the range grows (widths, and so
+    /// fast weights, only grow).
+    pub fn times(
+        &self,
+        analysis: &Analysis,
+        machine: &ModelMachine,
+        tiles: [usize; 3],
+    ) -> (f64, f64) {
+        let params = &machine.params;
+        let lanes = self.gpu_lanes(analysis, machine, tiles);
         let table = params.table();
         let crowded = self.crowded(analysis.domain, params, tiles);
         let mut numeric = Numeric {
@@ -207,12 +240,21 @@ impl GroupShape {
             crowded: crowding_charge(params, crowded),
         };
         let (mut sum, mut fast) = (0.0, 0.0);
-        for (s, stencil) in self.range.clone().zip(&self.stencils) {
+        for (i, (s, stencil)) in self.range.clone().zip(&self.stencils).enumerate() {
             let dom = analysis.counted_domain(s).map(|d| d as u128);
-            let counts = stencil_counts(&mut numeric, dom, &stencil.weights_u128);
+            let mut counts = stencil_counts(&mut numeric, dom, &stencil.weights_u128);
             let t = stencil_terms(&mut numeric, &counts, "");
-            sum += t.peel + t.body;
+            // The bound counts per cell: a lane slot per cell at least, and the block shape,
+            // and so the slots, may change when the range grows.
             fast += t.fast_peel + t.fast_body;
+            let t = match &lanes {
+                Some(l) => {
+                    scale_to_lanes(&mut counts, l[i]);
+                    stencil_terms(&mut numeric, &counts, "")
+                }
+                None => t,
+            };
+            sum += t.peel + t.body;
         }
         let total = tiles.iter().map(|&t| t as u64).product::<u64>();
         let overhead = overhead_seconds(params, total, self.stencils.len());
@@ -260,6 +302,49 @@ impl GroupShape {
     ) -> u64 {
         self.block_plan(analysis, tiles, stream, max_threads)
             .shared_values()
+    }
+
+    /// On a GPU (None on a CPU), per stencil of the group, the lane slots its loop boxes take
+    /// against their cells over all tiles, `[slots, cells]` per x-y plane: the block
+    /// ([`GroupShape::block_plan`]) walks each stencil's loop box in rounds of `bx x by`
+    /// threads, and a round with fewer cells than threads leaves lanes idle that still issue
+    /// ([`boxes::lane_slots`](crate::cost_model::boxes::lane_slots) along x and y).
+    pub fn gpu_lanes(
+        &self,
+        analysis: &Analysis,
+        machine: &ModelMachine,
+        tiles: [usize; 3],
+    ) -> Option<Vec<[u128; 2]>> {
+        if !machine.gpu {
+            return None;
+        }
+        let stream = prefers_stream(analysis.domain, stream_shape_on(analysis, machine), tiles);
+        let block = self
+            .block_plan(analysis, tiles, stream, machine.block_threads)
+            .block;
+        let domain = analysis.domain;
+        Some(
+            self.range
+                .clone()
+                .zip(&self.stencils)
+                .map(|(s, stencil)| {
+                    let mut lanes = [1u128, 1u128];
+                    for d in 0..2 {
+                        let tile = domain[d].div_ceil(tiles[d].max(1));
+                        let (slots, cells) = crate::cost_model::boxes::lane_slots(
+                            domain[d],
+                            tile,
+                            stencil.widths[d],
+                            analysis.stencils[s].extent[d],
+                            block[d],
+                        );
+                        lanes[0] *= slots;
+                        lanes[1] *= cells.max(1);
+                    }
+                    lanes
+                })
+                .collect(),
+        )
     }
 
     /// The block shape and tile buffers of this group's CUDA kernel (`boxes::block_plan`),
