@@ -591,8 +591,8 @@ pub fn run_counts(analysis: &Analysis, tiles: [usize; 3]) -> RunCounts {
 }
 
 /// [`run_counts`] as a GPU counts them when `gpu_block_threads` is given (the machine's
-/// `block_threads`): the fast weights grow by the reads of tile buffers the thread block
-/// keeps in shared memory (`GroupShape::gpu_weights`).
+/// `block_threads`): the fast and compute bodies per lane slot of the thread block's rounds
+/// (`GroupShape::gpu_lanes`).
 pub fn run_counts_on(
     analysis: &Analysis,
     tiles: [usize; 3],
