@@ -8,8 +8,7 @@ use super::{
     cache_capacity, crowded, crowding_charge, limits_arrays, overhead_seconds, prefers_stream,
     stream_shape, stream_shape_on, tile_cells, Counts, PeelBodyCount, StreamShape,
 };
-use crate::cost_model::formula::StencilCounts;
-use crate::cost_model::formula::{stencil_counts, stencil_terms, Numeric};
+use crate::cost_model::formula::{stencil_counts, stencil_terms, Numeric, StencilCounts};
 use crate::formats::machine::{ModelMachine, Params};
 use crate::formats::model_kind::ModelKind;
 use crate::language::analysis::{Analysis, ArrayId, ArrayKind, Extent};
