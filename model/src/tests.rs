@@ -475,6 +475,61 @@ fn gpu_shared_memory_by_hand() {
     assert_eq!(cost.total, evaluate(&a, &m, &plain).total);
 }
 
+/// On a GPU, hdiff (D = 128 x 128 x 64) with tiles (4, 8, 16): each stencil's fast and compute
+/// bodies are its per-cell bodies times its loop boxes' lane slots over their cells along x and
+/// y (lap's 34-wide boxes overhang a 32-wide block), peels and slow memory unchanged; the
+/// search's group time (`GroupShape::time`) equals `evaluate`'s; on a CPU nothing is scaled.
+#[test]
+fn gpu_counts_fast_and_compute_bodies_per_lane_slot() {
+    use crate::cost_model::boxes::lane_slots;
+    use crate::cost_model::evaluate::group_shape;
+    let a = analyse(HDIFF);
+    let cpu = test_machine();
+    let mut gpu = cpu;
+    gpu.gpu = true;
+    gpu.threads = 4;
+    gpu.block_threads = 256;
+    let tiles = [4, 8, 16];
+    let config = Configuration::new(vec![0; 4], vec![tiles]);
+    let per_cell = evaluate(&a, &cpu, &config);
+    let on_gpu = evaluate(&a, &gpu, &config);
+    let shape = group_shape(&a, 0..4, STORE_WEIGHT);
+    let block = shape.block_plan(&a, tiles, true, 256).block;
+    let mut grew = 0;
+    for (s, (c, g)) in per_cell.stencils().zip(on_gpu.stencils()).enumerate() {
+        let (mut slots, mut cells) = (1u128, 1u128);
+        for d in 0..2 {
+            let (sl, ce) = lane_slots(
+                128,
+                128 / tiles[d],
+                c.widths[d],
+                a.stencils[s].extent[d],
+                block[d],
+            );
+            slots *= sl;
+            cells *= ce;
+        }
+        grew += usize::from(slots > cells);
+        assert_eq!(
+            g.counts.fast.body,
+            c.counts.fast.body * slots / cells,
+            "stencil {s}"
+        );
+        assert_eq!(g.counts.compute.body, c.counts.compute.body * slots / cells);
+        assert_eq!(g.counts.fast.peel, c.counts.fast.peel);
+        assert_eq!(g.counts.slow_stream, c.counts.slow_stream);
+        assert_eq!(g.counts.slow_base, c.counts.slow_base);
+    }
+    assert!(grew > 0, "no loop box overhangs the block {block:?}");
+    let time = shape.time(&a, &gpu, tiles);
+    assert!(
+        (time - on_gpu.total).abs() <= 1e-12 * on_gpu.total,
+        "{time} vs {}",
+        on_gpu.total
+    );
+    assert_eq!(shape.time(&a, &cpu, tiles), per_cell.total);
+}
+
 #[test]
 fn operations_count_arithmetic_by_its_weight_lets_included() {
     use crate::formats::machine::{CALL_OPERATION, DIVIDE_OPERATION, SQRT_OPERATION};
