@@ -19,15 +19,16 @@
 # `build` compiles each variant twice with nvcc ($JOBS at a time, default the cores): the timed
 # build (FMA, verified within the harness's tolerance) and the exact build (--fmad=false, bit
 # for bit), with -Xptxas -v so that spills are reported. `run` runs both (building what is
-# missing) and prints one JSON line per variant: the spills, the exact build's verification,
-# the timed build's verification and CUDA-event timing, the compulsory bandwidth and its
-# fraction of the copy bandwidth.
+# missing) and prints one JSON line per variant: the spills, the model's predicted seconds (the
+# estimate in the variant's solution.yaml, solved by `generate` with the variant's constraints
+# and generated from), the exact build's verification, the timed build's verification and
+# CUDA-event timing, the compulsory bandwidth and its fraction of the copy bandwidth.
 # nvcc: $NVCC, else the one on PATH, else scripts/nvcc.sh (PyPI). Architecture: $ARCH (sm_90).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 usage() {
-  sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,/^set /p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 [ $# -ge 2 ] || usage
@@ -77,8 +78,18 @@ generate)
         unfused) extra=(--fix-groups "$unfused") ;;
         *) echo "gpu_bench.sh: unknown variant $variant" >&2; exit 2 ;;
         esac
+        # The configuration once, solved with the variant's constraints (--stage changes the
+        # code, not the configuration); its estimate is what `run` reports as predicted.
+        solve=() stage=()
+        for a in "${extra[@]}"; do
+          if [ "$a" = --stage ]; then stage=(--stage); else solve+=("$a"); fi
+        done
+        mkdir -p "$case_dir/$variant"
+        "$absinthe" solve "$case_dir/program.yaml" --machine "$machine" "${solve[@]}" \
+          -o "$case_dir/$variant/solution.yaml" >>"$case_dir/codegen.log" 2>&1
         "$absinthe" codegen "$case_dir/program.yaml" --target cuda --machine "$machine" \
-          --harness "${extra[@]}" -o "$case_dir/$variant" 2>>"$case_dir/codegen.log"
+          --solution "$case_dir/$variant/solution.yaml" --harness "${stage[@]}" \
+          -o "$case_dir/$variant" 2>>"$case_dir/codegen.log"
       done
     done
   done
@@ -123,14 +134,19 @@ build | run)
       status=1
       continue
     fi
-    spills="$(cat "$vdir"/nvcc_timed.log "$vdir"/nvcc_exact.log 2>/dev/null \
-      | grep -Eo '[0-9]+ bytes spill stores' | awk '{s += $1} END {print s + 0}')"
+    # Binaries built elsewhere come without the logs: no spills read, and no failure.
+    spills="$({ grep -Eho '[0-9]+ bytes spill stores' "$vdir"/nvcc_timed.log \
+      "$vdir"/nvcc_exact.log 2>/dev/null || true; } | awk '{s += $1} END {print s + 0}')"
     exact="$("$vdir/bench_exact" 2 2>&1)" || status=1
-    exact="$(grep -o 'ABSINTHE_RESULT .*' <<<"$exact" | head -n 1 | cut -d' ' -f2-)"
+    # sed, not grep: a binary that printed no result line (one that crashed) gives null, and
+    # the run goes on to the next variant.
+    exact="$(sed -n 's/.*ABSINTHE_RESULT //p' <<<"$exact" | head -n 1)"
     out="$("$vdir/bench_timed" "${RUNS:-64}" 2>&1)" || status=1
-    result="$(grep -o 'ABSINTHE_RESULT .*' <<<"$out" | head -n 1 | cut -d' ' -f2-)"
-    timing="$(grep -o 'ABSINTHE_CUDA_TIMING .*' <<<"$out" | head -n 1 | cut -d' ' -f2-)"
-    echo "{\"case\":\"$case_name\",\"variant\":\"$variant\",\"spill_store_bytes\":$spills,\"exact\":${exact:-null},\"result\":${result:-null},\"timing\":${timing:-null}}"
+    result="$(sed -n 's/.*ABSINTHE_RESULT //p' <<<"$out" | head -n 1)"
+    timing="$(sed -n 's/.*ABSINTHE_CUDA_TIMING //p' <<<"$out" | head -n 1)"
+    # The model's estimate (seconds) from the variant's solution file, when generate wrote one.
+    predicted="$(sed -n 's/^estimate_seconds: *//p' "$vdir/solution.yaml" 2>/dev/null | head -n 1)"
+    echo "{\"case\":\"$case_name\",\"variant\":\"$variant\",\"spill_store_bytes\":$spills,\"predicted_seconds\":${predicted:-null},\"exact\":${exact:-null},\"result\":${result:-null},\"timing\":${timing:-null}}"
   done
   exit "$status"
   ;;

@@ -1051,3 +1051,107 @@ fn learn_target_cuda_emits_bundles_nvcc_compiles_and_fits_their_output() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("--target cuda"), "{}", stderr(&o));
 }
+
+/// scripts/gpu_bench.sh: `generate` solves each variant once, with the variant's constraints,
+/// and generates its CUDA from that solution file; `run` reports the file's estimate as
+/// `predicted_seconds` beside the variant's timing. There is no GPU here: the two harness
+/// binaries `run` would build are stand-ins printing the harness's result lines (the harness
+/// itself verifies by emulation, above), so what is tested is the script's own work. The
+/// unfused variant's timed binary fails without output, as a crash would: `run` reports null
+/// for it, goes on, and exits non-zero.
+#[test]
+fn gpu_bench_generates_from_solutions_and_reports_their_estimates() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = root().join("scripts/gpu_bench.sh");
+    let generate = Command::new("bash")
+        .arg(&script)
+        .args([
+            "generate",
+            dir.path().to_str().unwrap(),
+            "configs/hdiff.yaml",
+        ])
+        .env("ABSINTHE", env!("CARGO_BIN_EXE_absinthe"))
+        .env("SIZES", "32x24x8")
+        .env("VARIANTS", "opt unfused")
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(generate.status.success(), "{}", stderr(&generate));
+    let case = dir.path().join("hdiff_32x24x8");
+    let program = case.join("program.yaml");
+    let mut estimates = Vec::new();
+    for (variant, flags) in [
+        ("opt", vec![]),
+        ("unfused", vec!["--fix-groups", "0,1,2,3"]),
+    ] {
+        let vdir = case.join(variant);
+        assert!(vdir.join("hdiff.cu").is_file(), "{variant}: no CUDA source");
+        let estimate = |text: &str| -> f64 {
+            let line = text
+                .lines()
+                .find(|l| l.starts_with("estimate_seconds:"))
+                .unwrap();
+            line["estimate_seconds:".len()..].trim().parse().unwrap()
+        };
+        let shipped = estimate(&std::fs::read_to_string(vdir.join("solution.yaml")).unwrap());
+        let again = dir.path().join(format!("{variant}.yaml"));
+        let mut args = vec![
+            "solve",
+            program.to_str().unwrap(),
+            "--machine",
+            "machines/h100.yaml",
+            "-o",
+            again.to_str().unwrap(),
+        ];
+        args.extend(&flags);
+        let o = absinthe(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(shipped, estimate(&std::fs::read_to_string(&again).unwrap()));
+        estimates.push(shipped);
+        let timed = if variant == "opt" {
+            "echo 'ABSINTHE_RESULT {\"verified\":true}'\necho 'ABSINTHE_CUDA_TIMING {\"median\":2.5e-6}'"
+        } else {
+            "exit 1"
+        };
+        for (kind, body) in [
+            ("exact", "echo 'ABSINTHE_RESULT {\"verified\":true}'"),
+            ("timed", timed),
+        ] {
+            let exe = vdir.join(format!("bench_{kind}"));
+            std::fs::write(&exe, format!("#!/bin/sh\n{body}\n")).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+    assert!(
+        estimates[0] < estimates[1],
+        "{estimates:?}: fused above unfused"
+    );
+    let run = Command::new("bash")
+        .arg(&script)
+        .args(["run", dir.path().to_str().unwrap()])
+        .env("NVCC", "/bin/false")
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1), "{}", stderr(&run));
+    let lines: Vec<serde_json::Value> = stdout(&run)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", stdout(&run));
+    for (line, (variant, estimate)) in lines.iter().zip(["opt", "unfused"].iter().zip(&estimates)) {
+        assert_eq!(line["case"], "hdiff_32x24x8");
+        assert_eq!(line["variant"], *variant);
+        // serde_json parses floats to within an ulp, not always to the nearest.
+        let predicted = line["predicted_seconds"].as_f64().unwrap();
+        assert!(
+            (predicted - estimate).abs() <= 1e-12 * estimate,
+            "{predicted} vs {estimate}"
+        );
+        assert_eq!(line["exact"]["verified"], true);
+    }
+    assert_eq!(lines[0]["timing"]["median"].as_f64(), Some(2.5e-6));
+    assert_eq!(lines[0]["result"]["verified"], true);
+    assert!(lines[1]["timing"].is_null() && lines[1]["result"].is_null());
+}
