@@ -585,6 +585,23 @@ def test_generated_suite_programs_equal_numpy_bit_for_bit(family):
             assert np.array_equal(g, w), f"{family}{seed} {out} differs by {np.nanmax(np.abs(g - w))}"
 
 
+def test_row_width_study_keeps_the_volume_and_compares_the_widest_with_the_narrowest():
+    """benches/row_width.py: domains of equal volume per plane (a width that does not divide the
+    cells is refused), the program's domain and name replaced, and the width factor the ratio
+    at the widest row over the ratio at the narrowest, per number of planes."""
+    rw = _bench_module("row_width")
+    assert rw.domains([64, 256], 16384, 8) == [[64, 256, 8], [256, 64, 8]]
+    with pytest.raises(ValueError, match="100 does not divide"):
+        rw.domains([64, 100], 16384, 8)
+    text = "# c\nname: a\ndomain: [8, 8, 8]\nhalo: [1, 1, 0]\n"
+    assert rw.with_domain(text, "b", [4, 16, 2]) == "# c\nname: b\ndomain: [4, 16, 2]\nhalo: [1, 1, 0]\n"
+    rows = [{"planes": 4, "width": 256, "ratios": [0.9, 0.9]},
+            {"planes": 4, "width": 64, "ratios": [0.6, 0.6]},
+            {"planes": 8, "width": 64, "ratios": [0.5, 2.0]}]
+    factors = rw.width_factors(rows)
+    assert list(factors) == [4] and abs(factors[4] - 1.5) < 1e-12
+
+
 def test_model_forms_prices_a_bench_row_as_the_published_form(tmp_path):
     """benches/model_forms.py prices a bench row in the published form from the default form's
     counts: on the published form's optimum it equals `solve --model absinthe`'s estimate."""
