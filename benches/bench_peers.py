@@ -127,18 +127,22 @@ def generated(family, seed, size):
             f"outputs: [{', '.join(outs)}]\nstencils:\n" + "\n".join(lines) + "\n")
 
 
-def shipped(name, size):
-    """A shipped program's text at `size` x `size` x 60."""
-    with open(os.path.join(REPO, "configs", f"{name}.yaml"), encoding="utf-8") as f:
-        text = f.read()
+def with_domain(text, name, domain):
+    """The program text with its `name:` and `domain:` lines replaced."""
     out = []
     for line in text.splitlines():
         if line.startswith("domain:"):
-            line = f"domain: [{size}, {size}, 60]"
+            line = f"domain: [{domain[0]}, {domain[1]}, {domain[2]}]"
         elif line.startswith("name:"):
-            line = f"name: {name}_{size}"
+            line = f"name: {name}"
         out.append(line)
     return "\n".join(out) + "\n"
+
+
+def shipped(name, size):
+    """A shipped program's text at `size` x `size` x 60."""
+    with open(os.path.join(REPO, "configs", f"{name}.yaml"), encoding="utf-8") as f:
+        return with_domain(f.read(), f"{name}_{size}", [size, size, 60])
 
 
 def run_peer(python, script, path, machine, runs, extra, log):

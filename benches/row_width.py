@@ -30,6 +30,7 @@ import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_peers import FAMILIES, generated, with_domain  # noqa: E402  (beside this file)
 
 
 def domains(widths, cells, planes):
@@ -38,18 +39,6 @@ def domains(widths, cells, planes):
     if bad:
         raise ValueError(f"a row width of {bad[0]} does not divide {cells} cells per plane")
     return [[w, cells // w, planes] for w in widths]
-
-
-def with_domain(text, name, domain):
-    """The program text with its `name:` and `domain:` lines replaced."""
-    out = []
-    for line in text.splitlines():
-        if line.startswith("domain:"):
-            line = f"domain: [{domain[0]}, {domain[1]}, {domain[2]}]"
-        elif line.startswith("name:"):
-            line = f"name: {name}"
-        out.append(line)
-    return "\n".join(out) + "\n"
 
 
 def width_factors(rows):
@@ -136,7 +125,6 @@ def main(argv=None):
             text = f.read()
         args.name = os.path.basename(args.program).removesuffix(".yaml")
     else:
-        from bench_peers import FAMILIES, generated
         if args.family not in FAMILIES:
             sys.exit(f"error: --family: one of {', '.join(FAMILIES)}")
         text, args.name = generated(args.family, args.seed, 64), f"{args.family}{args.seed}"
