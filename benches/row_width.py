@@ -41,14 +41,17 @@ def domains(widths, cells, planes):
     return [[w, cells // w, planes] for w in widths]
 
 
+def geometric_mean(xs):
+    return math.exp(sum(map(math.log, xs)) / len(xs))
+
+
 def width_factors(rows):
     """Per number of planes, the mean ratio at the widest row over that at the narrowest."""
     factors = {}
     for planes in sorted({r["planes"] for r in rows}):
         mine = sorted((r for r in rows if r["planes"] == planes), key=lambda r: r["width"])
         if len(mine) > 1:
-            mean = lambda r: math.exp(sum(map(math.log, r["ratios"])) / len(r["ratios"]))
-            factors[planes] = mean(mine[-1]) / mean(mine[0])
+            factors[planes] = geometric_mean(mine[-1]["ratios"]) / geometric_mean(mine[0]["ratios"])
     return factors
 
 
