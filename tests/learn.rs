@@ -475,26 +475,39 @@ fn runtime_tiled_kernels_match_the_reference_bit_for_bit() {
             .into_iter()
             .map(|s| [0, 1, 2].map(|d| s[d].min(analysis.domain[d])))
             .collect();
+        // Verified, then (as learn's later rounds) timed without the reference: twice each.
+        for verify in [true, false] {
+            let out = Command::new(&exe)
+                .args(runtime_tiles::arguments(
+                    2,
+                    absinthe_codegen::render::Flush::NONE,
+                    verify,
+                    &shapes,
+                ))
+                .env("OMP_NUM_THREADS", "2")
+                .output()
+                .unwrap();
+            let results = runtime_tiles::parse_tile_results(&stdout(&out)).unwrap();
+            assert_eq!(results.len(), shapes.len(), "{file}: {}", stderr(&out));
+            for (r, s) in results.iter().zip(&shapes) {
+                assert_eq!(r.tiles, *s);
+                assert_eq!(
+                    r.verified,
+                    verify.then_some(true),
+                    "{file} at tile counts {s:?} (verify: {verify})"
+                );
+                assert_eq!(r.times.len(), 2);
+                assert!(r.times.iter().all(|t| t.is_finite() && *t >= 0.0));
+            }
+            assert!(out.status.success());
+        }
+        // Anything but `verify` or `verified` is refused with the usage.
         let out = Command::new(&exe)
-            .args(runtime_tiles::arguments(
-                1,
-                absinthe_codegen::render::Flush::NONE,
-                &shapes,
-            ))
-            .env("OMP_NUM_THREADS", "2")
+            .args(["1", "0", "check", "1", "1", "1"])
             .output()
             .unwrap();
-        let results = runtime_tiles::parse_tile_results(&stdout(&out)).unwrap();
-        assert_eq!(results.len(), shapes.len(), "{file}: {}", stderr(&out));
-        for (r, s) in results.iter().zip(&shapes) {
-            assert_eq!(r.tiles, *s);
-            assert!(
-                r.verified,
-                "{file} at tile counts {s:?} differs from the reference"
-            );
-            assert_eq!(r.times.len(), 1);
-        }
-        assert!(out.status.success());
+        assert_eq!(out.status.code(), Some(2));
+        assert!(stderr(&out).contains("verify|verified"), "{}", stderr(&out));
     }
 }
 

@@ -5,9 +5,10 @@
 //! computed in C++ from `n^x, n^y, n^z` with the same rule. The generated program verifies
 //! every shape bit for bit against the naive reference (the shared harness's) before timing it.
 //!
-//! Run the built executable with `runs evict|flush_bytes nx ny nz [nx ny nz ...]`; it prints one
-//! `ABSINTHE_TILES {"tiles":[..],"verified":..,"threads":..,"times":[..]}` line per shape,
-//! parsed by [`parse_tile_results`].
+//! Run the built executable with `runs evict|flush_bytes verify|verified nx ny nz [nx ny nz ...]`
+//! ([`arguments`]); it prints one `ABSINTHE_TILES {"tiles":[..],"verified":..,"threads":..,
+//! "times":[..]}` line per shape, parsed by [`parse_tile_results`]. `verified` skips the
+//! reference and the comparison, for shapes an earlier run of the same executable verified.
 
 use minijinja::context;
 use serde::Deserialize;
@@ -24,7 +25,9 @@ const RUNTIME_TEMPLATE: &str = include_str!("../templates/runtime_tiles.cpp.j2")
 pub struct TileResult {
     /// The tile counts asked for (the kernel clamps each to `[1, D]`).
     pub tiles: [usize; 3],
-    pub verified: bool,
+    /// Whether the shape's outputs equal the reference's; `None` when the run was told the
+    /// shapes were verified before ([`arguments`]' `verify` false).
+    pub verified: Option<bool>,
     pub threads: usize,
     /// Seconds of every timed run, in order.
     pub times: Vec<f64>,
@@ -87,9 +90,11 @@ pub fn render(schedule: &Schedule) -> Result<Vec<(String, String)>, CodegenError
     Ok(vec![(format!("{stem}_runtime.cpp"), text)])
 }
 
-/// The arguments that time `shapes` (tile counts) `runs` times each.
-pub fn arguments(runs: usize, flush: Flush, shapes: &[[usize; 3]]) -> Vec<String> {
-    let mut args = vec![runs.to_string(), flush.arg()];
+/// The arguments that time `shapes` (tile counts) `runs` times each, each first verified
+/// against the reference with `verify` (without it, an earlier run must have verified them).
+pub fn arguments(runs: usize, flush: Flush, verify: bool, shapes: &[[usize; 3]]) -> Vec<String> {
+    let check = if verify { "verify" } else { "verified" };
+    let mut args = vec![runs.to_string(), flush.arg(), check.to_string()];
     for s in shapes {
         args.extend(s.iter().map(|n| n.to_string()));
     }

@@ -167,21 +167,24 @@ pub fn learn(
     let plan = TrainingPlan::new(options)?;
     // The runs are split into rounds, each running every program over all its shapes, so that
     // a burst of load on a shared machine spreads over all programs instead of shifting one
-    // program's times (which the model would have to explain by its counts); within a round,
-    // shapes run in chunks so that progress moves while a program runs.
+    // program's times (which the model would have to explain by its counts). Each program runs
+    // as one process per round: its set-up (allocating and filling up to 45 arrays) took as
+    // long as verifying a dozen shapes. The first round verifies every shape against the
+    // reference; later rounds run the same executables over the same shapes and skip it.
     let rounds = ROUNDS.min(options.repeats).max(1);
     // Round r runs `repeats / rounds` times, one more for the first `repeats % rounds` rounds.
     let runs_in =
         |round: usize| options.repeats / rounds + usize::from(round < options.repeats % rounds);
     progress(Progress::Start {
-        total: plan.builds() + rounds * plan.steps_per_round(options),
+        total: plan.builds() + rounds * plan.steps_per_round(),
     });
     let (exes, streamed_exes) = plan.build(options, progress)?;
     let mut measurements = Vec::new();
     let mut done = 0;
     for round in 0..rounds {
         let per_round = runs_in(round);
-        let mut runs = plan.run_round(options, (&exes, &streamed_exes), per_round, progress)?;
+        let exes = (&exes[..], &streamed_exes[..]);
+        let mut runs = plan.run_round(options, exes, (per_round, round == 0), progress)?;
         for m in &mut runs {
             m.repeat += done;
         }
@@ -190,9 +193,6 @@ pub fn learn(
     }
     fit_measurements_in(measurements, options.solver, options.model)
 }
-
-/// Shapes per runtime-tiled run, so that progress moves while a program runs.
-const CHUNK: usize = 7;
 
 /// The training programs and the tile shapes each is timed over; with `streamed_shapes`, the
 /// slow programs again, streamed over large tiles.
@@ -250,15 +250,9 @@ impl TrainingPlan {
         self.programs.len() + self.streamed_programs.len()
     }
 
-    /// Progress steps of one round: generated kernels run as one bundle per program,
-    /// runtime-tiled ones in chunks of [`CHUNK`] shapes; then each streamed program.
-    fn steps_per_round(&self, options: &LearnOptions) -> usize {
-        let steps: usize = if options.kernels == Kernels::Generated {
-            self.programs.len()
-        } else {
-            self.sizes.iter().map(|s| s.len().div_ceil(CHUNK)).sum()
-        };
-        steps + self.streamed_programs.len()
+    /// Progress steps of one round: one per program, then one per streamed program.
+    fn steps_per_round(&self) -> usize {
+        self.programs.len() + self.streamed_programs.len()
     }
 
     /// Builds every program, and the streamed ones.
@@ -294,12 +288,13 @@ impl TrainingPlan {
     }
 
     /// One round: every program over all its shapes with `per_round` runs each (repeats
-    /// numbered from 0), then the streamed ones.
+    /// numbered from 0), then the streamed ones. Runtime-tiled shapes are verified first when
+    /// `verify` (the first round); generated bundles verify every time.
     fn run_round(
         &self,
         options: &LearnOptions,
         (exes, streamed_exes): (&[PathBuf], &[PathBuf]),
-        per_round: usize,
+        (per_round, verify): (usize, bool),
         progress: &(dyn Fn(Progress) + Sync),
     ) -> Result<Vec<Measurement>, LearnError> {
         let generated = options.kernels == Kernels::Generated;
@@ -310,23 +305,15 @@ impl TrainingPlan {
                 Family::Fast => Flush::NONE,
                 Family::Slow => options.flush,
             };
-            let chunks: Vec<&[[usize; 3]]> = if generated {
-                vec![sizes]
+            measurements.extend(if generated {
+                training_runs::run_generated(exe, program, sizes, false, per_round, flush, threads)?
             } else {
-                sizes.chunks(CHUNK).collect()
-            };
-            for chunk in chunks {
-                measurements.extend(if generated {
-                    training_runs::run_generated(
-                        exe, program, chunk, false, per_round, flush, threads,
-                    )?
-                } else {
-                    training_runs::run_shapes(exe, program, chunk, per_round, flush, threads)?
-                });
-                progress(Progress::Step {
-                    what: program.program.name.clone(),
-                });
-            }
+                let runs = (per_round, verify);
+                training_runs::run_shapes(exe, program, sizes, runs, flush, threads)?
+            });
+            progress(Progress::Step {
+                what: program.program.name.clone(),
+            });
         }
         let streamed = self.streamed_programs.iter().zip(streamed_exes);
         for ((program, exe), sizes) in streamed.zip(&self.streamed_sizes) {

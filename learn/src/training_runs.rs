@@ -1,5 +1,6 @@
 //! Building the training programs once each (runtime tile counts) and timing them over the
-//! tile shapes; every shape is verified bit for bit against the naive reference first.
+//! tile shapes; every shape is verified bit for bit against the naive reference by the first
+//! run of its executable.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -113,12 +114,13 @@ fn build(
 }
 
 /// Runs `exe` over `sizes` (tile sizes of `program`), `repeats` timed runs each, flushing the
-/// caches before each run as `flush` says.
+/// caches before each run as `flush` says; with `verify`, each shape is first verified against
+/// the reference (without it, an earlier call must have verified the same shapes of `exe`).
 pub fn run_shapes(
     exe: &std::path::Path,
     program: &TrainingProgram,
     sizes: &[[usize; 3]],
-    repeats: usize,
+    (repeats, verify): (usize, bool),
     flush: Flush,
     threads: usize,
 ) -> Result<Vec<Measurement>, LearnError> {
@@ -128,7 +130,7 @@ pub fn run_shapes(
         .map(|&s| training::tile_counts(s, domain))
         .collect();
     let out = Command::new(exe)
-        .args(runtime_tiles::arguments(repeats, flush, &tiles))
+        .args(runtime_tiles::arguments(repeats, flush, verify, &tiles))
         .env("OMP_NUM_THREADS", threads.to_string())
         .output()
         .map_err(|e| LearnError::Run(format!("{}: {e}", exe.display())))?;
@@ -147,11 +149,20 @@ pub fn run_shapes(
     }
     let mut measurements = Vec::new();
     for (result, &size) in results.iter().zip(sizes) {
+        if result.verified.is_some() != verify {
+            return Err(LearnError::Run(format!(
+                "{} ({}): the result of tile counts {:?} is {}verified, not as asked",
+                program.program.name,
+                exe.display(),
+                result.tiles,
+                if verify { "not " } else { "" }
+            )));
+        }
         measurements.extend(shape_measurements(
             program,
             size,
             false,
-            result.verified,
+            result.verified != Some(false),
             &result.times,
         )?);
     }
