@@ -1287,3 +1287,46 @@ fn the_evict_flush_covers_the_arrays_and_the_tile_buffers() {
     assert_eq!((r[2].flush.as_str(), r[2].flushed_bytes), ("read", 1 << 20));
     assert_eq!((r[3].flush.as_str(), r[3].flushed_bytes), ("read", 0));
 }
+
+/// A harness told `verified` (what `measure::runner` passes after the first round) compares
+/// nothing and says so: a kernel made wrong by hand fails its verifying run and passes the
+/// other, so only the first round can catch a wrong kernel, and the runner pools the first
+/// round's verdict. The reference is still computed when it is what is timed.
+#[test]
+fn a_harness_told_verified_skips_the_comparison() {
+    let dir = tempfile::tempdir().unwrap();
+    let gen = dir.path().join("gen");
+    let o = absinthe(&[
+        "codegen",
+        "configs/hdiff.yaml",
+        "--harness",
+        "-o",
+        gen.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut files: Vec<(String, String)> = ["hdiff.h", "hdiff.cpp", "hdiff_harness.cpp"]
+        .iter()
+        .map(|f| (f.to_string(), std::fs::read_to_string(gen.join(f)).unwrap()))
+        .collect();
+    assert!(files[1].1.contains("(-4.0)"), "{}", files[1].1);
+    files[1].1 = files[1].1.replace("(-4.0)", "(-4.5)");
+    let exe = toolchain(&["-O1"]).build(&files, &[]).unwrap();
+    let run = |args: &[&str]| {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        absinthe_codegen::compile::run_harness(&exe, &args, &[])
+            .unwrap()
+            .swap_remove(0)
+    };
+    let checked = run(&["2", "0", "kernel", "verify"]);
+    assert!(!checked.verified && checked.mismatch.is_some());
+    assert_eq!(checked.verification, "bit-exact");
+    for timed in ["kernel", "reference"] {
+        let r = run(&["2", "0", timed, "verified"]);
+        assert!(r.verified && r.mismatch.is_none(), "{timed}: {r:?}");
+        assert_eq!(
+            (r.verification.as_str(), r.timed.as_str()),
+            ("earlier run", timed)
+        );
+        assert_eq!(r.times.len(), 2);
+    }
+}

@@ -299,7 +299,8 @@ pub struct HarnessResult {
     pub threads: usize,
     /// The first mismatching element, when not verified.
     pub mismatch: Option<serde_json::Value>,
-    /// `bit-exact`, or `tolerance` in the FMA build.
+    /// `bit-exact`, or `tolerance` in the FMA build; `earlier run` when this run skipped the
+    /// comparison for one an earlier run of the executable made (`measure::runner`).
     #[serde(default = "bit_exact")]
     pub verification: String,
     /// The largest difference from the reference relative to the array's largest magnitude

@@ -1,6 +1,6 @@
 //! The one measuring loop: build harness executables in parallel, run them round-robin in
-//! rounds with the caches flushed, verify every run, and pool each case's runs over the
-//! rounds. `bench`, `tune`, `learn`'s calibrations and its kernel refit all time through it.
+//! rounds with the caches flushed, verify each executable in its first run, and pool each
+//! case's runs over the rounds. `bench`, `tune`, `learn`'s calibrations and its kernel refit all time through it.
 
 use std::path::PathBuf;
 
@@ -95,8 +95,11 @@ impl Runner<'_> {
 /// Runs the executables round-robin with the environment `env`, `rounds.rounds` rounds of
 /// `rounds.per_round` runs each, so that a burst of load on a shared machine spreads over all
 /// of them instead of spoiling one. In every round each executable runs once per flush of
-/// `flushes`, timing `timed(index)` (`kernel` or `reference`); every run verifies, and the runs
-/// of all rounds are pooled per flush and case ([`pool`]). None where nothing was built.
+/// `flushes`, timing `timed(index)` (`kernel` or `reference`). The first round's runs verify;
+/// the later ones skip the comparison and the untimed reference (the harness's `verified`
+/// argument: the same executable on the same inputs computes the same outputs). The runs of
+/// all rounds are pooled per flush and case ([`pool`]), which keeps the first round's
+/// verification. None where nothing was built.
 pub fn run_rounds(
     exes: &[Option<PathBuf>],
     env: &[(String, String)],
@@ -112,11 +115,13 @@ pub fn run_rounds(
             let Some(exe) = exe else { continue };
             events(RunEvent::Running { round, index });
             let mut per_flush = Vec::with_capacity(flushes.len());
+            let check = if round == 0 { "verify" } else { "verified" };
             for flush in flushes {
                 let args = [
                     rounds.per_round.to_string(),
                     flush.arg(),
                     timed(index).to_string(),
+                    check.to_string(),
                 ];
                 per_flush.push(run_harness(exe, &args, &env)?);
             }
@@ -137,7 +142,7 @@ pub fn run_rounds(
 }
 
 /// Adds the runs of `r` to `pooled`: verified only if both are, the first mismatch, the
-/// largest error, every time.
+/// largest error, every time; `pooled`'s way of verifying (`r`'s may be `earlier run`).
 pub fn pool(pooled: &mut HarnessResult, r: HarnessResult) {
     pooled.verified &= r.verified;
     if pooled.mismatch.is_none() {
