@@ -169,7 +169,7 @@ pub fn learn(
     // a burst of load on a shared machine spreads over all programs instead of shifting one
     // program's times (which the model would have to explain by its counts). Each program runs
     // as one process per round: its set-up (allocating and filling up to 45 arrays) took as
-    // long as verifying a dozen shapes. The first round verifies every shape against the
+    // long as verifying six shapes. The first round verifies every shape against the
     // reference; later rounds run the same executables over the same shapes and skip it.
     let rounds = ROUNDS.min(options.repeats).max(1);
     // Round r runs `repeats / rounds` times, one more for the first `repeats % rounds` rounds.
