@@ -1,6 +1,7 @@
 //! The one measuring loop: build harness executables in parallel, run them round-robin in
-//! rounds with the caches flushed, verify each executable in its first run, and pool each
-//! case's runs over the rounds. `bench`, `tune`, `learn`'s calibrations and its kernel refit all time through it.
+//! rounds with the caches flushed, verify each executable in the first round, and pool each
+//! case's runs over the rounds. `bench`, `tune`, `learn`'s calibrations and its kernel refit
+//! all time through it.
 
 use std::path::PathBuf;
 
