@@ -402,12 +402,20 @@ impl TileWalk<'_, '_> {
                         (lo.min(l), hi.max(h))
                     });
                 if d == 2 {
+                    let (u_lo, u_hi) = g
+                        .steps
+                        .iter()
+                        .zip(&self.bounds)
+                        .map(|(st, b)| (b.lo[1] - st.row_lag, b.hi[1] - st.row_lag))
+                        .fold((i64::MAX, i64::MIN), |(lo, hi), (l, h)| {
+                            (lo.min(l), hi.max(h))
+                        });
                     for t in t_lo..t_hi {
-                        for lp in &g.loops {
-                            let (st, b) = (&g.steps[lp[0]], self.bounds[lp[0]]);
-                            let k = t + st.lag;
-                            if b.lo[2] <= k && k < b.hi[2] {
-                                for j in b.lo[1]..b.hi[1] {
+                        for u in u_lo..u_hi {
+                            for lp in &g.loops {
+                                let (st, b) = (&g.steps[lp[0]], self.bounds[lp[0]]);
+                                let (j, k) = (u + st.row_lag, t + st.lag);
+                                if b.lo[2] <= k && k < b.hi[2] && b.lo[1] <= j && j < b.hi[1] {
                                     self.row(lp, j, k, (b.lo[0], b.hi[0]), sink);
                                 }
                             }

@@ -7,7 +7,7 @@ use absinthe_model::cost_model::boxes::{
     block_plan, read_hull, stream_window, tile_intervals, BlockPlan, Interval, RegisterWindow,
     StagedInput,
 };
-use absinthe_model::language::analysis::Extent;
+use absinthe_model::language::analysis::{Analysis, Extent};
 
 use super::access::staged_ident;
 use super::row_loops::ROW_CHUNK;
@@ -120,6 +120,9 @@ impl<'a> GroupLowering<'a> {
             }
         }
         self.check_stream_along_y(&steps)?;
+        if self.streams && self.lowering.stream_dim == 2 && self.lowering.target == Target::OpenMp {
+            row_lags(self.lowering.analysis, &mut steps, &loops);
+        }
         let analysis = self.lowering.analysis;
         let stream_dim = self.lowering.stream_dim;
         let bands = loops.iter().map(|lp| interval_bands(&steps, lp)).collect();
@@ -218,6 +221,33 @@ impl<'a> GroupLowering<'a> {
             )));
         }
         Ok(())
+    }
+}
+
+/// Sets the row lags of a group streamed along z: within a plane step the row loops advance one
+/// row at a time, loop after loop, and a loop runs `row_lag` rows ahead of the row step, enough
+/// that every row a later loop reads of it at that step is already computed: the largest
+/// `row_lag` of a reader plus its read's y offset (at least 0). A row a reader takes from its
+/// producer was then computed a few rows earlier and is still in the first-level cache, where
+/// whole planes one loop after another pass every plane through the second level (decision
+/// 0037). Loops are set last to first; reads within one loop are of earlier rows or planes
+/// (`row_loops::joins_row_loop`) and need no lag.
+fn row_lags(analysis: &Analysis, steps: &mut [StencilStep], loops: &[Vec<usize>]) {
+    for li in (0..loops.len()).rev() {
+        let mut lag = 0;
+        for &n in &loops[li] {
+            let array = analysis.stencils[steps[n].stencil].array;
+            for &m in loops[li + 1..].iter().flatten() {
+                for (a, off) in &analysis.stencils[steps[m].stencil].accesses {
+                    if *a == array {
+                        lag = lag.max(steps[m].row_lag + i64::from(off[1].max(0)));
+                    }
+                }
+            }
+        }
+        for &n in &loops[li] {
+            steps[n].row_lag = lag;
+        }
     }
 }
 

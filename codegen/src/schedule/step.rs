@@ -71,6 +71,7 @@ impl GroupLowering<'_> {
             ident: format!("s{s}"),
             widths: self.widths_of(s),
             lag: self.lag(s),
+            row_lag: 0,
             buffer_write: buffer.as_ref().map(|b| self.buffer_write(b)),
             value: format!("v_s{s}"),
             extent: info.extent,

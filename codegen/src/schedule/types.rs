@@ -159,6 +159,9 @@ pub struct StencilStep {
     /// In a streamed group: how far ahead of the stream step this stencil runs (its forward
     /// width along the stream dimension); 0 otherwise.
     pub lag: i64,
+    /// In a group streamed along z on the CPU: how many rows ahead of the row step this stencil
+    /// runs within each plane step (`GroupLowering::row_lags`); 0 otherwise.
+    pub row_lag: i64,
     /// The analysis extent: the box the reference evaluates, beyond the domain.
     pub extent: Extent,
     /// Loop box per dimension per tile index along that dimension.
