@@ -201,7 +201,7 @@ pub fn tile_count(rng: &mut Rng, d: usize) -> usize {
     }
 }
 
-/// Sets the groups streamed along y of every other case of `cases` to chunks of 1 to 3 cells
+/// Sets the streamed groups of every other case of `cases` to chunks of 1 to 3 cells
 /// (`GroupSchedule::row_chunk`; 64 in the product, wider than the random programs' rows), so
 /// that their rows run in several chunks, some of them empty; returns how many groups take more
 /// than one chunk in some tile.

@@ -410,25 +410,24 @@ impl TileWalk<'_, '_> {
                         .fold((i64::MAX, i64::MIN), |(lo, hi), (l, h)| {
                             (lo.min(l), hi.max(h))
                         });
+                    let (chunk, chunks) = self.chunks();
                     for t in t_lo..t_hi {
                         for u in u_lo..u_hi {
-                            for lp in &g.loops {
-                                let (st, b) = (&g.steps[lp[0]], self.bounds[lp[0]]);
-                                let (j, k) = (u + st.row_lag, t + st.lag);
-                                if b.lo[2] <= k && k < b.hi[2] && b.lo[1] <= j && j < b.hi[1] {
-                                    self.row(lp, j, k, (b.lo[0], b.hi[0]), sink);
+                            for c in 0..chunks {
+                                for lp in &g.loops {
+                                    let (st, b) = (&g.steps[lp[0]], self.bounds[lp[0]]);
+                                    let (j, k) = (u + st.row_lag, t + st.lag);
+                                    if b.lo[2] <= k && k < b.hi[2] && b.lo[1] <= j && j < b.hi[1] {
+                                        let x = chunk_cells(b.lo[0], b.hi[0], c, chunks, chunk);
+                                        self.row(lp, j, k, x, sink);
+                                    }
                                 }
                             }
                         }
                     }
                 } else {
                     let first = self.bounds[0];
-                    let chunk = g.row_chunk.unwrap_or(i64::MAX);
-                    let spans = g.loops.iter().map(|lp| {
-                        let b = self.bounds[lp[0]];
-                        b.hi[0] - b.lo[0]
-                    });
-                    let chunks = row_chunks(spans, chunk);
+                    let (chunk, chunks) = self.chunks();
                     for k in first.lo[2]..first.hi[2] {
                         for t in t_lo..t_hi {
                             for c in 0..chunks {
@@ -456,6 +455,17 @@ impl TileWalk<'_, '_> {
                 }
             }
         }
+    }
+
+    /// The cells of a chunk of this tile's row steps and how many chunks a row step takes
+    /// (`GroupSchedule::row_chunk`; one chunk of every row when the group has none).
+    fn chunks(&self) -> (i64, i64) {
+        let chunk = self.g.row_chunk.unwrap_or(i64::MAX);
+        let spans = self.g.loops.iter().map(|lp| {
+            let b = self.bounds[lp[0]];
+            b.hi[0] - b.lo[0]
+        });
+        (chunk, row_chunks(spans, chunk))
     }
 
     /// `op` in row `(j, k)`: its address at `i = 0`, its site and step.

@@ -146,8 +146,7 @@ impl<'a> GroupLowering<'a> {
             block: self.device.block,
             loops,
             bands,
-            row_chunk: (self.streams && stream_dim == 1 && self.lowering.target != Target::Cuda)
-                .then_some(ROW_CHUNK),
+            row_chunk: (self.streams && self.lowering.target != Target::Cuda).then_some(ROW_CHUNK),
             staged: self.staged(),
         })
     }

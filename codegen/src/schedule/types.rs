@@ -250,9 +250,10 @@ pub struct GroupSchedule {
     /// interval chain inside the loop is decided outside it: the compiler folds it away
     /// instead of computing every interval's body for every cell and blending the results.
     pub bands: Vec<Vec<i64>>,
-    /// In a group streamed along y, the cells of a chunk ([`super::row_loops::ROW_CHUNK`]):
-    /// each stream step runs its row loops chunk by chunk across the row
-    /// ([`super::row_loops::chunk_cells`]). `None` for other groups.
+    /// In a streamed group on the CPU, the cells of a chunk ([`super::row_loops::ROW_CHUNK`]):
+    /// each row step (of a stream step along y, or of a plane step along z) runs its row loops
+    /// chunk by chunk across the row ([`super::row_loops::chunk_cells`]). `None` for other
+    /// groups.
     pub row_chunk: Option<i64>,
     /// On the CUDA target, the arrays this streamed group stages in shared memory
     /// (`boxes::block_plan`); empty on the other targets.
