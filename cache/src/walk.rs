@@ -5,7 +5,7 @@
 //! The naive reference (`harness_body.j2`) is walked the same way: each stencil over its box,
 //! its k planes split among the threads.
 
-use absinthe_codegen::schedule::{chunk_cells, row_chunks, GroupSchedule};
+use absinthe_codegen::schedule::{chunk_cells, row_chunks, GroupSchedule, StencilStep};
 use absinthe_codegen::Schedule;
 use serde::Serialize;
 
@@ -393,23 +393,9 @@ impl TileWalk<'_, '_> {
         match &g.stream {
             Some(s) => {
                 let d = s.dim;
-                let (t_lo, t_hi) = g
-                    .steps
-                    .iter()
-                    .zip(&self.bounds)
-                    .map(|(st, b)| (b.lo[d] - st.lag, b.hi[d] - st.lag))
-                    .fold((i64::MAX, i64::MIN), |(lo, hi), (l, h)| {
-                        (lo.min(l), hi.max(h))
-                    });
+                let (t_lo, t_hi) = self.steps(d, |st| st.lag);
                 if d == 2 {
-                    let (u_lo, u_hi) = g
-                        .steps
-                        .iter()
-                        .zip(&self.bounds)
-                        .map(|(st, b)| (b.lo[1] - st.row_lag, b.hi[1] - st.row_lag))
-                        .fold((i64::MAX, i64::MIN), |(lo, hi), (l, h)| {
-                            (lo.min(l), hi.max(h))
-                        });
+                    let (u_lo, u_hi) = self.steps(1, |st| st.row_lag);
                     let (chunk, chunks) = self.chunks();
                     for t in t_lo..t_hi {
                         for u in u_lo..u_hi {
@@ -455,6 +441,20 @@ impl TileWalk<'_, '_> {
                 }
             }
         }
+    }
+
+    /// The steps `[lo, hi)` along `d` that cover every line of every stencil's loop box, less
+    /// its `lag` (the stream lag, or the row lag within a plane step), as the kernel's
+    /// `stream_range` computes them.
+    fn steps(&self, d: usize, lag: impl Fn(&StencilStep) -> i64) -> (i64, i64) {
+        self.g
+            .steps
+            .iter()
+            .zip(&self.bounds)
+            .map(|(st, b)| (b.lo[d] - lag(st), b.hi[d] - lag(st)))
+            .fold((i64::MAX, i64::MIN), |(lo, hi), (l, h)| {
+                (lo.min(l), hi.max(h))
+            })
     }
 
     /// The cells of a chunk of this tile's row steps and how many chunks a row step takes
