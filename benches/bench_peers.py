@@ -192,6 +192,9 @@ def main(argv=None):
     ap.add_argument("--seeds", default="1", help="seeds per family, comma-separated (default 1)")
     ap.add_argument("--peers", default="halide,gt4py", help="halide, gt4py or both (default both)")
     ap.add_argument("--schedulers", default="mullapudi2016,li2018,adams2019", help="Halide autoschedulers")
+    ap.add_argument("--float", choices=["strict", "relaxed"], default="strict",
+                    help="Halide's floating point, the same on both sides (halide_peer.py --float; default "
+                         "strict: no reassociation on either side)")
     ap.add_argument("--runs", type=int, default=32, help="timed runs per row (default 32)")
     ap.add_argument("--rounds", type=int, default=3,
                     help="Halide peer: rounds timing opt and every Halide row back to back; the ratio is "
@@ -256,7 +259,8 @@ def main(argv=None):
         reports = []
         if "halide" in peers:
             reports.append(run_peer(venvs["halide"], "halide_peer.py", path, args.machine, args.runs,
-                                    ["--schedulers", args.schedulers, "--rounds", str(args.rounds)], log))
+                                    ["--schedulers", args.schedulers, "--rounds", str(args.rounds),
+                                     "--float", args.float], log))
         if "gt4py" in peers:
             reports.append(run_peer(venvs["gt4py"], "gt4py_peer.py", path, args.machine, args.runs, [], log))
         with open(path[:-5] + ".reports.json", "w", encoding="utf-8") as f:

@@ -31,12 +31,13 @@ default on: absinthe's harness madvises its arrays, this script its NumPy buffer
 runs itself with GLIBC_TUNABLES=glibc.malloc.hugetlb=1 so that Halide's allocations get them
 too).
 
-Floating point is the same on both sides (--float). By default it is relaxed: Halide's
-simplifier treats float arithmetic as real arithmetic unless a pipeline asks for StrictFloat
-(it turns (a/60)*u - (b/60)*w into one product by 1/60), so absinthe runs with
-`bench --relaxed-math` (the kernels compiled with -fassociative-math -freciprocal-math
--fno-signed-zeros). --float strict compares Halide with StrictFloat against absinthe's FMA
-build.
+Floating point is the same on both sides (--float), without reassociation on either by
+default: --float strict (the default) runs Halide with the StrictFloat target feature against
+absinthe's FMA build, the build its machine files are learned in. Without StrictFloat,
+Halide's simplifier treats float arithmetic as real arithmetic (it turns (a/60)*u - (b/60)*w
+into one product by 1/60); --float relaxed compares that with absinthe's `bench
+--relaxed-math` (the kernels compiled with -fassociative-math -freciprocal-math
+-fno-signed-zeros).
 
 Correctness: the Halide inputs are filled exactly as absinthe's harness fills them (the hash
 absinthe_value of codegen/templates/harness_body.j2), and every Halide output is compared
@@ -1226,12 +1227,12 @@ build/halide-venv/bin/pip install halide numpy pyyaml (or `make bench-halide`)."
                         help="the absinthe executable (default target/release/absinthe)")
     parser.add_argument("--absinthe-args", default="", metavar="ARGS",
                         help='extra arguments for `absinthe bench`, one string, e.g. "--exact --no-roofline"')
-    parser.add_argument("--float", choices=["relaxed", "strict"], default="relaxed",
-                        help="floating-point semantics, the same on both sides. relaxed (default): Halide's "
-                             "default, whose simplifier reassociates and distributes float arithmetic, against "
-                             "absinthe's `bench --relaxed-math` (the compiler may do the same in the kernels). "
-                             "strict: Halide with the StrictFloat target feature against absinthe's FMA build "
-                             "(`--absinthe-args --exact` for bit-exact kernels)")
+    parser.add_argument("--float", choices=["strict", "relaxed"], default="strict",
+                        help="floating-point semantics, the same on both sides. strict (default): Halide with "
+                             "the StrictFloat target feature against absinthe's FMA build (`--absinthe-args "
+                             "--exact` for bit-exact kernels). relaxed: Halide without it, whose simplifier "
+                             "reassociates and distributes float arithmetic, against absinthe's `bench "
+                             "--relaxed-math` (the compiler may do the same in the kernels)")
     parser.add_argument("--no-absinthe", action="store_true", help="skip absinthe; time the Halide rows only")
     parser.add_argument("--no-verify", action="store_true", help="skip the comparison of the outputs")
     parser.add_argument("--halide-malloc", choices=["keep", "system"], default="keep",
