@@ -19,8 +19,8 @@ and verifies every peer row against absinthe's outputs. This script prints, per 
 size, the best verified peer, its time and `opt`'s in the same run and their ratio (> 1: opt is
 faster; for Halide the median of --rounds rounds' ratios, each round timing opt and the Halide
 rows back to back; with both peers, the smaller of the two runs' ratios), then the geometric
-mean and the
-worst ratio over every program run. A program a peer cannot express
+mean and the worst ratio over every program run, with the CPU it ran on (`cpu` in --format
+json). A program a peer cannot express
 (Halide: sweeps, intervals and 2-D stencils) is compared with the other peer only.
 """
 
@@ -143,6 +143,29 @@ def shipped(name, size):
     """A shipped program's text at `size` x `size` x 60."""
     with open(os.path.join(REPO, "configs", f"{name}.yaml"), encoding="utf-8") as f:
         return with_domain(f.read(), f"{name}_{size}", [size, size, 60])
+
+
+def cpu_description():
+    """The CPU this runs on, from /proc/cpuinfo: its model name and family/model numbers (the
+    name alone does not tell Xeon generations apart on some virtual machines), or what
+    `platform` knows elsewhere."""
+    fields = {}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key in ("model name", "cpu family", "model") and key not in fields:
+                    fields[key] = value.strip()
+                if not line.strip() and fields:
+                    break
+    except OSError:
+        pass
+    if "model name" not in fields:
+        import platform
+        return platform.processor() or platform.machine() or "unknown"
+    return (f"{fields['model name']} (family {fields.get('cpu family', '?')}, model {fields.get('model', '?')}), "
+            f"{os.cpu_count()} logical CPUs")
 
 
 def run_peer(python, script, path, machine, runs, extra, log):
@@ -273,9 +296,11 @@ def main(argv=None):
     summary = {"programs": len(results), "compared": len(ratios),
                "geomean": math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None,
                "worst": min(ratios) if ratios else None}
+    cpu = cpu_description()
     if args.format == "json":
-        print(json.dumps({"results": results, "summary": summary}, indent=1))
+        print(json.dumps({"cpu": cpu, "float": args.float, "results": results, "summary": summary}, indent=1))
         return 0
+    print(f"CPU: {cpu}; Halide's floating point: {args.float}")
     print(f"{'program':<24}{'opt':>12}{'best peer':>28}{'peer time':>12}{'peer/opt':>10}")
     for r in results:
         def t(s):
