@@ -20,14 +20,15 @@ size, the best verified peer, its time and `opt`'s in the same run and their rat
 faster; for Halide the median of --rounds rounds' ratios, each round timing opt and the Halide
 rows back to back; with both peers, the smaller of the two runs' ratios), then the geometric
 mean and the worst ratio over every program run, with the CPU it ran on (`cpu` in --format
-json). A program a peer cannot express
-(Halide: sweeps, intervals and 2-D stencils) is compared with the other peer only.
+json). A program a peer cannot express (Halide: sweeps, intervals and 2-D stencils) is compared
+with the other peer only.
 """
 
 import argparse
 import json
 import math
 import os
+import platform
 import random
 import subprocess
 import sys
@@ -162,7 +163,6 @@ def cpu_description():
     except OSError:
         pass
     if "model name" not in fields:
-        import platform
         return platform.processor() or platform.machine() or "unknown"
     return (f"{fields['model name']} (family {fields.get('cpu family', '?')}, model {fields.get('model', '?')}), "
             f"{os.cpu_count()} logical CPUs")
