@@ -86,7 +86,8 @@ demo-machine: build
 
 # absinthe against GT4Py's CPU backends (gt:cpu_kfirst, gt:cpu_ifirst, dace:cpu) on one program,
 # side by side: absinthe's naive, unfused, noinline and opt, then the program written as a gtscript
-# stencil (sweeps and intervals included), timed the same way, its outputs checked against
+# stencil (sweeps and intervals included), timed the same way in rounds that time opt and every
+# backend back to back, its outputs checked against
 # absinthe's (benches/gt4py_peer.py --help). Creates build/gt4py-venv (pip: gt4py numpy pyyaml),
 # installs boost's headers (Debian libboost-dev, for the gt: backends) when root may, and learns
 # this machine into $(DEMO_MACHINE) when missing. Options via GT4PY_ARGS, e.g.

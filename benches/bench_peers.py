@@ -17,8 +17,8 @@ program. Each program runs at every size asked for (`--sizes`, default 64 and 25
 (GT4Py's CPU backends), each of which times absinthe's variants beside its own rows in one run
 and verifies every peer row against absinthe's outputs. This script prints, per program and
 size, the best verified peer, its time and `opt`'s in the same run and their ratio (> 1: opt is
-faster; for Halide the median of --rounds rounds' ratios, each round timing opt and the Halide
-rows back to back; with both peers, the smaller of the two runs' ratios), then the geometric
+faster; the median of --rounds rounds' ratios, each round timing opt and the peer's rows back
+to back; with both peers, the smaller of the two runs' ratios), then the geometric
 mean and the worst ratio over every program run, with the CPU it ran on (`cpu` in --format
 json). A program a peer cannot express (Halide: sweeps, intervals and 2-D stencils) is compared
 with the other peer only.
@@ -196,9 +196,12 @@ def best_peer(reports):
         if opt is None or not peers:
             continue
         best = min(peers, key=lambda r: r["median"])
-        # The Halide peer times opt and its rows in rounds and reports the median of the
-        # rounds' ratios for its best row; otherwise, the ratio of the medians.
-        paired = rep.get("best_halide_over_opt") if rep.get("best_halide") == best.get("variant") else None
+        # Both peers time opt and their rows in rounds and report the median of the rounds'
+        # ratios for their best row; a report without it gives the ratio of the medians.
+        if best.get("implementation") == "halide":
+            paired = rep.get("best_halide_over_opt") if rep.get("best_halide") == best.get("variant") else None
+        else:
+            paired = rep.get("opt_over_best") if rep.get("best_gt4py") == best.get("variant") else None
         ratio = paired or best["median"] / opt
         if out[2] is None or ratio < out[2]:
             out = (opt, best, ratio)
@@ -220,7 +223,7 @@ def main(argv=None):
                          "strict: no reassociation on either side)")
     ap.add_argument("--runs", type=int, default=32, help="timed runs per row (default 32)")
     ap.add_argument("--rounds", type=int, default=3,
-                    help="Halide peer: rounds timing opt and every Halide row back to back; the ratio is "
+                    help="rounds, each timing opt and every peer row back to back (both peers); the ratio is "
                          "the median of the rounds' ratios (default 3)")
     ap.add_argument("--machine", default=os.path.join(REPO, "build", "demo", "machine.yaml"))
     ap.add_argument("--out-dir", default=os.path.join(REPO, "build", "suite"),
@@ -285,7 +288,8 @@ def main(argv=None):
                                     ["--schedulers", args.schedulers, "--rounds", str(args.rounds),
                                      "--float", args.float], log))
         if "gt4py" in peers:
-            reports.append(run_peer(venvs["gt4py"], "gt4py_peer.py", path, args.machine, args.runs, [], log))
+            reports.append(run_peer(venvs["gt4py"], "gt4py_peer.py", path, args.machine, args.runs,
+                                    ["--rounds", str(args.rounds)], log))
         with open(path[:-5] + ".reports.json", "w", encoding="utf-8") as f:
             json.dump(reports, f, indent=1)
         opt, best, ratio = best_peer(reports)

@@ -13,6 +13,13 @@ call is timed from Python, as a user calls it: its call overhead counts.
 absinthe's rows come from `absinthe bench` (naive, unfused, noinline, opt) with the same flush
 (`--flush read --flush-bytes`), in its default build (FMA contraction allowed), which is what the
 gt backends compile too (no fast-math).
+
+Every backend is compiled first. Then --rounds rounds (default 3) each time absinthe's `opt` (the
+first round all four variants) and every backend back to back, as benches/halide_peer.py does:
+a row's median is the median of its rounds' medians, and the ratio of the best backend to opt
+(`opt_over_best` in the JSON, each round's in `best_gt4py_over_opt_rounds`) the median of the
+rounds' ratios, so that a shift of the machine's memory bandwidth between the two sides' timings
+(about 30% within minutes on a shared machine) does not decide it.
 """
 
 import argparse
@@ -206,7 +213,9 @@ def build(program, backend, source, log, name):
         os.remove(path)
 
 
-def run_gt4py(args, program, backend, inputs, flush, log):
+def prepare_gt4py(args, program, backend, inputs, log):
+    """Compiles `program` for `backend` and calls it once on `inputs`: (its row, the call to
+    time or None, its outputs or None). A backend that fails is a row with its error."""
     import numpy as np
     import gt4py.storage as storage
     row = {"implementation": "gt4py", "variant": backend, "median": None, "min": None, "max": None,
@@ -252,13 +261,23 @@ def run_gt4py(args, program, backend, inputs, flush, log):
                 if o in program.planes else
                 np.asarray(fields[f"f_{o}"])[H[0]:H[0] + D[0], H[1]:H[1] + D[1], H[2]:H[2] + D[2]]
                 .transpose(2, 1, 0).copy() for o in program.outputs]
-        row.update(hp.summarize(hp.timed_runs(stencil, args.runs, flush)))
-        return row, outs
+        return row, stencil, outs
     except (Exception, SystemExit) as e:  # a backend failing is a result (setuptools exits)
         message = " ".join(str(e).split())[:400] or type(e).__name__
         row["error"] = f"{type(e).__name__}: {message}"
         log(f"gt4py {backend}: FAILED: {row['error']}")
-        return row, None
+        return row, None, None
+
+
+def time_round(row, call, args, flush, log):
+    """One round of `row`'s timed runs of `call`, added to its rounds (`hp.add_round`); a
+    failure during the runs becomes the row's error."""
+    try:
+        one = hp.summarize(hp.timed_runs(call, args.runs, flush))
+        hp.add_round(row, one["median"], one["min"], one["max"])
+    except Exception as e:  # noqa: BLE001 (a backend failing is a result)
+        row["error"] = f"{type(e).__name__}: {' '.join(str(e).split())[:400]}"
+        log(f"gt4py {row['variant']}: FAILED: {row['error']}")
 
 
 def main(argv=None):
@@ -276,6 +295,10 @@ and boost's headers (Debian: libboost-dev) for the gt: backends (or `make bench-
     parser.add_argument("--runs", type=int, default=32, help="timed runs per row; the first quarter is discarded (default 32)")
     parser.add_argument("--backends", default="gt:cpu_kfirst,gt:cpu_ifirst,dace:cpu",
                         help=f"GT4Py backends, comma-separated, from {', '.join(BACKENDS)} (default: the three CPU ones)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds, each timing absinthe's opt and every backend back to back; a row's time is "
+                             "the median of its rounds' medians, the ratio to opt the median of the rounds' "
+                             "ratios (default 3)")
     parser.add_argument("--threads", type=int, default=2, help="OpenMP threads of both sides (default 2)")
     parser.add_argument("--machine", default=os.path.join(REPO, "build", "demo", "machine.yaml"),
                         help="absinthe's machine file (default build/demo/machine.yaml)")
@@ -298,6 +321,10 @@ and boost's headers (Debian: libboost-dev) for the gt: backends (or `make bench-
             print("\n".join(gtscript_source(program, program.domain[2], n)
                             for n in range(len(segments(program)))), end="")
             return 0
+        if args.rounds < 1:
+            raise hp.UserError(f"--rounds: {args.rounds}: need at least 1")
+        if args.runs < 1:
+            raise hp.UserError(f"--runs: {args.runs}: need at least 1")
         unknown = [b for b in args.backends.split(",") if b not in BACKENDS]
         if unknown:
             raise hp.UserError(f"--backends: unknown backend {unknown[0]}; the backends are {', '.join(BACKENDS)}")
@@ -311,30 +338,57 @@ and boost's headers (Debian: libboost-dev) for the gt: backends (or `make bench-
         flush = hp.NumpyFlusher(np, flush_bytes)
         inputs = {a: hp.absinthe_inputs(np, program, a) for a in program.inputs}
         # hp.absinthe_inputs reads program.alloc: the domain plus halo.
-        rows = []
-        with tempfile.TemporaryDirectory() as dump_dir:
-            rows += hp.run_absinthe(args, program, dump_dir, flush_bytes, log)
-            dump = os.path.join(dump_dir, "opt.outputs")
-            want = hp.read_dump(np, program, dump) if os.path.exists(dump) else None
+        # Every backend is compiled first; then each round times absinthe (the first round all
+        # four variants, dumping opt's outputs; later rounds opt alone) and every backend back
+        # to back.
+        peers, timed = [], []
         for backend in args.backends.split(","):
-            row, outs = run_gt4py(args, program, backend, inputs, flush, log)
+            row, call, outs = prepare_gt4py(args, program, backend, inputs, log)
+            peers.append((row, outs))
+            if call is not None:
+                timed.append((row, call))
+        absinthe_rows, opt_row, want = [], None, None
+        for r in range(args.rounds):
+            log(f"round {r + 1} of {args.rounds}")
+            if r == 0:
+                with tempfile.TemporaryDirectory() as dump_dir:
+                    absinthe_rows = hp.run_absinthe(args, program, dump_dir, flush_bytes, log)
+                    dump = os.path.join(dump_dir, "opt.outputs")
+                    want = hp.read_dump(np, program, dump) if os.path.exists(dump) else None
+                opt_row = next((x for x in absinthe_rows
+                                if x["variant"] == "opt" and x["median"] is not None), None)
+                if opt_row is not None:
+                    hp.add_round(opt_row, opt_row["median"], opt_row["min"], opt_row["max"])
+            elif opt_row is not None:
+                more = [x for x in hp.run_absinthe(args, program, None, flush_bytes, log, variants="opt")
+                        if x["median"] is not None]
+                if more:
+                    hp.add_round(opt_row, more[0]["median"], more[0]["min"], more[0]["max"])
+            for row, call in timed:
+                if not row["error"]:
+                    log(f"gt4py {row['variant']}: {args.runs} runs ...")
+                    time_round(row, call, args, flush, log)
+        for row, outs in peers:
             if outs is not None and want is not None:
                 ok, worst = hp.compare(np, program, outs, want)
                 row["check"] = f"{'verified' if ok else 'MISMATCH'} (rel {worst:.1e})"
                 if not ok:
                     row["error"] = row["check"]
-            rows.append(row)
+        rows = absinthe_rows + [row for row, _ in peers]
     except hp.UserError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    opt = next((r["median"] for r in rows if r.get("variant") == "opt" and r["median"]), None)
-    peers = [r for r in rows if r["implementation"] == "gt4py" and r["median"] and not r["error"]]
-    best = min(peers, key=lambda r: r["median"]) if peers else None
+    opt = opt_row and opt_row["median"]
+    candidates = [r for r in rows if r["implementation"] == "gt4py" and r["median"] and not r["error"]]
+    best = min(candidates, key=lambda r: r["median"]) if candidates else None
+    paired = hp.paired_ratio(best, opt_row) if best and opt_row else None
     if args.format == "json":
-        print(json.dumps({"program": program.name, "rows": rows, "best_gt4py": best and best["variant"],
-                          "opt_over_best": best and opt and best["median"] / opt}, indent=1))
+        print(json.dumps({"program": program.name, "rounds": args.rounds, "rows": rows,
+                          "best_gt4py": best and best["variant"], "opt_over_best": paired,
+                          "best_gt4py_over_opt_rounds": hp.paired_ratios(best, opt_row)}, indent=1))
         return 0
-    print(f"{program.name} ({'x'.join(map(str, program.domain))}, {program.type}): {args.runs} runs per row, "
+    print(f"{program.name} ({'x'.join(map(str, program.domain))}, {program.type}): {args.runs} runs per row "
+          f"in each of {args.rounds} round(s) (a row's median: the median of its rounds'), "
           f"the first quarter discarded, {flush_bytes} bytes read before each; {args.threads} threads")
     print(f"{'implementation':<24}{'median':>11}{'min':>11}{'max':>11}{'vs opt':>9}  check")
     for r in rows:
@@ -345,10 +399,11 @@ and boost's headers (Debian: libboost-dev) for the gt: backends (or `make bench-
         vs = hp.ratio(opt, r["median"])
         print(f"{label:<24}{hp.human(r['median']):>11}{hp.human(r['min']):>11}{hp.human(r['max']):>11}"
               f"{'-' if vs is None else f'{vs:.2f}x':>9}  {r.get('check', '')}")
-    if best and opt:
-        verdict = "beats it" if opt < best["median"] else "loses to it"
+    if best and paired:
+        verdict = "beats it" if paired > 1 else "loses to it"
+        rounds = "" if args.rounds == 1 else f" (the median of {args.rounds} rounds' ratios)"
         print(f"best GT4Py backend: {best['variant']} ({hp.human(best['median'])}); absinthe opt "
-              f"({hp.human(opt)}) {verdict}: {best['median'] / opt:.2f}x")
+              f"({hp.human(opt)}) {verdict}: {paired:.2f}x{rounds}")
     return 0
 
 

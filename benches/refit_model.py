@@ -61,8 +61,27 @@ def load_rows(path):
         misses = (np.array([lv["compulsory_sa"] + lv["capacity_sa"] for lv in r["cache"]], float)
                   if r.get("cache") else None)
         out.append((name, r["variant"], counts, float(sum(model["overhead"])),
-                    r["measured_seconds"], row_streams(r), misses))
+                    r["measured_seconds"], row_streams(r), misses, row_terms(r)))
     return out
+
+
+def row_terms(r, vector=4):
+    """Per stencil, three counts of the work a row costs whatever its cells: its rows (the
+    group's x tiles times the domain's rows: `n^x D^y D^z`), those rows times the cells left
+    over by `vector`-wide SIMD iterations (its mean row length, widths included, is its fast
+    body count over its fast peel count), and the rows shorter than one vector. None where the
+    JSON lacks `model.domain`."""
+    model = r["model"]
+    if "domain" not in model:
+        return None
+    dom = model["domain"]
+    out = []
+    for s in model["stencils"]:
+        fast = s["counts"]["fast"]
+        length = fast["body"] / fast["peel"] if fast["peel"] else 0.0
+        rows = r["tiles"][s["group"]][0] * dom[1] * dom[2]
+        out.append([rows, rows * (round(length) % vector), rows * (length < vector)])
+    return np.array(out, float)
 
 
 def row_streams(r):
@@ -108,8 +127,9 @@ def predict(p, row, form):
     ninth parameter `p[8]` per stream-body access of every stencil whose group keeps more than
     `S` row streams in flight ([`row_streams`]), or ('misses', 0): `max` plus a cost per
     set-associative miss at each cache level (`absinthe cache`'s counts, the row's `cache`),
-    `p[8:]`."""
-    _, _, c, overhead, _, streams, misses = row
+    `p[8:]`, or ('rows', 0): `max` plus a cost per row, per cell left over by the SIMD
+    iterations and per row shorter than a vector ([`row_terms`]), `p[8:11]`."""
+    _, _, c, overhead, _, streams, misses, rows = row
     total = 0.0
     for t in (0, 1):
         fast = c[:, 0 + t] * p[0 + t] + c[:, 6 + t] * p[6 + t]
@@ -124,6 +144,8 @@ def predict(p, row, form):
             total += np.maximum(fast, slow).sum() + form[1] * np.minimum(fast, slow).sum()
     if form[0] == "misses":
         total += float(np.dot(p[8:8 + len(misses)], misses))
+    if form[0] == "rows":
+        total += float(np.dot(p[8:11], rows.sum(axis=0)))
     return total + overhead * (p[3] + p[5])
 
 
@@ -131,8 +153,12 @@ def param_names(fit_name, n):
     """The names of a fit's `n` parameters: the eight parts, then the crowded stream body or
     one cost per cache level's misses."""
     base = [f"{x}.{t}" for x in PARTS for t in TERMS]
-    extra = ([f"misses.level{k + 1}" for k in range(n - 8)] if "misses" in fit_name
-             else ["streams.body"])
+    if "misses" in fit_name:
+        extra = [f"misses.level{k + 1}" for k in range(n - 8)]
+    elif "rows" in fit_name:
+        extra = ["rows", "rows.leftover_cells", "rows.short"]
+    else:
+        extra = ["streams.body"]
     return (base + extra)[:n]
 
 
@@ -173,6 +199,9 @@ def main():
     ap.add_argument("--misses", action="store_true",
                     help="also fit a cost per set-associative miss at each cache level on top of "
                          "the max form (the rows' `cache` counts)")
+    ap.add_argument("--row-terms", action="store_true",
+                    help="also fit a cost per row, per cell SIMD iterations leave over (4 wide) "
+                         "and per row shorter than a vector on top of the max form")
     ap.add_argument("--fit-on", action="append", default=[], metavar="JSON",
                     help="also fit each form to these programs' measurements (bench JSON, "
                          "repeatable) and score it on the positional ones: would these kernels "
@@ -208,6 +237,14 @@ def main():
         p = fit(rows, form, start)
         results.append(("in-sample max+misses", score(p, rows, form), p))
         forms.append(("max+misses", form, start))
+    if a.row_terms:
+        if any(r[7] is None for r in rows):
+            sys.exit("error: --row-terms needs `model.domain` in the JSON (re-run the bench with "
+                     "this absinthe)")
+        form, start = ("rows", 0.0), np.append(learned, np.full(3, 1e-10))
+        p = fit(rows, form, start)
+        results.append(("in-sample max+rows", score(p, rows, form), p))
+        forms.append(("max+rows", form, start))
     for limit in a.streams_above:
         form = ("streams", limit)
         start = np.append(learned, max(learned[5], 1e-13))
