@@ -8,6 +8,8 @@ program with the same name in each directory, and prints per program:
 - how many rows the second run measured within 20% of the first run's time, and the Spearman
   rank correlation between the two runs' times: what a model that knew the first run's times
   exactly would score against the second;
+- the median of the rows' ratios (second over first: how much the whole machine moved between
+  the runs), and how many rows are within 20% once each is divided by it;
 - the same two figures for the model's predictions against the first run (what `bench`
   reports).
 
@@ -78,6 +80,12 @@ def load(path):
     return {r["variant"]: r for r in rows if r.get("measured_seconds")}
 
 
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
 def within(a, b):
     return abs(a / b - 1) < 0.2
 
@@ -101,9 +109,12 @@ def compare(first, second):
         t1 = [a[v]["measured_seconds"] for v in shared]
         t2 = [b[v]["measured_seconds"] for v in shared]
         pred = [a[v]["predicted_seconds"] for v in shared]
+        shift = median([y / x for x, y in zip(t1, t2)])
         out[name.removesuffix(".json")] = {
             "rows": len(shared),
             "runs_within_20": sum(within(y, x) for x, y in zip(t1, t2)) / len(shared),
+            "shift": shift,
+            "shifted_within_20": sum(within(y / shift, x) for x, y in zip(t1, t2)) / len(shared),
             "runs_spearman": spearman(t1, t2),
             "model_within_20": sum(within(p, x) for x, p in zip(t1, pred)) / len(shared),
             "model_spearman": spearman(pred, t1),
@@ -132,11 +143,6 @@ def learn_medians(path):
                     float(row["seconds"]))
     except (OSError, KeyError, ValueError, csv.Error) as e:
         sys.exit(f"error: {path}: not a `learn --keep-data` measurements.csv ({e!r})")
-
-    def median(xs):
-        xs = sorted(xs)
-        n = len(xs)
-        return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
     return {fam: {k: median(v) for k, v in conf.items()} for fam, conf in times.items()}
 
@@ -181,16 +187,20 @@ def main():
         sys.exit("error: no program with at least 3 measured rows in both directories")
     rows = sum(p["rows"] for p in per.values())
     total = {k: sum(p[k] * p["rows"] for p in per.values()) / rows
-             for k in ("runs_within_20", "model_within_20")}
+             for k in ("runs_within_20", "shifted_within_20", "model_within_20")}
     if a.format == "json":
         print(json.dumps({"programs": per, "rows": rows, **total}, indent=1))
         return
-    print(f"{'program':16} {'rows':>4}  {'run 2 vs run 1':>22}  {'model vs run 1':>22}")
-    print(f"{'':16} {'':>4}  {'within 20%':>11}{'Spearman':>11}  {'within 20%':>11}{'Spearman':>11}")
+    print(f"{'program':16} {'rows':>4}  {'run 2 vs run 1':>22}  {'shift':>6} {'after it':>9}"
+          f"  {'model vs run 1':>22}")
+    print(f"{'':16} {'':>4}  {'within 20%':>11}{'Spearman':>11}  {'':>6} {'':>9}"
+          f"  {'within 20%':>11}{'Spearman':>11}")
     for name, p in per.items():
         print(f"{name:16} {p['rows']:4}  {100 * p['runs_within_20']:10.0f}%{p['runs_spearman']:11.3f}"
+              f"  {p['shift']:6.2f} {100 * p['shifted_within_20']:8.0f}%"
               f"  {100 * p['model_within_20']:10.0f}%{p['model_spearman']:11.3f}")
     print(f"{'all':16} {rows:4}  {100 * total['runs_within_20']:10.0f}%{'':11}"
+          f"  {'':6} {100 * total['shifted_within_20']:8.0f}%"
           f"  {100 * total['model_within_20']:10.0f}%")
 
 
