@@ -16,9 +16,10 @@ gt backends compile too (no fast-math).
 
 Every backend is compiled first. Then --rounds rounds (default 3) each time absinthe's `opt` (the
 first round all four variants) and every backend back to back, as benches/halide_peer.py does:
-a row's median is the median of its rounds' medians, and the ratio of the best backend to opt
-(`opt_over_best` in the JSON, each round's in `best_gt4py_over_opt_rounds`) the median of the
-rounds' ratios, so that a shift of the machine's memory bandwidth between the two sides' timings
+a row's median is the median of its rounds' medians, and the ratio of the best backend's time to
+opt's (`opt_over_best` in the JSON, a name kept from before the rounds, which holds best / opt;
+each round's in `best_gt4py_over_opt_rounds`) the median of the ratios of the rounds that timed
+both, so that a shift of the machine's memory bandwidth between the two sides' timings
 (about 30% within minutes on a shared machine) does not decide it.
 """
 
@@ -269,14 +270,15 @@ def prepare_gt4py(args, program, backend, inputs, log):
         return row, None, None
 
 
-def time_round(row, call, args, flush, log):
-    """One round of `row`'s timed runs of `call`, added to its rounds (`hp.add_round`); a
+def time_round(row, call, args, flush, log, index):
+    """Round `index` of `row`'s timed runs of `call`, added to its rounds (`hp.add_round`); a
     failure during the runs becomes the row's error."""
     try:
         one = hp.summarize(hp.timed_runs(call, args.runs, flush))
-        hp.add_round(row, one["median"], one["min"], one["max"])
-    except Exception as e:  # noqa: BLE001 (a backend failing is a result)
-        row["error"] = f"{type(e).__name__}: {' '.join(str(e).split())[:400]}"
+        hp.add_round(row, one["median"], one["min"], one["max"], index)
+    except (Exception, SystemExit) as e:  # a backend failing is a result
+        message = " ".join(str(e).split())[:400] or type(e).__name__
+        row["error"] = f"round {index + 1}: {type(e).__name__}: {message}"
         log(f"gt4py {row['variant']}: FAILED: {row['error']}")
 
 
@@ -358,21 +360,21 @@ and boost's headers (Debian: libboost-dev) for the gt: backends (or `make bench-
                 opt_row = next((x for x in absinthe_rows
                                 if x["variant"] == "opt" and x["median"] is not None), None)
                 if opt_row is not None:
-                    hp.add_round(opt_row, opt_row["median"], opt_row["min"], opt_row["max"])
+                    hp.add_round(opt_row, opt_row["median"], opt_row["min"], opt_row["max"], r)
             elif opt_row is not None:
                 more = [x for x in hp.run_absinthe(args, program, None, flush_bytes, log, variants="opt")
                         if x["median"] is not None]
                 if more:
-                    hp.add_round(opt_row, more[0]["median"], more[0]["min"], more[0]["max"])
+                    hp.add_round(opt_row, more[0]["median"], more[0]["min"], more[0]["max"], r)
             for row, call in timed:
                 if not row["error"]:
                     log(f"gt4py {row['variant']}: {args.runs} runs ...")
-                    time_round(row, call, args, flush, log)
+                    time_round(row, call, args, flush, log, r)
         for row, outs in peers:
             if outs is not None and want is not None:
                 ok, worst = hp.compare(np, program, outs, want)
                 row["check"] = f"{'verified' if ok else 'MISMATCH'} (rel {worst:.1e})"
-                if not ok:
+                if not ok and not row["error"]:
                     row["error"] = row["check"]
         rows = absinthe_rows + [row for row, _ in peers]
     except hp.UserError as e:
@@ -397,8 +399,9 @@ and boost's headers (Debian: libboost-dev) for the gt: backends (or `make bench-
             print(f"{label:<24}FAILED: {r['error']}")
             continue
         vs = hp.ratio(opt, r["median"])
+        note = f"FAILED: {r['error']}" if r["error"] else r.get("check", "")
         print(f"{label:<24}{hp.human(r['median']):>11}{hp.human(r['min']):>11}{hp.human(r['max']):>11}"
-              f"{'-' if vs is None else f'{vs:.2f}x':>9}  {r.get('check', '')}")
+              f"{'-' if vs is None else f'{vs:.2f}x':>9}  {note}")
     if best and paired:
         verdict = "beats it" if paired > 1 else "loses to it"
         rounds = "" if args.rounds == 1 else f" (the median of {args.rounds} rounds' ratios)"

@@ -993,10 +993,13 @@ def prepare_halide(args, program, scheduler, hl, np, inputs, log):
         return row, None, None
 
 
-def add_round(row, median, lo, hi):
-    """Adds one round's median, min and max to `row`: its medians per round (`round_medians`),
-    and its median (of the rounds' medians), min and max over the rounds so far."""
+def add_round(row, median, lo, hi, index=None):
+    """Adds round `index`'s median, min and max to `row` (by default the round after its last):
+    its medians per round (`round_medians`, with the rounds they come from in `rounds_timed`), and
+    its median (of the rounds' medians), min and max over the rounds so far."""
     medians = row.setdefault("round_medians", [])
+    timed = row.setdefault("rounds_timed", [])
+    timed.append(len(medians) if index is None else index)
     medians.append(median)
     row["median"] = statistics.median(medians)
     row["min"] = lo if row.get("min") is None else min(row["min"], lo)
@@ -1054,10 +1057,16 @@ def run_absinthe(args, program, dump_dir, flush_bytes, log, variants="naive,unfu
 
 
 def paired_ratios(peer, opt):
-    """The peer row's time over opt's in each round (both timed in it), or None."""
+    """The peer row's time over opt's in each round that timed both, or None."""
     if not peer or not opt or not peer.get("round_medians") or not opt.get("round_medians"):
         return None
-    return [p / o for p, o in zip(peer["round_medians"], opt["round_medians"])]
+
+    def by_round(row):
+        rounds = row.get("rounds_timed") or range(len(row["round_medians"]))
+        return dict(zip(rounds, row["round_medians"]))
+
+    p, o = by_round(peer), by_round(opt)
+    return [p[r] / o[r] for r in sorted(p) if r in o] or None
 
 
 def paired_ratio(peer, opt):
@@ -1384,7 +1393,7 @@ build/halide-venv/bin/pip install halide numpy pyyaml (or `make bench-halide`)."
                     absinthe_rows = run_absinthe(args, program, dump_dir if verify else None, flush_bytes, log)
                     opt_row = next((x for x in absinthe_rows if x["variant"] == "opt" and x["median"] is not None), None)
                     if opt_row is not None:
-                        add_round(opt_row, opt_row["median"], opt_row["min"], opt_row["max"])
+                        add_round(opt_row, opt_row["median"], opt_row["min"], opt_row["max"], r)
                     dump = os.path.join(dump_dir, "opt.outputs")
                     if verify:
                         if os.path.exists(dump):
@@ -1396,11 +1405,11 @@ build/halide-venv/bin/pip install halide numpy pyyaml (or `make bench-halide`)."
                     more = [x for x in run_absinthe(args, program, None, flush_bytes, log, variants="opt")
                             if x["median"] is not None]
                     if more:
-                        add_round(opt_row, more[0]["median"], more[0]["min"], more[0]["max"])
+                        add_round(opt_row, more[0]["median"], more[0]["min"], more[0]["max"], r)
                 for row, call in timed:
                     log(f"halide {row['variant']}: {args.runs} runs ...")
                     one = summarize(timed_runs(call, args.runs, flush))
-                    add_round(row, one["median"], one["min"], one["max"])
+                    add_round(row, one["median"], one["min"], one["max"], r)
             rows = absinthe_rows + rows
 
             # Correctness of the Halide rows.

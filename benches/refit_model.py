@@ -37,9 +37,9 @@ PARTS = ("fast", "slow_base", "slow_stream", "compute")
 TERMS = ("peel", "body")
 
 
-def load_rows(path):
+def load_rows(path, vector=4):
     """(program, variant, counts [stencils x 8], overhead count, measured, row streams, misses
-    per cache level or None) of a bench JSON."""
+    per cache level or None, row terms for `vector`-wide SIMD or None) of a bench JSON."""
     try:
         with open(path) as f:
             rows = json.load(f)
@@ -61,11 +61,11 @@ def load_rows(path):
         misses = (np.array([lv["compulsory_sa"] + lv["capacity_sa"] for lv in r["cache"]], float)
                   if r.get("cache") else None)
         out.append((name, r["variant"], counts, float(sum(model["overhead"])),
-                    r["measured_seconds"], row_streams(r), misses, row_terms(r)))
+                    r["measured_seconds"], row_streams(r), misses, row_terms(r, vector)))
     return out
 
 
-def row_terms(r, vector=4):
+def row_terms(r, vector):
     """Per stencil, three counts of the work a row costs whatever its cells: its rows (the
     group's x tiles times the domain's rows: `n^x D^y D^z`), those rows times the cells left
     over by `vector`-wide SIMD iterations (its mean row length, widths included, is its fast
@@ -78,7 +78,10 @@ def row_terms(r, vector=4):
     out = []
     for s in model["stencils"]:
         fast = s["counts"]["fast"]
-        length = fast["body"] / fast["peel"] if fast["peel"] else 0.0
+        if not fast["peel"]:
+            out.append([0.0, 0.0, 0.0])
+            continue
+        length = fast["body"] / fast["peel"]
         rows = r["tiles"][s["group"]][0] * dom[1] * dom[2]
         out.append([rows, rows * (round(length) % vector), rows * (length < vector)])
     return np.array(out, float)
@@ -150,8 +153,8 @@ def predict(p, row, form):
 
 
 def param_names(fit_name, n):
-    """The names of a fit's `n` parameters: the eight parts, then the crowded stream body or
-    one cost per cache level's misses."""
+    """The names of a fit's `n` parameters: the eight parts, then the crowded stream body, one
+    cost per cache level's misses, or the three row terms."""
     base = [f"{x}.{t}" for x in PARTS for t in TERMS]
     if "misses" in fit_name:
         extra = [f"misses.level{k + 1}" for k in range(n - 8)]
@@ -200,18 +203,23 @@ def main():
                     help="also fit a cost per set-associative miss at each cache level on top of "
                          "the max form (the rows' `cache` counts)")
     ap.add_argument("--row-terms", action="store_true",
-                    help="also fit a cost per row, per cell SIMD iterations leave over (4 wide) "
-                         "and per row shorter than a vector on top of the max form")
+                    help="also fit a cost per row, per cell SIMD iterations leave over and per row "
+                         "shorter than a vector on top of the max form")
+    ap.add_argument("--vector", type=int, default=4,
+                    help="values per SIMD iteration for --row-terms (default 4: GCC's preferred "
+                         "256-bit vectors of doubles)")
     ap.add_argument("--fit-on", action="append", default=[], metavar="JSON",
                     help="also fit each form to these programs' measurements (bench JSON, "
                          "repeatable) and score it on the positional ones: would these kernels "
                          "train the model for those?")
     ap.add_argument("--format", choices=("table", "json"), default="table")
     a = ap.parse_args()
-    rows = [r for path in a.json for r in load_rows(path)]
+    if a.vector < 1:
+        sys.exit(f"error: --vector: {a.vector}: need at least 1")
+    rows = [r for path in a.json for r in load_rows(path, a.vector)]
     if not rows:
         sys.exit("error: no measured rows")
-    others = [r for path in a.fit_on for r in load_rows(path)]
+    others = [r for path in a.fit_on for r in load_rows(path, a.vector)]
     learned, limit, charge = machine_params(a.machine)
     if charge > 0 and any(r[5] is None for r in rows):
         sys.exit("error: the machine charges crowding; its prediction needs `model.domain` and "
@@ -226,19 +234,19 @@ def main():
         results.append((f"in-sample max+{theta:g}min", score(p, rows, ("max", theta)), p))
     p = fit(rows, ("sum",), learned)
     results.append(("in-sample sum", score(p, rows, ("sum",)), p))
-    if a.streams_above and any(r[5] is None for r in rows):
+    if a.streams_above and any(r[5] is None for r in rows + others):
         sys.exit("error: --streams-above needs `model.domain` and `stream_weights` in the JSON "
                  "(re-run the bench with this absinthe)")
     forms = [("max", ("max", 0.0), learned)]
     if a.misses:
-        if any(r[6] is None for r in rows):
+        if any(r[6] is None for r in rows + others):
             sys.exit("error: --misses needs every row's `cache` counts (a bench with cache levels)")
         form, start = ("misses", 0.0), np.append(learned, np.full(len(rows[0][6]), 1e-10))
         p = fit(rows, form, start)
         results.append(("in-sample max+misses", score(p, rows, form), p))
         forms.append(("max+misses", form, start))
     if a.row_terms:
-        if any(r[7] is None for r in rows):
+        if any(r[7] is None for r in rows + others):
             sys.exit("error: --row-terms needs `model.domain` in the JSON (re-run the bench with "
                      "this absinthe)")
         form, start = ("rows", 0.0), np.append(learned, np.full(3, 1e-10))

@@ -13,7 +13,8 @@ program with the same name in each directory, and prints per program:
 - the same two figures for the model's predictions against the first run (what `bench`
   reports).
 
-Rows are matched by variant name and must have the same groups, tiles and streaming in both.
+Rows are matched by variant name and must have the same groups, tiles, streaming and inline set
+in both.
 
 With `--learn`, the two arguments are instead the `measurements.csv` of two `absinthe learn
 --keep-data DIR` runs, and it prints per family (fast, slow) the R² that the second run's
@@ -31,7 +32,7 @@ the fit's R²: the ceiling of that goal on the machine.
 
     absinthe learn --machine machines/template.yaml --out /tmp/a.yaml --keep-data build/learn-a
     absinthe learn --machine machines/template.yaml --out /tmp/b.yaml --keep-data build/learn-b
-    python3 benches/repeatability.py --learn build/learn-a/measurements.csv \
+    python3 benches/repeatability.py --learn build/learn-a/measurements.csv \\
         build/learn-b/measurements.csv
 """
 
@@ -77,7 +78,8 @@ def load(path):
         sys.exit(f"error: {path}: {e}")
     if not isinstance(rows, list):
         sys.exit(f"error: {path}: not the output of `absinthe bench --format json`")
-    return {r["variant"]: r for r in rows if r.get("measured_seconds")}
+    return {r["variant"]: r for r in rows
+            if r.get("measured_seconds") and r.get("predicted_seconds") is not None}
 
 
 def median(xs):
@@ -87,7 +89,8 @@ def median(xs):
 
 
 def within(a, b):
-    return abs(a / b - 1) < 0.2
+    """Whether `a` is within 20% of `b`, as `bench` counts it."""
+    return abs(a / b - 1) <= 0.2
 
 
 def compare(first, second):
@@ -101,10 +104,12 @@ def compare(first, second):
         a, b = load(path), load(other)
         shared = [v for v in a if v in b]
         for v in shared:
-            if any(a[v].get(k) != b[v].get(k) for k in ("groups", "tiles", "stream")):
+            if any(a[v].get(k) != b[v].get(k) for k in ("groups", "tiles", "stream", "inline")):
                 sys.exit(f"error: {name}: variant {v} differs between the runs "
                          "(not the same command?)")
         if len(shared) < 3:
+            print(f"note: {name}: {len(shared)} rows measured in both runs; skipped",
+                  file=sys.stderr)
             continue
         t1 = [a[v]["measured_seconds"] for v in shared]
         t2 = [b[v]["measured_seconds"] for v in shared]
