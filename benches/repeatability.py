@@ -43,31 +43,8 @@ import json
 import os
 import sys
 
-
-def ranks(xs):
-    """Average ranks (ties share the mean of their places), 1-based."""
-    order = sorted(range(len(xs)), key=lambda k: xs[k])
-    out = [0.0] * len(xs)
-    k = 0
-    while k < len(order):
-        e = k
-        while e + 1 < len(order) and xs[order[e + 1]] == xs[order[k]]:
-            e += 1
-        for m in range(k, e + 1):
-            out[order[m]] = (k + e) / 2 + 1
-        k = e + 1
-    return out
-
-
-def spearman(a, b):
-    """Spearman's rank correlation of two equally long lists (NaN when either is constant)."""
-    ra, rb = ranks(a), ranks(b)
-    n = len(a)
-    ma, mb = sum(ra) / n, sum(rb) / n
-    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
-    va = sum((x - ma) ** 2 for x in ra)
-    vb = sum((y - mb) ** 2 for y in rb)
-    return cov / (va * vb) ** 0.5 if va > 0 and vb > 0 else float("nan")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from model_forms import spearman  # noqa: E402  (ties share their mean rank)
 
 
 def load(path):
