@@ -264,10 +264,15 @@ def prepare_gt4py(args, program, backend, inputs, log):
                 .transpose(2, 1, 0).copy() for o in program.outputs]
         return row, stencil, outs
     except (Exception, SystemExit) as e:  # a backend failing is a result (setuptools exits)
-        message = " ".join(str(e).split())[:400] or type(e).__name__
-        row["error"] = f"{type(e).__name__}: {message}"
-        log(f"gt4py {backend}: FAILED: {row['error']}")
+        fail(row, e, log)
         return row, None, None
+
+
+def fail(row, error, log, where=""):
+    """Records `error` (an exception) as `row`'s error and logs it."""
+    message = " ".join(str(error).split())[:400] or type(error).__name__
+    row["error"] = f"{where}{type(error).__name__}: {message}"
+    log(f"gt4py {row['variant']}: FAILED: {row['error']}")
 
 
 def time_round(row, call, args, flush, log, index):
@@ -277,9 +282,7 @@ def time_round(row, call, args, flush, log, index):
         one = hp.summarize(hp.timed_runs(call, args.runs, flush))
         hp.add_round(row, one["median"], one["min"], one["max"], index)
     except (Exception, SystemExit) as e:  # a backend failing is a result
-        message = " ".join(str(e).split())[:400] or type(e).__name__
-        row["error"] = f"round {index + 1}: {type(e).__name__}: {message}"
-        log(f"gt4py {row['variant']}: FAILED: {row['error']}")
+        fail(row, e, log, f"round {index + 1}: ")
 
 
 def main(argv=None):
@@ -354,18 +357,12 @@ and boost's headers (Debian: libboost-dev) for the gt: backends (or `make bench-
             log(f"round {r + 1} of {args.rounds}")
             if r == 0:
                 with tempfile.TemporaryDirectory() as dump_dir:
-                    absinthe_rows = hp.run_absinthe(args, program, dump_dir, flush_bytes, log)
+                    absinthe_rows, opt_row = hp.absinthe_round(args, program, r, None, dump_dir,
+                                                               flush_bytes, log)
                     dump = os.path.join(dump_dir, "opt.outputs")
                     want = hp.read_dump(np, program, dump) if os.path.exists(dump) else None
-                opt_row = next((x for x in absinthe_rows
-                                if x["variant"] == "opt" and x["median"] is not None), None)
-                if opt_row is not None:
-                    hp.add_round(opt_row, opt_row["median"], opt_row["min"], opt_row["max"], r)
             elif opt_row is not None:
-                more = [x for x in hp.run_absinthe(args, program, None, flush_bytes, log, variants="opt")
-                        if x["median"] is not None]
-                if more:
-                    hp.add_round(opt_row, more[0]["median"], more[0]["min"], more[0]["max"], r)
+                hp.absinthe_round(args, program, r, opt_row, None, flush_bytes, log)
             for row, call in timed:
                 if not row["error"]:
                     log(f"gt4py {row['variant']}: {args.runs} runs ...")

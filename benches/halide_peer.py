@@ -1056,6 +1056,24 @@ def run_absinthe(args, program, dump_dir, flush_bytes, log, variants="naive,unfu
     return out
 
 
+def absinthe_round(args, program, index, opt_row, dump_dir, flush_bytes, log):
+    """Round `index` of absinthe's side of a peer comparison: without `opt_row` (the first
+    round) `run_absinthe`'s four variants, opt's outputs dumped into `dump_dir` when given;
+    else `opt` alone. Opt's time is added to its row's rounds. Returns (the rows run, opt's row
+    or None)."""
+    if opt_row is None:
+        rows = run_absinthe(args, program, dump_dir, flush_bytes, log)
+        opt_row = next((x for x in rows if x["variant"] == "opt" and x["median"] is not None), None)
+        if opt_row is not None:
+            add_round(opt_row, opt_row["median"], opt_row["min"], opt_row["max"], index)
+        return rows, opt_row
+    rows = [x for x in run_absinthe(args, program, None, flush_bytes, log, variants="opt")
+            if x["median"] is not None]
+    if rows:
+        add_round(opt_row, rows[0]["median"], rows[0]["min"], rows[0]["max"], index)
+    return rows, opt_row
+
+
 def paired_ratios(peer, opt):
     """The peer row's time over opt's in each round that timed both, or None."""
     if not peer or not opt or not peer.get("round_medians") or not opt.get("round_medians"):
@@ -1390,10 +1408,8 @@ build/halide-venv/bin/pip install halide numpy pyyaml (or `make bench-halide`)."
             for r in range(args.rounds):
                 log(f"round {r + 1} of {args.rounds}")
                 if not args.no_absinthe and r == 0:
-                    absinthe_rows = run_absinthe(args, program, dump_dir if verify else None, flush_bytes, log)
-                    opt_row = next((x for x in absinthe_rows if x["variant"] == "opt" and x["median"] is not None), None)
-                    if opt_row is not None:
-                        add_round(opt_row, opt_row["median"], opt_row["min"], opt_row["max"], r)
+                    absinthe_rows, opt_row = absinthe_round(args, program, r, None,
+                                                            dump_dir if verify else None, flush_bytes, log)
                     dump = os.path.join(dump_dir, "opt.outputs")
                     if verify:
                         if os.path.exists(dump):
@@ -1402,10 +1418,7 @@ build/halide-venv/bin/pip install halide numpy pyyaml (or `make bench-halide`)."
                             notes.append("note: absinthe wrote no outputs of `opt` (ABSINTHE_DUMP_OUTPUTS); "
                                          "the Halide rows are compared with each other only")
                 elif opt_row is not None:
-                    more = [x for x in run_absinthe(args, program, None, flush_bytes, log, variants="opt")
-                            if x["median"] is not None]
-                    if more:
-                        add_round(opt_row, more[0]["median"], more[0]["min"], more[0]["max"], r)
+                    absinthe_round(args, program, r, opt_row, None, flush_bytes, log)
                 for row, call in timed:
                     log(f"halide {row['variant']}: {args.runs} runs ...")
                     one = summarize(timed_runs(call, args.runs, flush))
