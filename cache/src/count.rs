@@ -442,12 +442,64 @@ mod tests {
     use super::*;
     use absinthe_model::support::rng::Rng;
 
+    /// Plain LRU caches, access by access, written apart from [`Stack`] and [`Sets`]:
+    /// per level one list of lines, most recent first, and one per set.
+    struct Plain {
+        levels: Vec<ThreadLevel>,
+        full: Vec<Vec<u64>>,
+        sets: Vec<Vec<Vec<u64>>>,
+        seen: Vec<std::collections::HashSet<u64>>,
+        counts: Vec<Counts>,
+    }
+
+    /// Accesses `x` in the list (most recent first) of `ways` lines: whether it hit.
+    fn lru(list: &mut Vec<u64>, x: u64, ways: u64) -> bool {
+        let hit = list.iter().position(|&y| y == x).map(|at| list.remove(at));
+        list.insert(0, x);
+        list.truncate(ways as usize);
+        hit.is_some()
+    }
+
+    impl Plain {
+        fn new(levels: &[ThreadLevel], sites: usize) -> Plain {
+            Plain {
+                levels: levels.to_vec(),
+                full: vec![Vec::new(); levels.len()],
+                sets: levels
+                    .iter()
+                    .map(|l| vec![Vec::new(); l.sets as usize])
+                    .collect(),
+                seen: vec![Default::default(); levels.len()],
+                counts: vec![Counts::default(); sites * levels.len()],
+            }
+        }
+
+        fn row(&mut self, rows: &[RowAccess], lo: i64, hi: i64) {
+            let n = self.levels.len();
+            for i in lo..hi {
+                for a in rows {
+                    let address = a.base.wrapping_add((i as u64).wrapping_mul(a.step));
+                    for (k, l) in self.levels.iter().enumerate() {
+                        let x = address / l.line;
+                        let c = &mut self.counts[a.site as usize * n + k];
+                        c.accesses += 1;
+                        let hit = lru(&mut self.full[k], x, l.lines());
+                        let hit_sa = lru(&mut self.sets[k][(x % l.sets) as usize], x, l.ways);
+                        record(c, self.seen[k].insert(x), hit, hit_sa);
+                    }
+                }
+            }
+        }
+    }
+
     /// Random rows (moving and standing accesses, several to a line, in a few KiB so that
     /// lines come back) through random levels of one or two line sizes, counted per line
-    /// entered and access by access: every count equal, row after row, so the caches each
-    /// way leaves behind decide the same hits too. Small caches make the counting stop and go
-    /// on access by access; large ones keep it per line entered throughout; a row with an
-    /// access of another step goes access by access.
+    /// entered, access by access, and by plain LRU lists: every count equal, row after row, so
+    /// the caches each way leaves behind decide the same hits too. Small caches make the
+    /// counting stop and go on access by access; large ones keep it per line entered
+    /// throughout; a row with an access of another step goes access by access. Half the
+    /// seeds' levels are chains like real ones, each with a multiple of the sets and at least
+    /// the ways of the one before.
     #[test]
     fn counting_per_line_entered_equals_counting_access_by_access() {
         let (mut stopped, mut whole) = (0, 0);
@@ -455,15 +507,26 @@ mod tests {
             let mut rng = Rng::new(seed);
             let lines = [32u64, 64, 128];
             let line = *rng.pick(&lines);
+            let chain = seed % 4 < 2;
+            let (mut sets, mut ways) = (1u64 << rng.range(0, 2), rng.range(1, 4) as u64);
             let levels: Vec<ThreadLevel> = (0..rng.range(1, 3))
                 .map(|n| {
-                    let line = if rng.chance(25) { line * 2 } else { line };
-                    let ways = rng.range(1, 8) as u64;
-                    let sets = if seed % 2 == 0 {
-                        1 << rng.range(0, 5)
+                    let line = if !chain && rng.chance(25) {
+                        line * 2
                     } else {
-                        rng.range(1, 40) as u64
+                        line
                     };
+                    if chain {
+                        sets *= rng.range(1, 3) as u64;
+                        ways += rng.range(0, 3) as u64;
+                    } else {
+                        ways = rng.range(1, 8) as u64;
+                        sets = if seed % 2 == 0 {
+                            1 << rng.range(0, 5)
+                        } else {
+                            rng.range(1, 40) as u64
+                        };
+                    }
                     ThreadLevel {
                         name: format!("L{n}"),
                         bytes: sets * ways * line,
@@ -478,6 +541,7 @@ mod tests {
             let sites = 16;
             let mut fast = Counter::new(&levels, base, base + span, sites);
             let mut slow = Counter::new(&levels, base, base + span, sites);
+            let mut plain = Plain::new(&levels, sites);
             for _ in 0..30 {
                 let lo = rng.range(-3, 3);
                 let hi = lo + rng.range(0, 70);
@@ -499,6 +563,7 @@ mod tests {
                     })
                     .collect();
                 fast.row(&rows, lo, hi);
+                plain.row(&rows, lo, hi);
                 slow.count_accesses(&rows, (hi - lo).max(0) as u64);
                 for class in &mut slow.classes {
                     class.exact(&rows, (lo, 0), hi, base, &mut slow.counts);
@@ -509,6 +574,7 @@ mod tests {
                     .all(|c| c.stack.prefix_len() == 0 && c.stack.marks_clear());
                 assert!(ended, "seed {seed}: a prefix left open");
                 assert_eq!(fast.counts, slow.counts, "seed {seed}, levels {levels:?}");
+                assert_eq!(fast.counts, plain.counts, "seed {seed}, levels {levels:?}");
             }
             for class in &fast.classes {
                 stopped += class.stops;
