@@ -274,15 +274,18 @@ fn learn_chooses_the_cache_fraction_by_measurement() {
         c.seconds.iter().all(|s| s.is_some_and(|s| s > 0.0)),
         "{c:?}"
     );
+    assert_eq!(c.rounds.len(), tried.len(), "{c:?}");
     let rows: Vec<absinthe_learn::calibrate::FractionResult> = c
         .fractions
         .iter()
         .zip(&c.seconds)
+        .zip(&c.rounds)
         .map(
-            |(&fraction, &seconds)| absinthe_learn::calibrate::FractionResult {
+            |((&fraction, &seconds), rounds)| absinthe_learn::calibrate::FractionResult {
                 fraction,
                 per_program: vec![seconds.map(|s| (0, s))],
                 seconds,
+                rounds: rounds.clone(),
             },
         )
         .collect();
@@ -312,15 +315,18 @@ fn learn_chooses_the_cache_fraction_by_measurement() {
         g.seconds.iter().all(|s| s.is_some_and(|s| s > 0.0)),
         "{g:?}"
     );
+    assert_eq!(g.rounds.len(), g.limits.len(), "{g:?}");
     let rows: Vec<absinthe_learn::calibrate::LimitResult> = g
         .limits
         .iter()
         .zip(&g.seconds)
+        .zip(&g.rounds)
         .map(
-            |(&limit, &seconds)| absinthe_learn::calibrate::LimitResult {
+            |((&limit, &seconds), rounds)| absinthe_learn::calibrate::LimitResult {
                 limit,
                 per_program: vec![seconds.map(|s| (0, s))],
                 seconds,
+                rounds: rounds.clone(),
             },
         )
         .collect();

@@ -9,9 +9,12 @@
 //! (docs/decisions/0012-learned-cache-fraction.md). So `learn` measures it: for each fraction of
 //! [`CACHE_FRACTIONS`] it solves the calibration programs ([`training::wide_program`]: chains of
 //! gradients that touch 19 arrays, on a wide and a small domain) with the parameters just fitted,
-//! builds each distinct optimum once, times them all in interleaved rounds (caches flushed, every
-//! run verified), and keeps the fraction whose optima ran fastest (the geometric mean of their
-//! medians) — the file's own fraction when it is within [`KEEP_TOLERANCE`] of the fastest.
+//! builds each distinct optimum once, times them all in [`SETTING_ROUNDS`] rounds (caches
+//! flushed, every run verified), and keeps the file's own fraction unless the fastest ran faster
+//! with confidence, round by round ([`choose`]). Of the fractions that then tie with the fastest,
+//! it keeps the one nearest the file's own: fractions near the best differ by less than a shared
+//! machine moves between runs, and a rule that took the fastest of them wrote a different
+//! fraction each time `learn` ran (docs/decisions/0012-learned-cache-fraction.md).
 
 use absinthe_codegen::lower;
 use absinthe_codegen::render::Renderer;
@@ -23,14 +26,20 @@ use absinthe_model::formats::machine::Machine;
 use absinthe_measure::runner::{median, Rounds, RunEvent, Runner, Sources, ROUNDS};
 use absinthe_measure::variants::{plan, PlanSettings, Variant};
 
+use crate::stats::{geometric_mean, paired};
 use crate::{training, training_runs, LearnError, LearnOptions, Progress};
 
 /// The fractions of `cache_bytes` tried (the file's own is tried too).
 pub const CACHE_FRACTIONS: [f64; 5] = [0.25, 1.0 / 3.0, 0.5, 0.75, 1.0];
 
-/// The file's own fraction is kept when its optima ran within this share of the fastest: a
-/// change of fraction changes every program's tiles, and the machine's noise is a few percent.
+/// A setting counts as slower than another only when its optima ran more than this share slower
+/// (and slower with confidence, [`slower`]): a change of fraction changes every program's
+/// tiles, and the machine's noise is a few percent.
 pub const KEEP_TOLERANCE: f64 = 0.02;
+
+/// Rounds of the calibrations' timings, each timing every distinct optimum once: the choice
+/// compares the settings round by round.
+pub const SETTING_ROUNDS: usize = 8;
 
 /// The domains of the calibration programs: long rows (whether whole rows fit is what the
 /// fraction decides for many-array programs) and a small domain.
@@ -59,6 +68,8 @@ pub struct FractionResult {
     pub per_program: Vec<Option<(usize, f64)>>,
     /// The geometric mean of the medians; None when some program had no optimum.
     pub seconds: Option<f64>,
+    /// Per round, the geometric mean of the optima's medians in that round (None as `seconds`).
+    pub rounds: Option<Vec<f64>>,
 }
 
 /// The calibration's measurements and the fraction chosen.
@@ -78,6 +89,7 @@ impl Calibration {
         CacheCalibration {
             fractions: self.results.iter().map(|r| r.fraction).collect(),
             seconds: self.results.iter().map(|r| r.seconds).collect(),
+            rounds: self.results.iter().map(|r| r.rounds.clone()).collect(),
         }
     }
 }
@@ -93,40 +105,59 @@ pub fn fractions_to_try(current: f64) -> Vec<f64> {
     out
 }
 
-/// The fraction to keep: the fastest one, unless `current`'s time is within
-/// [`KEEP_TOLERANCE`] of it; of fractions that tie exactly (their optima are the same
-/// configurations), the smallest. `current` when nothing was measured.
+/// The fraction to keep ([`choose_setting`]): the file's own unless the fastest ran faster with
+/// confidence; else, of the fractions not slower than the fastest, the one nearest the file's
+/// own (by ratio; of two as near, the smaller). `current` when nothing was measured.
 pub fn choose(results: &[FractionResult], current: f64) -> f64 {
-    let rows: Vec<(f64, Option<f64>)> = results.iter().map(|r| (r.fraction, r.seconds)).collect();
+    let rows: Vec<(f64, Option<&[f64]>)> = results
+        .iter()
+        .map(|r| (r.fraction, r.rounds.as_deref()))
+        .collect();
     choose_setting(
         &rows,
         current,
         |f| (f - current).abs() < 1e-3,
-        |a, b| a.total_cmp(b),
+        |f| (f / current).ln().abs(),
     )
 }
 
-/// The setting to keep among `rows` (setting, seconds): the fastest, unless the current one
-/// (`is_current`) is within [`KEEP_TOLERANCE`] of it; of settings that tie exactly, the first
-/// by `order`. `current` when nothing was measured.
+/// Whether the setting timed `a` (per round) ran slower than the one timed `b` in the same
+/// rounds: `b`'s time over `a`'s is below 1 with 95% confidence over the rounds
+/// ([`paired`]), and by more than [`KEEP_TOLERANCE`] at its geometric mean.
+pub fn slower(a: &[f64], b: &[f64]) -> bool {
+    let ratios: Vec<f64> = b.iter().zip(a).map(|(b, a)| b / a).collect();
+    paired(&ratios).is_some_and(|(mean, upper)| upper < 1.0 && mean * (1.0 + KEEP_TOLERANCE) < 1.0)
+}
+
+/// The setting to keep among `rows` (setting, its time per round; None: not measured, or some
+/// program had no optimum): the current one (`is_current`) unless it ran [`slower`] than the
+/// fastest (by geometric mean); else, of the settings not slower than the fastest, the one
+/// nearest the current one (`distance`; of equals, the first). `current` when nothing was
+/// measured.
 fn choose_setting<T: Copy>(
-    rows: &[(T, Option<f64>)],
+    rows: &[(T, Option<&[f64]>)],
     current: T,
     is_current: impl Fn(T) -> bool,
-    order: impl Fn(&T, &T) -> std::cmp::Ordering,
+    distance: impl Fn(T) -> f64,
 ) -> T {
-    let Some(best) = rows.iter().filter_map(|r| r.1).min_by(f64::total_cmp) else {
+    // The settings measured, with their times per round and geometric mean.
+    let measured: Vec<(T, &[f64], f64)> = rows
+        .iter()
+        .filter_map(|&(s, r)| r.and_then(|r| geometric_mean(r).map(|g| (s, r, g))))
+        .collect();
+    let Some(&(_, best, _)) = measured.iter().min_by(|a, b| a.2.total_cmp(&b.2)) else {
         return current;
     };
-    let own = rows.iter().find(|r| is_current(r.0)).and_then(|r| r.1);
-    if own.is_some_and(|s| s <= best * (1.0 + KEEP_TOLERANCE)) {
-        return current;
+    if let Some(&(_, own, _)) = measured.iter().find(|m| is_current(m.0)) {
+        if !slower(own, best) {
+            return current;
+        }
     }
-    rows.iter()
-        .filter(|r| r.1 == Some(best))
-        .map(|r| r.0)
-        .min_by(|a, b| order(a, b))
-        .unwrap_or(current)
+    measured
+        .iter()
+        .filter(|m| !slower(m.1, best))
+        .min_by(|a, b| distance(a.0).total_cmp(&distance(b.0)))
+        .map_or(current, |m| m.0)
 }
 
 /// A one-line description of a configuration: groups, tiles, streamed groups, inlined count.
@@ -165,10 +196,11 @@ pub fn calibrate(
     let (results, cases) = measure_settings(&fractions, with, &programs, options, progress)?;
     let results: Vec<FractionResult> = results
         .into_iter()
-        .map(|(fraction, per_program, seconds)| FractionResult {
+        .map(|(fraction, per_program, seconds, rounds)| FractionResult {
             fraction,
             per_program,
             seconds,
+            rounds,
         })
         .collect();
     let chosen = choose(&results, machine.cache_fraction);
@@ -192,6 +224,8 @@ pub struct LimitResult {
     pub per_program: Vec<Option<(usize, f64)>>,
     /// The geometric mean of the medians; None when some program had no optimum.
     pub seconds: Option<f64>,
+    /// Per round, the geometric mean of the optima's medians in that round (None as `seconds`).
+    pub rounds: Option<Vec<f64>>,
 }
 
 /// The group-arrays calibration's measurements and the limit chosen.
@@ -210,6 +244,7 @@ impl LimitCalibration {
         GroupArraysCalibration {
             limits: self.results.iter().map(|r| r.limit).collect(),
             seconds: self.results.iter().map(|r| r.seconds).collect(),
+            rounds: self.results.iter().map(|r| r.rounds.clone()).collect(),
         }
     }
 }
@@ -224,16 +259,22 @@ pub fn limits_to_try(current: Option<usize>) -> Vec<Option<usize>> {
     out
 }
 
-/// The limit to keep: the fastest one, unless `current`'s time is within [`KEEP_TOLERANCE`]
-/// of it; of limits that tie exactly (their optima are the same configurations), the least
-/// restrictive (no limit, else the largest). `current` when nothing was measured.
+/// The limit to keep, by the rule of [`choose`] ([`choose_setting`]): the file's own unless the
+/// fastest ran faster with confidence; else, of the limits not slower than the fastest, the one
+/// nearest the file's own (by ratio; no limit is nearest no limit, then the largest).
+/// `current` when nothing was measured.
 pub fn choose_limit(results: &[LimitResult], current: Option<usize>) -> Option<usize> {
-    let rows: Vec<(Option<usize>, Option<f64>)> =
-        results.iter().map(|r| (r.limit, r.seconds)).collect();
-    let loosest_first = |a: &Option<usize>, b: &Option<usize>| {
-        b.unwrap_or(usize::MAX).cmp(&a.unwrap_or(usize::MAX))
+    let rows: Vec<(Option<usize>, Option<&[f64]>)> = results
+        .iter()
+        .map(|r| (r.limit, r.rounds.as_deref()))
+        .collect();
+    let distance = |l: Option<usize>| match (l, current) {
+        (None, None) => 0.0,
+        (Some(l), None) => 1.0 / l as f64,
+        (None, Some(_)) => f64::INFINITY,
+        (Some(l), Some(c)) => (l as f64 / c as f64).ln().abs(),
     };
-    choose_setting(&rows, current, |l| l == current, loosest_first)
+    choose_setting(&rows, current, |l| l == current, distance)
 }
 
 /// Measures the model's optima of the group-arrays calibration programs
@@ -259,10 +300,11 @@ pub fn calibrate_group_arrays(
     let (results, cases) = measure_settings(&limits, with, &programs, options, progress)?;
     let results: Vec<LimitResult> = results
         .into_iter()
-        .map(|(limit, per_program, seconds)| LimitResult {
+        .map(|(limit, per_program, seconds, rounds)| LimitResult {
             limit,
             per_program,
             seconds,
+            rounds,
         })
         .collect();
     let chosen = choose_limit(&results, machine.group_arrays);
@@ -289,7 +331,7 @@ fn measure_settings<S: Copy>(
     let results = settings
         .iter()
         .zip(measured.per_setting)
-        .map(|(&s, (per_program, seconds))| (s, per_program, seconds))
+        .map(|(&s, (per_program, seconds, rounds))| (s, per_program, seconds, rounds))
         .collect();
     Ok((results, measured.cases))
 }
@@ -298,17 +340,18 @@ fn measure_settings<S: Copy>(
 type PerProgram = Vec<Option<(usize, f64)>>;
 
 /// One setting's row: the setting, per program its optimum's case and median, the geometric
-/// mean of the medians.
-type SettingRow<S> = (S, PerProgram, Option<f64>);
+/// mean of the medians, and per round the geometric mean of that round's medians.
+type SettingRow<S> = (S, PerProgram, Option<f64>, Option<Vec<f64>>);
 
 /// Every setting's row, and the cases' descriptions per program.
 type Settings<S> = (Vec<SettingRow<S>>, Vec<Vec<String>>);
 
 /// The optima of the calibration programs under each machine setting, timed.
 struct Optima {
-    /// Per setting: per program its optimum's case and median (None where infeasible), and
-    /// the geometric mean of the medians (None when some program had no optimum).
-    per_setting: Vec<(PerProgram, Option<f64>)>,
+    /// Per setting: per program its optimum's case and median over the rounds (None where
+    /// infeasible), the geometric mean of the medians, and per round the geometric mean of that
+    /// round's medians (both None when some program had no optimum).
+    per_setting: Vec<(PerProgram, Option<f64>, Option<Vec<f64>>)>,
     /// Per program, a one-line description of each distinct optimum (case index order).
     cases: Vec<Vec<String>>,
 }
@@ -371,29 +414,65 @@ fn measure_optima(
         cases_of.push(case_of);
     }
     let names: Vec<String> = programs.iter().map(|p| p.program.name.clone()).collect();
-    let rounds = ROUNDS.min(options.repeats).max(1);
-    let per_round = options.repeats.div_ceil(rounds).max(4);
-    let runs = (rounds, per_round);
-    let medians = time_cases(&names, &sources, &descriptions, runs, options, progress)?;
-    let per_setting = (0..machines.len())
-        .map(|f| {
-            let per_program: PerProgram = cases_of
-                .iter()
-                .zip(&medians)
-                .map(|(case_of, m)| case_of[f].map(|c| (c, m[c])))
-                .collect();
-            let seconds = per_program
-                .iter()
-                .map(|p| p.map(|(_, s)| s.ln()))
-                .sum::<Option<f64>>()
-                .map(|sum| (sum / per_program.len().max(1) as f64).exp());
-            (per_program, seconds)
+    let rounds = SETTING_ROUNDS.min(options.repeats).max(2);
+    let per_round = options.repeats.div_ceil(ROUNDS).max(4);
+    progress(Progress::Start {
+        total: names.len() * (1 + rounds),
+    });
+    let exes = build_cases(&sources, options, progress)?;
+    // Per round, per program, per case: its median in that round.
+    let timed = (0..rounds)
+        .map(|_| {
+            run_cases(
+                &names,
+                &exes,
+                &descriptions,
+                (1, per_round),
+                options,
+                progress,
+            )
         })
-        .collect();
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(Optima {
-        per_setting,
+        per_setting: (0..machines.len())
+            .map(|f| setting_times(&timed, &cases_of, f))
+            .collect(),
         cases: descriptions,
     })
+}
+
+/// Setting `f`'s times from `timed` (per round, per program, per case: its median in that round)
+/// and `cases_of` (per program, per setting: its optimum's case): per program its case and
+/// median over the rounds, their geometric mean, and per round the geometric mean of that
+/// round's medians.
+fn setting_times(
+    timed: &[Vec<Vec<f64>>],
+    cases_of: &[Vec<Option<usize>>],
+    f: usize,
+) -> (PerProgram, Option<f64>, Option<Vec<f64>>) {
+    let per_program: PerProgram = cases_of
+        .iter()
+        .enumerate()
+        .map(|(p, case_of)| {
+            case_of[f].map(|c| {
+                let rounds: Vec<f64> = timed.iter().map(|round| round[p][c]).collect();
+                (c, median(&rounds))
+            })
+        })
+        .collect();
+    let gm = |times: Option<Vec<f64>>| times.and_then(|t| geometric_mean(&t));
+    let seconds = gm(per_program.iter().map(|p| p.map(|(_, s)| s)).collect());
+    let per_round = timed
+        .iter()
+        .map(|round| {
+            gm(cases_of
+                .iter()
+                .enumerate()
+                .map(|(p, case_of)| case_of[f].map(|c| round[p][c]))
+                .collect())
+        })
+        .collect::<Option<Vec<f64>>>();
+    (per_program, seconds, per_round)
 }
 
 /// Builds each program's bundle (`sources[k]`, None: nothing to time) and times it in

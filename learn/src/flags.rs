@@ -26,6 +26,7 @@ use absinthe_model::formats::machine::{Compiler, Machine};
 
 use crate::calibrate::{build_cases, run_cases};
 use crate::kernels::{kernel_bundles, programs_of, KERNELS};
+use crate::stats::{geometric_mean, paired};
 use crate::{LearnError, LearnOptions, Progress};
 
 /// Rounds over the flag sets, each timing every kernel once per set.
@@ -33,12 +34,6 @@ pub const FLAG_ROUNDS: usize = 12;
 
 /// Timed runs per kernel and round (the harness discards the first quarter).
 pub const FLAG_RUNS: usize = 12;
-
-/// Student's t at 95%, one-sided, for 1 to 10 degrees of freedom (beyond, the last: a little
-/// wider than the true value, so never more confident).
-const T_95: [f64; 10] = [
-    6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812,
-];
 
 /// The kernels timed: learn's refit kernels ([`KERNELS`]) and two that spend their time in
 /// large row loops once their producers are inlined, where code generation shows most: a
@@ -87,21 +82,6 @@ impl FlagChoice {
             ratios: self.ratios.clone(),
         }
     }
-}
-
-/// A candidate's ratio to the base flags over the rounds (`ratios`, one per round): the
-/// geometric mean, and the upper end of its one-sided 95% confidence interval (Student's t on
-/// the logarithms). None with fewer than two rounds or a ratio that is not a positive number.
-pub fn paired(ratios: &[f64]) -> Option<(f64, f64)> {
-    if ratios.len() < 2 || ratios.iter().any(|r| !r.is_finite() || *r <= 0.0) {
-        return None;
-    }
-    let logs: Vec<f64> = ratios.iter().map(|r| r.ln()).collect();
-    let n = logs.len() as f64;
-    let mean = logs.iter().sum::<f64>() / n;
-    let variance = logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    let t = T_95[(logs.len() - 2).min(T_95.len() - 1)];
-    Some((mean.exp(), (mean + t * (variance / n).sqrt()).exp()))
 }
 
 /// The index of the flag set to keep (`ratios` per set, per round, as [`FlagChoice::ratios`]):
@@ -307,14 +287,6 @@ fn compiler_error(e: &LearnError) -> String {
         .map_or(first, str::to_string)
 }
 
-/// The geometric mean of `times`, None when one is not a positive finite time.
-fn geometric_mean(times: &[f64]) -> Option<f64> {
-    if times.is_empty() || times.iter().any(|t| !t.is_finite() || *t <= 0.0) {
-        return None;
-    }
-    Some((times.iter().map(|t| t.ln()).sum::<f64>() / times.len() as f64).exp())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -342,19 +314,6 @@ mod tests {
     }
 
     #[test]
-    fn the_bound_is_students_t_on_the_logarithms() {
-        let (mean, upper) = paired(&[0.9, 1.0]).unwrap();
-        assert!((mean - 0.9f64.sqrt()).abs() < 1e-12);
-        let logs = [0.9f64.ln(), 0.0];
-        let m = logs.iter().sum::<f64>() / 2.0;
-        let sd = ((logs[0] - m).powi(2) + (logs[1] - m).powi(2)).sqrt();
-        assert!((upper - (m + 6.314 * sd / 2f64.sqrt()).exp()).abs() < 1e-12);
-        assert_eq!(paired(&[0.9]), None);
-        assert_eq!(paired(&[0.9, f64::NAN]), None);
-        assert_eq!(paired(&[0.9, 0.0]), None);
-    }
-
-    #[test]
     fn ratios_are_taken_within_each_round_against_the_base_set() {
         // Two kernels, two rounds; the second round runs everything twice as slow.
         let base = Some(vec![vec![1.0, 4.0], vec![2.0, 8.0]]);
@@ -368,14 +327,6 @@ mod tests {
         assert_eq!(ratios[1], None);
         let r = ratios[2].clone().unwrap();
         assert!(r.iter().all(|x| (x - 0.5f64.sqrt()).abs() < 1e-12), "{r:?}");
-    }
-
-    #[test]
-    fn the_geometric_mean_refuses_a_missing_time() {
-        assert!((geometric_mean(&[2.0, 8.0]).unwrap() - 4.0).abs() < 1e-12);
-        assert_eq!(geometric_mean(&[2.0, f64::NAN]), None);
-        assert_eq!(geometric_mean(&[2.0, f64::INFINITY]), None);
-        assert_eq!(geometric_mean(&[]), None);
     }
 
     #[test]

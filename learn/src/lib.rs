@@ -23,6 +23,7 @@ pub mod kernels;
 pub mod machine_file;
 pub mod network;
 pub mod pipeline;
+pub mod stats;
 pub mod text;
 pub mod training;
 pub mod training_runs;

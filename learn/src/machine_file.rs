@@ -118,6 +118,7 @@ fn records(learned: &Learned) -> String {
             &fractions,
             &c.seconds,
         ));
+        text.push_str(&lists("rounds", &c.rounds, |x| format!("{x:.9e}")));
     }
     if let Some(c) = &learned.flag_calibration {
         let sets: Vec<String> = c.flags.iter().map(|f| quoted_list(f)).collect();
@@ -127,20 +128,7 @@ fn records(learned: &Learned) -> String {
             &sets,
             &c.seconds,
         ));
-        let ratios: Vec<String> = c
-            .ratios
-            .iter()
-            .map(|r| {
-                r.as_ref().map_or_else(
-                    || "null".to_string(),
-                    |r| {
-                        let r: Vec<String> = r.iter().map(|x| format!("{x:.9}")).collect();
-                        format!("[{}]", r.join(", "))
-                    },
-                )
-            })
-            .collect();
-        text.push_str(&format!("    ratios: [{}]\n", ratios.join(", ")));
+        text.push_str(&lists("ratios", &c.ratios, |x| format!("{x:.9}")));
     }
     if let Some(c) = &learned.crowding_calibration {
         let list = |v: Vec<String>| v.join(", ");
@@ -179,8 +167,31 @@ fn records(learned: &Learned) -> String {
             &limits,
             &c.seconds,
         ));
+        text.push_str(&lists("rounds", &c.rounds, |x| format!("{x:.9e}")));
     }
     text
+}
+
+/// A calibration record's `key: [[...], null, ...]` line (one list per setting, null where
+/// there is none), with nine digits so that the choice can be made again from what is
+/// written; nothing when `values` is empty.
+fn lists(key: &str, values: &[Option<Vec<f64>>], show: impl Fn(f64) -> String) -> String {
+    if values.is_empty() {
+        return String::new();
+    }
+    let items: Vec<String> = values
+        .iter()
+        .map(|v| {
+            v.as_ref().map_or_else(
+                || "null".to_string(),
+                |v| {
+                    let v: Vec<String> = v.iter().map(|&x| show(x)).collect();
+                    format!("[{}]", v.join(", "))
+                },
+            )
+        })
+        .collect();
+    format!("    {key}: [{}]\n", items.join(", "))
 }
 
 /// One calibration record of the `learned` block: the settings tried under `key` and their

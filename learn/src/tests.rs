@@ -277,10 +277,12 @@ fn learned() -> (Params, Learned) {
         cache_calibration: Some(CacheCalibration {
             fractions: vec![0.25, 0.5, 1.0],
             seconds: vec![Some(5.25e-3), None, Some(4.5e-3)],
+            rounds: vec![Some(vec![5.0e-3, 5.5e-3]), None, Some(vec![4.5e-3, 4.5e-3])],
         }),
         group_arrays_calibration: Some(GroupArraysCalibration {
             limits: vec![None, Some(12), Some(8)],
             seconds: vec![Some(3.0e-3), None, Some(2.5e-3)],
+            rounds: vec![Some(vec![3.0e-3, 3.0e-3]), None, Some(vec![2.5e-3, 2.5e-3])],
         }),
         crowding_calibration: Some(CrowdingCalibration {
             limits: vec![0, 128, 256],
@@ -547,46 +549,63 @@ fn the_slow_fit_holds_the_base_body_at_zero() {
     assert!(r.params.slow_stream.body > truth_slow[3], "{:?}", r.params);
 }
 
-/// A calibration row: `fraction` measured `seconds` (geometric mean) or nothing.
-fn row(fraction: f64, seconds: Option<f64>) -> FractionResult {
+/// A calibration row: `fraction` measured `rounds` (each round's geometric mean) or nothing.
+fn row(fraction: f64, rounds: Option<&[f64]>) -> FractionResult {
+    let seconds = rounds.map(|r| r.iter().product::<f64>().powf(1.0 / r.len() as f64));
     FractionResult {
         fraction,
         per_program: vec![seconds.map(|s| (0, s))],
         seconds,
+        rounds: rounds.map(<[f64]>::to_vec),
     }
 }
 
 #[test]
-fn the_fastest_cache_fraction_is_chosen_unless_the_files_own_is_as_fast() {
+fn the_files_own_cache_fraction_is_kept_unless_it_ran_slower_round_by_round() {
     let third = 1.0 / 3.0;
-    // The fastest wins when the file's own is clearly slower.
+    // The file's own is slower in every round: the fastest wins.
     let rows = [
-        row(0.25, Some(5.2e-3)),
-        row(third, Some(5.1e-3)),
-        row(0.75, Some(4.44e-3)),
-        row(1.0, Some(4.46e-3)),
+        row(0.25, Some(&[5.2, 5.3, 5.1, 5.2])),
+        row(third, Some(&[5.1, 5.2, 5.0, 5.1])),
+        row(0.75, Some(&[4.4, 4.5, 4.3, 4.4])),
     ];
     assert_eq!(choose(&rows, third), 0.75);
-    // Within the tolerance the file's own is kept; just beyond it, not.
+    // Faster by more at its mean, but not round by round (the machine moved): kept.
+    let noisy = [
+        row(third, Some(&[5.0, 4.0, 5.0, 4.0])),
+        row(0.75, Some(&[4.0, 5.0, 3.0, 4.2])),
+    ];
+    assert_eq!(choose(&noisy, third), third);
+    // Slower in every round, but by less than the tolerance: kept.
+    let close = 1.0 + KEEP_TOLERANCE * 0.9;
     let near = [
-        row(third, Some(1.0 + KEEP_TOLERANCE * 0.99)),
-        row(1.0, Some(1.0)),
+        row(third, Some(&[close, 2.0 * close, close])),
+        row(1.0, Some(&[1.0, 2.0, 1.0])),
     ];
     assert_eq!(choose(&near, third), third);
-    let beyond = [
-        row(third, Some(1.0 + KEEP_TOLERANCE * 1.01)),
-        row(1.0, Some(1.0)),
+    // Of the fractions that tie with the fastest, the one nearest the file's own; exact ties
+    // (the same configurations) included.
+    let ties = [
+        row(third, Some(&[6.0, 6.1, 5.9, 6.0])),
+        row(0.5, Some(&[4.5, 4.4, 4.6, 4.5])),
+        row(0.75, Some(&[4.4, 4.6, 4.5, 4.4])),
+        row(1.0, Some(&[4.4, 4.6, 4.5, 4.4])),
     ];
-    assert_eq!(choose(&beyond, third), 1.0);
-    // Fractions whose optima are the same configuration tie exactly: the smallest is kept.
-    let tied = [
-        row(third, Some(2.0)),
-        row(0.5, Some(1.0)),
-        row(1.0, Some(1.0)),
+    assert_eq!(choose(&ties, third), 0.5);
+    assert_eq!(choose(&ties, 0.9), 1.0);
+    // A tie that ran slower than the fastest with confidence is not one.
+    let slow_half = [
+        row(third, Some(&[6.0, 6.1, 5.9, 6.0])),
+        row(0.5, Some(&[5.0, 5.1, 5.0, 5.05])),
+        row(1.0, Some(&[4.4, 4.6, 4.5, 4.4])),
     ];
-    assert_eq!(choose(&tied, third), 0.5);
+    assert_eq!(choose(&slow_half, third), 1.0);
     // Infeasible fractions are skipped; with nothing measured the file's own stays.
-    let some = [row(0.25, None), row(third, Some(2.0)), row(1.0, Some(1.5))];
+    let some = [
+        row(0.25, None),
+        row(third, Some(&[2.0, 2.1])),
+        row(1.0, Some(&[1.5, 1.5])),
+    ];
     assert_eq!(choose(&some, third), 1.0);
     assert_eq!(choose(&[row(0.25, None)], 0.4), 0.4);
 }
@@ -639,46 +658,52 @@ fn calibration_programs_are_wide_chains() {
     assert!(programs.iter().all(|p| p.family == Family::Slow));
 }
 
-/// A group-arrays calibration row: `limit` measured `seconds` or nothing.
-fn limit_row(limit: Option<usize>, seconds: Option<f64>) -> crate::calibrate::LimitResult {
+/// A group-arrays calibration row: `limit` measured `rounds` (each round's geometric mean)
+/// or nothing.
+fn limit_row(limit: Option<usize>, rounds: Option<&[f64]>) -> crate::calibrate::LimitResult {
+    let seconds = rounds.map(|r| r.iter().product::<f64>().powf(1.0 / r.len() as f64));
     crate::calibrate::LimitResult {
         limit,
         per_program: vec![seconds.map(|s| (0, s))],
         seconds,
+        rounds: rounds.map(<[f64]>::to_vec),
     }
 }
 
 #[test]
-fn the_fastest_group_arrays_limit_is_chosen_unless_the_files_own_is_as_fast() {
+fn the_files_own_group_arrays_limit_is_kept_unless_it_ran_slower_round_by_round() {
     use crate::calibrate::choose_limit;
-    // The development machine's run: no limit 1.0 ms, 8 arrays fastest.
+    // No limit is slower in every round; 8 arrays fastest, and 6 slower than it.
     let rows = [
-        limit_row(None, Some(1.0e-3)),
-        limit_row(Some(12), Some(0.9e-3)),
-        limit_row(Some(8), Some(0.8e-3)),
-        limit_row(Some(6), Some(0.82e-3)),
+        limit_row(None, Some(&[1.0, 1.02, 0.98])),
+        limit_row(Some(12), Some(&[0.9, 0.91, 0.89])),
+        limit_row(Some(8), Some(&[0.8, 0.79, 0.81])),
+        limit_row(Some(6), Some(&[0.86, 0.87, 0.88])),
     ];
     assert_eq!(choose_limit(&rows, None), Some(8));
-    // The file's own within the tolerance stays (no limit too).
+    // The file's own within the tolerance stays (no limit too); else the nearest tie.
+    let close = 1.0 + KEEP_TOLERANCE * 0.9;
     let near = [
-        limit_row(None, Some(1.0 + KEEP_TOLERANCE * 0.99)),
-        limit_row(Some(8), Some(1.0)),
+        limit_row(None, Some(&[close, close])),
+        limit_row(Some(16), Some(&[1.5, 1.5])),
+        limit_row(Some(8), Some(&[1.0, 1.0])),
     ];
     assert_eq!(choose_limit(&near, None), None);
-    assert_eq!(choose_limit(&near, Some(12)), Some(8));
-    // Exact ties (the same optima): the least restrictive.
+    assert_eq!(choose_limit(&near, Some(16)), Some(8));
+    // Ties (the same optima): no limit nearest no limit, then the largest; else by ratio.
     let tied = [
-        limit_row(None, Some(1.0)),
-        limit_row(Some(16), Some(1.0)),
-        limit_row(Some(8), Some(2.0)),
+        limit_row(None, Some(&[1.0, 1.0])),
+        limit_row(Some(16), Some(&[1.0, 1.0])),
+        limit_row(Some(8), Some(&[2.0, 2.0])),
     ];
-    assert_eq!(choose_limit(&tied, Some(8)), None);
+    assert_eq!(choose_limit(&tied, Some(8)), Some(16));
     let tied = [
-        limit_row(None, Some(2.0)),
-        limit_row(Some(16), Some(1.0)),
-        limit_row(Some(12), Some(1.0)),
+        limit_row(None, Some(&[2.0, 2.0])),
+        limit_row(Some(16), Some(&[1.0, 1.0])),
+        limit_row(Some(12), Some(&[1.0, 1.0])),
     ];
     assert_eq!(choose_limit(&tied, None), Some(16));
+    assert_eq!(choose_limit(&tied, Some(10)), Some(12));
     // Nothing measured: the file's own.
     assert_eq!(
         choose_limit(&[limit_row(Some(6), None)], Some(10)),

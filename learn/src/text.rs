@@ -15,7 +15,7 @@ use absinthe_model::formats::machine::{Machine, OperationWeights, Params};
 use absinthe_model::output::text::{human_seconds, table};
 
 use crate::calibrate::{Calibration, LimitCalibration};
-use crate::flags::{self, FlagChoice};
+use crate::flags::FlagChoice;
 use crate::gpu;
 use crate::gpu_fit::{GpuLearning, GpuOutcome, OUTPUT, RUN_SCRIPT};
 use crate::kernels::{self, KernelRow, Refit};
@@ -246,7 +246,7 @@ fn flag_choice(c: &FlagChoice, current: &[String]) -> String {
                 );
             }
             row.push(s.map_or_else(|| "-".into(), human_seconds));
-            let paired = ratios.as_deref().and_then(flags::paired);
+            let paired = ratios.as_deref().and_then(crate::stats::paired);
             row.push(paired.map_or_else(|| "-".into(), |p| format!("{:.3}", p.0)));
             row.push(paired.map_or_else(|| "-".into(), |p| format!("{:.3}", p.1)));
             row

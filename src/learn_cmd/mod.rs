@@ -44,12 +44,13 @@ use absinthe_codegen::files::write_atomic;
 /// for 62-70% (--no-kernel-refit skips it). Then it chooses `cache_fraction`, the share of
 /// `cache_bytes` a tile may fill: it solves two calibration programs (chains of six gradients
 /// touching 19 arrays, on 256x128x60 and 64x64x60) with the new parameters at fractions 0.25, 1/3,
-/// 0.5, 0.75, 1 and the file's own, times every distinct optimum, and keeps the fraction whose
-/// optima ran fastest (the file's own when within 2%; --keep-cache-fraction skips this). The file
-/// may lack `params`, `cores` (default: this machine's CPUs) and `cache_bytes` (default: the L2
-/// size sysfs reports). Only `params`, `learned`, `compiler`, `cache_fraction` and `group_arrays`
-/// are rewritten (and missing
-/// `cores`/`cache_bytes` added); comments and every other key stay as written.
+/// 0.5, 0.75, 1 and the file's own, times every distinct optimum in 8 rounds, and keeps the
+/// file's own unless the fastest ran faster round by round with 95% confidence (and by over 2%);
+/// then, of the fractions as fast as the fastest, the nearest (--keep-cache-fraction skips this).
+/// The file may lack `params`, `cores` (default: this machine's CPUs) and `cache_bytes` (default:
+/// the L2 size sysfs reports). Only `params`, `learned`, `compiler`, `cache_fraction` and
+/// `group_arrays` are rewritten (and missing `cores`/`cache_bytes` added); comments and every
+/// other key stay as written.
 ///
 /// Examples:
 ///   absinthe learn --machine machines/mybox.yaml
@@ -99,8 +100,10 @@ pub struct LearnArgs {
     /// Keep the machine file's `cache_fraction` instead of choosing it by measurement. By
     /// default, after the fit, `learn` solves two calibration programs (chains of gradients
     /// touching 19 arrays) with the new parameters at cache fractions 0.25, 1/3, 0.5, 0.75, 1
-    /// and the file's own, times each distinct optimum, and writes the fraction whose optima
-    /// ran fastest (the file's own when within 2% of it) into `cache_fraction`.
+    /// and the file's own, times each distinct optimum in 8 rounds, and writes into
+    /// `cache_fraction` the file's own unless the fastest ran faster round by round with 95%
+    /// confidence (and by over 2%); then, of the fractions as fast as the fastest, the one
+    /// nearest the file's own.
     #[arg(long)]
     pub keep_cache_fraction: bool,
     /// Keep `compiler.flags` instead of choosing among `compiler.candidates` by measurement.
@@ -114,7 +117,7 @@ pub struct LearnArgs {
     /// cache fraction, `learn` solves the calibration programs and four fields sharing one
     /// coefficient (a group of all four walks 13 arrays) with no limit and
     /// limits of 16, 12, 10, 8 and 6 arrays per group, times each distinct optimum, and writes
-    /// the limit whose optima ran fastest (the file's own when within 2%) into `group_arrays`.
+    /// into `group_arrays` the limit chosen by the rule of the cache fraction's.
     #[arg(long)]
     pub keep_group_arrays: bool,
     /// Skip the kernel refit. By default, after the synthetic fit, `learn` times four shipped

@@ -131,16 +131,24 @@ pub struct CrowdingCalibration {
 pub struct GroupArraysCalibration {
     pub limits: Vec<Option<usize>>,
     pub seconds: Vec<Option<f64>>,
+    /// Per limit, per round: the geometric mean of the optima's medians in that round, from
+    /// which the choice is made (`learn::calibrate::choose_limit`; absent where infeasible).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<Option<Vec<f64>>>,
 }
 
 /// The measurements behind a learned `cache_fraction`: for each fraction tried, the time of the
 /// model's optima of the calibration programs at that fraction (the geometric mean of their
-/// medians, in seconds; absent where the model found no feasible configuration).
+/// medians, in seconds; absent where the model found no feasible configuration), and per round
+/// the geometric mean of their medians in that round, from which the choice is made
+/// (`learn::calibrate::choose`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CacheCalibration {
     pub fractions: Vec<f64>,
     pub seconds: Vec<Option<f64>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<Option<Vec<f64>>>,
 }
 
 /// The measurements behind learned `compiler.flags`: each flag set tried (the base flags first,
