@@ -33,8 +33,10 @@ use clap::{Parser, Subcommand};
 ///   absinthe bench configs/hdiff.yaml --machine machines/mybox.yaml --variants naive,unfused,opt
 ///   absinthe tune configs/hdiff.yaml --machine machines/mybox.yaml --top 8   # time the model's best 8, then refine
 ///
-/// Without --machine, commands use machines/default.yaml (hand-made for the 2-core development
-/// machine); machines/xeon-sapphire-rapids-2core.yaml is the learned one.
+/// Without --machine, commands use machines/default.yaml (hand-made for a 2-core Xeon; its
+/// parameters are the original work's, an order of magnitude only). Neither it nor
+/// machines/xeon-sapphire-rapids-2core.yaml (learned on one 2-core Sapphire Rapids) describes
+/// your machine: `absinthe learn` writes a file that does.
 #[derive(Parser)]
 #[command(name = "absinthe", version, about, long_about, verbatim_doc_comment)]
 struct Cli {
