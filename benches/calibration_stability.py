@@ -6,7 +6,8 @@ optima's time in every round (`learned.cache_calibration.rounds`). This script d
 replacement from one file's record and applies two rules to each draw:
 
 - `fastest`: the fraction with the least geometric mean over the rounds drawn, unless the file's
-  own is within 2% of it (learn's rule before the rounds were recorded);
+  own is within 2% of it (learn's rule before the rounds were recorded, which took the geometric
+  mean of medians pooled over its rounds);
 - `paired`: learn's rule (learn/src/calibrate.rs, `choose`): the file's own unless the fastest ran
   faster round by round with 95% confidence (Student's t on the logarithms of the ratios) and by
   over 2%; else, of the fractions not slower than the fastest in that sense, the one nearest the
