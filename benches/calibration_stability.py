@@ -67,6 +67,8 @@ def geometric_mean(times):
 
 def slower(a, b):
     """Whether times `a` ran slower than `b`, round by round (learn's `calibrate::slower`)."""
+    if len(a) < 2 or any(not (x > 0 and y > 0) for x, y in zip(a, b)):
+        return False  # as learn's `stats::paired`: no bound, so not slower
     logs = [math.log(y / x) for x, y in zip(a, b)]
     n = len(logs)
     mean = sum(logs) / n

@@ -23,7 +23,7 @@ use absinthe_model::cost_model::inline_search::apply as inline_apply;
 use absinthe_model::formats::learned::{CacheCalibration, GroupArraysCalibration};
 use absinthe_model::formats::machine::Machine;
 
-use absinthe_measure::runner::{median, Rounds, RunEvent, Runner, Sources, ROUNDS};
+use absinthe_measure::runner::{median, Rounds, RunEvent, Runner, Sources};
 use absinthe_measure::variants::{plan, PlanSettings, Variant};
 
 use crate::stats::{geometric_mean, paired};
@@ -66,7 +66,8 @@ pub struct FractionResult {
     /// Per calibration program: the optimum's case (index into that program's distinct
     /// optima) and its median seconds; None where the model found no feasible configuration.
     pub per_program: Vec<Option<(usize, f64)>>,
-    /// The geometric mean of the medians; None when some program had no optimum.
+    /// The geometric mean of `rounds`, by which the fastest is found; None when some program
+    /// had no optimum.
     pub seconds: Option<f64>,
     /// Per round, the geometric mean of the optima's medians in that round (None as `seconds`).
     pub rounds: Option<Vec<f64>>,
@@ -222,7 +223,8 @@ pub struct LimitResult {
     /// Per calibration program: the optimum's case and its median seconds (see
     /// [`FractionResult::per_program`]).
     pub per_program: Vec<Option<(usize, f64)>>,
-    /// The geometric mean of the medians; None when some program had no optimum.
+    /// The geometric mean of `rounds`, by which the fastest is found; None when some program
+    /// had no optimum.
     pub seconds: Option<f64>,
     /// Per round, the geometric mean of the optima's medians in that round (None as `seconds`).
     pub rounds: Option<Vec<f64>>,
@@ -415,7 +417,7 @@ fn measure_optima(
     }
     let names: Vec<String> = programs.iter().map(|p| p.program.name.clone()).collect();
     let rounds = SETTING_ROUNDS.min(options.repeats).max(2);
-    let per_round = options.repeats.div_ceil(ROUNDS).max(4);
+    let per_round = options.repeats.div_ceil(rounds).max(4);
     progress(Progress::Start {
         total: names.len() * (1 + rounds),
     });
@@ -443,9 +445,9 @@ fn measure_optima(
 
 /// Setting `f`'s times from `timed` (per round, per program, per case: its median in that round)
 /// and `cases_of` (per program, per setting: its optimum's case): per program its case and
-/// median over the rounds, their geometric mean, and per round the geometric mean of that
-/// round's medians.
-fn setting_times(
+/// median over the rounds; per round the geometric mean of that round's medians, and the
+/// geometric mean of those.
+pub(crate) fn setting_times(
     timed: &[Vec<Vec<f64>>],
     cases_of: &[Vec<Option<usize>>],
     f: usize,
@@ -461,7 +463,6 @@ fn setting_times(
         })
         .collect();
     let gm = |times: Option<Vec<f64>>| times.and_then(|t| geometric_mean(&t));
-    let seconds = gm(per_program.iter().map(|p| p.map(|(_, s)| s)).collect());
     let per_round = timed
         .iter()
         .map(|round| {
@@ -472,14 +473,14 @@ fn setting_times(
                 .collect())
         })
         .collect::<Option<Vec<f64>>>();
-    (per_program, seconds, per_round)
+    (per_program, gm(per_round.clone()), per_round)
 }
 
 /// Builds each program's bundle (`sources[k]`, None: nothing to time) and times it in
 /// `runs.0` interleaved rounds of `runs.1` runs (caches flushed, every run verified; the
 /// harness discards the first quarter of each round's runs); per program, the median
 /// of each case, whose descriptions (`cases[k]`, one per harness result line) name it in
-/// errors. Shared by the calibrations and the kernel refit.
+/// errors. The kernel refit's timing (the calibrations time round by round, [`measure_optima`]).
 pub(crate) fn time_cases(
     names: &[String],
     sources: &[Option<String>],

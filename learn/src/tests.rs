@@ -583,6 +583,13 @@ fn the_files_own_cache_fraction_is_kept_unless_it_ran_slower_round_by_round() {
         row(1.0, Some(&[1.0, 2.0, 1.0])),
     ];
     assert_eq!(choose(&near, third), third);
+    // Just beyond the tolerance in every round, with the rounds moving together: replaced.
+    let past = 1.0 + KEEP_TOLERANCE * 1.1;
+    let beyond = [
+        row(third, Some(&[past, 2.0 * past, 1.5 * past])),
+        row(1.0, Some(&[1.0, 2.0, 1.5])),
+    ];
+    assert_eq!(choose(&beyond, third), 1.0);
     // Of the fractions that tie with the fastest, the one nearest the file's own; exact ties
     // (the same configurations) included.
     let ties = [
@@ -608,6 +615,31 @@ fn the_files_own_cache_fraction_is_kept_unless_it_ran_slower_round_by_round() {
     ];
     assert_eq!(choose(&some, third), 1.0);
     assert_eq!(choose(&[row(0.25, None)], 0.4), 0.4);
+}
+
+/// A calibration's times are taken per round, program and case: two rounds of two programs,
+/// the second round twice as slow, each setting's optima at its own cases.
+#[test]
+fn calibration_times_are_taken_round_by_round_at_each_settings_cases() {
+    use crate::calibrate::setting_times;
+    // timed[round][program][case].
+    let timed = vec![
+        vec![vec![1.0, 4.0], vec![9.0, 16.0]],
+        vec![vec![2.0, 8.0], vec![18.0, 32.0]],
+    ];
+    // Setting 0: case 0 of both programs; setting 1: case 1 of program 0, none of program 1.
+    let cases_of = vec![vec![Some(0), Some(1)], vec![Some(0), None]];
+    let (per_program, seconds, rounds) = setting_times(&timed, &cases_of, 0);
+    assert_eq!(per_program, vec![Some((0, 1.5)), Some((0, 13.5))]);
+    let rounds = rounds.unwrap();
+    assert!(
+        (rounds[0] - 3.0).abs() < 1e-12 && (rounds[1] - 6.0).abs() < 1e-12,
+        "{rounds:?}"
+    );
+    assert!((seconds.unwrap() - 18f64.sqrt()).abs() < 1e-12);
+    let (per_program, seconds, rounds) = setting_times(&timed, &cases_of, 1);
+    assert_eq!(per_program, vec![Some((1, 6.0)), None]);
+    assert_eq!((seconds, rounds), (None, None));
 }
 
 #[test]

@@ -271,8 +271,13 @@ fn flag_choice(c: &FlagChoice, current: &[String]) -> String {
 }
 
 /// How the calibrations choose (`calibrate::choose`), under their tables.
-const RULE: &str = "chosen round by round: the file's own unless the fastest ran faster in the \
-rounds (95% confidence, by over 2%); then, of those as fast as the fastest, the nearest\n";
+fn rule() -> String {
+    format!(
+        "chosen round by round: the file's own unless the fastest ran faster (95% confidence, by \
+         over {}%); then, of those as fast as the fastest, the nearest\n",
+        crate::calibrate::KEEP_TOLERANCE * 100.0
+    )
+}
 
 /// The cache-fraction calibration's table: per fraction, each program's optimum and median,
 /// and the mean; then the fraction chosen against `current`.
@@ -283,7 +288,7 @@ fn calibration(c: &Calibration, current: f64) -> String {
         .map(|r| (format!("{:.4}", r.fraction), &r.per_program[..], r.seconds))
         .collect();
     let mut text = settings("cache fraction", &c.programs, &rows, &c.cases);
-    text.push_str(RULE);
+    text.push_str(&rule());
     let _ = if c.chosen == current {
         writeln!(text, "cache_fraction: kept {current:.4}")
     } else {
@@ -340,7 +345,7 @@ fn limit_calibration(c: &LimitCalibration, current: Option<usize>) -> String {
         .map(|r| (limit_label(r.limit), &r.per_program[..], r.seconds))
         .collect();
     let mut text = settings("group arrays", &c.programs, &rows, &c.cases);
-    text.push_str(RULE);
+    text.push_str(&rule());
     let _ = if c.chosen == current {
         writeln!(text, "group_arrays: kept {}", limit_label(current))
     } else {

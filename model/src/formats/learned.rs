@@ -124,8 +124,9 @@ pub struct CrowdingCalibration {
 }
 
 /// The measurements behind a learned `group_arrays`: for each limit tried (None: no limit), the
-/// time of the model's optima of the calibration programs under it (the geometric mean of their
-/// medians, in seconds; absent where the model found no feasible configuration).
+/// time of the model's optima of the calibration programs under it (in seconds: the geometric
+/// mean of `rounds`; absent where the model found no feasible configuration), and per round the
+/// geometric mean of their medians in that round.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GroupArraysCalibration {
@@ -138,9 +139,9 @@ pub struct GroupArraysCalibration {
 }
 
 /// The measurements behind a learned `cache_fraction`: for each fraction tried, the time of the
-/// model's optima of the calibration programs at that fraction (the geometric mean of their
-/// medians, in seconds; absent where the model found no feasible configuration), and per round
-/// the geometric mean of their medians in that round, from which the choice is made
+/// model's optima of the calibration programs at that fraction (in seconds: the geometric mean of
+/// `rounds`; absent where the model found no feasible configuration), and per round the
+/// geometric mean of their medians in that round, from which the choice is made
 /// (`learn::calibrate::choose`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
