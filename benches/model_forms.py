@@ -58,6 +58,18 @@ def published_seconds(row, p):
     return total + overhead * (p["slow_base"][1] + p["slow_stream"][1])
 
 
+def bench_rows(path):
+    """The rows of an `absinthe bench --format json` file; exits with the file named on error."""
+    try:
+        with open(path) as f:
+            rows = json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+        sys.exit(f"error: {path}: {e}")
+    if not isinstance(rows, list):
+        sys.exit(f"error: {path}: not the output of `absinthe bench --format json`")
+    return rows
+
+
 def spearman(xs, ys):
     def ranks(v):
         order = sorted(range(len(v)), key=lambda i: v[i])

@@ -33,6 +33,9 @@ import yaml
 from scipy.optimize import least_squares
 from scipy.stats import spearmanr
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from model_forms import bench_rows  # noqa: E402
+
 PARTS = ("fast", "slow_base", "slow_stream", "compute")
 TERMS = ("peel", "body")
 
@@ -40,13 +43,7 @@ TERMS = ("peel", "body")
 def load_rows(path, vector=4):
     """(program, variant, counts [stencils x 8], overhead count, measured, row streams, misses
     per cache level or None, row terms for `vector`-wide SIMD or None) of a bench JSON."""
-    try:
-        with open(path) as f:
-            rows = json.load(f)
-    except (OSError, json.JSONDecodeError) as e:
-        sys.exit(f"error: {path}: {e}")
-    if not isinstance(rows, list):
-        sys.exit(f"error: {path}: not the output of `absinthe bench --format json`")
+    rows = bench_rows(path)
     out = []
     for k, r in enumerate(rows):
         if not r.get("measured_seconds"):

@@ -44,18 +44,11 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from model_forms import spearman  # noqa: E402  (ties share their mean rank)
+from model_forms import bench_rows, spearman  # noqa: E402  (ties share their mean rank)
 
 
 def load(path):
-    try:
-        with open(path) as f:
-            rows = json.load(f)
-    except (OSError, json.JSONDecodeError) as e:
-        sys.exit(f"error: {path}: {e}")
-    if not isinstance(rows, list):
-        sys.exit(f"error: {path}: not the output of `absinthe bench --format json`")
-    return {r["variant"]: r for r in rows
+    return {r["variant"]: r for r in bench_rows(path)
             if r.get("measured_seconds") and r.get("predicted_seconds") is not None}
 
 
