@@ -312,6 +312,14 @@ impl SearchArgs {
                 program.domain,
             )
             .map_err(anyhow::Error::msg)?;
+        // A sweep or a 2-D stencil makes every group compute whole columns: one tile along k.
+        let columns = program
+            .stencils
+            .iter()
+            .any(|s| s.computation.is_sweep() || !program.dims(&s.name).has(2));
+        if columns && options.space.tiles_min.is_some_and(|t| t[2] > 1) {
+            bail!("the program computes whole columns (a sweep or a 2-D stencil): one tile along k, so the least tile count along k must be 1");
+        }
         Ok(options)
     }
 
@@ -356,8 +364,11 @@ impl SearchArgs {
             bail!("--gap must be in [0, 1), found {}", self.gap);
         }
         if let Some(t) = self.time_limit {
-            if !(t > 0.0 && t.is_finite()) {
-                bail!("--time-limit must be a positive number of seconds, found {t}");
+            if !(t > 0.0 && t <= limits::MAX_TIME_LIMIT) {
+                bail!(
+                    "--time-limit must be a positive number of seconds, at most {}, found {t:e}",
+                    limits::MAX_TIME_LIMIT
+                );
             }
         }
         if self.threads == Some(0) {

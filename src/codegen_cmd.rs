@@ -202,6 +202,17 @@ pub fn run(mut args: CodegenArgs) -> anyhow::Result<ExitCode> {
             renderer.cuda(&schedule, &plan(&schedule, &limits)?, harness.as_ref())?
         }
     };
+    // Every target checked first, so that a failure leaves no file of this run behind.
+    if let Some((name, _)) = files
+        .files
+        .iter()
+        .find(|(n, _)| args.output.join(n).is_dir())
+    {
+        anyhow::bail!(
+            "{} is a directory, not a file",
+            args.output.join(name).display()
+        );
+    }
     std::fs::create_dir_all(&args.output)
         .with_context(|| format!("cannot create {}", args.output.display()))?;
     for (name, text) in &files.files {

@@ -8,7 +8,7 @@ use anyhow::bail;
 use clap::Args;
 
 use crate::args::{load_on, MachineArg, SearchArgs};
-use crate::output::{solution_text, Format};
+use crate::output::{not_an_input, solution_text, Format};
 use crate::solving::{inline_choice, solve_program};
 use absinthe_codegen::files::write_atomic;
 
@@ -62,6 +62,11 @@ pub struct SolveArgs {
 }
 
 pub fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {
+    let machine = args.machine.path()?;
+    let emitted = args.emit.as_deref().and_then(|k| k.get(1)).map(Path::new);
+    for out in args.output.as_deref().into_iter().chain(emitted) {
+        not_an_input(out, &[&args.program, &machine])?;
+    }
     if let Some(kind_file) = args.emit.as_deref() {
         // The problem of the program `solve` solves (the chosen stencils inlined), written
         // before solving, so that an infeasible or slow problem can still be inspected.

@@ -10,7 +10,7 @@ use absinthe_solvers::method::Method;
 use clap::Args;
 
 use crate::args::{bench_of, FlushArgs, MachineArg, SearchArgs};
-use crate::output::{solution_text, Format};
+use crate::output::{not_an_input, solution_text, Format};
 use absinthe_codegen::files::write_atomic;
 
 /// Model-guided auto-tuning: build, verify and time the model's K best configurations, refine
@@ -122,6 +122,11 @@ pub fn run(args: TuneArgs) -> anyhow::Result<std::process::ExitCode> {
     let build = Build::of_flags(args.exact, args.relaxed_math);
     let options = BenchOptions::new(args.runs, args.flush.flush()?, build, BenchTarget::Openmp);
     let (program, templates) = (&args.program, args.templates.as_deref());
+    let output = args
+        .output
+        .clone()
+        .unwrap_or(default_solution_path(program));
+    not_an_input(&output, &[program, &args.machine.path()?])?;
     let bench = bench_of(program, &args.machine, templates, &args.scalars, options)?;
     eprintln!("planning variants of {} ...", bench.program.name);
     let options = TuneOptions {
@@ -139,7 +144,6 @@ pub fn run(args: TuneArgs) -> anyhow::Result<std::process::ExitCode> {
         tuning.plot(path)?;
         eprintln!("wrote {}", path.display());
     }
-    let output = args.output.unwrap_or(default_solution_path(program));
     let json = output.extension().is_some_and(|e| e == "json");
     write_atomic(&output, solution_text(&tuning.solution, json)?.as_bytes())?;
     tuning.report.solution_file = output.clone();

@@ -275,8 +275,7 @@ fn machine_errors_name_the_key() {
     let o = solve_hdiff_on(&m);
     assert!(!o.status.success());
     assert!(
-        stderr(&o)
-            .contains("neg.yaml: params.fast.peel: parameters must be finite and non-negative"),
+        stderr(&o).contains("neg.yaml: params.fast.peel: parameters must be non-negative seconds"),
         "{}",
         stderr(&o)
     );
@@ -290,7 +289,7 @@ fn machine_errors_name_the_key() {
         (
             "negcrowd.yaml",
             "{row_streams: 128, stream_body: -1.0e-10}",
-            "negcrowd.yaml: params.crowded.stream_body: parameters must be finite",
+            "negcrowd.yaml: params.crowded.stream_body: parameters must be non-negative",
         ),
     ] {
         let m = temp_file(

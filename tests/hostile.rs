@@ -492,3 +492,134 @@ fn cache_levels_out_of_range_are_refused() {
     let o = absinthe(&["cache", "configs/hdiff.yaml", "--variant", "random:3"]);
     assert_clean_error(&o, &["--variant takes one of", "random:3"]);
 }
+
+/// Time limits past what the solvers take (Z3 counts milliseconds in 32 bits and the watchdog
+/// builds a `Duration`), HiGHS threads through `ABSINTHE_HIGHS_OPTIONS`, and cost parameters or
+/// network bandwidths that overflow the estimates: each a clear error naming what is wrong.
+#[test]
+fn time_limits_threads_and_costs_past_their_bounds_are_refused() {
+    for (cmd, limit) in [
+        ("solve", "1e20"),
+        ("compare", "1e300"),
+        ("solve", "4294967.297"),
+    ] {
+        let mut args = vec![cmd, "configs/hdiff.yaml", "--time-limit", limit];
+        if cmd == "solve" {
+            args.extend(["--solver", "z3"]);
+        }
+        let o = absinthe(&args);
+        assert_clean_error(&o, &["--time-limit", "at most 1000000"]);
+    }
+    let o = absinthe_env(
+        &["solve", "configs/hdiff.yaml"],
+        &[("ABSINTHE_HIGHS_OPTIONS", "threads=100000")],
+    );
+    assert_clean_error(
+        &o,
+        &["ABSINTHE_HIGHS_OPTIONS: threads must be from 1 to 256"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    for (name, params, needle) in [
+        (
+            "huge.yaml",
+            "params:\n  fast: {peel: 1e308, body: 1e-11}\n  slow_base: {peel: 0.0, body: 0.0}\n  slow_stream: {peel: 1e-9, body: 1e-10}\n",
+            "huge.yaml: params.fast.peel: parameters must be non-negative seconds, at most 0.001",
+        ),
+        (
+            "slow.yaml",
+            "params:\n  fast: {peel: 1e-10, body: 1e-11}\n  slow_base: {peel: 0.0, body: 0.0}\n  slow_stream: {peel: 1e-9, body: 1e-10}\nnetwork: {latency_us: 1.0, bandwidth_gbs: 5e-324}\n",
+            "slow.yaml: network.bandwidth_gbs: network.bandwidth_gbs must be from 0.000001",
+        ),
+    ] {
+        let m = temp_file(
+            dir.path(),
+            name,
+            &format!("name: m\ncores: 2\ncache_bytes: 65536\n{params}"),
+        );
+        let o = absinthe(&["solve", "configs/hdiff.yaml", "--machine", m.to_str().unwrap()]);
+        assert_clean_error(&o, &[needle]);
+    }
+}
+
+/// Inputs that were accepted with a silent loss, or refused with a wrong reason: duplicate
+/// `let:` and `fields:` keys, float literals past a float, long program names, a sweep program
+/// asked for several tiles along k or the digits MILP, and `in(k, i, j)`.
+#[test]
+fn silent_losses_and_wrong_reasons_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = |lets: &str, expr: &str, extra: &str| {
+        format!(
+            "name: p\ndomain: [8, 8, 4]\nhalo: [1, 1, 0]\noutputs: [out]\n{extra}stencils:\n  - name: out\n{lets}    expr: \"{expr}\"\n"
+        )
+    };
+    for (name, text, needles) in [
+        (
+            "dup.yaml",
+            body("    let:\n      a: \"1.0\"\n      a: \"2.0\"\n", "a * in(i,j,k)", ""),
+            vec!["dup.yaml: stencils[0].let: the key `a` is given twice at line 8"],
+        ),
+        (
+            "dupfield.yaml",
+            body("", "in(i,j,k) * dz(k)", "fields:\n  dz: [k]\n  dz: [k]\n"),
+            vec!["dupfield.yaml: fields: the key `dz` is given twice"],
+        ),
+        (
+            "float.yaml",
+            body("", "in(i,j,k) + 1e39", "type: float\n"),
+            vec!["float.yaml: stencils[0].expr: number literal `1e39` is too large for a float"],
+        ),
+        (
+            "order.yaml",
+            body("", "in(k,i,j)", ""),
+            vec!["order.yaml: stencils[0].expr: an access to `in` lists its indices as i, j, k in this order"],
+        ),
+        (
+            "long.yaml",
+            body("", "in(i,j,k)", "").replace("name: p", &format!("name: {}", "a".repeat(300))),
+            vec!["long.yaml: name: the name has 300 bytes; at most 128"],
+        ),
+        (
+            "deep.yaml",
+            format!("name: {}{}\n", "[".repeat(10_000), "]".repeat(10_000)),
+            vec!["deep.yaml: brackets nested more than 64 deep at line 1 column 71"],
+        ),
+    ] {
+        let p = temp_file(dir.path(), name, &text);
+        let o = absinthe(&["check", p.to_str().unwrap()]);
+        assert_clean_error(&o, &needles);
+    }
+    let o = absinthe(&["check", "/dev/zero"]);
+    assert_clean_error(&o, &["/dev/zero: the file is larger than 64 MiB"]);
+    let sweep = "configs/cosmo_vadv_implicit.yaml";
+    let o = absinthe(&["solve", sweep, "--tiles-min", "1,1,2"]);
+    assert_clean_error(&o, &["computes whole columns", "along k must be 1"]);
+    let o = absinthe(&["solve", sweep, "--encoding", "digits"]);
+    assert_clean_error(
+        &o,
+        &["the digits MILP does not encode programs with sweeps"],
+    );
+}
+
+/// An output that would replace an input, or a file the code generator cannot write, fails
+/// before anything is written.
+#[test]
+fn outputs_never_replace_inputs_or_leave_part_of_a_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = temp_file(dir.path(), "p.yaml", &hdiff());
+    let o = absinthe(&["solve", p.to_str().unwrap(), "-o", p.to_str().unwrap()]);
+    assert_clean_error(&o, &["p.yaml is an input of this command"]);
+    assert_eq!(std::fs::read_to_string(&p).unwrap(), hdiff());
+    let out = dir.path().join("cg");
+    std::fs::create_dir_all(out.join("hdiff.cpp")).unwrap();
+    let o = absinthe(&["codegen", "configs/hdiff.yaml", "-o", out.to_str().unwrap()]);
+    assert_clean_error(&o, &["hdiff.cpp is a directory, not a file"]);
+    let left: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        left,
+        vec![std::ffi::OsString::from("hdiff.cpp")],
+        "{left:?}"
+    );
+}

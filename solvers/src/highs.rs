@@ -16,6 +16,7 @@
 use std::time::Instant;
 
 use absinthe_model::encodings::lp::{Milp, Sense};
+use absinthe_model::formats::limits::MAX_SOLVER_THREADS;
 use highs::{ColProblem, HighsModelStatus, HighsSolutionStatus, Model, Row, SolvedModel};
 
 use crate::backend::{unbounded_or_infeasible, without_incumbent};
@@ -208,7 +209,17 @@ fn extra_option(pair: &str) -> Result<(&str, OptionValue), SolverError> {
             "ABSINTHE_HIGHS_OPTIONS: `{value}` is not a number or bool"
         )));
     };
-    Ok((name.trim(), value))
+    let name = name.trim();
+    // HiGHS starts this many operating-system threads: the bound of `--threads`.
+    if name == "threads"
+        && !matches!(value, OptionValue::Int(t) if (1..=MAX_SOLVER_THREADS as i32).contains(&t))
+    {
+        return Err(backend(format!(
+            "ABSINTHE_HIGHS_OPTIONS: threads must be from 1 to {MAX_SOLVER_THREADS}, found `{}`",
+            pair.split_once('=').map_or("", |p| p.1)
+        )));
+    }
+    Ok((name, value))
 }
 
 /// Sets one HiGHS option; HiGHS refuses an unknown name or a value of the wrong type.

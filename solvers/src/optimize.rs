@@ -79,6 +79,7 @@ pub fn optimize(
 ) -> Result<Optimum, OptimizeError> {
     if options.encoding == Encoding::Digits {
         absinthe_model::encodings::milp::digits_supported(machine)
+            .and_then(|()| absinthe_model::encodings::milp::digits_encodes(analysis))
             .map_err(OptimizeError::Unsupported)?;
     }
     let started = Instant::now();

@@ -22,6 +22,7 @@ use ::z3::{Config, Context, Model, Optimize, SatResult};
 use absinthe_model::cost_model::exact::{decimal, to_f64, Rational};
 use absinthe_model::encodings::lp::Milp;
 use absinthe_model::encodings::smt::{self, parse_value, Smt, Sort, OBJECTIVE};
+use absinthe_model::formats::limits::MAX_TIME_LIMIT;
 use num_traits::Signed;
 
 use crate::backend::is_feasible;
@@ -171,9 +172,9 @@ fn context(time_limit: Option<f64>) -> Result<Context, SolverError> {
     let mut config = Config::new();
     config.set_model_generation(true);
     if let Some(limit) = time_limit {
-        if !(limit > 0.0 && limit.is_finite()) {
+        if !(limit > 0.0 && limit <= MAX_TIME_LIMIT) {
             return Err(SolverError::InvalidOptions(format!(
-                "the time limit must be a positive number of seconds, found {limit}"
+                "the time limit must be a positive number of seconds, at most {MAX_TIME_LIMIT}, found {limit}"
             )));
         }
         config.set_timeout_msec((limit * 1000.0).ceil() as u64);

@@ -38,7 +38,9 @@ mod variables;
 mod widths;
 
 use crate::cost_model::options::{Encoding, MilpOptions};
-pub use encoding::{digits_supported, Encoded, GPU_DIGITS_UNSUPPORTED};
+pub use encoding::{
+    digits_encodes, digits_supported, Encoded, GPU_DIGITS_UNSUPPORTED, SWEEP_DIGITS_UNSUPPORTED,
+};
 
 use builder::Builder;
 use stencil::Carried;

@@ -202,11 +202,30 @@ pub fn load_file<T>(
     path: &std::path::Path,
     parse: impl FnOnce(&str) -> Result<T, Vec<Diagnostic>>,
 ) -> Result<T, FileError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        FileError::single(
-            path,
-            Diagnostic::new("", format!("cannot read the file: {e}")),
-        )
-    })?;
+    let text = read_text(path).map_err(|e| FileError::single(path, Diagnostic::new("", e)))?;
     parse(&text).map_err(|d| FileError::new(path, d))
+}
+
+/// The most bytes a program, machine or solution file may have: 64 MiB, a thousand times the
+/// largest shipped one. Past it the parsers' memory and time grow with a file nobody wrote.
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
+/// The text of a file of at most [`MAX_FILE_BYTES`], or why not: a pipe is read (`<(...)`), a
+/// device that never ends (`/dev/zero`) stops at the bound.
+fn read_text(path: &std::path::Path) -> Result<String, String> {
+    use std::io::Read;
+    let cannot = |e: std::io::Error| format!("cannot read the file: {e}");
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .map_err(cannot)?
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(cannot)?;
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(format!(
+            "the file is larger than {} MiB, the most absinthe reads",
+            MAX_FILE_BYTES >> 20
+        ));
+    }
+    Ok(text)
 }

@@ -63,6 +63,19 @@ pub const MAX_GPU_THREADS_PER_BLOCK: usize = 1 << 12;
 pub const MAX_GPU_SHARED_BYTES: u64 = 1 << 30;
 pub const MAX_GPU_REGISTERS: usize = 1 << 16;
 
+/// Bytes of a program's name: 128. The generated files are named after it
+/// (`NAME_harness.cpp`, and their temporaries while written), and a file name has at most 255.
+pub const MAX_PROGRAM_NAME: usize = 128;
+
+/// Seconds a solver may be given (`--time-limit`): 10^6, 11.6 days. Z3 takes its timeout in
+/// milliseconds as a 32-bit count (49.7 days); a longer limit would wrap to a short one.
+pub const MAX_TIME_LIMIT: f64 = 1e6;
+
+/// Seconds a cost parameter may charge per access or operation (`params`): a millisecond, ten
+/// thousand times a DRAM access. Larger ones reach no machine, and with cell counts up to
+/// [`MAX_CELLS`] they would overflow the estimates and the MILP's coefficients.
+pub const MAX_PARAM_SECONDS: f64 = 1e-3;
+
 /// Timed runs per variant (`bench --runs`, `tune --runs`).
 pub const MAX_RUNS: usize = 1 << 20;
 

@@ -202,11 +202,11 @@ impl Params {
             ));
         }
         for (key, v) in self.named() {
-            if !v.is_finite() || v < 0.0 {
+            if !(0.0..=limits::MAX_PARAM_SECONDS).contains(&v) {
                 errors.push(Diagnostic::new(
                     key,
                     format!(
-                        "parameters must be finite and non-negative, found {v} (the model's max and >= encodings are exact only for non-negative costs)"
+                        "parameters must be non-negative seconds, at most {} (the model's max and >= encodings are exact only for non-negative costs), found {v}", limits::MAX_PARAM_SECONDS
                     ),
                 ));
             }

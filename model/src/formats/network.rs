@@ -32,6 +32,9 @@ pub struct Network {
 pub const MAX_LATENCY_US: f64 = 1e6;
 /// The most GB/s a file may give.
 pub const MAX_BANDWIDTH_GBS: f64 = 1e5;
+/// The fewest GB/s a file may give (a kilobyte per second): below it a halo exchange's
+/// seconds overflow.
+pub const MIN_BANDWIDTH_GBS: f64 = 1e-6;
 
 impl Network {
     /// Seconds of one message of `bytes` bytes in `runs` contiguous runs.
@@ -50,11 +53,11 @@ impl Network {
                 ),
             ));
         }
-        if !(self.bandwidth_gbs > 0.0 && self.bandwidth_gbs <= MAX_BANDWIDTH_GBS) {
+        if !(MIN_BANDWIDTH_GBS..=MAX_BANDWIDTH_GBS).contains(&self.bandwidth_gbs) {
             errors.push(Diagnostic::new(
                 "network.bandwidth_gbs",
                 format!(
-                    "network.bandwidth_gbs must be above 0 and at most {MAX_BANDWIDTH_GBS} (GB/s), found {}",
+                    "network.bandwidth_gbs must be from {MIN_BANDWIDTH_GBS} to {MAX_BANDWIDTH_GBS} (GB/s), found {}",
                     self.bandwidth_gbs
                 ),
             ));

@@ -18,6 +18,9 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, Diagnostic> {
     if let Some(d) = control_character(text) {
         return Err(d);
     }
+    if let Some(d) = too_deep(text) {
+        return Err(d);
+    }
     let de = serde_yaml_ng::Deserializer::from_str(text);
     serde_path_to_error::deserialize(de).map_err(|err| {
         let path = err.path().to_string();
@@ -31,8 +34,51 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, Diagnostic> {
             }
         }
         let path = if path == "." { String::new() } else { path };
+        // serde_yaml_ng may start its message with the same path; the diagnostic names it once.
+        if let Some(rest) = message.strip_prefix(&format!("{path}: ")) {
+            message = rest.to_string();
+        }
         Diagnostic::new(path, message)
     })
+}
+
+/// The most `[` and `{` a file may nest (no format of absinthe's nests more than three): the
+/// parser's time grows with the square of the depth, 7 s at 50,000.
+pub const MAX_FLOW_DEPTH: usize = 64;
+
+/// The first `[` or `{` nested deeper than [`MAX_FLOW_DEPTH`] outside quotes and comments, as
+/// an error naming its line and column.
+fn too_deep(text: &str) -> Option<Diagnostic> {
+    let mut depth = 0usize;
+    for (line, row) in text.split('\n').enumerate() {
+        let mut quote: Option<char> = None;
+        let mut prev = ' ';
+        for (column, c) in row.chars().enumerate() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), _) => {}
+                (None, '"' | '\'') => quote = Some(c),
+                (None, '#') if prev.is_whitespace() => break,
+                (None, '[' | '{') => {
+                    depth += 1;
+                    if depth > MAX_FLOW_DEPTH {
+                        return Some(Diagnostic::new(
+                            "",
+                            format!(
+                                "brackets nested more than {MAX_FLOW_DEPTH} deep at line {} column {}",
+                                line + 1,
+                                column + 1
+                            ),
+                        ));
+                    }
+                }
+                (None, ']' | '}') => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            prev = c;
+        }
+    }
+    None
 }
 
 /// The first character YAML forbids in `text`, as an error naming its line and column.
@@ -64,4 +110,36 @@ pub fn to_string<T: Serialize>(value: &T) -> Result<String, String> {
 /// Parses untyped YAML (used to rewrite a file while preserving keys we do not own).
 pub fn parse_value(text: &str) -> Result<Value, Diagnostic> {
     from_str::<Value>(text)
+}
+
+/// `deserialize_with` for a mapping whose keys must differ (`let:`, `fields:`): YAML parsers
+/// keep the last of two equal keys, which would silently drop the first definition.
+pub fn unique_keys<'de, D, V>(de: D) -> Result<indexmap::IndexMap<String, V>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    V: serde::Deserialize<'de>,
+{
+    struct Keys<V>(std::marker::PhantomData<V>);
+    impl<'de, V: serde::Deserialize<'de>> serde::de::Visitor<'de> for Keys<V> {
+        type Value = indexmap::IndexMap<String, V>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a mapping with distinct keys")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut out = indexmap::IndexMap::new();
+            while let Some((key, value)) = map.next_entry::<String, V>()? {
+                if out.contains_key(&key) {
+                    return Err(serde::de::Error::custom(format!(
+                        "the key `{key}` is given twice"
+                    )));
+                }
+                out.insert(key, value);
+            }
+            Ok(out)
+        }
+    }
+    de.deserialize_map(Keys(std::marker::PhantomData))
 }

@@ -153,7 +153,7 @@ struct ProgramFile {
     inputs: Option<Vec<String>>,
     #[serde(default)]
     scalars: Vec<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "yaml::unique_keys")]
     fields: IndexMap<String, Vec<String>>,
     stencils: Vec<StencilFile>,
     #[serde(default)]
@@ -166,7 +166,7 @@ struct StencilFile {
     name: String,
     #[serde(default)]
     computation: Computation,
-    #[serde(default, rename = "let")]
+    #[serde(default, rename = "let", deserialize_with = "yaml::unique_keys")]
     lets: IndexMap<String, String>,
     #[serde(default)]
     expr: Option<String>,
@@ -178,7 +178,7 @@ struct StencilFile {
 #[serde(deny_unknown_fields)]
 struct IntervalFile {
     k: (i64, Option<i64>),
-    #[serde(default, rename = "let")]
+    #[serde(default, rename = "let", deserialize_with = "yaml::unique_keys")]
     lets: IndexMap<String, String>,
     expr: String,
 }
@@ -246,6 +246,16 @@ impl Program {
                 ),
             ));
         }
+        if file.name.len() > limits::MAX_PROGRAM_NAME {
+            errors.push(Diagnostic::new(
+                "name",
+                format!(
+                    "the name has {} bytes; at most {} (the generated files are named after it)",
+                    file.name.len(),
+                    limits::MAX_PROGRAM_NAME
+                ),
+            ));
+        }
         let (domain, halo) = domain_and_halo(&file, &mut errors);
         // 2-D stencils (`[i, j]` under `fields:`) have one interval of one level.
         let planes: Vec<&str> = file
@@ -266,6 +276,9 @@ impl Program {
             }
         }
         check_stencil_locals(&stencils, &mut errors);
+        if file.value_type == ValueType::Float {
+            check_float_literals(&stencils, &mut errors);
+        }
         let fields = read_fields(&file.fields, &stencils, file.inputs.as_deref(), &mut errors);
         check_field_accesses(&fields, &stencils, &mut errors);
         check_planes(&fields, &stencils, domain[2], &mut errors);
@@ -492,6 +505,28 @@ fn read_body(
         Err(e) => {
             errors.push(expr_diagnostic(format!("{path}.expr"), expr, &e));
             None
+        }
+    }
+}
+
+/// A `float` program's literals fit a float: the generated code casts each to the value type,
+/// and one past `f32::MAX` would become infinity (the lexer refuses only what overflows a
+/// double).
+fn check_float_literals(stencils: &[Stencil], errors: &mut Vec<Diagnostic>) {
+    for b in stencils.iter().flat_map(|s| &s.bodies) {
+        let exprs = b
+            .lets
+            .iter()
+            .map(|l| (format!("{}.let.{}", b.path, l.name), &l.expr));
+        for (path, e) in exprs.chain([(format!("{}.expr", b.path), &b.expr)]) {
+            e.visit_numbers(&mut |text, value| {
+                if value.abs() > f32::MAX as f64 {
+                    errors.push(Diagnostic::new(
+                        path.clone(),
+                        format!("number literal `{text}` is too large for a float (type: float)"),
+                    ));
+                }
+            });
         }
     }
 }

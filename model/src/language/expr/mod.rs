@@ -232,6 +232,15 @@ impl Expr {
         });
     }
 
+    /// Calls `f` on every number literal, in source order.
+    pub fn visit_numbers<'a>(&'a self, f: &mut impl FnMut(&'a str, f64)) {
+        self.visit(&mut |e| {
+            if let Expr::Number { text, value } = e {
+                f(text, *value);
+            }
+        });
+    }
+
     /// Calls `f` on every use of a run-time scalar, in source order.
     pub fn visit_scalars<'a>(&'a self, f: &mut impl FnMut(&'a str)) {
         self.visit(&mut |e| {

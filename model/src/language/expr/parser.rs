@@ -624,7 +624,10 @@ impl<'s> Parser<'s> {
                 Some(TokenKind::Comma) if d < 2 => self.bump(),
                 Some(TokenKind::Comma) => {
                     return Err(self.error(
-                        format!("an access to `{array}` takes at most three indices (i, j, k)"),
+                        format!(
+                            "an access to `{array}` lists its indices as i, j, k in this order, \
+                             each at most once: nothing may follow `k`"
+                        ),
                         self.here(),
                     ))
                 }

@@ -340,7 +340,16 @@ fn malformed_inputs_name_the_problem_and_column() {
         ("in(i+99999999999, j, k)", "offset `+99999999999` is out of range: an offset is at most 65536 cells", 6),
         ("in(i-65537, j, k)", "offset `-65537` is out of range", 6),
         ("in()", "an access to `in` needs its indices (i, j, k, or a field's own), found `)`", 4),
-        ("in(i, j, k, l)", "an access to `in` takes at most three indices (i, j, k)", 11),
+        (
+            "in(i, j, k, l)",
+            "an access to `in` lists its indices as i, j, k in this order, each at most once: nothing may follow `k`",
+            11,
+        ),
+        (
+            "in(k, i, j)",
+            "an access to `in` lists its indices as i, j, k in this order, each at most once: nothing may follow `k`",
+            5,
+        ),
         ("in(i j, k)", "expected `,` or `)` after the index `i` of the access to `in` opened at column 3, found `j`", 6),
         ("in(i, j, k", "expected `,` or `)` after the index `k` of the access to `in` opened at column 3, found end of expression", 11),
         ("a *", "unexpected end of expression, expected an operand", 4),
