@@ -312,12 +312,7 @@ impl SearchArgs {
                 program.domain,
             )
             .map_err(anyhow::Error::msg)?;
-        // A sweep or a 2-D stencil makes every group compute whole columns: one tile along k.
-        let columns = program
-            .stencils
-            .iter()
-            .any(|s| s.computation.is_sweep() || !program.dims(&s.name).has(2));
-        if columns && options.space.tiles_min.is_some_and(|t| t[2] > 1) {
+        if program.whole_columns() && options.space.tiles_min.is_some_and(|t| t[2] > 1) {
             bail!("the program computes whole columns (a sweep or a 2-D stencil): one tile along k, so the least tile count along k must be 1");
         }
         Ok(options)
@@ -365,10 +360,8 @@ impl SearchArgs {
         }
         if let Some(t) = self.time_limit {
             if !(t > 0.0 && t <= limits::MAX_TIME_LIMIT) {
-                bail!(
-                    "--time-limit must be a positive number of seconds, at most {}, found {t:e}",
-                    limits::MAX_TIME_LIMIT
-                );
+                let most = limits::MAX_TIME_LIMIT;
+                bail!("--time-limit must be a positive number of seconds, at most {most}, found {t:e}");
             }
         }
         if self.threads == Some(0) {

@@ -21,7 +21,7 @@ use crate::args::renderer;
 use crate::args::Target;
 use crate::args::{MachineArg, SearchArgs};
 use crate::solving::solve_program;
-use absinthe_codegen::files::write_atomic;
+use absinthe_codegen::files::write_files;
 
 /// Emit tiled OpenMP C++ or CUDA for a program: the kernels and, with `--harness`, a main
 /// program that verifies them against the naive reference bit for bit and times them.
@@ -202,22 +202,7 @@ pub fn run(mut args: CodegenArgs) -> anyhow::Result<ExitCode> {
             renderer.cuda(&schedule, &plan(&schedule, &limits)?, harness.as_ref())?
         }
     };
-    // Every target checked first, so that a failure leaves no file of this run behind.
-    if let Some((name, _)) = files
-        .files
-        .iter()
-        .find(|(n, _)| args.output.join(n).is_dir())
-    {
-        anyhow::bail!(
-            "{} is a directory, not a file",
-            args.output.join(name).display()
-        );
-    }
-    std::fs::create_dir_all(&args.output)
-        .with_context(|| format!("cannot create {}", args.output.display()))?;
-    for (name, text) in &files.files {
-        write_atomic(&args.output.join(name), text.as_bytes())?;
-    }
+    write_files(&args.output, &files.files)?;
     eprintln!(
         "wrote {} to {} (configuration from {source}: groups {:?}, tiles {:?}, streamed groups {:?})",
         files

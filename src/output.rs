@@ -67,19 +67,3 @@ pub fn solution_text(
         absinthe_model::formats::yaml::to_string(solution).map_err(anyhow::Error::msg)?
     })
 }
-
-/// Refuses an output path that names one of the command's input files (`solve P -o P` would
-/// replace the program with its solution).
-pub fn not_an_input(out: &Path, inputs: &[&Path]) -> anyhow::Result<()> {
-    let same = |a: &Path, b: &Path| match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    };
-    if let Some(input) = inputs.iter().find(|i| same(out, i)) {
-        anyhow::bail!(
-            "{} is an input of this command; write the output to another file",
-            input.display()
-        );
-    }
-    Ok(())
-}

@@ -8,9 +8,9 @@ use anyhow::bail;
 use clap::Args;
 
 use crate::args::{load_on, MachineArg, SearchArgs};
-use crate::output::{not_an_input, solution_text, Format};
+use crate::output::{solution_text, Format};
 use crate::solving::{inline_choice, solve_program};
-use absinthe_codegen::files::write_atomic;
+use absinthe_codegen::files::{not_an_input, write_atomic};
 
 /// Choose which stencils to fuse and how to tile them, by solving one MILP.
 ///

@@ -10,8 +10,8 @@ use absinthe_solvers::method::Method;
 use clap::Args;
 
 use crate::args::{bench_of, FlushArgs, MachineArg, SearchArgs};
-use crate::output::{not_an_input, solution_text, Format};
-use absinthe_codegen::files::write_atomic;
+use crate::output::{solution_text, Format};
+use absinthe_codegen::files::{not_an_input, write_atomic};
 
 /// Model-guided auto-tuning: build, verify and time the model's K best configurations, refine
 /// the fastest by measurement, and keep the fastest of all.

@@ -610,8 +610,20 @@ fn two_d_stencils_stay_alone_in_every_encoding() {
         .group_ranges()
         .into_iter()
         .all(|r| a.may_group(r)));
+    // The program has a sweep, which the digits MILP refuses (`milp::digits_encodes`).
+    let digits = MilpOptions {
+        encoding: Encoding::Digits,
+        ..options.clone()
+    };
+    let refused = solve_with("highs", &a, &m, &digits)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("does not encode programs with sweeps"),
+        "{refused}"
+    );
     for (name, encoding) in [
-        ("highs", Encoding::Digits),
+        ("highs", Encoding::Ranges),
         ("cbc", Encoding::Ranges),
         ("dp", Encoding::Ranges),
     ] {

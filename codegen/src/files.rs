@@ -33,6 +33,38 @@ impl<T> Context<T> for std::io::Result<T> {
     }
 }
 
+/// Writes `files` (name, text) into `dir`, creating it, each with [`write_atomic`]. Every target
+/// is checked first, so that a directory in the way leaves no file of this call behind.
+pub fn write_files(dir: &Path, files: &[(String, String)]) -> Result<(), WriteError> {
+    if let Some((name, _)) = files.iter().find(|(n, _)| dir.join(n).is_dir()) {
+        return Err(WriteError::new(format!(
+            "{} is a directory, not a file",
+            dir.join(name).display()
+        )));
+    }
+    std::fs::create_dir_all(dir).or_say(|| format!("cannot create {}", dir.display()))?;
+    for (name, text) in files {
+        write_atomic(&dir.join(name), text.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// Refuses an output path that names one of the command's input files (`solve P -o P` would
+/// replace the program with its solution).
+pub fn not_an_input(out: &Path, inputs: &[&Path]) -> Result<(), WriteError> {
+    let same = |a: &Path, b: &Path| match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    match inputs.iter().find(|i| same(out, i)) {
+        Some(input) => Err(WriteError::new(format!(
+            "{} is an input of this command; write the output to another file",
+            input.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Writes `contents` to `path` so that a reader never sees a half-written file and a failure
 /// leaves the old file untouched: through a temporary file in the same directory and a rename.
 /// A symbolic link is written through (its target is replaced, the link kept); a path that is

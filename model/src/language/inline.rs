@@ -131,28 +131,18 @@ pub fn inline_program(program: &Program, inline: &[usize]) -> Result<Program, In
             if !inlinable(program, st) {
                 return Err(InlineError::ByLevel(st.name.clone()));
             }
-            let rewritten = substitute(&st.bodies[0], &bodies, &program.scalars);
-            bodies.insert(st.name.clone(), rewritten);
+            let (lets, expr) = substitute(&st.bodies[0], &bodies, &program.scalars);
+            // Every reader holds a shifted copy of each of these reads and lets, so a body past
+            // the bounds here makes its readers too large: stop before a chain of such
+            // bodies grows exponentially.
+            check_size(&st.name, &lets, &expr)?;
+            bodies.insert(st.name.clone(), (lets, expr));
             continue;
         }
         let mut rewritten = Vec::new();
         for b in &st.bodies {
             let (lets, expr) = substitute(b, &bodies, &program.scalars);
-            let mut reads = BTreeSet::new();
-            for e in lets.iter().map(|l| &l.expr).chain([&expr]) {
-                e.visit_accesses(&mut |a, o| {
-                    reads.insert((a.to_string(), o));
-                });
-            }
-            if reads.len() > MAX_INLINED_READS || lets.len() > MAX_INLINED_LETS {
-                return Err(InlineError::TooLarge {
-                    stencil: st.name.clone(),
-                    reads: reads.len(),
-                    lets: lets.len(),
-                    max_reads: MAX_INLINED_READS,
-                    max_lets: MAX_INLINED_LETS,
-                });
-            }
+            check_size(&st.name, &lets, &expr)?;
             rewritten.push(with_sources(b, lets, expr));
         }
         stencils.push(Stencil {
@@ -168,6 +158,27 @@ pub fn inline_program(program: &Program, inline: &[usize]) -> Result<Program, In
         constraints,
         ..program.clone()
     })
+}
+
+/// [`InlineError::TooLarge`] when a rewritten body of `stencil` has more distinct reads than
+/// [`MAX_INLINED_READS`] or more lets than [`MAX_INLINED_LETS`].
+fn check_size(stencil: &str, lets: &[Let], expr: &Expr) -> Result<(), InlineError> {
+    let mut reads = BTreeSet::new();
+    for e in lets.iter().map(|l| &l.expr).chain([expr]) {
+        e.visit_accesses(&mut |a, o| {
+            reads.insert((a.to_string(), o));
+        });
+    }
+    if reads.len() > MAX_INLINED_READS || lets.len() > MAX_INLINED_LETS {
+        return Err(InlineError::TooLarge {
+            stencil: stencil.to_string(),
+            reads: reads.len(),
+            lets: lets.len(),
+            max_reads: MAX_INLINED_READS,
+            max_lets: MAX_INLINED_LETS,
+        });
+    }
+    Ok(())
 }
 
 /// Whether a stencil can be computed where it is read: one body on every level, not a sweep
@@ -477,5 +488,35 @@ stencils:
             [0, 1]
         );
         assert_eq!(inline_program(&p, &[]).unwrap(), p);
+    }
+
+    /// A chain of wide stencils, each reading the one before over an 8x8 box: inlining the
+    /// whole chain would multiply the reads at every step (64^5 copies for six). The first
+    /// intermediate body past the bounds ends the rewrite, before a reader is built.
+    #[test]
+    fn a_chain_past_the_bounds_stops_at_its_first_wide_body() {
+        let mut text = String::from(
+            "name: wide\ndomain: [8, 8, 4]\nhalo: [24, 24, 0]\noutputs: [s5]\nstencils:\n",
+        );
+        let mut prev = "in".to_string();
+        for m in 0..6 {
+            let reads: Vec<String> = (-4..4)
+                .flat_map(|a| (-4..4).map(move |b| (a, b)))
+                .map(|(a, b)| format!("{prev}(i{a:+},j{b:+},k)"))
+                .collect();
+            text.push_str(&format!(
+                "  - name: s{m}\n    expr: \"{}\"\n",
+                reads.join(" + ")
+            ));
+            prev = format!("s{m}");
+        }
+        let p = program(&text);
+        match inline_program(&p, &[0, 1, 2, 3, 4]) {
+            Err(InlineError::TooLarge { stencil, reads, .. }) => {
+                assert_eq!(stencil, "s1");
+                assert_eq!(reads, 15 * 15);
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

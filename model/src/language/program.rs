@@ -400,6 +400,13 @@ impl Program {
     pub fn dims(&self, name: &str) -> Dims {
         self.fields.get(name).copied().unwrap_or(Dims::ALL)
     }
+
+    /// Whether every group computes whole columns, one tile along k: a stencil is a sweep or
+    /// 2-D (`Analysis::has_sweeps`).
+    pub fn whole_columns(&self) -> bool {
+        let column = |s: &Stencil| s.computation.is_sweep() || !self.dims(&s.name).has(2);
+        self.stencils.iter().any(column)
+    }
 }
 
 /// The stencils of a program file, their names checked and their expressions parsed (errors
