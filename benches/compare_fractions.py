@@ -34,13 +34,13 @@ def run(cmd):
 
 
 def optimum(absinthe, program, machine, fraction, out):
-    """Writes the optimum under `fraction` to `out`; returns its groups, tiles and inline set."""
-    run([absinthe, "solve", program, "--machine", machine, "--cache-fraction", str(fraction),
-         "--format", "yaml", "-o", out])
+    """Writes the optimum under `fraction` to `out`; returns its groups, tiles (`s`: streamed)
+    and inline set."""
     text = run([absinthe, "solve", program, "--machine", machine, "--cache-fraction",
-                str(fraction), "--format", "json"])
+                str(fraction), "--format", "json", "-o", out])
     d = json.loads(text)
-    tiles = " ".join("x".join(map(str, g["tiles"])) for g in d["groups"])
+    tiles = " ".join("x".join(map(str, g["tiles"])) + ("s" if g.get("stream") else "")
+                     for g in d["groups"])
     groups = "|".join(",".join(g["stencils"]) for g in d["groups"])
     return f"{tiles} [{groups}] inline {','.join(d.get('inline') or []) or '-'}"
 

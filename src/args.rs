@@ -313,7 +313,7 @@ impl SearchArgs {
             )
             .map_err(anyhow::Error::msg)?;
         if program.whole_columns() && options.space.tiles_min.is_some_and(|t| t[2] > 1) {
-            bail!("the program computes whole columns (a sweep or a 2-D stencil): one tile along k, so the least tile count along k must be 1");
+            bail!("--tiles-min (or the program's constraints.tiles_min) asks for more than one tile along k, but the program computes whole columns (a sweep or a 2-D stencil): one tile along k");
         }
         Ok(options)
     }
@@ -361,7 +361,14 @@ impl SearchArgs {
         if let Some(t) = self.time_limit {
             if !(t > 0.0 && t <= limits::MAX_TIME_LIMIT) {
                 let most = limits::MAX_TIME_LIMIT;
-                bail!("--time-limit must be a positive number of seconds, at most {most}, found {t:e}");
+                let t = if t.abs() < 1e9 {
+                    t.to_string()
+                } else {
+                    format!("{t:e}")
+                };
+                bail!(
+                    "--time-limit must be a positive number of seconds, at most {most}, found {t}"
+                );
             }
         }
         if self.threads == Some(0) {

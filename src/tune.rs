@@ -126,7 +126,10 @@ pub fn run(args: TuneArgs) -> anyhow::Result<std::process::ExitCode> {
         .output
         .clone()
         .unwrap_or(default_solution_path(program));
-    not_an_input(&output, &[program, &args.machine.path()?])?;
+    let machine = args.machine.path()?;
+    for out in [Some(&output), args.plot.as_ref()].into_iter().flatten() {
+        not_an_input(out, &[program, &machine])?;
+    }
     let bench = bench_of(program, &args.machine, templates, &args.scalars, options)?;
     eprintln!("planning variants of {} ...", bench.program.name);
     let options = TuneOptions {

@@ -594,8 +594,9 @@ fn streamed_groups_span_whole_rows_in_every_encoding() {
     }
 }
 
-/// A program with 2-D stencils (`cosmo_colpres`, at a small domain): every encoding and backend
-/// finds the exhaustive optimum, and keeps each 2-D stencil a group of its own.
+/// A program with 2-D stencils and a sweep (`cosmo_colpres`, at a small domain): the range
+/// MILP with each backend and the DP find the exhaustive optimum and keep each 2-D stencil a
+/// group of its own; the digits MILP refuses the sweep.
 #[test]
 fn two_d_stencils_stay_alone_in_every_encoding() {
     let m = default_view();

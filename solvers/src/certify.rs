@@ -39,6 +39,12 @@ pub enum CertifyError {
         absinthe_model::encodings::milp::GPU_DIGITS_UNSUPPORTED
     )]
     Gpu,
+    /// The linear optimality query on a program with a sweep, which the digits MILP refuses.
+    #[error(
+        "{}: verify with the nonlinear query (the default)",
+        absinthe_model::encodings::milp::SWEEP_DIGITS_UNSUPPORTED
+    )]
+    Sweep,
 }
 
 /// The SMT encoding of the optimality query.

@@ -68,6 +68,10 @@ pub fn verify(
     if view.gpu && (checks.soundness || checks.optimality) {
         return Err(CertifyError::Gpu);
     }
+    let linear = checks.optimality && checks.query == Query::Linear;
+    if linear && absinthe_model::encodings::milp::digits_encodes(analysis).is_err() {
+        return Err(CertifyError::Sweep);
+    }
     let mut steps = Vec::new();
     let mut better = None;
     let (estimate, checked) = check_estimate(analysis, view, solution, options);

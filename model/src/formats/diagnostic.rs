@@ -215,17 +215,20 @@ pub const MAX_FILE_BYTES: u64 = 64 << 20;
 fn read_text(path: &std::path::Path) -> Result<String, String> {
     use std::io::Read;
     let cannot = |e: std::io::Error| format!("cannot read the file: {e}");
-    let mut text = String::new();
+    let mut bytes = Vec::new();
     std::fs::File::open(path)
         .map_err(cannot)?
         .take(MAX_FILE_BYTES + 1)
-        .read_to_string(&mut text)
+        .read_to_end(&mut bytes)
         .map_err(cannot)?;
-    if text.len() as u64 > MAX_FILE_BYTES {
+    if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(format!(
             "the file is larger than {} MiB, the most absinthe reads",
             MAX_FILE_BYTES >> 20
         ));
     }
-    Ok(text)
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        format!("cannot read the file: it is not UTF-8 text (byte {at})")
+    })
 }

@@ -46,39 +46,65 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, Diagnostic> {
 /// parser's time grows with the square of the depth, 7 s at 50,000.
 pub const MAX_FLOW_DEPTH: usize = 64;
 
-/// The first `[` or `{` nested deeper than [`MAX_FLOW_DEPTH`] outside quotes and comments, as
-/// an error naming its line and column.
+/// The first `[` or `{` nested deeper than [`MAX_FLOW_DEPTH`], as an error naming its line and
+/// column. Brackets count as YAML reads them: not in comments, quoted strings (which open only
+/// where a value starts, may span lines, and escape `\"` and `''`) or block scalars (`|`, `>`).
 fn too_deep(text: &str) -> Option<Diagnostic> {
-    let mut depth = 0usize;
+    let (mut depth, mut quote, mut block) = (0usize, None::<char>, None::<usize>);
     for (line, row) in text.split('\n').enumerate() {
-        let mut quote: Option<char> = None;
-        let mut prev = ' ';
-        for (column, c) in row.chars().enumerate() {
-            match (quote, c) {
-                (Some(q), c) if c == q => quote = None,
+        let indent = row.len() - row.trim_start().len();
+        match block {
+            Some(i) if row.trim().is_empty() || indent > i => continue,
+            _ => block = None,
+        }
+        let chars: Vec<char> = row.chars().collect();
+        let mut last: Option<char> = None; // the last character that is not a space
+        let mut c = 0;
+        while c < chars.len() {
+            let ch = chars[c];
+            match (quote, ch) {
+                (Some('"'), '\\') => c += 1,
+                (Some('\''), '\'') if chars.get(c + 1) == Some(&'\'') => c += 1,
+                (Some(q), ch) if ch == q => quote = None,
                 (Some(_), _) => {}
-                (None, '"' | '\'') => quote = Some(c),
-                (None, '#') if prev.is_whitespace() => break,
+                (None, '#') if c == 0 || chars[c - 1].is_whitespace() => break,
+                (None, '"' | '\'') if opens_value(last, c.checked_sub(1).map(|p| chars[p])) => {
+                    quote = Some(ch)
+                }
                 (None, '[' | '{') => {
                     depth += 1;
                     if depth > MAX_FLOW_DEPTH {
-                        return Some(Diagnostic::new(
-                            "",
-                            format!(
-                                "brackets nested more than {MAX_FLOW_DEPTH} deep at line {} column {}",
-                                line + 1,
-                                column + 1
-                            ),
-                        ));
+                        let at = format!("line {} column {}", line + 1, c + 1);
+                        let message =
+                            format!("brackets nested more than {MAX_FLOW_DEPTH} deep at {at}");
+                        return Some(Diagnostic::new("", message));
                     }
                 }
                 (None, ']' | '}') => depth = depth.saturating_sub(1),
+                (None, '|' | '>') if depth == 0 && matches!(last, Some(':' | '-')) => {
+                    block = Some(indent);
+                    break;
+                }
                 _ => {}
             }
-            prev = c;
+            if !ch.is_whitespace() {
+                last = Some(ch);
+            }
+            c += 1;
         }
     }
     None
+}
+
+/// Whether a quote after `last` (the last non-space character before it on its line) and
+/// `before` (the character right before it) starts a quoted scalar: at the line's start, after
+/// `[`, `{` or `,`, or after `:`, `-` or `?` and a space.
+fn opens_value(last: Option<char>, before: Option<char>) -> bool {
+    match last {
+        None | Some('[' | '{' | ',') => true,
+        Some(':' | '-' | '?') => before.is_some_and(char::is_whitespace),
+        _ => false,
+    }
 }
 
 /// The first character YAML forbids in `text`, as an error naming its line and column.

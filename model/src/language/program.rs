@@ -516,8 +516,8 @@ fn read_body(
     }
 }
 
-/// A `float` program's literals fit a float: the generated code casts each to the value type,
-/// and one past `f32::MAX` would become infinity (the lexer refuses only what overflows a
+/// A `float` program's literals fit a float: the generated code reads each as a float, and one
+/// that rounds past `FLT_MAX` would become infinity (the lexer refuses only what overflows a
 /// double).
 fn check_float_literals(stencils: &[Stencil], errors: &mut Vec<Diagnostic>) {
     for b in stencils.iter().flat_map(|s| &s.bodies) {
@@ -526,8 +526,8 @@ fn check_float_literals(stencils: &[Stencil], errors: &mut Vec<Diagnostic>) {
             .iter()
             .map(|l| (format!("{}.let.{}", b.path, l.name), &l.expr));
         for (path, e) in exprs.chain([(format!("{}.expr", b.path), &b.expr)]) {
-            e.visit_numbers(&mut |text, value| {
-                if value.abs() > f32::MAX as f64 {
+            e.visit_numbers(&mut |text, _| {
+                if text.parse::<f32>().map_or(true, f32::is_infinite) {
                     errors.push(Diagnostic::new(
                         path.clone(),
                         format!("number literal `{text}` is too large for a float (type: float)"),

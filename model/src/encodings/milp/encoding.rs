@@ -26,8 +26,7 @@ pub fn digits_supported(machine: &ModelMachine) -> Result<(), &'static str> {
 /// Why the digits MILP refuses a program with a sweep (`computation: forward` or `backward`):
 /// its objective disagrees with the model's there (cosmo_vadv_implicit: 0.4% below `evaluate`
 /// at the optimum), which its check of every solution reports as a bug. The range table and the
-/// DP evaluate such programs exactly; 2-D stencils the digits MILP encodes exactly
-/// (`tests/milp_exact.rs`).
+/// DP evaluate such programs exactly.
 pub const SWEEP_DIGITS_UNSUPPORTED: &str = "the digits MILP does not encode programs with sweeps (computation: forward or backward); use the ranges encoding (the default) or --solver dp, which evaluate them exactly";
 
 /// `Err` with [`SWEEP_DIGITS_UNSUPPORTED`] when `analysis` has a sweep: for the commands that
