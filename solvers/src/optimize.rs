@@ -78,8 +78,7 @@ pub fn optimize(
     solve_options: &SolveOptions,
 ) -> Result<Optimum, OptimizeError> {
     if options.encoding == Encoding::Digits {
-        absinthe_model::encodings::milp::digits_supported(machine)
-            .and_then(|()| absinthe_model::encodings::milp::digits_encodes(analysis))
+        absinthe_model::encodings::milp::digits_admits(analysis, machine)
             .map_err(OptimizeError::Unsupported)?;
     }
     let started = Instant::now();

@@ -7,7 +7,7 @@ use absinthe_model::cost_model::inline_search::{
 };
 use absinthe_model::cost_model::options::{Encoding, MilpOptions};
 use absinthe_model::cost_model::ranks::{Grid, Ranked};
-use absinthe_model::encodings::milp::{digits_encodes, digits_supported, milp, Encoded};
+use absinthe_model::encodings::milp::{digits_admits, milp, Encoded};
 use absinthe_model::encodings::smt::linear_absinthe;
 use absinthe_model::formats::machine::{Machine, ModelMachine};
 use absinthe_model::language::analysis::Analysis;
@@ -253,9 +253,7 @@ pub fn emit(
     kind: EmitKind,
 ) -> Result<Vec<u8>, EmitError> {
     if kind == EmitKind::Smt2 || options.encoding == Encoding::Digits {
-        digits_supported(view)
-            .and_then(|()| digits_encodes(analysis))
-            .map_err(EmitError::Unsupported)?;
+        digits_admits(analysis, view).map_err(EmitError::Unsupported)?;
     }
     let mut text = Vec::new();
     match kind {

@@ -39,7 +39,8 @@ mod widths;
 
 use crate::cost_model::options::{Encoding, MilpOptions};
 pub use encoding::{
-    digits_encodes, digits_supported, Encoded, GPU_DIGITS_UNSUPPORTED, SWEEP_DIGITS_UNSUPPORTED,
+    digits_admits, digits_encodes, digits_supported, Encoded, GPU_DIGITS_UNSUPPORTED,
+    SWEEP_DIGITS_UNSUPPORTED,
 };
 
 use builder::Builder;

@@ -39,6 +39,13 @@ pub fn digits_encodes(analysis: &Analysis) -> Result<(), &'static str> {
     }
 }
 
+/// Whether the digits MILP can be built for `analysis` on `machine`: [`digits_supported`], then
+/// [`digits_encodes`].
+pub fn digits_admits(analysis: &Analysis, machine: &ModelMachine) -> Result<(), &'static str> {
+    digits_supported(machine)?;
+    digits_encodes(analysis)
+}
+
 /// A MILP of either encoding, with what is needed to read a configuration back.
 #[derive(Clone, Debug)]
 pub enum Encoded {
