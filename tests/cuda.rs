@@ -938,8 +938,29 @@ fn learn_target_cuda_emits_bundles_nvcc_compiles_and_fits_their_output() {
     assert_eq!(
         kernel_labels.len(),
         4 * 3,
-        "the optimum and 2 random configurations of 4 kernels"
+        "the optimum and 2 other configurations of 4 kernels"
     );
+    // Beside its optimum, each kernel's runner-up by the model and a random configuration,
+    // no configuration twice.
+    let mut by_program: std::collections::BTreeMap<&str, Vec<&gpu::KernelCase>> =
+        Default::default();
+    for b in &manifest.kernels {
+        by_program.entry(&b.program).or_default().extend(&b.cases);
+    }
+    assert_eq!(by_program.len(), 4);
+    for (program, cases) in &by_program {
+        let variants: Vec<&str> = cases.iter().map(|c| c.variant.as_str()).collect();
+        assert!(
+            variants.len() == 3
+                && variants[0] == "opt"
+                && variants[1].starts_with("top")
+                && variants[2].starts_with("random"),
+            "{program}: {variants:?}"
+        );
+        let distinct: std::collections::HashSet<_> =
+            cases.iter().map(|c| (&c.inline, &c.config)).collect();
+        assert_eq!(distinct.len(), cases.len(), "{program}");
+    }
     let rows = gpu::kernel_rows(&manifest, &kernel_ones, &h100(), &truth).unwrap();
     let line = |label: &str, seconds: f64| {
         format!(

@@ -6,10 +6,10 @@
 //! its z range through rolling shared-memory or register windows). The tile shapes are those
 //! the GPU view of the model admits ([`shapes`]: every buffer a block keeps in shared memory,
 //! halos included, within the machine's capacity, and enough blocks for the device). Beside
-//! them, the CPU refit's real kernels ([`kernel_programs`]): each one's optimum and random
-//! configurations. [`emit`] renders the cases into CUDA bundles (as many per program as the
-//! device's constant memory requires); every case verifies against the CPU reference, then
-//! times its launches with CUDA events. The timings are read back ([`parse_output`]) into
+//! them, the CPU refit's real kernels ([`kernel_programs`]): each one's optimum, the model's
+//! next best configurations and random ones. [`emit`] renders the cases into CUDA bundles (as
+//! many per program as the device's constant memory requires); every case verifies against the
+//! CPU reference, then times its launches with CUDA events. The timings are read back ([`parse_output`]) into
 //! [`Measurement`]s and [`KernelRow`]s with the model's counts ([`measurements`],
 //! [`kernel_rows`]) and fitted by [`crate::fit_measurements`] and [`kernels::refit`], exactly
 //! as the CPU ones.
@@ -291,8 +291,9 @@ pub fn kernel_programs(domain: [usize; 3]) -> Result<Vec<(Program, Analysis)>, L
 
 /// The training bundles for `machine` on `domain` (at most `count` shapes per program), and,
 /// with `kernel_variants` above 0, the refit's real kernels: each one's optimum under the
-/// machine file's parameters (solved with `solver`) and `kernel_variants` random feasible
-/// configurations. Returns the manifest and the files to write (`name`, text).
+/// machine file's parameters (solved with `solver`) and `kernel_variants` other feasible
+/// configurations, the model's next best and random ones ([`kernel_variants_wanted`]). Returns
+/// the manifest and the files to write (`name`, text).
 pub fn emit(
     machine: &Machine,
     domain: [usize; 3],
@@ -590,8 +591,25 @@ fn training_cases(
     Ok(cases)
 }
 
-/// The kernel bundles of the refit: each kernel program's optimum and `variants` random
-/// configurations, rendered into `files`.
+/// What the refit times of each kernel beside its optimum, `variants` configurations in all:
+/// half of them the model's next best (the first of `top:K` that are not the optimum), so that
+/// the refit sees the configurations a user solves for, and the rest drawn at random
+/// (`random:N`), so that it also sees the slow ones the model must rank below them. A
+/// configuration planned twice is timed once.
+fn kernel_variants_wanted(variants: usize) -> Vec<Variant> {
+    let top = variants / 2;
+    let mut wanted = vec![Variant::Opt];
+    if top > 0 {
+        wanted.push(Variant::Top(top + 1));
+    }
+    if variants > top {
+        wanted.push(Variant::Random(variants - top));
+    }
+    wanted
+}
+
+/// The kernel bundles of the refit: each kernel program's optimum and `variants` other
+/// configurations ([`kernel_variants_wanted`]), rendered into `files`.
 fn kernel_bundles(
     kernels: Vec<(Program, Analysis)>,
     (view, limits): (&ModelMachine, &GpuLimits),
@@ -602,14 +620,23 @@ fn kernel_bundles(
     let renderer = Renderer::embedded();
     let mut kernel_bundles = Vec::new();
     let settings = PlanSettings::learn(solver);
-    let wanted = [Variant::Opt, Variant::Random(kernel_variants)];
+    let wanted = kernel_variants_wanted(kernel_variants);
     for (program, mut analysis) in kernels {
         let name = program.name.clone();
         analysis.weigh_operations(view.params.operations);
         let planned = variants::plan(&wanted, &program, &analysis, view, &settings)
             .map_err(|e| LearnError::Kernels(format!("{name}: {e}")))?;
         let mut cases: Vec<(Rendered, KernelCase)> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut next_best = 0;
         for p in planned.planned.into_iter().filter(|p| p.skipped.is_none()) {
+            let top = matches!(p.variant, Some(Variant::Top(_)));
+            if (top && next_best == kernel_variants / 2)
+                || !seen.insert((p.inline.clone(), p.config.clone()))
+            {
+                continue;
+            }
+            next_best += top as usize;
             let (prog, an, _) = inline_apply(&program, view.params.operations, &p.inline)
                 .map_err(|e| LearnError::Kernels(format!("{name}: {e}")))?;
             let cost = evaluate(&an, view, &p.config);

@@ -129,7 +129,8 @@ pub struct LearnArgs {
     /// them out of --emit's bundles, or out of --timings' fit.
     #[arg(long)]
     pub no_kernel_refit: bool,
-    /// Random configurations per kernel in the refit [default: 8].
+    /// Configurations per kernel in the refit beside its optimum [default: 8]: random ones; with
+    /// --target cuda, half of them the model's next best.
     #[arg(long, hide = true)]
     pub kernel_variants: Option<usize>,
     /// Domains of the calibration programs, e.g. 64,64,60 (repeat for several)
