@@ -59,7 +59,7 @@ params:
 gpu: {sm_count: 4294967296, blocks_per_sm: 4294967296, shared_bytes_per_block: 1000, registers_per_thread: 255, max_threads_per_block: 1024}
 ";
 
-/// Device limits whose product wrapped to 0 and divided by it.
+/// Device limits whose product wrapped to 0 and divided by it, and a block narrower than a warp.
 #[test]
 fn gpu_limits_out_of_range_are_errors_not_a_panic() {
     let dir = tempfile::tempdir().unwrap();
@@ -81,6 +81,25 @@ fn gpu_limits_out_of_range_are_errors_not_a_panic() {
     }
     let o = absinthe(&["solve", "configs/hdiff.yaml", "--machine", m]);
     assert_clean_error(&o, &["gpu.sm_count must be between 1 and 4096"]);
+    // Fewer threads per block than a warp: the kernels' blocks are whole warps along x, so the
+    // limit could not be honoured; it is refused rather than rounded up.
+    let narrow = GPU_MACHINE
+        .replace("4294967296", "4")
+        .replace("max_threads_per_block: 1024", "max_threads_per_block: 1");
+    let m = temp_file(dir.path(), "narrow.yaml", &narrow);
+    let o = absinthe(&[
+        "solve",
+        "configs/hdiff.yaml",
+        "--machine",
+        m.to_str().unwrap(),
+    ]);
+    assert_clean_error(
+        &o,
+        &[
+            "narrow.yaml",
+            "gpu.max_threads_per_block must be between 32 and 4096, found 1",
+        ],
+    );
 }
 
 /// Domains `check` accepted whose tilings the search listed one by one, and domains past the

@@ -16,6 +16,7 @@
 /// errors, and the bounds on every number a user supplies.
 pub mod formats {
     pub mod diagnostic;
+    pub mod gpu;
     pub mod learned;
     pub mod limits;
     pub mod machine;

@@ -8,6 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::formats::diagnostic::{Diagnostic, FileError};
+pub use crate::formats::gpu::Gpu;
 use crate::formats::learned::Learned;
 use crate::formats::limits;
 use crate::formats::model_kind::ModelKind;
@@ -350,73 +351,6 @@ impl Compiler {
                         "a flag is empty",
                     ));
                 }
-            }
-        }
-    }
-}
-
-/// The `gpu:` section of a machine file: the device limits the CUDA generator and the model use.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Gpu {
-    /// Streaming multiprocessors on the device.
-    pub sm_count: usize,
-    /// Shared memory one thread block may use, in bytes (227 KiB on sm_90 through dynamic
-    /// shared memory and the opt-in the generated host code sets); tile buffers beyond it go to
-    /// global scratch. The model's capacity is `cache_fraction` of it.
-    pub shared_bytes_per_block: u64,
-    /// Registers one thread may use (255 on sm_90); ptxas must fit the kernels without spills.
-    pub registers_per_thread: usize,
-    pub max_threads_per_block: usize,
-    /// Tiles (thread blocks) the model asks for per SM: T = `blocks_per_sm * sm_count`.
-    #[serde(default = "default_blocks_per_sm")]
-    pub blocks_per_sm: usize,
-}
-
-fn default_blocks_per_sm() -> usize {
-    4
-}
-
-impl Gpu {
-    /// T of the model: enough tiles for a few resident blocks per SM.
-    pub fn model_threads(&self) -> usize {
-        self.blocks_per_sm.saturating_mul(self.sm_count)
-    }
-
-    /// Range checks of the device limits: each in 1 and its bound in [`limits`].
-    fn validate(&self, errors: &mut Vec<Diagnostic>) {
-        for (key, v, max) in [
-            (
-                "gpu.sm_count",
-                self.sm_count as u64,
-                limits::MAX_GPU_SMS as u64,
-            ),
-            (
-                "gpu.shared_bytes_per_block",
-                self.shared_bytes_per_block,
-                limits::MAX_GPU_SHARED_BYTES,
-            ),
-            (
-                "gpu.registers_per_thread",
-                self.registers_per_thread as u64,
-                limits::MAX_GPU_REGISTERS as u64,
-            ),
-            (
-                "gpu.max_threads_per_block",
-                self.max_threads_per_block as u64,
-                limits::MAX_GPU_THREADS_PER_BLOCK as u64,
-            ),
-            (
-                "gpu.blocks_per_sm",
-                self.blocks_per_sm as u64,
-                limits::MAX_GPU_BLOCKS_PER_SM as u64,
-            ),
-        ] {
-            if !(1..=max).contains(&v) {
-                errors.push(Diagnostic::new(
-                    key,
-                    format!("{key} must be between 1 and {max}, found {v}"),
-                ));
             }
         }
     }
