@@ -561,9 +561,9 @@ fn time_limits_threads_and_costs_past_their_bounds_are_refused() {
 }
 
 /// Inputs that would lose something silently, or whose error would give a wrong reason, are
-/// refused with the right one: duplicate `let:` and `fields:` keys, float literals past a
-/// float, long program names, nested brackets, endless files, a sweep program asked for several
-/// tiles along k or the digits MILP, and `in(k, i, j)`.
+/// refused with the right one: duplicate `let:`, `fields:` and top-level keys (at both lines),
+/// float literals past a float, long program names, nested brackets, endless files, a sweep
+/// program asked for several tiles along k or the digits MILP, and `in(k, i, j)`.
 #[test]
 fn silent_losses_and_wrong_reasons_are_errors() {
     let dir = tempfile::tempdir().unwrap();
@@ -582,6 +582,11 @@ fn silent_losses_and_wrong_reasons_are_errors() {
             "dupfield.yaml",
             body("", "in(i,j,k) * dz(k)", "fields:\n  dz: [k]\n  dz: [k]\n"),
             vec!["dupfield.yaml: fields: the key `dz` is given twice"],
+        ),
+        (
+            "duptop.yaml",
+            body("", "in(i,j,k)", "\"halo\": [1, 1, 0]\n"),
+            vec!["duptop.yaml: the key `halo` is given twice, at line 3 and at line 5 column 1"],
         ),
         (
             "float.yaml",

@@ -34,12 +34,48 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, Diagnostic> {
             }
         }
         let path = if path == "." { String::new() } else { path };
+        if path.is_empty() {
+            if let Some(m) = top_level_twice(text, &message) {
+                message = m;
+            }
+        }
         // serde_yaml_ng may start its message with the same path; the diagnostic names it once.
         if let Some(rest) = message.strip_prefix(&format!("{path}: ")) {
             message = rest.to_string();
         }
         Diagnostic::new(path, message)
     })
+}
+
+/// serde_yaml_ng places a duplicate key of the top-level mapping at the mapping's start (line 1).
+/// A file's top-level keys in block style are the lines that start with the key and a colon (a
+/// scalar, block or flow, continues on indented lines only), so the lines of both are found.
+/// None when the message is not about a duplicate or fewer than two such lines exist (a flow
+/// mapping at the top).
+fn top_level_twice(text: &str, message: &str) -> Option<String> {
+    let key = message
+        .strip_prefix("duplicate field `")?
+        .split('`')
+        .next()?;
+    let lines: Vec<usize> = text
+        .split('\n')
+        .enumerate()
+        .filter(|(_, row)| {
+            [key.to_string(), format!("\"{key}\""), format!("'{key}'")]
+                .iter()
+                .any(|k| {
+                    row.strip_prefix(k.as_str())
+                        .is_some_and(|r| r.trim_start().starts_with(':'))
+                })
+        })
+        .map(|(n, _)| n + 1)
+        .collect();
+    match lines.as_slice() {
+        [first, second, ..] => Some(format!(
+            "the key `{key}` is given twice, at line {first} and at line {second} column 1"
+        )),
+        _ => None,
+    }
 }
 
 /// The most `[` and `{` a file may nest (no format of absinthe's nests more than three): the
