@@ -232,7 +232,7 @@ impl MachineArg {
 /// Solver and search settings shared by the commands that solve.
 #[derive(Args, Clone)]
 pub struct SearchArgs {
-    /// Stop after this many seconds with the best configuration found and its gap.
+    /// Stop after this many seconds: a MILP with its best configuration and gap, a range table with an error.
     #[arg(long, value_name = "SECONDS")]
     pub time_limit: Option<f64>,
     /// Relative optimality gap at which the solver stops.
@@ -297,6 +297,7 @@ impl SearchArgs {
                 tiles_min: program.constraints.tiles_min,
                 tiles_max: program.constraints.tiles_max,
                 no_stream: self.no_stream,
+                ..SearchSpace::default()
             },
         };
         if let Some(g) = &self.fix_groups {

@@ -512,6 +512,53 @@ fn cache_levels_out_of_range_are_refused() {
     assert_clean_error(&o, &["--variant takes one of", "random:3"]);
 }
 
+/// A chain of 300 tiny stencils, whose range tables take seconds (every range fits the cache,
+/// so no start closes early): `solve --time-limit` stops the DP's, the range MILP's and the
+/// inline search's tables at the limit with an error, instead of running past it.
+#[test]
+fn the_exact_search_stops_at_the_time_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from(
+        "name: tiny\ndomain: [8, 8, 4]\nhalo: [1, 1, 0]\noutputs: [s299]\nstencils:\n",
+    );
+    for i in 0..300 {
+        let src = if i == 0 {
+            "in".to_string()
+        } else {
+            format!("s{}", i - 1)
+        };
+        text.push_str(&format!(
+            "  - name: s{i}\n    expr: \"{src}(i,j,k) + 1.0\"\n"
+        ));
+    }
+    let p = temp_file(dir.path(), "tiny.yaml", &text);
+    let p = p.to_str().unwrap();
+    let out = dir.path().join("s.yaml");
+    for extra in [&["--solver", "dp"][..], &["--no-inline"], &[]] {
+        let mut args = vec![
+            "solve",
+            p,
+            "--time-limit",
+            "0.2",
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        let o = absinthe(&args);
+        assert_clean_error(
+            &o,
+            &[
+                "the exact search did not finish within the time limit",
+                "raise --time-limit",
+            ],
+        );
+        assert!(
+            !out.exists(),
+            "{extra:?}: a stopped search writes no solution"
+        );
+    }
+}
+
 /// Time limits past what the solvers take (Z3 counts milliseconds in 32 bits and the watchdog
 /// builds a `Duration`), HiGHS threads through `ABSINTHE_HIGHS_OPTIONS`, and cost parameters or
 /// network bandwidths that overflow the estimates: each a clear error naming what is wrong.

@@ -50,6 +50,10 @@ pub enum OptimizeError {
     Mismatch(String),
     #[error("{0}")]
     Unsupported(&'static str),
+    /// `solve --time-limit` passed while the range table was built (the DP's, the range MILP's
+    /// or the inline search's): the group ranges evaluated by then.
+    #[error("{}", absinthe_model::cost_model::inline_search::deadline_message(*.0))]
+    SearchTimeLimit(usize),
     /// A request that cannot be carried out as given (e.g. an inline set naming an output).
     #[error("{0}")]
     Invalid(String),
@@ -63,6 +67,7 @@ impl From<absinthe_model::cost_model::inline_search::InlineSearchError> for Opti
         match e {
             InlineSearchError::Invalid(m) => OptimizeError::Invalid(m),
             InlineSearchError::Mismatch(m) => OptimizeError::Mismatch(m),
+            InlineSearchError::TimeLimit(r) => OptimizeError::SearchTimeLimit(r),
         }
     }
 }
@@ -83,6 +88,11 @@ pub fn optimize(
     }
     let started = Instant::now();
     let encoded = Encoded::build(analysis, machine, options);
+    if let Encoded::Ranges(r) = &encoded {
+        if let Some(ranges) = r.timed_out {
+            return Err(OptimizeError::SearchTimeLimit(ranges));
+        }
+    }
     let build_seconds = started.elapsed().as_secs_f64();
     let start = if options.warm_start && matches!(encoded, Encoded::Digits(_)) {
         warm_start(analysis, machine, options, &encoded, solver, solve_options)
@@ -305,6 +315,9 @@ pub fn optimize_dp_with<M: CostModel>(
         solve_options.threads.unwrap_or(0),
         1,
     );
+    if table.timed_out {
+        return Err(OptimizeError::SearchTimeLimit(table.ranges_evaluated));
+    }
     let Some((config, seconds_of_model)) = shortest_grouping(&table, analysis.stencils.len())
     else {
         let reason = explain_infeasible(analysis, machine, &options.space).unwrap_or_else(|| {
@@ -363,6 +376,9 @@ fn warm_start(
         &options.space,
         solve_options.threads.unwrap_or(0),
     );
+    if table.timed_out {
+        return None;
+    }
     let (config, _) = shortest_grouping(&table, analysis.stencils.len())?;
     let fixed = solver
         .solve(&encoded.fixed_to(&config), solve_options)

@@ -35,6 +35,7 @@ pub struct Solved {
 }
 
 /// How [`solve`] searches.
+#[derive(Clone)]
 pub struct Settings {
     /// The restrictions on the configurations and the MILP's encoding.
     pub options: MilpOptions,
@@ -79,6 +80,14 @@ pub fn solve(
     phase: &dyn Fn(String),
     note: &dyn Fn(String),
 ) -> Result<Solved, SolveError> {
+    // --time-limit bounds the range tables too (the DP's, the range MILP's, the inline
+    // search's): a search it stops is an error, not an optimum of part of the space.
+    let mut settings = settings.clone();
+    settings.options.space.deadline = settings
+        .solve_options
+        .time_limit
+        .map(|t| std::time::Instant::now() + std::time::Duration::from_secs_f64(t));
+    let settings = &settings;
     phase("choosing the inline set".into());
     let inline = choose_inline(
         &original,

@@ -39,6 +39,16 @@ pub enum InlineSearchError {
     /// A rewritten program that fails analysis: a bug.
     #[error("BUG: {0}")]
     Mismatch(String),
+    /// The search space's deadline stopped a range table ([`SearchSpace::deadline`]).
+    #[error("{}", deadline_message(*.0))]
+    TimeLimit(usize),
+}
+
+/// The message of a search stopped by its deadline after evaluating `ranges` group ranges.
+pub fn deadline_message(ranges: usize) -> String {
+    format!(
+        "the exact search did not finish within the time limit ({ranges} group ranges evaluated); raise --time-limit"
+    )
 }
 
 /// Every subset is tried up to this many candidates (64 solves).
@@ -279,6 +289,9 @@ impl<M: CostModel> InlineSets<'_, M> {
         let (_, a, _) = analysed(self.program, rewritten, weights, set)?;
         self.solved += 1;
         let table = range_table_with(&a, self.model, self.options, self.threads, 1);
+        if table.timed_out {
+            return Err(InlineSearchError::TimeLimit(table.ranges_evaluated));
+        }
         let t = shortest_grouping(&table, a.stencils.len()).map(|(_, t)| t);
         if let Some(t) = t {
             self.tried.push((set.to_vec(), t));

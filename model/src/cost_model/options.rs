@@ -51,6 +51,10 @@ pub struct SearchSpace {
     pub tiles_max: Option<[usize; 3]>,
     /// Keep to the original schedule space: no group streams.
     pub no_stream: bool,
+    /// When the range tables must stop (`solve --time-limit`): a table cut short is marked
+    /// [`timed_out`](crate::cost_model::search::RangeTable::timed_out) and its users refuse it
+    /// rather than answer from part of the space.
+    pub deadline: Option<std::time::Instant>,
 }
 
 impl SearchSpace {

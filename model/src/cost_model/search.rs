@@ -14,6 +14,8 @@
 //! The searches are written against [`CostModel`]: the functions named `..._with` take any
 //! model, the others the ABSINTHE model ([`Absinthe`]) of the machine they are given.
 
+use std::time::Instant;
+
 use crate::cost_model::evaluate::{even_tiles, parallel_ok, Configuration, StreamShape};
 use crate::cost_model::model::{Absinthe, CostModel};
 use crate::cost_model::options::SearchSpace;
@@ -226,6 +228,9 @@ pub struct RangeTable {
     pub evaluations: usize,
     /// Starts whose list was cut by the bound.
     pub pruned_starts: usize,
+    /// Whether the search space's deadline stopped the table before it was complete: its
+    /// optimum is then not the model's, and the searches refuse it.
+    pub timed_out: bool,
     /// The program's domain and stream shape (a configuration read from the table streams
     /// where that shrinks its working set: `Configuration::smallest_working_set`).
     pub domain: [usize; 3],
@@ -281,6 +286,8 @@ struct Row {
     /// No longer range from this start can be a group (cache, end of program, or the bound).
     closed: bool,
     pruned: bool,
+    /// Closed by the search space's deadline.
+    timed_out: bool,
     ranges: usize,
     evaluations: usize,
 }
@@ -355,7 +362,7 @@ pub fn range_table_with<M: CostModel>(
     } else {
         f64::INFINITY
     };
-    if first.iter().all(|r| r.closed) {
+    if first.iter().all(|r| r.closed) || table.timed_out {
         return table;
     }
     // lb(0..s): the sum of the stencils' bounds.
@@ -391,12 +398,14 @@ fn table_of(
         ranges_evaluated: rows.iter().map(|r| r.ranges).sum(),
         evaluations: rows.iter().map(|r| r.evaluations).sum(),
         pruned_starts: rows.iter().filter(|r| r.pruned).count(),
+        timed_out: rows.iter().any(|r| r.timed_out),
         best: rows.into_iter().map(|r| r.best).collect(),
     }
 }
 
 /// Extends `row` (the ranges from `start`) up to length `max_len`, closing it at the cache
-/// limit, at the end of the program, or when a range's least fast-memory time exceeds `slack`.
+/// limit, at the end of the program, when a range's least fast-memory time exceeds `slack`, or
+/// at the search space's deadline.
 #[allow(clippy::too_many_arguments)]
 fn extend_row<M: CostModel>(
     analysis: &Analysis,
@@ -415,6 +424,11 @@ fn extend_row<M: CostModel>(
         let end = start + row.best.len() + 1;
         if end > n {
             row.closed = true;
+            break;
+        }
+        if options.deadline.is_some_and(|d| Instant::now() >= d) {
+            row.closed = true;
+            row.timed_out = true;
             break;
         }
         let group = model.group(analysis, start..end);

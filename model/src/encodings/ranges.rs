@@ -45,6 +45,9 @@ pub struct RangeMilp {
     pub milp: Milp,
     pub columns: Vec<Column>,
     pub stencils: usize,
+    /// The group ranges evaluated when the search space's deadline stopped the table: the MILP
+    /// then covers part of the space only, and must not be solved as the model's optimum.
+    pub timed_out: Option<usize>,
     domain: [usize; 3],
     stream: Option<StreamShape>,
 }
@@ -91,6 +94,7 @@ pub fn range_milp_of(table: &RangeTable, stencils: usize) -> RangeMilp {
         milp,
         columns,
         stencils,
+        timed_out: table.timed_out.then_some(table.ranges_evaluated),
         domain: table.domain,
         stream: table.stream,
     }
