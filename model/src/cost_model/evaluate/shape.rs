@@ -36,6 +36,10 @@ pub struct StencilShape {
     pub compute_weights: Weights,
     /// `[fast, base, stream, compute]` weights as the count formulas take them.
     pub weights_u128: [[u128; 4]; 4],
+    /// The stencil's counted domain when the shape was derived, and [`count_coefficients`] of
+    /// the weights on it: what [`GroupShape::times`] counts with on that domain.
+    pub domain: [u128; 3],
+    pub coefficients: [[[u128; 4]; 2]; 4],
 }
 
 /// Everything about the stencils `range` fused into one group that does not depend on its tile
@@ -134,6 +138,9 @@ pub fn group_shape(analysis: &Analysis, range: Range<usize>, store_weight: u64) 
             lines[1] + w * ext(1),
             lines[2] + w * ext(2),
         ];
+        let weights_u128 = [fast_weights, base_weights, stream_weights, compute_weights]
+            .map(|w| w.map(u128::from));
+        let domain = analysis.counted_domain(i).map(|d| d as u128);
         stencils.push(StencilShape {
             widths: e,
             loads,
@@ -142,8 +149,9 @@ pub fn group_shape(analysis: &Analysis, range: Range<usize>, store_weight: u64) 
             base_weights,
             stream_weights,
             compute_weights,
-            weights_u128: [fast_weights, base_weights, stream_weights, compute_weights]
-                .map(|w| w.map(u128::from)),
+            weights_u128,
+            domain,
+            coefficients: count_coefficients(&weights_u128, domain),
         });
     }
     let stream_weight = stencils.iter().map(|s| s.stream_weights[0]).sum();
@@ -155,7 +163,34 @@ pub fn group_shape(analysis: &Analysis, range: Range<usize>, store_weight: u64) 
     }
 }
 
+/// The count formulas of `weights` with the domain `dom` multiplied in, so that the counts for
+/// tile counts `n` take three products each: per part, the peel's `[p0, p1, p2]` in
+/// `n^x (p0 + n^y p1 + n^z p2)` and the body's `[b0, b1, b2, b3]` in
+/// `b0 + n^x b1 + n^y b2 + n^z b3`. They are the integers of `formula::peel_count` and
+/// `formula::body_count`, grouped otherwise.
+pub fn count_coefficients(weights: &[[u128; 4]; 4], dom: [u128; 3]) -> [[[u128; 4]; 2]; 4] {
+    let [x, y, z] = dom;
+    weights.map(|w| {
+        [
+            [w[0] * y * z, w[2] * z, w[3] * y, 0],
+            [w[0] * x * y * z, w[1] * y * z, w[2] * x * z, w[3] * x * y],
+        ]
+    })
+}
+
 impl StencilShape {
+    /// `formula::stencil_counts` of the weights on the counted domain the shape was derived
+    /// on, for tile counts `n`, from [`count_coefficients`]: the same integers, in a tenth of
+    /// the products (the range table's inner loop).
+    pub fn counts_at(&self, n: [u128; 3]) -> StencilCounts<u128> {
+        self.coefficients.map(|[p, b]| {
+            [
+                Some(n[0] * (p[0] + n[1] * p[1] + n[2] * p[2])),
+                Some(b[0] + n[0] * b[1] + n[1] * b[2] + n[2] * b[3]),
+            ]
+        })
+    }
+
     /// The access counts for tile counts `n` on a domain `dom` (`formula::stencil_counts`).
     pub fn counts(&self, dom: [u128; 3], n: [u128; 3]) -> Counts {
         self.counts_on_lanes(dom, n, [1, 1])
@@ -241,7 +276,11 @@ impl GroupShape {
         let (mut sum, mut fast) = (0.0, 0.0);
         for (i, (s, stencil)) in self.range.clone().zip(&self.stencils).enumerate() {
             let dom = analysis.counted_domain(s).map(|d| d as u128);
-            let mut counts = stencil_counts(&mut numeric, dom, &stencil.weights_u128);
+            let mut counts = if dom == stencil.domain {
+                stencil.counts_at(numeric.n)
+            } else {
+                stencil_counts(&mut numeric, dom, &stencil.weights_u128)
+            };
             let t = stencil_terms(&mut numeric, &counts, "");
             // The bound counts per cell: a lane slot per cell at least, and the block shape,
             // and so the slots, may change when the range grows.
@@ -369,5 +408,49 @@ impl GroupShape {
                 stage_values: 0,
             },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::language::generate::{random_language_program, RandomShape};
+    use crate::language::program::Program;
+
+    /// `counts_at` gives the integers of `formula::stencil_counts` for every stencil of every
+    /// range of random programs (2-D fields among them), at random tile counts up to the domain.
+    #[test]
+    fn counts_at_equals_the_count_formulas() {
+        let shape = RandomShape {
+            max_stencils: 6,
+            max_domain: 40,
+            ..RandomShape::default()
+        };
+        let params = [[0.0f64; 2]; 4];
+        let mut rng = crate::support::rng::Rng::new(3);
+        for seed in 0..60 {
+            let program = Program::from_yaml(&random_language_program(seed, &shape)).unwrap();
+            let a = Analysis::new(&program).unwrap();
+            let n = a.stencils.len();
+            for start in 0..n {
+                for end in start + 1..=n {
+                    let group = group_shape(&a, start..end, STORE_WEIGHT);
+                    for _ in 0..4 {
+                        let tiles = a.domain.map(|d| rng.range(1, d as i64) as u128);
+                        let mut numeric = Numeric {
+                            n: tiles,
+                            params: &params,
+                            crowded: None,
+                        };
+                        for (s, stencil) in (start..end).zip(&group.stencils) {
+                            let dom = a.counted_domain(s).map(|d| d as u128);
+                            assert_eq!(stencil.domain, dom);
+                            let want = stencil_counts(&mut numeric, dom, &stencil.weights_u128);
+                            assert_eq!(stencil.counts_at(tiles), want, "seed {seed}, stencil {s}");
+                        }
+                    }
+                }
+            }
+        }
     }
 }
