@@ -232,8 +232,8 @@ impl MachineArg {
 /// Solver and search settings shared by the commands that solve.
 #[derive(Args, Clone)]
 pub struct SearchArgs {
-    /// Stop after this many seconds: a MILP with its best configuration and gap, a range table with an error.
-    #[arg(long, value_name = "SECONDS")]
+    /// Stop after S seconds: a MILP with its best configuration and gap, solve's searches with an error.
+    #[arg(long, value_name = "S")]
     pub time_limit: Option<f64>,
     /// Relative optimality gap at which the solver stops.
     #[arg(long, default_value_t = 1e-4)]

@@ -36,7 +36,7 @@ use crate::kernels::{self, KernelRow};
 use crate::training::{self, TrainingProgram};
 use crate::training_runs::Measurement;
 use crate::LearnError;
-use absinthe_measure::variants::{self, PlanSettings, Variant};
+use absinthe_measure::variants::{self, PlanSettings, Planned, Variant};
 
 /// The domain the GPU training programs run on: 4 Mi cells, so that a run fills an H100 (one
 /// array is 32 MiB) and takes tens of microseconds.
@@ -592,20 +592,55 @@ fn training_cases(
 }
 
 /// What the refit times of each kernel beside its optimum, `variants` configurations in all:
-/// half of them the model's next best (the first of `top:K` that are not the optimum), so that
-/// the refit sees the configurations a user solves for, and the rest drawn at random
-/// (`random:N`), so that it also sees the slow ones the model must rank below them. A
-/// configuration planned twice is timed once.
+/// half of them the model's next best (`top:K`, the optimum and its ties left out by
+/// [`refit_selection`]), so that the refit sees the configurations a user solves for, and the
+/// rest drawn at random (`random:N`), so that it also sees the slow ones the model must rank
+/// below them.
 fn kernel_variants_wanted(variants: usize) -> Vec<Variant> {
     let top = variants / 2;
     let mut wanted = vec![Variant::Opt];
     if top > 0 {
-        wanted.push(Variant::Top(top + 1));
+        // Two spare: the first of the model's best is the optimum or a tie of it.
+        wanted.push(Variant::Top(top + 2));
     }
     if variants > top {
         wanted.push(Variant::Random(variants - top));
     }
     wanted
+}
+
+/// The planned variants a kernel's refit times ([`kernel_variants_wanted`]): the feasible ones,
+/// none twice, and of the model's next best at most `variants / 2` that are not ties of the
+/// optimum (the same groups and streaming, an estimate within `variants::TIE`; the MILP's
+/// optimum may be such a tie of the DP's best). A random draw that repeats another is not
+/// replaced, so a kernel may time fewer than `variants`.
+fn refit_selection(planned: Vec<Planned>, variants: usize) -> Vec<Planned> {
+    let mut seen = std::collections::HashSet::new();
+    let mut optimum: Option<(Vec<usize>, Configuration, f64)> = None;
+    let mut next_best = 0;
+    let mut out = Vec::new();
+    for p in planned.into_iter().filter(|p| p.skipped.is_none()) {
+        let top = matches!(p.variant, Some(Variant::Top(_)));
+        let tie = top
+            && optimum.as_ref().is_some_and(|(inline, c, t)| {
+                *inline == p.inline
+                    && c.groups == p.config.groups
+                    && c.stream == p.config.stream
+                    && (p.predicted - t).abs() <= variants::TIE * t.abs()
+            });
+        if tie
+            || (top && next_best == variants / 2)
+            || !seen.insert((p.inline.clone(), p.config.clone()))
+        {
+            continue;
+        }
+        if matches!(p.variant, Some(Variant::Opt)) {
+            optimum = Some((p.inline.clone(), p.config.clone(), p.predicted));
+        }
+        next_best += top as usize;
+        out.push(p);
+    }
+    out
 }
 
 /// The kernel bundles of the refit: each kernel program's optimum and `variants` other
@@ -627,16 +662,7 @@ fn kernel_bundles(
         let planned = variants::plan(&wanted, &program, &analysis, view, &settings)
             .map_err(|e| LearnError::Kernels(format!("{name}: {e}")))?;
         let mut cases: Vec<(Rendered, KernelCase)> = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        let mut next_best = 0;
-        for p in planned.planned.into_iter().filter(|p| p.skipped.is_none()) {
-            let top = matches!(p.variant, Some(Variant::Top(_)));
-            if (top && next_best == kernel_variants / 2)
-                || !seen.insert((p.inline.clone(), p.config.clone()))
-            {
-                continue;
-            }
-            next_best += top as usize;
+        for p in refit_selection(planned.planned, kernel_variants) {
             let (prog, an, _) = inline_apply(&program, view.params.operations, &p.inline)
                 .map_err(|e| LearnError::Kernels(format!("{name}: {e}")))?;
             let cost = evaluate(&an, view, &p.config);

@@ -1014,3 +1014,32 @@ fn two_d_stencils_are_computed_once_per_column_in_groups_of_their_own() {
         assert!(got.iter().any(|e| e.contains(want)), "{stencils}: {got:?}");
     }
 }
+
+/// A deadline already past stops every range table: the inline search and the exhaustive
+/// searches refuse their part-built tables instead of answering from them; without one, the
+/// same searches answer.
+#[test]
+fn a_past_deadline_stops_the_searches() {
+    use crate::cost_model::inline_search::{choose_inline, InlinePolicy, InlineSearchError};
+    use crate::cost_model::options::SearchSpace;
+    use crate::cost_model::search::{exhaustive, k_best, range_table};
+    let program = Program::from_yaml(HDIFF).unwrap();
+    let a = analyse(HDIFF);
+    let m = test_machine();
+    let open = SearchSpace::default();
+    let past = SearchSpace {
+        deadline: Some(std::time::Instant::now()),
+        ..SearchSpace::default()
+    };
+    assert!(!range_table(&a, &m, &open, 1).timed_out);
+    assert!(range_table(&a, &m, &past, 1).timed_out);
+    assert!(exhaustive(&a, &m, &open).is_some());
+    assert!(exhaustive(&a, &m, &past).is_none());
+    assert!(!k_best(&a, &m, &open, 2, 1).is_empty());
+    assert!(k_best(&a, &m, &past, 2, 1).is_empty());
+    assert!(choose_inline(&program, &a, &m, &open, &InlinePolicy::Search, 1).is_ok());
+    assert!(matches!(
+        choose_inline(&program, &a, &m, &past, &InlinePolicy::Search, 1),
+        Err(InlineSearchError::TimeLimit(_))
+    ));
+}

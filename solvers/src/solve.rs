@@ -83,10 +83,12 @@ pub fn solve(
     // --time-limit bounds the range tables too (the DP's, the range MILP's, the inline
     // search's): a search it stops is an error, not an optimum of part of the space.
     let mut settings = settings.clone();
-    settings.options.space.deadline = settings
+    let deadline = settings
         .solve_options
         .time_limit
-        .map(|t| std::time::Instant::now() + std::time::Duration::from_secs_f64(t));
+        .and_then(|t| std::time::Duration::try_from_secs_f64(t).ok())
+        .map(|t| std::time::Instant::now() + t);
+    settings.options.space.deadline = deadline;
     let settings = &settings;
     phase("choosing the inline set".into());
     let inline = choose_inline(
@@ -122,7 +124,7 @@ pub fn solve(
             view,
             &settings.options,
             settings.method,
-            &settings.solve_options,
+            &remaining(&settings.solve_options, deadline),
         )
         .map_err(|e| SolveError::Search(file.to_string(), e))?,
     };
@@ -144,6 +146,17 @@ pub fn solve(
         solution,
         ranks: settings.ranks,
     })
+}
+
+/// `options` with the time left until `deadline` as the solver's limit (at least a
+/// millisecond): the inline search has spent part of `--time-limit` already.
+fn remaining(options: &SolveOptions, deadline: Option<std::time::Instant>) -> SolveOptions {
+    let mut options = options.clone();
+    if let Some(d) = deadline {
+        let left = d.saturating_duration_since(std::time::Instant::now());
+        options.time_limit = Some(left.as_secs_f64().max(1e-3));
+    }
+    options
 }
 
 /// The exact optimum of one rank of a `grid` decomposition: the DP over the [`Ranked`] model,

@@ -239,9 +239,9 @@ pub trait Scalar: Clone + PartialOrd {
 impl Scalar for f64 {
     #[inline]
     fn from_count(c: u128) -> Self {
-        // The same rounding either way; u64 -> f64 is one instruction, u128 -> f64 a call. The
-        // optimiser sees that both arms give the same value and would merge them into the call:
-        // `black_box` keeps the one instruction.
+        // The same rounding either way; u64 -> f64 is a few inline instructions, u128 -> f64 a
+        // library call. The optimiser sees that both arms give the same value and would merge
+        // them into the call: `black_box` keeps the inline conversion.
         match u64::try_from(c) {
             Ok(c) => std::hint::black_box(c) as f64,
             Err(_) => c as f64,

@@ -229,7 +229,9 @@ pub struct RangeTable {
     /// Starts whose list was cut by the bound.
     pub pruned_starts: usize,
     /// Whether the search space's deadline stopped the table before it was complete: its
-    /// optimum is then not the model's, and the searches refuse it.
+    /// optimum is then not the model's. The searches refuse it: the DP, the range MILP and the
+    /// inline search with an error, [`exhaustive`] and [`k_best`] (and their `_with` forms) with
+    /// nothing.
     pub timed_out: bool,
     /// The program's domain and stream shape (a configuration read from the table streams
     /// where that shrinks its working set: `Configuration::smallest_working_set`).
@@ -465,6 +467,9 @@ pub fn exhaustive(
     options: &SearchSpace,
 ) -> Option<(Configuration, f64)> {
     let table = range_table(analysis, machine, options, 0);
+    if table.timed_out {
+        return None;
+    }
     shortest_grouping(&table, analysis.stencils.len())
 }
 
@@ -476,6 +481,9 @@ pub fn exhaustive_with<M: CostModel>(
     options: &SearchSpace,
 ) -> Option<(Configuration, f64)> {
     let table = range_table_with(analysis, model, options, 0, 1);
+    if table.timed_out {
+        return None;
+    }
     shortest_grouping(&table, analysis.stencils.len())
 }
 
@@ -562,6 +570,9 @@ pub fn k_best(
     threads: usize,
 ) -> Vec<(Configuration, f64)> {
     let table = range_table_k(analysis, machine, options, threads, k);
+    if table.timed_out {
+        return Vec::new();
+    }
     k_shortest_groupings(&table, analysis.stencils.len(), k)
 }
 
@@ -574,6 +585,9 @@ pub fn k_best_with<M: CostModel>(
     threads: usize,
 ) -> Vec<(Configuration, f64)> {
     let table = range_table_with(analysis, model, options, threads, k);
+    if table.timed_out {
+        return Vec::new();
+    }
     k_shortest_groupings(&table, analysis.stencils.len(), k)
 }
 

@@ -48,10 +48,11 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, Diagnostic> {
 }
 
 /// serde_yaml_ng places a duplicate key of the top-level mapping at the mapping's start (line 1).
-/// A file's top-level keys in block style are the lines that start with the key and a colon (a
-/// scalar, block or flow, continues on indented lines only), so the lines of both are found.
-/// None when the message is not about a duplicate or fewer than two such lines exist (a flow
-/// mapping at the top).
+/// A file's top-level keys in block style are lines that start with the key and a colon, so the
+/// lines of both are the first two such lines. A flow collection or a quoted scalar continued at
+/// column 0 with a line that looks like the key could move them; the message stays right. None
+/// when the message is not about a duplicate or fewer than two such lines exist (a flow mapping
+/// at the top).
 fn top_level_twice(text: &str, message: &str) -> Option<String> {
     let key = message
         .strip_prefix("duplicate field `")?

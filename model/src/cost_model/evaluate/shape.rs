@@ -182,7 +182,7 @@ pub fn count_coefficients(weights: &[[u128; 4]; 4], dom: [u128; 3]) -> [[[u128; 
 
 impl StencilShape {
     /// `formula::stencil_counts` of the weights on the counted domain the shape was derived
-    /// on, for tile counts `n`, from [`count_coefficients`]: the same integers, in a tenth of
+    /// on, for tile counts `n`, from [`count_coefficients`]: the same integers, in a quarter of
     /// the products (the range table's inner loop).
     pub fn counts_at(&self, n: [u128; 3]) -> StencilCounts<u128> {
         self.coefficients.map(|[p, b]| {
