@@ -142,7 +142,7 @@ pub fn stream_window(
 }
 
 /// The warp width: a CUDA block's x extent is a multiple of it.
-pub const WARP: usize = 32;
+pub const WARP: usize = crate::formats::limits::MIN_GPU_THREADS_PER_BLOCK;
 
 /// Values per thread that one group's register windows may hold in all (16 doubles are 32
 /// of the 128 registers per thread the kernels budget for; `cuda::REGISTER_BUDGET`).

@@ -36,7 +36,7 @@ impl Gpu {
     /// Range checks of the device limits: each at least 1 (threads per block at least a warp,
     /// since the kernels' blocks are whole warps along x) and at most its bound in [`limits`].
     pub(crate) fn validate(&self, errors: &mut Vec<Diagnostic>) {
-        let warp = crate::cost_model::boxes::WARP as u64;
+        let warp = limits::MIN_GPU_THREADS_PER_BLOCK as u64;
         for (key, v, max) in [
             (
                 "gpu.sm_count",

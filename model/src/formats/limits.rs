@@ -60,6 +60,9 @@ pub const MAX_CACHE_WAYS: u64 = 1 << 16;
 pub const MAX_GPU_SMS: usize = 1 << 12;
 pub const MAX_GPU_BLOCKS_PER_SM: usize = 1 << 10;
 pub const MAX_GPU_THREADS_PER_BLOCK: usize = 1 << 12;
+/// The fewest: one warp, since the kernels' blocks are whole warps along x
+/// (`cost_model::boxes::WARP` is this).
+pub const MIN_GPU_THREADS_PER_BLOCK: usize = 32;
 pub const MAX_GPU_SHARED_BYTES: u64 = 1 << 30;
 pub const MAX_GPU_REGISTERS: usize = 1 << 16;
 

@@ -140,20 +140,11 @@ pub fn group_shape(analysis: &Analysis, range: Range<usize>, store_weight: u64) 
             lines[1] + w * ext(1),
             lines[2] + w * ext(2),
         ];
-        let weights_u128 = [fast_weights, base_weights, stream_weights, compute_weights]
-            .map(|w| w.map(u128::from));
-        let counted = analysis.counted_domain(i).map(|d| d as u128);
-        stencils.push(StencilShape {
-            widths: e,
-            loads,
-            store,
-            fast_weights,
-            base_weights,
-            stream_weights,
-            compute_weights,
-            weights_u128,
-            coefficients: count_coefficients(&weights_u128, counted),
-        });
+        stencils.push(StencilShape::new(
+            (e, loads, store),
+            [fast_weights, base_weights, stream_weights, compute_weights],
+            analysis.counted_domain(i),
+        ));
     }
     let stream_weight = stencils.iter().map(|s| s.stream_weights[0]).sum();
     GroupShape {
@@ -181,6 +172,28 @@ pub fn count_coefficients(weights: &[[u128; 4]; 4], dom: [u128; 3]) -> [[[u128; 
 }
 
 impl StencilShape {
+    /// The shape of a stencil of evaluation widths `widths` that loads `loads` and stores or
+    /// not, with weights `[fast, base, stream, compute]`, on its counted domain `counted`.
+    fn new(
+        (widths, loads, store): (Extent, Vec<ArrayId>, bool),
+        [fast_weights, base_weights, stream_weights, compute_weights]: [Weights; 4],
+        counted: [usize; 3],
+    ) -> StencilShape {
+        let weights_u128 = [fast_weights, base_weights, stream_weights, compute_weights]
+            .map(|w| w.map(u128::from));
+        StencilShape {
+            widths,
+            loads,
+            store,
+            fast_weights,
+            base_weights,
+            stream_weights,
+            compute_weights,
+            weights_u128,
+            coefficients: count_coefficients(&weights_u128, counted.map(|d| d as u128)),
+        }
+    }
+
     /// `formula::stencil_counts` of the weights on the counted domain the shape was derived
     /// on, for tile counts `n`, from [`count_coefficients`]: the same integers, in a quarter of
     /// the products (the range table's inner loop).
