@@ -9,10 +9,10 @@
 //! them, the CPU refit's real kernels ([`kernel_programs`]): each one's optimum, the model's
 //! next best configurations and random ones. [`emit`] renders the cases into CUDA bundles (as
 //! many per program as the device's constant memory requires); every case verifies against the
-//! CPU reference, then times its launches with CUDA events. The timings are read back ([`parse_output`]) into
-//! [`Measurement`]s and [`KernelRow`]s with the model's counts ([`measurements`],
-//! [`kernel_rows`]) and fitted by [`crate::fit_measurements`] and [`kernels::refit`], exactly
-//! as the CPU ones.
+//! CPU reference, then times its launches with CUDA events. The timings are read back
+//! ([`parse_output`]) into [`Measurement`]s and [`KernelRow`]s with the model's counts
+//! ([`measurements`], [`kernel_rows`]) and fitted by [`crate::fit_measurements`] and
+//! [`kernels::refit`], exactly as the CPU ones.
 //!
 //! Two steps, so that the machine with the GPU needs only nvcc: `emit` writes the sources, a
 //! manifest and `run.sh`, the GPU machine runs `run.sh` (or `absinthe learn --target cuda`

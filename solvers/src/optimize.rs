@@ -376,9 +376,6 @@ fn warm_start(
         &options.space,
         solve_options.threads.unwrap_or(0),
     );
-    if table.timed_out {
-        return None;
-    }
     let (config, _) = shortest_grouping(&table, analysis.stencils.len())?;
     let fixed = solver
         .solve(&encoded.fixed_to(&config), solve_options)

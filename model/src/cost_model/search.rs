@@ -229,9 +229,8 @@ pub struct RangeTable {
     /// Starts whose list was cut by the bound.
     pub pruned_starts: usize,
     /// Whether the search space's deadline stopped the table before it was complete: its
-    /// optimum is then not the model's. The searches refuse it: the DP, the range MILP and the
-    /// inline search with an error, [`exhaustive`] and [`k_best`] (and their `_with` forms) with
-    /// nothing.
+    /// optimum is then not the model's. [`k_shortest_groupings`] finds no cover in it, and the
+    /// DP, the range MILP and the inline search refuse it with an error.
     pub timed_out: bool,
     /// The program's domain and stream shape (a configuration read from the table streams
     /// where that shrinks its working set: `Configuration::smallest_working_set`).
@@ -467,9 +466,6 @@ pub fn exhaustive(
     options: &SearchSpace,
 ) -> Option<(Configuration, f64)> {
     let table = range_table(analysis, machine, options, 0);
-    if table.timed_out {
-        return None;
-    }
     shortest_grouping(&table, analysis.stencils.len())
 }
 
@@ -481,9 +477,6 @@ pub fn exhaustive_with<M: CostModel>(
     options: &SearchSpace,
 ) -> Option<(Configuration, f64)> {
     let table = range_table_with(analysis, model, options, 0, 1);
-    if table.timed_out {
-        return None;
-    }
     shortest_grouping(&table, analysis.stencils.len())
 }
 
@@ -497,8 +490,12 @@ pub fn shortest_grouping(table: &RangeTable, n: usize) -> Option<(Configuration,
 /// `table.k` per range), cheapest first: the `k` shortest paths over group boundaries, by a DP
 /// that keeps the `k` best partial covers of every prefix. Every configuration appears once
 /// (its last group, that group's tiling and the cover before it tell it apart). Ties go to the
-/// earlier start, cover and tiling, so `k = 1` is [`shortest_grouping`].
+/// earlier start, cover and tiling, so `k = 1` is [`shortest_grouping`]. None from a table its
+/// deadline cut short ([`RangeTable::timed_out`]).
 pub fn k_shortest_groupings(table: &RangeTable, n: usize, k: usize) -> Vec<(Configuration, f64)> {
+    if table.timed_out {
+        return Vec::new();
+    }
     /// A partial cover of `0..end`: its seconds, the start of its last group, that group's
     /// tiling (index into `table.tilings`) and the cover of `0..start` (index into `best[start]`).
     #[derive(Clone, Copy)]
@@ -570,9 +567,6 @@ pub fn k_best(
     threads: usize,
 ) -> Vec<(Configuration, f64)> {
     let table = range_table_k(analysis, machine, options, threads, k);
-    if table.timed_out {
-        return Vec::new();
-    }
     k_shortest_groupings(&table, analysis.stencils.len(), k)
 }
 
@@ -585,9 +579,6 @@ pub fn k_best_with<M: CostModel>(
     threads: usize,
 ) -> Vec<(Configuration, f64)> {
     let table = range_table_with(analysis, model, options, threads, k);
-    if table.timed_out {
-        return Vec::new();
-    }
     k_shortest_groupings(&table, analysis.stencils.len(), k)
 }
 
