@@ -110,6 +110,7 @@ impl Class {
     /// An access to dense line `x`, its misses counted in `counts` (the site's, per level);
     /// `join`: `x` is outside the prefix and joins it. Whether it hit everywhere.
     fn visit(&mut self, x: u32, join: bool, counts: &mut [Counts]) -> bool {
+        self.wake(x);
         let first = self.stack.first_access(x);
         let found = if join {
             self.stack.enter(x)
@@ -118,6 +119,9 @@ impl Class {
         };
         let mut all = true;
         for l in &mut self.levels {
+            if first {
+                l.sets.admit(x);
+            }
             let hit_sa = if join {
                 l.sets.enter(x)
             } else {
@@ -129,8 +133,23 @@ impl Class {
     }
 
     /// Whether line `x` can join the prefix with every prefix line still hitting everywhere.
-    fn has_room(&self, x: u32) -> bool {
+    fn has_room(&mut self, x: u32) -> bool {
+        self.wake(x);
         self.stack.has_room() && self.levels.iter().all(|l| l.sets.has_room(x))
+    }
+
+    /// Before line `x` is accessed: a set-associative level whose set of `x` is full of lines
+    /// never evicted starts keeping its ways, from the stack, which holds every line seen
+    /// while its largest level has not filled (a level's `sets * ways` lines are at most that).
+    fn wake(&mut self, x: u32) {
+        if self.stack.seen(x) {
+            return;
+        }
+        for l in &mut self.levels {
+            if !l.sets.admits(x) {
+                l.sets.fill(self.stack.lines(), self.stack.prefix_len());
+            }
+        }
     }
 
     /// Line `x` (taken off the recent ones, [`Class::take_recent`]) leaves the prefix.

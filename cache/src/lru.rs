@@ -137,6 +137,19 @@ impl Stack {
         found
     }
 
+    /// Whether line `x` was accessed.
+    pub fn seen(&self, x: u32) -> bool {
+        self.nodes[x as usize].flags & SEEN != 0
+    }
+
+    /// The lines of the list, most recent first.
+    pub fn lines(&self) -> impl Iterator<Item = u32> + '_ {
+        std::iter::successors((self.head != NONE).then_some(self.head), |&x| {
+            let next = self.nodes[x as usize].next;
+            (next != NONE).then_some(next)
+        })
+    }
+
     /// Whether this is line `x`'s first access; it is marked accessed.
     pub fn first_access(&mut self, x: u32) -> bool {
         let flags = &mut self.nodes[x as usize].flags;
@@ -211,7 +224,7 @@ impl Stack {
         }
     }
 
-    #[cfg(test)]
+    /// How many lines at the front form the recent prefix.
     pub fn prefix_len(&self) -> u64 {
         self.prefix
     }
@@ -225,35 +238,78 @@ impl Stack {
 
 /// A set-associative LRU cache: per set its ways' lines, most recent first. Lines are dense
 /// line numbers (`u32`, as the stack's); the set is that of the absolute line `first + line`.
+///
+/// Until a set is asked to hold more lines than its ways, nothing has been evicted: the cache
+/// holds every line seen, whatever their order, and every access after a line's first hits.
+/// Until then only each set's number of lines is kept ([`Sets::admits`], [`Sets::admit`]);
+/// the ways are filled from the recency order when the first line would not fit
+/// ([`Sets::fill`]).
 pub struct Sets {
     sets: u64,
     /// `sets - 1` when `sets` is a power of two (the set is then `line & mask`).
     mask: Option<u64>,
     first: u64,
     ways: usize,
+    /// Empty while nothing was evicted.
     tags: Vec<u32>,
     /// Per set, how many of its first ways hold lines of the recent prefix.
     prefix: Vec<u32>,
+    /// While nothing was evicted and a set may yet receive more lines than its ways: how many
+    /// lines each set holds. Empty otherwise.
+    held: Vec<u32>,
 }
 
 impl Sets {
     /// A cache of `sets` sets of `ways` lines for the `lines` consecutive lines from absolute
-    /// line `first`. When no set can receive more lines than its ways (at most
-    /// `ceil(lines / sets)` map to one), nothing is ever evicted and nothing is kept: every
-    /// access after the first hits. Else `sets * ways` is below `lines + sets`.
+    /// line `first`, empty. When no set can receive more lines than its ways (at most
+    /// `ceil(lines / sets)` map to one), nothing is ever evicted and nothing is kept.
     pub fn new(sets: u64, ways: u64, first: u64, lines: u64) -> Sets {
-        let kept = if lines.div_ceil(sets) <= ways {
-            0
-        } else {
-            sets * ways
-        };
+        let bounded = lines.div_ceil(sets) <= ways;
         Sets {
             sets,
             mask: sets.is_power_of_two().then(|| sets - 1),
             first,
             ways: ways as usize,
-            tags: vec![NONE; kept as usize],
-            prefix: vec![0; if kept == 0 { 0 } else { sets as usize }],
+            tags: Vec::new(),
+            prefix: Vec::new(),
+            held: vec![0; if bounded { 0 } else { sets as usize }],
+        }
+    }
+
+    /// Whether the first access of line `x` leaves every line seen held: true once the ways
+    /// are kept, since then the caller's [`Sets::touch`] evicts as it must.
+    pub fn admits(&self, x: u32) -> bool {
+        self.held.is_empty() || (self.held[self.set_of(x)] as usize) < self.ways
+    }
+
+    /// Line `x` is accessed for the first time (and [`Sets::admits`] it).
+    pub fn admit(&mut self, x: u32) {
+        if !self.held.is_empty() {
+            let set = self.set_of(x);
+            self.held[set] += 1;
+        }
+    }
+
+    /// Keeps the ways from now on: `seen`, every line seen, most recent first, of which the
+    /// first `prefix` form the recent prefix (in any order among themselves). Exact because
+    /// nothing was evicted: each set holds its lines of `seen`, in that order.
+    pub fn fill(&mut self, seen: impl Iterator<Item = u32>, prefix: u64) {
+        if self.held.is_empty() {
+            return;
+        }
+        let mut held = std::mem::take(&mut self.held);
+        held.iter_mut().for_each(|h| *h = 0);
+        self.tags = vec![NONE; self.sets as usize * self.ways];
+        self.prefix = vec![0; self.sets as usize];
+        for (n, y) in seen.enumerate() {
+            let set = self.set_of(y);
+            let at = held[set] as usize;
+            assert!(at < self.ways, "a set filled past its ways");
+            self.tags[set * self.ways + at] = y;
+            held[set] += 1;
+            if (n as u64) < prefix {
+                self.prefix[set] += 1;
+            }
         }
     }
 
