@@ -70,6 +70,8 @@ struct Class {
     shift: u32,
     stack: Stack,
     levels: Vec<ClassLevel>,
+    /// Whether a level keeps no ways yet and may have to ([`Sets::admits`]).
+    lazy: bool,
     /// How many levels there are in all (each site's counts).
     width: usize,
     scratch: Scratch,
@@ -119,7 +121,7 @@ impl Class {
         };
         let mut all = true;
         for l in &mut self.levels {
-            if first {
+            if first && self.lazy {
                 l.sets.admit(x);
             }
             let hit_sa = if join {
@@ -141,14 +143,22 @@ impl Class {
     /// Before line `x` is accessed: a set-associative level whose set of `x` is full of lines
     /// never evicted starts keeping its ways, from the stack, which holds every line seen
     /// while its largest level has not filled (a level's `sets * ways` lines are at most that).
+    #[inline(always)]
     fn wake(&mut self, x: u32) {
-        if self.stack.seen(x) {
-            return;
+        if self.lazy {
+            self.wake_lazy(x);
         }
-        for l in &mut self.levels {
-            if !l.sets.admits(x) {
-                l.sets.fill(self.stack.lines(), self.stack.prefix_len());
+    }
+
+    #[inline(never)]
+    fn wake_lazy(&mut self, x: u32) {
+        if !self.stack.seen(x) {
+            for l in &mut self.levels {
+                if !l.sets.admits(x) {
+                    l.sets.fill(self.stack.lines(), self.stack.prefix_len());
+                }
             }
+            self.lazy = self.levels.iter().any(|l| l.sets.lazy());
         }
     }
 
@@ -412,9 +422,10 @@ impl Counter {
                         zone: capacities.iter().filter(|&&c| c < l.lines()).count(),
                         sets: Sets::new(l.sets, l.ways, base >> shift, lines as u64),
                     })
-                    .collect();
+                    .collect::<Vec<ClassLevel>>();
                 Class {
                     shift,
+                    lazy: class_levels.iter().any(|l| l.sets.lazy()),
                     stack: Stack::new(&capacities, lines),
                     levels: class_levels,
                     width: levels.len(),

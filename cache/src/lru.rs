@@ -282,6 +282,11 @@ impl Sets {
         self.held.is_empty() || (self.held[self.set_of(x)] as usize) < self.ways
     }
 
+    /// Whether it keeps no ways yet and may have to.
+    pub fn lazy(&self) -> bool {
+        !self.held.is_empty()
+    }
+
     /// Line `x` is accessed for the first time (and [`Sets::admits`] it).
     pub fn admit(&mut self, x: u32) {
         if !self.held.is_empty() {
