@@ -315,6 +315,71 @@ fn bench_runs_naive_unfused_and_opt_and_all_verify() {
     }
 }
 
+/// A group streamed along z prefetches, one line per block of each row loop's cells, the next
+/// plane of every 3-D array it reads or stores, in the first row loop that touches it: at the
+/// furthest row and plane read (`w` at `k + 1` -> `k + 2`, `v` at `j` and `j - 1` -> `j`), for
+/// writing what it only stores. A group of one row loop, and unstreamed groups, prefetch
+/// nothing.
+#[test]
+fn z_streamed_row_loops_prefetch_the_next_plane() {
+    let program =
+        Program::load(&root().join("configs/cosmo_divdamp.yaml")).expect("cosmo_divdamp loads");
+    let analysis = Analysis::new(&program).expect("cosmo_divdamp analyses");
+    let m = machine();
+    let streamed = Configuration {
+        groups: vec![0, 0, 0, 0],
+        tiles: vec![[1, 2, 1]],
+        stream: vec![0],
+    };
+    let schedule = lower(
+        &program,
+        &analysis,
+        &streamed,
+        &evaluate(&analysis, &m, &streamed),
+    )
+    .unwrap();
+    let g = &schedule.groups[0];
+    assert_eq!(g.stream.as_ref().map(|p| p.dim), Some(2));
+    assert_eq!(g.prefetch_cells, 8, "64-byte lines of doubles");
+    let lines: Vec<Vec<(String, bool)>> = g
+        .prefetch
+        .iter()
+        .map(|lp| lp.iter().map(|p| (p.address.clone(), p.write)).collect())
+        .collect();
+    let read = |a: &str, k: &str| (format!("&g_{a}[ib + j * SY + {k} * SZ]"), false);
+    let write = |a: &str| (format!("&g_{a}[ib + j * SY + (k + 1) * SZ]"), true);
+    assert_eq!(
+        lines,
+        vec![
+            vec![
+                read("u", "(k + 1)"),
+                read("v", "(k + 1)"),
+                read("w", "(k + 2)"),
+                read("rdz", "(k + 1)")
+            ],
+            vec![write("unew"), write("vnew"), write("wnew")],
+        ]
+    );
+    let whole = Configuration::new(vec![0, 0, 0, 0], vec![[1, 2, 1]]);
+    let one_loop = Configuration {
+        groups: vec![0, 1, 2, 3],
+        tiles: vec![[1, 2, 1]; 4],
+        stream: vec![0, 1, 2, 3],
+    };
+    for config in [whole, one_loop] {
+        let schedule = lower(
+            &program,
+            &analysis,
+            &config,
+            &evaluate(&analysis, &m, &config),
+        )
+        .unwrap();
+        for g in &schedule.groups {
+            assert!(g.prefetch.iter().all(Vec::is_empty), "{config:?}");
+        }
+    }
+}
+
 /// Every row loop of the generated kernels vectorises (GCC's `-fopt-info-vec-optimized`
 /// reports each `#pragma omp simd` loop), streamed groups and whole tiles alike, built with the
 /// flags the toolchain builds with: cosmo_smag's `sqrt` only with `-fno-math-errno`.

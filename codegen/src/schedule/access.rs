@@ -88,7 +88,7 @@ pub(super) fn register_access(b: &LocalBuffer, slot: i64) -> String {
 }
 
 /// The index variable `v` shifted by `o`, as C: `v`, `(v + o)` or `(v - |o|)`.
-fn shifted(v: &str, o: i32) -> String {
+pub(super) fn shifted(v: &str, o: i32) -> String {
     match o {
         0 => v.to_string(),
         o if o > 0 => format!("({v} + {o})"),

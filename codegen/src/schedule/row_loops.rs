@@ -3,7 +3,8 @@
 use absinthe_model::cost_model::boxes::Interval;
 use absinthe_model::language::analysis::Analysis;
 
-use super::types::StencilStep;
+use super::access::shifted;
+use super::types::{Prefetch, StencilStep};
 
 /// The most arithmetic (`Expr::operations`, lets included) that stencils sharing one row loop
 /// may do per element. Sharing saves a row loop's overhead and lets a reader take its
@@ -78,6 +79,81 @@ pub fn chunk_cells(x0: i64, x1: i64, c: i64, chunks: i64, chunk: i64) -> (i64, i
         x0.max(x1 - (chunks - c) * chunk)
     };
     (lo, x1 - (chunks - 1 - c) * chunk)
+}
+
+/// Bytes one prefetch brings: a cache line of the CPUs the kernels are built for.
+pub const PREFETCH_BYTES: usize = 64;
+
+/// What the row loops of a group streamed along z on a CPU prefetch. Each 3-D global array the
+/// group reads or stores is prefetched by the first row loop that touches it, one line per
+/// block of cells, from the next plane: at the row and plane of its furthest read plus one
+/// plane (a read of `(i, j - 1, k + 1)` and `(i, j, k)` fetches `(ib, j, k + 2)`), to write when
+/// the group only stores it. A group of one row loop prefetches nothing, nor do row loops of
+/// sweeps (levels in their own order).
+///
+/// Why: within a tile each plane's rows are one contiguous run of each array, and a group of
+/// several row loops walks each run in bursts, loop after loop. There the hardware prefetchers
+/// fell behind: cosmo_divdamp_256's group (two row loops) ran 16.3-18.6 ms at 32-row tiles and
+/// 8.9-10.9 ms with these prefetches (Xeon 207, two threads). A group of one row loop streams
+/// each array without a break, and the blocks only cost: the generated vertical programs ran
+/// 5-20% slower with them (docs/decisions/0041-next-plane-prefetch.md).
+pub(super) fn plane_prefetches<'a>(
+    analysis: &Analysis,
+    steps: &'a [StencilStep],
+    loops: &[Vec<usize>],
+) -> Vec<Vec<Prefetch>> {
+    let mut taken: Vec<&'a str> = Vec::new();
+    if loops.len() < 2 {
+        return vec![Vec::new(); loops.len()];
+    }
+    loops
+        .iter()
+        .map(|lp| {
+            if lp
+                .iter()
+                .any(|&n| analysis.stencils[steps[n].stencil].computation.is_sweep())
+            {
+                return Vec::new();
+            }
+            // Per array, in order of first touch: its furthest row and plane, and whether it is
+            // only stored.
+            let mut wanted: Vec<(&'a str, i32, i32, bool)> = Vec::new();
+            let mut want = |array: &'a str, oy: i32, oz: i32, write: bool| match wanted
+                .iter_mut()
+                .find(|w| w.0 == array)
+            {
+                Some(w) => *w = (array, w.1.max(oy), w.2.max(oz), w.3 && write),
+                None => wanted.push((array, oy, oz, write)),
+            };
+            for &n in lp {
+                let st = &steps[n];
+                for r in st.reads.iter().filter(|r| !r.buffer) {
+                    if analysis.dims_of(&r.array).is_full() {
+                        want(&r.array, r.offset[1], r.offset[2], false);
+                    }
+                }
+                if st.global.is_some() && analysis.dims_of(&st.name).is_full() {
+                    want(&st.name, 0, 0, true);
+                }
+            }
+            wanted
+                .into_iter()
+                .filter(|w| {
+                    let new = !taken.contains(&w.0);
+                    taken.push(w.0);
+                    new
+                })
+                .map(|(array, oy, oz, write)| Prefetch {
+                    address: format!(
+                        "&g_{array}[ib + {} * SY + {} * SZ]",
+                        shifted("j", oy),
+                        shifted("k", oz + 1)
+                    ),
+                    write,
+                })
+                .collect()
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -219,6 +219,14 @@ pub struct StepRead {
     pub offset: [i32; 3],
 }
 
+/// A line a row loop prefetches before each block of its cells: an array's element in a later
+/// plane at the block's first cell `ib`, as a C address, to read or to write.
+#[derive(Clone, Debug, Serialize)]
+pub struct Prefetch {
+    pub address: String,
+    pub write: bool,
+}
+
 /// One group: a tile loop over its fused stencils.
 #[derive(Clone, Debug, Serialize)]
 pub struct GroupSchedule {
@@ -255,6 +263,12 @@ pub struct GroupSchedule {
     /// chunk by chunk across the row ([`super::row_loops::chunk_cells`]). `None` for other
     /// groups.
     pub row_chunk: Option<i64>,
+    /// In a group streamed along z on the CPU, per row loop, the lines it prefetches from the
+    /// next plane ([`super::row_loops::plane_prefetches`]); empty lists otherwise.
+    pub prefetch: Vec<Vec<Prefetch>>,
+    /// The cells one prefetched line holds: a row loop with prefetches runs its cells in
+    /// blocks of this many, each block after its prefetches.
+    pub prefetch_cells: usize,
     /// On the CUDA target, the arrays this streamed group stages in shared memory
     /// (`boxes::block_plan`); empty on the other targets.
     pub staged: Vec<StagedArray>,
