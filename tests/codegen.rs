@@ -315,13 +315,14 @@ fn bench_runs_naive_unfused_and_opt_and_all_verify() {
     }
 }
 
-/// A group streamed along z prefetches, one line per block of each row loop's cells, the next
-/// plane of every 3-D array it reads or stores, in the first row loop that touches it: at the
-/// furthest row and plane read (`w` at `k + 1` -> `k + 2`, `v` at `j` and `j - 1` -> `j`), for
+/// A streamed group prefetches, one line per block of each row loop's cells, the next line
+/// along the stream of every 3-D array it reads or stores, in the first row loop that touches
+/// it: at the furthest row and plane read moved one line along the stream (along z: `w` at
+/// `k + 1` -> `k + 2`, `v` at `j` and `j - 1` -> `j`; along y: `u` at `j + 1` -> `j + 2`), for
 /// writing what it only stores. A group of one row loop, and unstreamed groups, prefetch
 /// nothing.
 #[test]
-fn z_streamed_row_loops_prefetch_the_next_plane() {
+fn streamed_row_loops_prefetch_the_next_line() {
     let program =
         Program::load(&root().join("configs/cosmo_divdamp.yaml")).expect("cosmo_divdamp loads");
     let analysis = Analysis::new(&program).expect("cosmo_divdamp analyses");
@@ -378,6 +379,34 @@ fn z_streamed_row_loops_prefetch_the_next_plane() {
             assert!(g.prefetch.iter().all(Vec::is_empty), "{config:?}");
         }
     }
+    // Along y: the Laplacian's row loop reads u up to j + 1, the output's loop reads u at j.
+    let program = Program::from_yaml(
+        "name: rows\ndomain: [64, 32, 4]\nhalo: [1, 2, 0]\noutputs: [out]\nstencils:\n  \
+         - name: lap\n    expr: \"u(i+1,j,k) + u(i-1,j,k) + u(i,j+1,k) + u(i,j-1,k) - 4.0 * u(i,j,k)\"\n  \
+         - name: out\n    expr: \"u(i,j,k) - 0.1 * lap(i,j+1,k)\"\n",
+    )
+    .unwrap();
+    let analysis = Analysis::new(&program).unwrap();
+    let rows = Configuration {
+        groups: vec![0, 0],
+        tiles: vec![[1, 1, 1]],
+        stream: vec![0],
+    };
+    let schedule = lower(&program, &analysis, &rows, &evaluate(&analysis, &m, &rows)).unwrap();
+    let g = &schedule.groups[0];
+    assert_eq!(g.stream.as_ref().map(|p| p.dim), Some(1));
+    let lines: Vec<Vec<(String, bool)>> = g
+        .prefetch
+        .iter()
+        .map(|lp| lp.iter().map(|p| (p.address.clone(), p.write)).collect())
+        .collect();
+    assert_eq!(
+        lines,
+        vec![
+            vec![("&g_u[ib + (j + 2) * SY + k * SZ]".to_string(), false)],
+            vec![("&g_out[ib + (j + 1) * SY + k * SZ]".to_string(), true)],
+        ]
+    );
 }
 
 /// Every row loop of the generated kernels vectorises (GCC's `-fopt-info-vec-optimized`

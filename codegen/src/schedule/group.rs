@@ -10,7 +10,7 @@ use absinthe_model::cost_model::boxes::{
 use absinthe_model::language::analysis::{Analysis, Extent};
 
 use super::access::staged_ident;
-use super::row_loops::{plane_prefetches, PREFETCH_BYTES, ROW_CHUNK};
+use super::row_loops::{stream_prefetches, PREFETCH_BYTES, ROW_CHUNK};
 use super::types::{GroupSchedule, StagedArray, StencilStep, StreamPlan};
 use super::{Lowering, Target};
 use crate::CodegenError;
@@ -126,9 +126,8 @@ impl<'a> GroupLowering<'a> {
         let analysis = self.lowering.analysis;
         let stream_dim = self.lowering.stream_dim;
         let bands = loops.iter().map(|lp| interval_bands(&steps, lp)).collect();
-        let prefetch = if self.streams && stream_dim == 2 && self.lowering.target == Target::OpenMp
-        {
-            plane_prefetches(analysis, &steps, &loops)
+        let prefetch = if self.streams && self.lowering.target == Target::OpenMp {
+            stream_prefetches(analysis, &steps, &loops, stream_dim)
         } else {
             vec![Vec::new(); loops.len()]
         };

@@ -84,23 +84,26 @@ pub fn chunk_cells(x0: i64, x1: i64, c: i64, chunks: i64, chunk: i64) -> (i64, i
 /// Bytes one prefetch brings: a cache line of the CPUs the kernels are built for.
 pub const PREFETCH_BYTES: usize = 64;
 
-/// What the row loops of a group streamed along z on a CPU prefetch. Each 3-D global array the
-/// group reads or stores is prefetched by the first row loop that touches it, one line per
-/// block of cells, from the next plane: at the row and plane of its furthest read plus one
-/// plane (a read of `(i, j - 1, k + 1)` and `(i, j, k)` fetches `(ib, j, k + 2)`), to write when
-/// the group only stores it. A group of one row loop prefetches nothing, nor do row loops of
-/// sweeps (levels in their own order).
+/// What the row loops of a streamed group on a CPU prefetch. Each 3-D global array the group
+/// reads or stores is prefetched by the first row loop that touches it, one line per block of
+/// cells, from the next line along the stream (`stream_dim`: the next row along y, the next
+/// plane along z): at the row and plane of its furthest read, moved one line along the stream
+/// (a read of `(i, j - 1, k + 1)` and `(i, j, k)` streamed along z fetches `(ib, j, k + 2)`), to
+/// write when the group only stores it. A group of one row loop prefetches nothing, nor do row
+/// loops of sweeps (levels in their own order).
 ///
-/// Why: within a tile each plane's rows are one contiguous run of each array, and a group of
-/// several row loops walks each run in bursts, loop after loop. There the hardware prefetchers
-/// fell behind: cosmo_divdamp_256's group (two row loops) ran 16.3-18.6 ms at 32-row tiles and
-/// 8.9-10.9 ms with these prefetches (Xeon 207, two threads). A group of one row loop streams
-/// each array without a break, and the blocks only cost: the generated vertical programs ran
-/// 5-20% slower with them (docs/decisions/0041-next-plane-prefetch.md).
-pub(super) fn plane_prefetches<'a>(
+/// Why: a group of several row loops walks each array's rows in bursts, loop after loop, and
+/// there the hardware prefetchers fell behind. cosmo_divdamp_256's group streamed along z (two
+/// row loops) ran 16.3-18.6 ms at 32-row tiles and 8.9-10.9 ms with these prefetches;
+/// lapchain1_256's group streamed along y (four row loops) 5.0-6.0 ms and 3.2-3.6 ms (Xeon 207,
+/// two threads). A group of one row loop streams each array without a break, and the blocks
+/// only cost: the generated vertical programs ran 5-20% slower with them
+/// (docs/decisions/0041-stream-prefetch.md).
+pub(super) fn stream_prefetches<'a>(
     analysis: &Analysis,
     steps: &'a [StencilStep],
     loops: &[Vec<usize>],
+    stream_dim: usize,
 ) -> Vec<Vec<Prefetch>> {
     let mut taken: Vec<&'a str> = Vec::new();
     if loops.len() < 2 {
@@ -143,13 +146,20 @@ pub(super) fn plane_prefetches<'a>(
                     taken.push(w.0);
                     new
                 })
-                .map(|(array, oy, oz, write)| Prefetch {
-                    address: format!(
-                        "&g_{array}[ib + {} * SY + {} * SZ]",
-                        shifted("j", oy),
-                        shifted("k", oz + 1)
-                    ),
-                    write,
+                .map(|(array, oy, oz, write)| {
+                    let (oy, oz) = if stream_dim == 2 {
+                        (oy, oz + 1)
+                    } else {
+                        (oy + 1, oz)
+                    };
+                    Prefetch {
+                        address: format!(
+                            "&g_{array}[ib + {} * SY + {} * SZ]",
+                            shifted("j", oy),
+                            shifted("k", oz)
+                        ),
+                        write,
+                    }
                 })
                 .collect()
         })

@@ -263,8 +263,8 @@ pub struct GroupSchedule {
     /// chunk by chunk across the row ([`super::row_loops::chunk_cells`]). `None` for other
     /// groups.
     pub row_chunk: Option<i64>,
-    /// In a group streamed along z on the CPU, per row loop, the lines it prefetches from the
-    /// next plane ([`super::row_loops::plane_prefetches`]); empty lists otherwise.
+    /// In a streamed group on the CPU, per row loop, the lines it prefetches from the next line
+    /// along the stream ([`super::row_loops::stream_prefetches`]); empty lists otherwise.
     pub prefetch: Vec<Vec<Prefetch>>,
     /// The cells one prefetched line holds: a row loop with prefetches runs its cells in
     /// blocks of this many, each block after its prefetches.
