@@ -315,6 +315,14 @@ fn bench_runs_naive_unfused_and_opt_and_all_verify() {
     }
 }
 
+/// Per row loop of `g`, its prefetches as (address, to write).
+fn prefetch_lines(g: &absinthe_codegen::schedule::GroupSchedule) -> Vec<Vec<(String, bool)>> {
+    g.prefetch
+        .iter()
+        .map(|lp| lp.iter().map(|p| (p.address.clone(), p.write)).collect())
+        .collect()
+}
+
 /// A streamed group prefetches, one line per block of each row loop's cells, the next line
 /// along the stream of every 3-D array it reads or stores, in the first row loop that touches
 /// it: at the furthest row and plane read moved one line along the stream (along z: `w` at
@@ -342,11 +350,7 @@ fn streamed_row_loops_prefetch_the_next_line() {
     let g = &schedule.groups[0];
     assert_eq!(g.stream.as_ref().map(|p| p.dim), Some(2));
     assert_eq!(g.prefetch_cells, 8, "64-byte lines of doubles");
-    let lines: Vec<Vec<(String, bool)>> = g
-        .prefetch
-        .iter()
-        .map(|lp| lp.iter().map(|p| (p.address.clone(), p.write)).collect())
-        .collect();
+    let lines = prefetch_lines(g);
     let read = |a: &str, k: &str| (format!("&g_{a}[ib + j * SY + {k} * SZ]"), false);
     let write = |a: &str| (format!("&g_{a}[ib + j * SY + (k + 1) * SZ]"), true);
     assert_eq!(
@@ -395,11 +399,7 @@ fn streamed_row_loops_prefetch_the_next_line() {
     let schedule = lower(&program, &analysis, &rows, &evaluate(&analysis, &m, &rows)).unwrap();
     let g = &schedule.groups[0];
     assert_eq!(g.stream.as_ref().map(|p| p.dim), Some(1));
-    let lines: Vec<Vec<(String, bool)>> = g
-        .prefetch
-        .iter()
-        .map(|lp| lp.iter().map(|p| (p.address.clone(), p.write)).collect())
-        .collect();
+    let lines = prefetch_lines(g);
     assert_eq!(
         lines,
         vec![

@@ -34,8 +34,8 @@ mod types;
 pub use buffers::{buffer_page_offset, THREAD_STRIDE_BYTES};
 pub use row_loops::{chunk_cells, row_chunks, ROW_CHUNK, ROW_LOOP_OPERATIONS};
 pub use types::{
-    GlobalArray, GroupSchedule, HostLayout, LocalBuffer, LocalDef, ReferenceStencil, Role,
-    ScalarParam, Schedule, StagedArray, StencilStep, StepRead, StreamPlan,
+    GlobalArray, GroupSchedule, HostLayout, LocalBuffer, LocalDef, Prefetch, ReferenceStencil,
+    Role, ScalarParam, Schedule, StagedArray, StencilStep, StepRead, StreamPlan,
 };
 
 use std::ops::Range;
