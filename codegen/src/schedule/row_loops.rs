@@ -93,12 +93,12 @@ pub const PREFETCH_BYTES: usize = 64;
 /// loops of sweeps (levels in their own order).
 ///
 /// Why: a group of several row loops walks each array's rows in bursts, loop after loop, and
-/// there the hardware prefetchers fell behind. cosmo_divdamp_256's group streamed along z (two
-/// row loops) ran 16.3-18.6 ms at 32-row tiles and 8.9-10.9 ms with these prefetches;
-/// lapchain1_256's group streamed along y (four row loops) 5.0-6.0 ms and 3.2-3.6 ms (Xeon 207,
-/// two threads). A group of one row loop streams each array without a break, and the blocks
-/// only cost: the generated vertical programs ran 5-20% slower with them
-/// (docs/decisions/0041-stream-prefetch.md).
+/// there the hardware prefetchers seem to fall behind (the cause was not measured).
+/// cosmo_divdamp_256's group streamed along z (two row loops) ran 16.3-18.6 ms at 32-row tiles
+/// and 8.9-10.9 ms with these prefetches; lapchain1_256's group streamed along y (four row
+/// loops) 4.9-6.0 ms and 3.2-4.8 ms (Xeon 207, two threads). A group of one row loop streams
+/// each array without a break, and the blocks only cost: the generated vertical programs ran
+/// slower with them (docs/decisions/0041-stream-prefetch.md).
 pub(super) fn stream_prefetches<'a>(
     analysis: &Analysis,
     steps: &'a [StencilStep],
