@@ -383,9 +383,10 @@ fn streamed_row_loops_prefetch_the_next_line() {
             assert!(g.prefetch.iter().all(Vec::is_empty), "{config:?}");
         }
     }
-    // Along y: the Laplacian's row loop reads u up to j + 1, the output's loop reads u at j.
+    // Along y, in floats: the Laplacian's row loop reads u up to j + 1, the output's loop
+    // reads u at j.
     let program = Program::from_yaml(
-        "name: rows\ndomain: [64, 32, 4]\nhalo: [1, 2, 0]\noutputs: [out]\nstencils:\n  \
+        "name: rows\ndomain: [64, 32, 4]\nhalo: [1, 2, 0]\noutputs: [out]\ntype: float\nstencils:\n  \
          - name: lap\n    expr: \"u(i+1,j,k) + u(i-1,j,k) + u(i,j+1,k) + u(i,j-1,k) - 4.0 * u(i,j,k)\"\n  \
          - name: out\n    expr: \"u(i,j,k) - 0.1 * lap(i,j+1,k)\"\n",
     )
@@ -399,6 +400,7 @@ fn streamed_row_loops_prefetch_the_next_line() {
     let schedule = lower(&program, &analysis, &rows, &evaluate(&analysis, &m, &rows)).unwrap();
     let g = &schedule.groups[0];
     assert_eq!(g.stream.as_ref().map(|p| p.dim), Some(1));
+    assert_eq!(g.prefetch_cells, 16, "64-byte lines of floats");
     let lines = prefetch_lines(g);
     assert_eq!(
         lines,
