@@ -315,12 +315,41 @@ fn bench_runs_naive_unfused_and_opt_and_all_verify() {
     }
 }
 
-/// Per row loop of `g`, its prefetches as (address, to write).
-fn prefetch_lines(g: &absinthe_codegen::schedule::GroupSchedule) -> Vec<Vec<(String, bool)>> {
-    g.prefetch
+/// `config` of `program` lowered for OpenMP.
+fn lowered(program: &Program, analysis: &Analysis, config: &Configuration) -> Schedule {
+    lower(
+        program,
+        analysis,
+        config,
+        &evaluate(analysis, &machine(), config),
+    )
+    .unwrap()
+}
+
+/// Every stencil of `program` in one group of `tiles`, streamed: the stream's dimension, the
+/// cells of a prefetched line, and per row loop its prefetches as (address, to write).
+fn streamed_as_one_group(
+    program: &Program,
+    analysis: &Analysis,
+    tiles: [usize; 3],
+) -> (usize, usize, Vec<Vec<(String, bool)>>) {
+    let config = Configuration {
+        groups: vec![0; program.stencils.len()],
+        tiles: vec![tiles],
+        stream: vec![0],
+    };
+    let schedule = lowered(program, analysis, &config);
+    let g = &schedule.groups[0];
+    let lines = g
+        .prefetch
         .iter()
         .map(|lp| lp.iter().map(|p| (p.address.clone(), p.write)).collect())
-        .collect()
+        .collect();
+    (
+        g.stream.as_ref().expect("the group streams").dim,
+        g.prefetch_cells,
+        lines,
+    )
 }
 
 /// A streamed group prefetches, one line per block of each row loop's cells, the next line
@@ -334,23 +363,8 @@ fn streamed_row_loops_prefetch_the_next_line() {
     let program =
         Program::load(&root().join("configs/cosmo_divdamp.yaml")).expect("cosmo_divdamp loads");
     let analysis = Analysis::new(&program).expect("cosmo_divdamp analyses");
-    let m = machine();
-    let streamed = Configuration {
-        groups: vec![0, 0, 0, 0],
-        tiles: vec![[1, 2, 1]],
-        stream: vec![0],
-    };
-    let schedule = lower(
-        &program,
-        &analysis,
-        &streamed,
-        &evaluate(&analysis, &m, &streamed),
-    )
-    .unwrap();
-    let g = &schedule.groups[0];
-    assert_eq!(g.stream.as_ref().map(|p| p.dim), Some(2));
-    assert_eq!(g.prefetch_cells, 8, "64-byte lines of doubles");
-    let lines = prefetch_lines(g);
+    let (dim, cells, lines) = streamed_as_one_group(&program, &analysis, [1, 2, 1]);
+    assert_eq!((dim, cells), (2, 8), "along z, 64-byte lines of doubles");
     let read = |a: &str, k: &str| (format!("&g_{a}[ib + j * SY + {k} * SZ]"), false);
     let write = |a: &str| (format!("&g_{a}[ib + j * SY + (k + 1) * SZ]"), true);
     assert_eq!(
@@ -372,13 +386,7 @@ fn streamed_row_loops_prefetch_the_next_line() {
         stream: vec![0, 1, 2, 3],
     };
     for config in [whole, one_loop] {
-        let schedule = lower(
-            &program,
-            &analysis,
-            &config,
-            &evaluate(&analysis, &m, &config),
-        )
-        .unwrap();
+        let schedule = lowered(&program, &analysis, &config);
         for g in &schedule.groups {
             assert!(g.prefetch.iter().all(Vec::is_empty), "{config:?}");
         }
@@ -392,16 +400,8 @@ fn streamed_row_loops_prefetch_the_next_line() {
     )
     .unwrap();
     let analysis = Analysis::new(&program).unwrap();
-    let rows = Configuration {
-        groups: vec![0, 0],
-        tiles: vec![[1, 1, 1]],
-        stream: vec![0],
-    };
-    let schedule = lower(&program, &analysis, &rows, &evaluate(&analysis, &m, &rows)).unwrap();
-    let g = &schedule.groups[0];
-    assert_eq!(g.stream.as_ref().map(|p| p.dim), Some(1));
-    assert_eq!(g.prefetch_cells, 16, "64-byte lines of floats");
-    let lines = prefetch_lines(g);
+    let (dim, cells, lines) = streamed_as_one_group(&program, &analysis, [1, 1, 1]);
+    assert_eq!((dim, cells), (1, 16), "along y, 64-byte lines of floats");
     assert_eq!(
         lines,
         vec![

@@ -105,10 +105,11 @@ pub(super) fn stream_prefetches<'a>(
     loops: &[Vec<usize>],
     stream_dim: usize,
 ) -> Vec<Vec<Prefetch>> {
-    let mut taken: Vec<&'a str> = Vec::new();
     if loops.len() < 2 {
         return vec![Vec::new(); loops.len()];
     }
+    // The arrays an earlier row loop prefetches.
+    let mut taken: Vec<&'a str> = Vec::new();
     loops
         .iter()
         .map(|lp| {
@@ -143,7 +144,9 @@ pub(super) fn stream_prefetches<'a>(
                 .into_iter()
                 .filter(|w| {
                     let new = !taken.contains(&w.0);
-                    taken.push(w.0);
+                    if new {
+                        taken.push(w.0);
+                    }
                     new
                 })
                 .map(|(array, oy, oz, write)| {

@@ -219,8 +219,9 @@ pub struct StepRead {
     pub offset: [i32; 3],
 }
 
-/// A line a row loop prefetches before each block of its cells: an array's element in a later
-/// plane at the block's first cell `ib`, as a C address, to read or to write.
+/// A line a row loop prefetches before each block of its cells: an array's element in the next
+/// row or plane along the stream at the block's first cell `ib`, as a C address, to read or to
+/// write.
 #[derive(Clone, Debug, Serialize)]
 pub struct Prefetch {
     pub address: String,
