@@ -67,7 +67,7 @@ pub struct BenchArgs {
     /// Seed of `random:N`.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Skip the bandwidth measurement and the roofline columns.
+    /// Skip the bandwidth and divider measurements and the roofline columns.
     #[arg(long)]
     pub no_roofline: bool,
     /// Read templates from this directory first.

@@ -6,7 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use absinthe_codegen::compile::{stream_bandwidth, HarnessResult, Toolchain};
+use absinthe_codegen::compile::{
+    operation_times, stream_bandwidth, HarnessResult, OperationTimes, Toolchain,
+};
 use absinthe_codegen::cuda::{plan as cuda_plan, GpuLimits};
 use absinthe_codegen::render::{default_flush_bytes, Flush, HarnessOptions, Renderer};
 use absinthe_codegen::{lower, lower_cuda, Schedule};
@@ -210,6 +212,11 @@ pub struct Row {
     pub roofline_seconds: Option<f64>,
     /// `roofline_seconds / measured_seconds`.
     pub roofline_fraction: Option<f64>,
+    /// The divider's roof: the program's compulsory divisions, square roots and calls
+    /// ([`absinthe_model::cost_model::traffic::compulsory_operations`]) at the throughput
+    /// measured in the same run ([`Bench::divider`]), the fastest the arithmetic lets this run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub divider_seconds: Option<f64>,
     /// What `predicted_seconds` is made of: the model's access counts of every stencil the
     /// variant computes and the loop-bound overhead of every group, so that a script can
     /// refit the model's form to measured times (absent for skipped variants).
@@ -305,6 +312,9 @@ pub struct Bench {
     pub options: BenchOptions,
     /// The streaming bandwidth in bytes per second, when `options.roofline`.
     pub bandwidth: Option<f64>,
+    /// Seconds per cell of a division, a square root and a call when the unit is saturated
+    /// (each `OperationTimes`' second variant over two), when `options.roofline`.
+    pub divider: Option<[f64; 3]>,
     progress: Box<dyn Fn(&str) + Sync + Send>,
 }
 
@@ -342,6 +352,7 @@ impl Bench {
             env,
             options,
             bandwidth: None,
+            divider: None,
             progress: Box::new(|_| {}),
         };
         if bench.options.roofline {
@@ -356,6 +367,10 @@ impl Bench {
                 default_flush_bytes(),
                 &env,
             )?);
+            let threads = bench.machine.cores.unwrap_or(1);
+            let t: OperationTimes =
+                operation_times(&bench.toolchain, &bench.renderer, threads, &env)?;
+            bench.divider = Some([t.divide2, t.sqrt2, t.call2].map(|x| x / 2.0));
         }
         Ok(bench)
     }
@@ -554,6 +569,17 @@ impl Bench {
         self.cache_model(p, &levels).ok().map(|r| r.levels)
     }
 
+    /// The divider's roof of the program ([`Row::divider_seconds`]).
+    /// `None` for programs in floats: the throughput is measured in doubles.
+    pub fn divider_seconds(&self) -> Option<f64> {
+        if self.program.value_type.bytes() != 8 {
+            return None;
+        }
+        let ops = absinthe_model::cost_model::traffic::compulsory_operations(&self.analysis);
+        self.divider
+            .map(|[d, s, c]| ops.divide as f64 * d + ops.sqrt as f64 * s + ops.call as f64 * c)
+    }
+
     /// The row of `p` from its pooled runs (per flush, one case each).
     fn row(
         &self,
@@ -591,6 +617,7 @@ impl Bench {
             compulsory_bytes,
             roofline_seconds: self.bandwidth.map(|b| compulsory_bytes as f64 / b),
             roofline_fraction: None,
+            divider_seconds: self.divider_seconds(),
             model,
             cache: self.row_cache(p),
         };

@@ -97,6 +97,23 @@ impl BenchReport<'_> {
                 seconds_cell(r.roofline_seconds)
             );
         }
+        let divided = rows
+            .first()
+            .filter(|r| r.divider_seconds.is_some_and(|s| s > 0.0));
+        if let (Some(t), Some(r)) = (bench.divider, divided) {
+            let ops = absinthe_model::cost_model::traffic::compulsory_operations(&bench.analysis);
+            let _ = writeln!(
+                out,
+                "divider: {:.1} M divisions, {:.1} M square roots, {:.1} M calls (each stencil once over its box) at {:.2}, {:.2}, {:.2} ns each, measured -> at least {}",
+                ops.divide as f64 / 1e6,
+                ops.sqrt as f64 / 1e6,
+                ops.call as f64 / 1e6,
+                t[0] * 1e9,
+                t[1] * 1e9,
+                t[2] * 1e9,
+                seconds_cell(r.divider_seconds)
+            );
+        }
         out.push('\n');
         out
     }

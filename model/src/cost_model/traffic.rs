@@ -2,6 +2,7 @@
 //! caches, the bound `bench`'s roofline column divides by the measured bandwidth.
 
 use crate::language::analysis::Analysis;
+use crate::language::expr::OperationCounts;
 
 /// Compulsory traffic of a program, in bytes: every input read once over the box its readers
 /// touch (the domain grown by their reference extents and access offsets: halo included), every
@@ -43,6 +44,32 @@ pub fn compulsory_bytes(analysis: &Analysis, value_bytes: usize) -> u64 {
     total * value_bytes as u64
 }
 
+/// Compulsory operations of a program, by kind: every stencil evaluated once on each cell of the
+/// box the reference evaluates it on (its extent beyond the domain included), along its own
+/// dimensions, as no schedule can do less without recomputing nothing. With each kind's measured
+/// throughput this is the bound `bench`'s divider roof gives (divisions, square roots and calls;
+/// adds and multiplies overlap with the loads).
+pub fn compulsory_operations(analysis: &Analysis) -> OperationCounts {
+    let dom = analysis.domain.map(|d| d as u64);
+    analysis
+        .stencils
+        .iter()
+        .map(|s| {
+            let dims = analysis.arrays[s.array].dims;
+            let span = |d: usize| dom[d] + s.extent[d][0] as u64 + s.extent[d][1] as u64;
+            let columns: u64 = (0..2).filter(|&d| dims.has(d)).map(span).product();
+            // The levels beyond the domain a stencil without intervals is evaluated on.
+            let beyond = if dims.has(2) && !s.intervals {
+                s.operation_counts
+                    .times(s.extent[2][0] as u64 + s.extent[2][1] as u64)
+            } else {
+                OperationCounts::default()
+            };
+            (s.column_operations + beyond).times(columns)
+        })
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,5 +97,36 @@ mod tests {
         let analysis = Analysis::new(&program).unwrap();
         let expected = 66 * 64 * 60 + 60 + 64 * 64 + 64 * 64 * 60;
         assert_eq!(compulsory_bytes(&analysis, 8), expected * 8);
+    }
+
+    /// `q` is evaluated over its readers' box (one more cell below along i), one division per
+    /// cell; `r` has two intervals, two divisions on the first level and one on the others.
+    #[test]
+    fn compulsory_operations_count_each_stencil_once_over_its_box() {
+        let program = Program::from_yaml(
+            r#"
+name: ops
+domain: [8, 6, 4]
+halo: [1, 0, 0]
+outputs: [out, r]
+stencils:
+  - name: q
+    expr: "u(i,j,k) / 3.0"
+  - name: out
+    expr: "q(i,j,k) - q(i-1,j,k)"
+  - name: r
+    intervals:
+      - k: [0, 1]
+        expr: "u(i,j,k) / 3.0 / 7.0"
+      - k: [1, null]
+        expr: "sqrt(u(i,j,k)) / 7.0"
+"#,
+        )
+        .unwrap();
+        let analysis = Analysis::new(&program).unwrap();
+        let ops = compulsory_operations(&analysis);
+        assert_eq!(ops.divide, 9 * 6 * 4 + 8 * 6 * 2 + 8 * 6 * 3);
+        assert_eq!(ops.sqrt, 8 * 6 * 3);
+        assert_eq!(ops.simple, 8 * 6 * 4);
     }
 }

@@ -56,6 +56,10 @@ pub struct StencilInfo {
     pub operations: u64,
     /// The operations of one evaluation by kind, its `let`s included.
     pub operation_counts: OperationCounts,
+    /// The operations of one column of the domain's levels, by kind: each body's (its `let`s
+    /// included) times the levels it covers (an interval stencil's bodies differ; a 2-D
+    /// stencil's one level).
+    pub column_operations: OperationCounts,
     /// Stencils that read this one, in program order.
     pub readers: Vec<usize>,
     pub is_output: bool,
@@ -205,6 +209,11 @@ fn stencil_infos(
             fetch_weight: 1 + reads.len() as u64,
             operations: 0,
             operation_counts: operation_counts(s, program.domain[2]),
+            column_operations: column_operations(
+                s,
+                program.dims(&s.name).has(2),
+                program.domain[2],
+            ),
             accesses: reads.into_iter().collect(),
             bounds,
             readers: Vec::new(),
@@ -234,6 +243,29 @@ fn operation_counts(s: &crate::language::program::Stencil, nz: usize) -> Operati
         .map(|l| l.expr.operation_counts())
         .sum::<OperationCounts>()
         + body.expr.operation_counts()
+}
+
+/// The operations of `s` over one column of the domain's `nz` levels (one level when it is
+/// 2-D): each body's times the levels it covers.
+fn column_operations(
+    s: &crate::language::program::Stencil,
+    three_d: bool,
+    nz: usize,
+) -> OperationCounts {
+    (0..s.bodies.len())
+        .map(|b| {
+            let body = &s.bodies[b];
+            let (lo, hi) = s.body_levels(b, nz);
+            let levels = if three_d { (hi - lo).max(0) as u64 } else { 1 };
+            (body
+                .lets
+                .iter()
+                .map(|l| l.expr.operation_counts())
+                .sum::<OperationCounts>()
+                + body.expr.operation_counts())
+            .times(levels)
+        })
+        .sum()
 }
 
 /// The data-flow graph (one node per array, an edge from each array to each stencil reading

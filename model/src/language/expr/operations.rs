@@ -15,6 +15,16 @@ pub struct OperationCounts {
 }
 
 impl OperationCounts {
+    /// Each count times `n`.
+    pub fn times(&self, n: u64) -> OperationCounts {
+        OperationCounts {
+            simple: self.simple * n,
+            divide: self.divide * n,
+            sqrt: self.sqrt * n,
+            call: self.call * n,
+        }
+    }
+
     /// The counts' weight in adds.
     pub fn weighed(&self, w: &OperationWeights) -> u64 {
         self.simple + self.divide * w.divide + self.sqrt * w.sqrt + self.call * w.call
