@@ -570,9 +570,10 @@ impl Bench {
     }
 
     /// The divider's roof of the program ([`Row::divider_seconds`]).
-    /// `None` for programs in floats: the throughput is measured in doubles.
+    /// `None` for programs in floats (the throughput is measured in doubles) and in the
+    /// relaxed-math build (which multiplies by a literal's reciprocal instead of dividing).
     pub fn divider_seconds(&self) -> Option<f64> {
-        if self.program.value_type.bytes() != 8 {
+        if self.program.value_type.bytes() != 8 || self.options.build == Build::RelaxedMath {
             return None;
         }
         let ops = absinthe_model::cost_model::traffic::compulsory_operations(&self.analysis);
