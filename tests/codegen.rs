@@ -1279,6 +1279,47 @@ fn stream_bandwidth_builds_runs_and_reads_back() {
     );
 }
 
+/// `bench` with its roofline puts the divider's roof beside the bandwidth bound: the program's
+/// compulsory divisions (`q` over its reader's box, one more cell along i, and `out` over the
+/// domain) at a measured time each; none in the relaxed-math build, which multiplies by the
+/// literals' reciprocals.
+#[test]
+fn bench_reports_the_dividers_roof() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = temp_file(
+        dir.path(),
+        "divs.yaml",
+        "name: divs\ndomain: [16, 8, 4]\nhalo: [1, 0, 0]\noutputs: [out]\nstencils:\n  - name: q\n    expr: \"u(i,j,k) / 3.0\"\n  - name: out\n    expr: \"q(i,j,k) - q(i-1,j,k) / 7.0\"\n",
+    );
+    let program = program.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "bench",
+            program,
+            "--variants",
+            "opt",
+            "--runs",
+            "2",
+            "--flush-bytes",
+            "100000",
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        let o = absinthe(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let rows: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        rows[0].clone()
+    };
+    let divisions = (17 * 8 * 4 + 16 * 8 * 4) as f64;
+    let row = run(&[]);
+    let each = row["divider_seconds"].as_f64().expect("a divider roof") / divisions;
+    // A division takes between a picosecond and a microsecond: read back per division.
+    assert!((1e-12..1e-6).contains(&each), "{row}");
+    assert!(row["roofline_seconds"].as_f64().unwrap() > 0.0, "{row}");
+    assert!(run(&["--relaxed-math"]).get("divider_seconds").is_none());
+}
+
 /// learn's operation-cost measurement (`templates/operations.cpp.j2`) builds with the
 /// toolchain's flags, runs and reads back a time per cell for every variant.
 #[test]
