@@ -208,6 +208,42 @@ def best_peer(reports):
     return out
 
 
+def per_peer(reports):
+    """Per peer (halide, gt4py): its best verified row's name, seconds and peer / opt in its own
+    run; and `unfused / opt` from the first report that timed both."""
+    peers, unfused_over_opt = {}, None
+    for rep in (r for r in reports if r):
+        opt, best, ratio = best_peer([rep])
+        if best:
+            peers[best["implementation"]] = {"best": best["variant"], "seconds": best["median"],
+                                             "ratio": ratio}
+        times = {r.get("variant"): r.get("median") for r in rep["rows"]
+                 if r.get("implementation") == "absinthe"}
+        if unfused_over_opt is None and times.get("unfused") and times.get("opt"):
+            unfused_over_opt = times["unfused"] / times["opt"]
+    return peers, unfused_over_opt
+
+
+def table(results, cpu, float_rules):
+    """The results as a Markdown table: opt, each peer's best and ratio, unfused / opt."""
+    def t(s):
+        return "-" if s is None else f"{s * 1e3:.3f} ms" if s < 0.01 else f"{s * 1e3:.2f} ms"
+
+    def r2(x):
+        return "-" if x is None else f"{x:.2f}"
+    lines = [f"CPU: {cpu}; floating point: {float_rules}", "",
+             "| program | opt | best Halide | Halide / opt | best GT4Py | GT4Py / opt | best / opt | unfused / opt |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        cells = [r["program"], t(r["opt"])]
+        for peer in ("halide", "gt4py"):
+            p = r.get("peers", {}).get(peer)
+            cells += [f"{p['best']} {t(p['seconds'])}", r2(p["ratio"])] if p else ["-", "-"]
+        cells += [r2(r["ratio"]), r2(r.get("unfused_over_opt"))]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="bench_peers.py", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -229,6 +265,9 @@ def main(argv=None):
     ap.add_argument("--out-dir", default=os.path.join(REPO, "build", "suite"),
                     help="where the suite's programs and reports are written (default build/suite)")
     ap.add_argument("--list", action="store_true", help="write the suite's programs, list them and stop")
+    ap.add_argument("--from-reports", action="store_true",
+                    help="run nothing: read each program's reports from an earlier run in --out-dir "
+                         "(NAME.reports.json) and print them as a run would")
     ap.add_argument("--format", choices=["table", "json"], default="table")
     args = ap.parse_args(argv)
 
@@ -275,27 +314,38 @@ def main(argv=None):
         return 0
     venvs = {"halide": os.path.join(REPO, "build", "halide-venv", "bin", "python"),
              "gt4py": os.path.join(REPO, "build", "gt4py-venv", "bin", "python")}
-    for p in peers:
+    for p in [] if args.from_reports else peers:
         if not os.path.exists(venvs[p]):
             log(f"error: {venvs[p]} is missing: `make bench-{p}` creates it")
             return 2
     results = []
     for path in paths:
-        log(f"{os.path.basename(path)}:")
         reports = []
-        if "halide" in peers:
+        saved = path[:-5] + ".reports.json"
+        if args.from_reports:
+            if not os.path.exists(saved):
+                log(f"error: --from-reports: no {saved}: run without --from-reports first")
+                return 2
+            with open(saved, encoding="utf-8") as f:
+                reports = json.load(f)
+        else:
+            log(f"{os.path.basename(path)}:")
+        if "halide" in peers and not args.from_reports:
             reports.append(run_peer(venvs["halide"], "halide_peer.py", path, args.machine, args.runs,
                                     ["--schedulers", args.schedulers, "--rounds", str(args.rounds),
                                      "--float", args.float], log))
-        if "gt4py" in peers:
+        if "gt4py" in peers and not args.from_reports:
             reports.append(run_peer(venvs["gt4py"], "gt4py_peer.py", path, args.machine, args.runs,
                                     ["--rounds", str(args.rounds)], log))
-        with open(path[:-5] + ".reports.json", "w", encoding="utf-8") as f:
-            json.dump(reports, f, indent=1)
+        if not args.from_reports:
+            with open(saved, "w", encoding="utf-8") as f:
+                json.dump(reports, f, indent=1)
         opt, best, ratio = best_peer(reports)
+        each, unfused_over_opt = per_peer(reports)
         results.append({"program": os.path.basename(path)[:-5], "opt": opt,
                         "best_peer": best and f"{best['implementation']} {best['variant']}",
-                        "best_peer_seconds": best and best["median"], "ratio": ratio})
+                        "best_peer_seconds": best and best["median"], "ratio": ratio,
+                        "peers": each, "unfused_over_opt": unfused_over_opt})
     ratios = [r["ratio"] for r in results if r["ratio"]]
     summary = {"programs": len(results), "compared": len(ratios),
                "geomean": math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None,
@@ -304,13 +354,7 @@ def main(argv=None):
     if args.format == "json":
         print(json.dumps({"cpu": cpu, "float": args.float, "results": results, "summary": summary}, indent=1))
         return 0
-    print(f"CPU: {cpu}; Halide's floating point: {args.float}")
-    print(f"{'program':<24}{'opt':>12}{'best peer':>28}{'peer time':>12}{'peer/opt':>10}")
-    for r in results:
-        def t(s):
-            return "-" if s is None else f"{s * 1e3:.3f} ms"
-        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
-        print(f"{r['program']:<24}{t(r['opt']):>12}{(r['best_peer'] or 'none'):>28}{t(r['best_peer_seconds']):>12}{ratio:>10}")
+    print(table(results, cpu, args.float))
     if ratios:
         print(f"\n{len(ratios)} of {len(results)} compared: geometric mean {summary['geomean']:.2f}, "
               f"worst {summary['worst']:.2f} (> 1: absinthe opt is faster than the best peer)")

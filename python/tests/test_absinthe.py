@@ -585,6 +585,29 @@ def test_generated_suite_programs_equal_numpy_bit_for_bit(family):
             assert np.array_equal(g, w), f"{family}{seed} {out} differs by {np.nanmax(np.abs(g - w))}"
 
 
+def test_peer_suite_table_takes_each_peers_best_verified_row_in_its_own_run():
+    """benches/bench_peers.py: per peer, its fastest verified row over `opt` of the same report
+    (the rounds' ratio when the report gives one for that row); an unverified faster row is
+    passed over; `unfused / opt` from the first report that timed both; and the Markdown table."""
+    suite = _bench_peers()
+    absinthe_rows = [{"implementation": "absinthe", "variant": "opt", "median": 0.002},
+                     {"implementation": "absinthe", "variant": "unfused", "median": 0.005}]
+    halide = {"rows": absinthe_rows + [
+        {"implementation": "halide", "variant": "adams2019", "median": 0.003, "check": "verified (rel 0)"},
+        {"implementation": "halide", "variant": "li2018", "median": 0.001, "check": "MISMATCH"}],
+        "best_halide": "adams2019", "best_halide_over_opt": 1.4}
+    gt4py = {"rows": [{"implementation": "absinthe", "variant": "opt", "median": 0.004},
+                      {"implementation": "gt4py", "variant": "dace:cpu", "median": 0.006,
+                       "check": "verified (rel 0)"}]}
+    peers, unfused_over_opt = suite.per_peer([halide, None, gt4py])
+    assert peers["halide"] == {"best": "adams2019", "seconds": 0.003, "ratio": 1.4}
+    assert peers["gt4py"]["best"] == "dace:cpu" and peers["gt4py"]["ratio"] == pytest.approx(1.5)
+    assert unfused_over_opt == pytest.approx(2.5)
+    row = {"program": "p_64", "opt": 0.002, "ratio": 1.4, "peers": peers, "unfused_over_opt": 2.5}
+    lines = suite.table([row], "cpu", "strict").splitlines()
+    assert lines[-1] == "| p_64 | 2.000 ms | adams2019 3.000 ms | 1.40 | dace:cpu 6.000 ms | 1.50 | 1.40 | 2.50 |"
+
+
 def test_row_width_study_keeps_the_volume_and_compares_the_widest_with_the_narrowest():
     """benches/row_width.py: domains of equal volume per plane (a width that does not divide the
     cells is refused), the program's domain and name replaced, and the width factor the ratio
