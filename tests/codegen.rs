@@ -916,6 +916,13 @@ fn inlined_solutions_build_verify_and_bad_sets_are_refused() {
 /// `bench PROGRAM --variants VARIANTS` with two timed runs, a small flush and no roofline,
 /// plus `extra`: its JSON rows, after checking that it succeeded.
 fn quick_bench(program: &str, variants: &str, extra: &[&str]) -> Vec<serde_json::Value> {
+    let mut args = vec!["--no-roofline"];
+    args.extend_from_slice(extra);
+    quick_bench_roofline(program, variants, &args)
+}
+
+/// [`quick_bench`] with the roofline measured.
+fn quick_bench_roofline(program: &str, variants: &str, extra: &[&str]) -> Vec<serde_json::Value> {
     let mut args = vec![
         "bench",
         program,
@@ -925,7 +932,6 @@ fn quick_bench(program: &str, variants: &str, extra: &[&str]) -> Vec<serde_json:
         "2",
         "--flush-bytes",
         "100000",
-        "--no-roofline",
         "--format",
         "json",
     ];
@@ -1292,25 +1298,7 @@ fn bench_reports_the_dividers_roof() {
         "name: divs\ndomain: [16, 8, 4]\nhalo: [1, 0, 0]\noutputs: [out]\nstencils:\n  - name: q\n    expr: \"u(i,j,k) / 3.0\"\n  - name: out\n    expr: \"q(i,j,k) - q(i-1,j,k) / 7.0\"\n",
     );
     let program = program.to_str().unwrap();
-    let run = |extra: &[&str]| {
-        let mut args = vec![
-            "bench",
-            program,
-            "--variants",
-            "opt",
-            "--runs",
-            "2",
-            "--flush-bytes",
-            "100000",
-            "--format",
-            "json",
-        ];
-        args.extend_from_slice(extra);
-        let o = absinthe(&args);
-        assert!(o.status.success(), "{}", stderr(&o));
-        let rows: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-        rows[0].clone()
-    };
+    let run = |extra: &[&str]| quick_bench_roofline(program, "opt", extra)[0].clone();
     let divisions = (17 * 8 * 4 + 16 * 8 * 4) as f64;
     let row = run(&[]);
     let each = row["divider_seconds"].as_f64().expect("a divider roof") / divisions;
