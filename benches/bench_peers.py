@@ -21,7 +21,9 @@ faster; the median of --rounds rounds' ratios, each round timing opt and the pee
 to back; with both peers, the smaller of the two runs' ratios), then the geometric
 mean and the worst ratio over every program run, with the CPU it ran on (`cpu` in --format
 json). A program a peer cannot express (Halide: sweeps, intervals and 2-D stencils) is compared
-with the other peer only.
+with the other peer only. The table (Markdown) also gives each peer's best row and ratio and
+`unfused / opt`; `--from-reports` runs nothing and prints it again from the reports a run kept
+in --out-dir, with the CPU and floating-point rules that run recorded (suite.json).
 """
 
 import argparse
@@ -224,6 +226,19 @@ def per_peer(reports):
     return peers, unfused_over_opt
 
 
+def saved_reports(path, peers, log):
+    """The reports an earlier run kept at `path`, those of `peers` only; none (noted) when the
+    file is missing or unreadable."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            reports = json.load(f)
+    except (OSError, ValueError) as e:
+        log(f"warning: --from-reports: {path}: {e}")
+        return []
+    key = {"halide": "best_halide", "gt4py": "best_gt4py"}
+    return [r for r in reports if r and any(key[p] in r for p in peers)]
+
+
 def table(results, cpu, float_rules):
     """The results as a Markdown table: opt, each peer's best and ratio, unfused / opt."""
     def t(s):
@@ -231,7 +246,7 @@ def table(results, cpu, float_rules):
 
     def r2(x):
         return "-" if x is None else f"{x:.2f}"
-    lines = [f"CPU: {cpu}; floating point: {float_rules}", "",
+    lines = [f"CPU: {cpu}; Halide's floating point: {float_rules}", "",
              "| program | opt | best Halide | Halide / opt | best GT4Py | GT4Py / opt | best / opt | unfused / opt |",
              "|---|---|---|---|---|---|---|---|"]
     for r in results:
@@ -306,8 +321,9 @@ def main(argv=None):
     paths = []
     for name, text in suite:
         path = os.path.join(args.out_dir, f"{name}.yaml")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
+        if not args.from_reports:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
         paths.append(path)
     if args.list:
         print("\n".join(paths))
@@ -323,11 +339,7 @@ def main(argv=None):
         reports = []
         saved = path[:-5] + ".reports.json"
         if args.from_reports:
-            if not os.path.exists(saved):
-                log(f"error: --from-reports: no {saved}: run without --from-reports first")
-                return 2
-            with open(saved, encoding="utf-8") as f:
-                reports = json.load(f)
+            reports = saved_reports(saved, peers, log)
         else:
             log(f"{os.path.basename(path)}:")
         if "halide" in peers and not args.from_reports:
@@ -350,7 +362,18 @@ def main(argv=None):
     summary = {"programs": len(results), "compared": len(ratios),
                "geomean": math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None,
                "worst": min(ratios) if ratios else None}
-    cpu = cpu_description()
+    run_file = os.path.join(args.out_dir, "suite.json")
+    if args.from_reports:
+        try:
+            with open(run_file, encoding="utf-8") as f:
+                run = json.load(f)
+            cpu, args.float = run["cpu"] + " (the run that wrote the reports)", run["float"]
+        except (OSError, ValueError, KeyError):
+            cpu, args.float = "not recorded with the reports", "not recorded"
+    else:
+        cpu = cpu_description()
+        with open(run_file, "w", encoding="utf-8") as f:
+            json.dump({"cpu": cpu, "float": args.float}, f)
     if args.format == "json":
         print(json.dumps({"cpu": cpu, "float": args.float, "results": results, "summary": summary}, indent=1))
         return 0

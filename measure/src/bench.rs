@@ -6,9 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use absinthe_codegen::compile::{
-    operation_times, stream_bandwidth, HarnessResult, OperationTimes, Toolchain,
-};
+use absinthe_codegen::compile::{operation_times, stream_bandwidth, HarnessResult, Toolchain};
 use absinthe_codegen::cuda::{plan as cuda_plan, GpuLimits};
 use absinthe_codegen::render::{default_flush_bytes, Flush, HarnessOptions, Renderer};
 use absinthe_codegen::{lower, lower_cuda, Schedule};
@@ -367,10 +365,7 @@ impl Bench {
                 default_flush_bytes(),
                 &env,
             )?);
-            let threads = bench.machine.cores.unwrap_or(1);
-            let t: OperationTimes =
-                operation_times(&bench.toolchain, &bench.renderer, threads, &env)?;
-            bench.divider = Some([t.divide2, t.sqrt2, t.call2].map(|x| x / 2.0));
+            bench.divider = bench.measure_divider(&env)?;
         }
         Ok(bench)
     }
@@ -569,16 +564,35 @@ impl Bench {
         self.cache_model(p, &levels).ok().map(|r| r.levels)
     }
 
-    /// The divider's roof of the program ([`Row::divider_seconds`]).
-    /// `None` for programs in floats (the throughput is measured in doubles) and in the
-    /// relaxed-math build (which multiplies by a literal's reciprocal instead of dividing).
-    pub fn divider_seconds(&self) -> Option<f64> {
-        if self.program.value_type.bytes() != 8 || self.options.build == Build::RelaxedMath {
-            return None;
+    /// Seconds per cell of a division, a square root and a call (`exp`'s) with every core
+    /// busy, each a lower bound: the time `learn`'s operation-cost program takes for two of
+    /// them a cell over the time of its two multiplies, over two (the loads, the stores and
+    /// the parallel loop's start cancel). None where the roof does not apply (programs in
+    /// floats, whose throughput differs; the relaxed-math build, which multiplies by a
+    /// literal's reciprocal; no divisions, square roots or calls).
+    fn measure_divider(&self, env: &[(&str, &str)]) -> Result<Option<[f64; 3]>, MeasureError> {
+        let ops = absinthe_model::cost_model::traffic::compulsory_operations(&self.analysis);
+        if self.program.value_type.bytes() != 8
+            || self.options.build == Build::RelaxedMath
+            || ops.divide + ops.sqrt + ops.call == 0
+        {
+            return Ok(None);
         }
+        let threads = self.machine.cores.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+        });
+        let t = operation_times(&self.toolchain, &self.renderer, threads, env)?;
+        Ok(Some(
+            [t.divide2, t.sqrt2, t.call2].map(|x| ((x - t.base) / 2.0).max(0.0)),
+        ))
+    }
+
+    /// The divider's roof of the program ([`Row::divider_seconds`]): its divisions and square
+    /// roots share the divider and add up; calls run beside it (the larger of the two).
+    pub fn divider_seconds(&self) -> Option<f64> {
         let ops = absinthe_model::cost_model::traffic::compulsory_operations(&self.analysis);
         self.divider
-            .map(|[d, s, c]| ops.divide as f64 * d + ops.sqrt as f64 * s + ops.call as f64 * c)
+            .map(|[d, s, c]| (ops.divide as f64 * d + ops.sqrt as f64 * s).max(ops.call as f64 * c))
     }
 
     /// The row of `p` from its pooled runs (per flush, one case each).

@@ -104,7 +104,7 @@ impl BenchReport<'_> {
             let ops = absinthe_model::cost_model::traffic::compulsory_operations(&bench.analysis);
             let _ = writeln!(
                 out,
-                "divider: {:.1} M divisions, {:.1} M square roots, {:.1} M calls (each stencil once over its box) at {:.2}, {:.2}, {:.2} ns each, measured -> at least {}",
+                "divider: {:.1} M divisions, {:.1} M square roots, {:.1} M calls (each stencil once over its box) at {:.2}, {:.2}, {:.2} ns each, measured here (a lower bound; calls run beside the divider) -> at least {}",
                 ops.divide as f64 / 1e6,
                 ops.sqrt as f64 / 1e6,
                 ops.call as f64 / 1e6,

@@ -535,12 +535,28 @@ fn operations_count_arithmetic_by_its_weight_lets_included() {
     use crate::formats::machine::{CALL_OPERATION, DIVIDE_OPERATION, SQRT_OPERATION};
     use crate::language::expr::parse_expr;
     let e = parse_expr(
-        "a(i,j,k) / 2.0 + sqrt(b(i,j,k)) * -c(i,j,k) > 0.0 ? exp(a(i,j,k)) : min(a(i,j,k), 1.0)",
+        "a(i,j,k) / 3.0 + sqrt(b(i,j,k)) * -c(i,j,k) > 0.0 ? exp(a(i,j,k)) : min(a(i,j,k), 1.0)",
     )
     .unwrap();
     // / + sqrt * neg > ?: exp min
     let expected = DIVIDE_OPERATION + 1 + SQRT_OPERATION + 1 + 1 + 1 + 1 + CALL_OPERATION + 1;
     assert_eq!(e.operations(), expected);
+    // A division by a power of two is a multiply, one of two literals folded; by anything
+    // else, a division.
+    for (text, divisions) in [
+        ("a(i,j,k) / 2.0", 0),
+        ("a(i,j,k) / -0.25", 0),
+        ("6.0 / 3.0", 0),
+        ("1.0 / a(i,j,k)", 1),
+        ("a(i,j,k) / 0.3", 1),
+    ] {
+        let counts = parse_expr(text).unwrap().operation_counts();
+        assert_eq!(
+            (counts.divide, counts.simple),
+            (divisions, 1 - divisions),
+            "{text}"
+        );
+    }
     assert_eq!(parse_expr("a(i,j,k)").unwrap().operations(), 0);
     // hdiff: lap = -4.0 * in + 4 neighbours: 1 mul + 4 adds (a negative literal is a number).
     let a = analyse(HDIFF);

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import json
 import pytest
 
 import absinthe
@@ -606,6 +607,24 @@ def test_peer_suite_table_takes_each_peers_best_verified_row_in_its_own_run():
     row = {"program": "p_64", "opt": 0.002, "ratio": 1.4, "peers": peers, "unfused_over_opt": 2.5}
     lines = suite.table([row], "cpu", "strict").splitlines()
     assert lines[-1] == "| p_64 | 2.000 ms | adams2019 3.000 ms | 1.40 | dace:cpu 6.000 ms | 1.50 | 1.40 | 2.50 |"
+
+
+def test_peer_suite_from_reports_reads_the_kept_reports_and_writes_nothing(tmp_path, capsys):
+    """`bench_peers.py --from-reports` prints the table from NAME.reports.json and the run's
+    suite.json, writes no program, and names a program without reports with dashes."""
+    suite = _bench_peers()
+    rows = [{"implementation": "absinthe", "variant": "opt", "median": 0.002},
+            {"implementation": "halide", "variant": "adams2019", "median": 0.003, "check": "verified (rel 0)"}]
+    (tmp_path / "lapchain1_8.reports.json").write_text(json.dumps([{"rows": rows, "best_halide": "adams2019"}]))
+    (tmp_path / "suite.json").write_text(json.dumps({"cpu": "a CPU", "float": "strict"}))
+    args = ["--from-reports", "--out-dir", str(tmp_path), "--programs", "", "--families", "lapchain",
+            "--seeds", "1,2", "--sizes", "8"]
+    assert suite.main(args) == 0
+    out = capsys.readouterr().out
+    assert "CPU: a CPU (the run that wrote the reports)" in out
+    assert "| lapchain1_8 | 2.000 ms | adams2019 3.000 ms | 1.50 | - | - | 1.50 | - |" in out
+    assert "| lapchain2_8 | - | - | - | - | - | - | - |" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lapchain1_8.reports.json", "suite.json"]
 
 
 def test_row_width_study_keeps_the_volume_and_compares_the_widest_with_the_narrowest():

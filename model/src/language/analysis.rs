@@ -209,11 +209,7 @@ fn stencil_infos(
             fetch_weight: 1 + reads.len() as u64,
             operations: 0,
             operation_counts: operation_counts(s, program.domain[2]),
-            column_operations: column_operations(
-                s,
-                program.dims(&s.name).has(2),
-                program.domain[2],
-            ),
+            column_operations: column_operations(s, program),
             accesses: reads.into_iter().collect(),
             bounds,
             readers: Vec::new(),
@@ -228,6 +224,16 @@ fn stencil_infos(
     stencils
 }
 
+/// The operations of one evaluation of body `b` of `s`, its `let`s included.
+fn body_operations(s: &crate::language::program::Stencil, b: usize) -> OperationCounts {
+    let body = &s.bodies[b];
+    body.lets
+        .iter()
+        .map(|l| l.expr.operation_counts())
+        .sum::<OperationCounts>()
+        + body.expr.operation_counts()
+}
+
 /// The operations of one evaluation of `s`: those of its body on the most levels (an interval
 /// stencil's interior), its `let`s included.
 fn operation_counts(s: &crate::language::program::Stencil, nz: usize) -> OperationCounts {
@@ -237,33 +243,19 @@ fn operation_counts(s: &crate::language::program::Stencil, nz: usize) -> Operati
             (hi - lo, std::cmp::Reverse(b))
         })
         .unwrap_or(0);
-    let body = &s.bodies[widest];
-    body.lets
-        .iter()
-        .map(|l| l.expr.operation_counts())
-        .sum::<OperationCounts>()
-        + body.expr.operation_counts()
+    body_operations(s, widest)
 }
 
-/// The operations of `s` over one column of the domain's `nz` levels (one level when it is
-/// 2-D): each body's times the levels it covers.
-fn column_operations(
-    s: &crate::language::program::Stencil,
-    three_d: bool,
-    nz: usize,
-) -> OperationCounts {
+/// The operations of `s` over one column of the domain's levels (one level when it is 2-D):
+/// each body's times the levels it covers.
+fn column_operations(s: &crate::language::program::Stencil, program: &Program) -> OperationCounts {
+    let nz = program.domain[2];
+    let three_d = program.dims(&s.name).has(2);
     (0..s.bodies.len())
         .map(|b| {
-            let body = &s.bodies[b];
             let (lo, hi) = s.body_levels(b, nz);
             let levels = if three_d { (hi - lo).max(0) as u64 } else { 1 };
-            (body
-                .lets
-                .iter()
-                .map(|l| l.expr.operation_counts())
-                .sum::<OperationCounts>()
-                + body.expr.operation_counts())
-            .times(levels)
+            body_operations(s, b).times(levels)
         })
         .sum()
 }

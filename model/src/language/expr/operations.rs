@@ -52,7 +52,8 @@ impl std::iter::Sum for OperationCounts {
 impl Expr {
     /// The arithmetic this expression does per evaluation, in units of one add, with the default
     /// [`OperationWeights`]: `+ - *`, negation, comparisons, logic, a selection (`?:`), `min`,
-    /// `max`, `fabs`, `abs`, `floor` and `ceil` count 1 each; a division [`DIVIDE_OPERATION`](crate::formats::machine::DIVIDE_OPERATION) and
+    /// `max`, `fabs`, `abs`, `floor` and `ceil` count 1 each, and so does a division by a power of two (a
+    /// multiply) or of two literals (folded); any other division [`DIVIDE_OPERATION`](crate::formats::machine::DIVIDE_OPERATION) and
     /// `sqrt` [`SQRT_OPERATION`](crate::formats::machine::SQRT_OPERATION) (their vector throughput is tens of times an add's); `exp`,
     /// `log` and `pow` [`CALL_OPERATION`](crate::formats::machine::CALL_OPERATION) (a scalar library call per lane). Loads and literals
     /// (negative ones too) count nothing: the fast part of the model counts accesses. This is
@@ -73,10 +74,19 @@ impl Expr {
                 operand,
             } if matches!(**operand, Expr::Number { .. }) => {}
             Expr::Unary { .. } | Expr::Ternary { .. } => n.simple += 1,
-            Expr::Binary { op, .. } => match op {
-                BinaryOp::Div => n.divide += 1,
-                _ => n.simple += 1,
-            },
+            // A division by a literal whose reciprocal is exact (a power of two) is a multiply
+            // under any flags, and one of two literals is folded: each weighs one add.
+            Expr::Binary {
+                op: BinaryOp::Div,
+                lhs,
+                rhs,
+            } if !exact_reciprocal(rhs)
+                && !(matches!(**lhs, Expr::Number { .. })
+                    && matches!(**rhs, Expr::Number { .. })) =>
+            {
+                n.divide += 1
+            }
+            Expr::Binary { .. } => n.simple += 1,
             Expr::Call { func, .. } => match func {
                 Func::Sqrt => n.sqrt += 1,
                 Func::Exp | Func::Log | Func::Pow => n.call += 1,
@@ -84,5 +94,20 @@ impl Expr {
             },
         });
         n
+    }
+}
+
+/// Whether `e` is a literal whose reciprocal is exact: a power of two.
+fn exact_reciprocal(e: &Expr) -> bool {
+    match e {
+        Expr::Number { value, .. } => {
+            let v = value.abs();
+            v.is_normal() && v.to_bits() & ((1u64 << 52) - 1) == 0
+        }
+        Expr::Unary {
+            op: UnaryOp::Neg,
+            operand,
+        } => exact_reciprocal(operand),
+        _ => false,
     }
 }
