@@ -80,12 +80,7 @@ impl Expr {
                 op: BinaryOp::Div,
                 lhs,
                 rhs,
-            } if !exact_reciprocal(rhs)
-                && !(matches!(**lhs, Expr::Number { .. })
-                    && matches!(**rhs, Expr::Number { .. })) =>
-            {
-                n.divide += 1
-            }
+            } if !(exact_reciprocal(rhs) || both_literals(lhs, rhs)) => n.divide += 1,
             Expr::Binary { .. } => n.simple += 1,
             Expr::Call { func, .. } => match func {
                 Func::Sqrt => n.sqrt += 1,
@@ -110,4 +105,8 @@ fn exact_reciprocal(e: &Expr) -> bool {
         } => exact_reciprocal(operand),
         _ => false,
     }
+}
+
+fn both_literals(a: &Expr, b: &Expr) -> bool {
+    matches!(a, Expr::Number { .. }) && matches!(b, Expr::Number { .. })
 }
