@@ -1302,8 +1302,9 @@ fn bench_reports_the_dividers_roof() {
     let divisions = (17 * 8 * 4 + 16 * 8 * 4) as f64;
     let row = run(&[]);
     let each = row["divider_seconds"].as_f64().expect("a divider roof") / divisions;
-    // A division takes between a picosecond and a microsecond: read back per division.
-    assert!((1e-12..1e-6).contains(&each), "{row}");
+    // Under a microsecond a division (a lower bound: zero when noise swamps the difference it
+    // is measured by), read back per division, not per cell or in total.
+    assert!((0.0..1e-6).contains(&each), "{row}");
     assert!(row["roofline_seconds"].as_f64().unwrap() > 0.0, "{row}");
     assert!(run(&["--relaxed-math"]).get("divider_seconds").is_none());
 }
