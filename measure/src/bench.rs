@@ -212,7 +212,7 @@ pub struct Row {
     pub roofline_fraction: Option<f64>,
     /// The divider's roof: the program's compulsory divisions, square roots and calls
     /// ([`absinthe_model::cost_model::traffic::compulsory_operations`]) at the throughput
-    /// measured in the same run ([`Bench::divider`]), the fastest the arithmetic lets this run.
+    /// lower bounds measured in the same run ([`Bench::divider`]): it cannot run faster.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub divider_seconds: Option<f64>,
     /// What `predicted_seconds` is made of: the model's access counts of every stencil the
@@ -310,9 +310,11 @@ pub struct Bench {
     pub options: BenchOptions,
     /// The streaming bandwidth in bytes per second, when `options.roofline`.
     pub bandwidth: Option<f64>,
-    /// Seconds per cell of a division, a square root and a call when the unit is saturated
-    /// (each `OperationTimes`' second variant over two), when `options.roofline`.
+    /// Seconds per cell of a division, a square root and a call, lower bounds
+    /// ([`Bench::measure_divider`]), when `options.roofline` and the roof applies.
     pub divider: Option<[f64; 3]>,
+    /// The program's compulsory operations, by kind (the divider roof's counts).
+    pub operations: absinthe_model::language::expr::OperationCounts,
     progress: Box<dyn Fn(&str) + Sync + Send>,
 }
 
@@ -339,6 +341,7 @@ impl Bench {
             .map(|c| ("OMP_NUM_THREADS".to_string(), c.to_string()))
             .into_iter()
             .collect();
+        let operations = absinthe_model::cost_model::traffic::compulsory_operations(&analysis);
         let mut bench = Bench {
             program,
             analysis,
@@ -351,6 +354,7 @@ impl Bench {
             options,
             bandwidth: None,
             divider: None,
+            operations,
             progress: Box::new(|_| {}),
         };
         if bench.options.roofline {
@@ -571,7 +575,7 @@ impl Bench {
     /// floats, whose throughput differs; the relaxed-math build, which multiplies by a
     /// literal's reciprocal; no divisions, square roots or calls).
     fn measure_divider(&self, env: &[(&str, &str)]) -> Result<Option<[f64; 3]>, MeasureError> {
-        let ops = absinthe_model::cost_model::traffic::compulsory_operations(&self.analysis);
+        let ops = &self.operations;
         if self.program.value_type.bytes() != 8
             || self.options.build == Build::RelaxedMath
             || ops.divide + ops.sqrt + ops.call == 0
@@ -590,7 +594,7 @@ impl Bench {
     /// The divider's roof of the program ([`Row::divider_seconds`]): its divisions and square
     /// roots share the divider and add up; calls run beside it (the larger of the two).
     pub fn divider_seconds(&self) -> Option<f64> {
-        let ops = absinthe_model::cost_model::traffic::compulsory_operations(&self.analysis);
+        let ops = &self.operations;
         self.divider
             .map(|[d, s, c]| (ops.divide as f64 * d + ops.sqrt as f64 * s).max(ops.call as f64 * c))
     }

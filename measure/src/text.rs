@@ -101,7 +101,7 @@ impl BenchReport<'_> {
             .first()
             .filter(|r| r.divider_seconds.is_some_and(|s| s > 0.0));
         if let (Some(t), Some(r)) = (bench.divider, divided) {
-            let ops = absinthe_model::cost_model::traffic::compulsory_operations(&bench.analysis);
+            let ops = &bench.operations;
             let _ = writeln!(
                 out,
                 "divider: {:.1} M divisions, {:.1} M square roots, {:.1} M calls (each stencil once over its box) at {:.2}, {:.2}, {:.2} ns each, measured here (a lower bound; calls run beside the divider) -> at least {}",
