@@ -85,13 +85,115 @@ struct Class {
 /// The row counting's buffers, kept between rows.
 #[derive(Default)]
 struct Scratch {
-    /// Per access of the row, its line at the current cell.
+    /// Per distinct access of the row ([`Distinct`]), its line at the current cell.
     line: Vec<u32>,
     /// Per cell modulo the period, the accesses that enter a new line there, in order.
     buckets: Vec<Vec<u32>>,
-    /// The lines the current cell's accesses left, with the access that left each.
+    /// The lines the current cell's accesses left, with the distinct access that left each.
     left: Vec<(u32, u32)>,
     order: Vec<u32>,
+    /// Per distinct access, its line at the cell before (where counting stopped).
+    then: Vec<u32>,
+}
+
+/// A row's accesses with the repeats of one address folded into one: the distinct (address,
+/// step) pairs in the order of their first accesses. A repeat is always in the line its first
+/// access just looked up, so only the first is looked up; the last decides the order of the
+/// line's last access.
+#[derive(Default)]
+struct Distinct {
+    /// The row they were found for, as each access's (offset from the first's address, step):
+    /// a row of the same shape has the same repeats.
+    shape: Vec<(u64, u64)>,
+    /// The first access's site, to find the folding of a row's loop among those kept.
+    site: u32,
+    /// Per distinct access, the index in the row of its first and of its last access.
+    first: Vec<u32>,
+    last: Vec<u32>,
+    /// Per access of the row, its distinct access.
+    of: Vec<u32>,
+}
+
+/// The foldings of the last rows' shapes (the row loops of a group take turns).
+#[derive(Default)]
+struct Foldings {
+    kept: Vec<Distinct>,
+    /// The one to replace next.
+    next: usize,
+    /// Scratch: the row's indices by address.
+    sorted: Vec<u32>,
+}
+
+/// How many foldings are kept: more than the row loops of most groups.
+const FOLDINGS: usize = 16;
+
+impl Foldings {
+    /// The folding of `rows`: a kept one of the same shape, else found anew.
+    fn of(&mut self, rows: &[RowAccess]) -> &Distinct {
+        let origin = rows.first().map_or(0, |r| r.base);
+        let shape = || rows.iter().map(|r| (r.base.wrapping_sub(origin), r.step));
+        let site = rows.first().map_or(0, |r| r.site);
+        let known = self.kept.iter().position(|d| {
+            d.site == site && d.shape.len() == rows.len() && d.shape.iter().copied().eq(shape())
+        });
+        if let Some(k) = known {
+            return &self.kept[k];
+        }
+        let k = if self.kept.len() < FOLDINGS {
+            self.kept.push(Distinct::default());
+            self.kept.len() - 1
+        } else {
+            self.next = (self.next + 1) % FOLDINGS;
+            self.next
+        };
+        let d = &mut self.kept[k];
+        d.site = site;
+        d.shape.clear();
+        d.shape.extend(shape());
+        d.fold(&mut self.sorted);
+        d
+    }
+}
+
+impl Distinct {
+    /// Finds the distinct accesses of the row of shape `self.shape`.
+    fn fold(&mut self, sorted: &mut Vec<u32>) {
+        let n = self.shape.len();
+        let key = |q: u32| self.shape[q as usize];
+        sorted.clear();
+        sorted.extend(0..n as u32);
+        // Stable: among equal addresses, the first access comes first.
+        sorted.sort_by_key(|&q| key(q));
+        // Each access's leader (the first of its address), kept in `of` for now.
+        self.of.clear();
+        self.of.resize(n, 0);
+        for (m, &q) in sorted.iter().enumerate() {
+            self.of[q as usize] = if m > 0 && key(sorted[m - 1]) == key(q) {
+                self.of[sorted[m - 1] as usize]
+            } else {
+                q
+            };
+        }
+        // Then the leaders in row order name the distinct accesses.
+        self.first.clear();
+        self.last.clear();
+        for q in 0..n {
+            let leader = self.of[q] as usize;
+            if leader == q {
+                self.of[q] = self.first.len() as u32;
+                self.first.push(q as u32);
+                self.last.push(q as u32);
+            } else {
+                let e = self.of[leader];
+                self.of[q] = e;
+                self.last[e as usize] = q as u32;
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.first.len()
+    }
 }
 
 /// Counts a miss or hit of one level (`first`: the line's first access): whether it hit in
@@ -195,6 +297,33 @@ impl Class {
     }
 }
 
+/// `x / d`, a shift when `d` is a power of two (as values' sizes and lines are).
+fn divide(x: u64, d: u64) -> u64 {
+    if d.is_power_of_two() {
+        x >> d.trailing_zeros()
+    } else {
+        x / d
+    }
+}
+
+/// `x mod m`, a mask when `m` is a power of two.
+fn modulo(x: u64, m: u64) -> u64 {
+    if m.is_power_of_two() {
+        x & (m - 1)
+    } else {
+        x % m
+    }
+}
+
+/// Cell `c`'s place in a period of `period` cells (`c mod period`, for any sign of `c`).
+fn slot(c: i64, period: u64) -> usize {
+    if period.is_power_of_two() {
+        (c as u64 & (period - 1)) as usize
+    } else {
+        c.rem_euclid(period as i64) as usize
+    }
+}
+
 /// Where a row's counting per line entered stopped: before access `.1` of cell `.0`.
 type Stop = (i64, usize);
 
@@ -208,6 +337,15 @@ fn offset(a: &RowAccess, i: i64, base: u64) -> u64 {
     a.base
         .wrapping_add((i as u64).wrapping_mul(a.step))
         .wrapping_sub(base)
+}
+
+/// Orders `left` (lines left, each with the distinct access that left it) by the last access
+/// of each distinct access, as its lines were last accessed in that order.
+fn by_last_access(left: &mut [(u32, u32)], distinct: &Distinct) {
+    let last = |&(_, e): &(u32, u32)| distinct.last[e as usize];
+    if !left.is_sorted_by_key(last) {
+        left.sort_unstable_by_key(last);
+    }
 }
 
 impl Class {
@@ -233,13 +371,22 @@ impl Class {
     ///
     /// An access moving by `step` enters a new line once per `line / step` cells, at a cell
     /// fixed by its address: each is filed under that cell modulo the period.
-    fn row(&mut self, rows: &[RowAccess], lo: i64, hi: i64, base: u64, counts: &mut [Counts]) {
+    ///
+    /// Repeats of an address are folded ([`Distinct`]): the first access of each distinct
+    /// address stands for all of them, and the last orders its lines.
+    fn row(
+        &mut self,
+        (rows, distinct): (&[RowAccess], &Distinct),
+        (lo, hi): (i64, i64),
+        base: u64,
+        counts: &mut [Counts],
+    ) {
         let Some(period) = self.period(rows) else {
             self.exact(rows, (lo, 0), hi, base, counts);
             return;
         };
         let mut sc = std::mem::take(&mut self.scratch);
-        let stop = self.prefix_row(rows, (lo, hi), base, period, counts, &mut sc);
+        let stop = self.prefix_row((rows, distinct), (lo, hi), base, period, counts, &mut sc);
         #[cfg(test)]
         match stop {
             Some(_) => self.stops += 1,
@@ -248,7 +395,7 @@ impl Class {
         if stop.is_none() {
             sc.left.clear();
         }
-        self.settle(&mut sc, stop.map_or(rows.len(), |s| s.1));
+        self.settle(&mut sc, distinct, stop.map_or(rows.len(), |s| s.1));
         self.scratch = sc;
         if let Some(stop) = stop {
             self.exact(rows, stop, hi, base, counts);
@@ -258,7 +405,7 @@ impl Class {
     /// The row counted per line entered, until the room runs out (then where it stopped).
     fn prefix_row(
         &mut self,
-        rows: &[RowAccess],
+        (rows, distinct): (&[RowAccess], &Distinct),
         (lo, hi): (i64, i64),
         base: u64,
         period: u64,
@@ -271,54 +418,60 @@ impl Class {
             buckets,
             left,
             order,
+            ..
         } = sc;
+        let first = |e: usize| &rows[distinct.first[e] as usize];
         line.clear();
         left.clear();
         buckets.resize_with(period as usize, Vec::new);
         buckets.iter_mut().for_each(Vec::clear);
-        for (r, a) in rows.iter().enumerate() {
+        for e in 0..distinct.len() {
+            let a = first(e);
             let at = offset(a, lo, base);
             let x = (at >> self.shift) as u32;
             line.push(x);
             *self.stack.holders(x) += 1;
-            if let Some(q) = at.checked_div(a.step) {
+            if a.step != 0 {
                 // Cells to its next line.
-                let k = period - q % period;
-                buckets[(lo + k as i64).rem_euclid(period as i64) as usize].push(r as u32);
+                let k = period - modulo(divide(at, a.step), period);
+                buckets[slot(lo + k as i64, period)].push(e as u32);
             }
         }
-        for (r, a) in rows.iter().enumerate() {
-            let x = line[r];
+        for (e, &x) in line.iter().enumerate() {
             if !self.stack.is_recent(x) {
                 if !self.has_room(x) {
-                    return Some((lo, r));
+                    return Some((lo, distinct.first[e] as usize));
                 }
-                self.visit(x, true, site(counts, a.site, n));
+                self.visit(x, true, site(counts, first(e).site, n));
                 self.stack.set_recent(x, true);
             }
         }
+        let mut at = slot(lo, period);
         for i in lo + 1..hi {
-            let bucket = &buckets[i.rem_euclid(period as i64) as usize];
+            at = if at + 1 == buckets.len() { 0 } else { at + 1 };
+            let bucket = &buckets[at];
             if bucket.is_empty() {
                 continue;
             }
             left.clear();
-            for &r in bucket {
-                let r = r as usize;
-                let (old, new) = (line[r], line[r] + 1);
+            for &e in bucket {
+                let e = e as usize;
+                let (old, new) = (line[e], line[e] + 1);
                 if !self.stack.is_recent(new) {
                     if !self.has_room(new) {
-                        return Some((i, r));
+                        return Some((i, distinct.first[e] as usize));
                     }
-                    self.visit(new, true, site(counts, rows[r].site, n));
+                    self.visit(new, true, site(counts, first(e).site, n));
                     self.stack.set_recent(new, true);
                 }
-                line[r] = new;
+                line[e] = new;
                 *self.stack.holders(old) -= 1;
                 *self.stack.holders(new) += 1;
-                left.push((old, r as u32));
+                left.push((old, e as u32));
             }
-            // The lines no access is in any more leave, the least recently accessed first.
+            // The lines no access is in any more leave, the least recently accessed first: in
+            // the order of the last accesses that were in them.
+            by_last_access(left, distinct);
             order.clear();
             for &(x, _) in left.iter().rev() {
                 if *self.stack.holders(x) == 0 {
@@ -337,13 +490,29 @@ impl Class {
     /// the lines of this cell's accesses before `p`, then those of the cell before: an access
     /// from `p` on is still in its line of then, one before `p` that entered a new line here
     /// left the one it had (`left`).
-    fn settle(&mut self, sc: &mut Scratch, p: usize) {
+    ///
+    /// `line` and `left` are per distinct access ([`Distinct`]): an access is in its distinct
+    /// access's line, and one from `p` on whose distinct access moved at this cell (it is in
+    /// `left`) was last in the line that one left.
+    fn settle(&mut self, sc: &mut Scratch, distinct: &Distinct, p: usize) {
         let Scratch {
-            line, left, order, ..
+            line,
+            left,
+            order,
+            then,
+            ..
         } = sc;
+        by_last_access(left, distinct);
+        then.clear();
+        then.extend_from_slice(line);
+        for &(x, e) in left.iter() {
+            then[e as usize] = x;
+        }
         order.clear();
-        let newest_first = line[..p].iter().rev().chain(line[p..].iter().rev());
-        for &x in newest_first.chain(left.iter().rev().map(|(x, _)| x)) {
+        let of = &distinct.of;
+        let now = of[..p].iter().rev().map(|&e| line[e as usize]);
+        let before = of[p..].iter().rev().map(|&e| then[e as usize]);
+        for x in now.chain(before).chain(left.iter().rev().map(|&(x, _)| x)) {
             self.take_recent(x, order);
         }
         for &x in order.iter().rev() {
@@ -391,6 +560,7 @@ pub struct Counter {
     /// Address of dense line 0 (the layout's first allocation).
     base: u64,
     levels: usize,
+    foldings: Foldings,
     /// `counts[site * levels + level]`.
     pub counts: Vec<Counts>,
 }
@@ -441,6 +611,7 @@ impl Counter {
             classes,
             base,
             levels: levels.len(),
+            foldings: Foldings::default(),
             counts: vec![Counts::default(); sites * levels.len()],
         }
     }
@@ -461,8 +632,9 @@ impl Sink for Counter {
             return;
         }
         self.count_accesses(rows, (hi - lo) as u64);
+        let distinct = self.foldings.of(rows);
         for class in &mut self.classes {
-            class.row(rows, lo, hi, self.base, &mut self.counts);
+            class.row((rows, distinct), (lo, hi), self.base, &mut self.counts);
         }
     }
 }
@@ -572,26 +744,52 @@ mod tests {
             let mut fast = Counter::new(&levels, base, base + span, sites);
             let mut slow = Counter::new(&levels, base, base + span, sites);
             let mut plain = Plain::new(&levels, sites);
+            // The last row made afresh, and its first cell.
+            let (mut last, mut last_lo): (Vec<RowAccess>, i64) = (Vec::new(), 0);
             for _ in 0..30 {
-                let lo = rng.range(-3, 3);
-                let hi = lo + rng.range(0, 70);
+                let mut lo = rng.range(-3, 3);
+                let mut hi = lo + rng.range(0, 70);
                 let vb = if rng.chance(20) { 4 } else { 8 };
-                let rows: Vec<RowAccess> = (0..rng.range(1, 14))
-                    .map(|_| {
-                        // Now and then a step of its own: the row goes access by access.
-                        let step = match rng.below(40) {
-                            0..=5 => 0,
-                            6 => 3 * vb,
-                            _ => vb,
-                        };
-                        let start = rng.range(0, (span - 240 * vb) as i64) as u64 / vb * vb;
-                        RowAccess {
-                            base: (base + start).wrapping_sub((lo as u64).wrapping_mul(step)),
+                let mut rows: Vec<RowAccess> = Vec::new();
+                // Now and then the row before moved along, with other sites: a shape seen
+                // before, whose folding is reused.
+                if !last.is_empty() && rng.chance(25) {
+                    (lo, hi) = (last_lo, last_lo + hi - lo);
+                    let by = rng.range(0, 8) as u64 * vb;
+                    rows = last
+                        .iter()
+                        .map(|r: &RowAccess| RowAccess {
+                            base: r.base.wrapping_add(by),
                             site: rng.below(sites) as u32,
-                            step,
-                        }
-                    })
-                    .collect();
+                            step: r.step,
+                        })
+                        .collect();
+                }
+                let fresh = rows.is_empty();
+                for _ in 0..if fresh { rng.range(1, 14) } else { 0 } {
+                    let site = rng.below(sites) as u32;
+                    // Now and then the address of an earlier access (a repeat, folded).
+                    if !rows.is_empty() && rng.chance(30) {
+                        let earlier = rows[rng.below(rows.len())];
+                        rows.push(RowAccess { site, ..earlier });
+                        continue;
+                    }
+                    // Now and then a step of its own: the row goes access by access.
+                    let step = match rng.below(40) {
+                        0..=5 => 0,
+                        6 => 3 * vb,
+                        _ => vb,
+                    };
+                    let start = rng.range(0, (span - 240 * vb) as i64) as u64 / vb * vb;
+                    rows.push(RowAccess {
+                        base: (base + start).wrapping_sub((lo as u64).wrapping_mul(step)),
+                        site,
+                        step,
+                    });
+                }
+                if fresh {
+                    (last, last_lo) = (rows.clone(), lo);
+                }
                 fast.row(&rows, lo, hi);
                 plain.row(&rows, lo, hi);
                 slow.count_accesses(&rows, (hi - lo).max(0) as u64);

@@ -246,8 +246,8 @@ impl Stack {
 /// ([`Sets::fill`]).
 pub struct Sets {
     sets: u64,
-    /// `sets - 1` when `sets` is a power of two (the set is then `line & mask`).
-    mask: Option<u64>,
+    /// How the set of a line is found.
+    index: SetIndex,
     first: u64,
     ways: usize,
     /// Empty while nothing was evicted.
@@ -259,6 +259,48 @@ pub struct Sets {
     held: Vec<u32>,
 }
 
+/// The set of absolute line `first + x`, for dense lines `x`.
+#[derive(Clone, Copy, Debug)]
+enum SetIndex {
+    /// `sets` is a power of two: `(first + x) & mask`.
+    Mask(u64),
+    /// `sets` and every `first mod sets + x` are below `2^32`: `(first mod sets + x) mod sets`
+    /// by multiplying with the reciprocal `2^64 / sets` rounded up (Lemire, Kaser and Kurz,
+    /// "Faster remainder by direct computation", 2019).
+    Reciprocal {
+        first: u64,
+        reciprocal: u64,
+    },
+    Divide,
+}
+
+impl SetIndex {
+    fn new(sets: u64, first: u64, lines: u64) -> SetIndex {
+        if sets.is_power_of_two() {
+            SetIndex::Mask(sets - 1)
+        } else if sets < 1 << 31 && lines < 1 << 31 {
+            SetIndex::Reciprocal {
+                first: first % sets,
+                reciprocal: (u64::MAX / sets).wrapping_add(1),
+            }
+        } else {
+            SetIndex::Divide
+        }
+    }
+
+    #[inline]
+    fn set(self, sets: u64, first: u64, x: u32) -> usize {
+        (match self {
+            SetIndex::Mask(mask) => (first + u64::from(x)) & mask,
+            SetIndex::Reciprocal { first, reciprocal } => {
+                let low = reciprocal.wrapping_mul(first + u64::from(x));
+                ((u128::from(low) * u128::from(sets)) >> 64) as u64
+            }
+            SetIndex::Divide => (first + u64::from(x)) % sets,
+        }) as usize
+    }
+}
+
 impl Sets {
     /// A cache of `sets` sets of `ways` lines for the `lines` consecutive lines from absolute
     /// line `first`, empty. When no set can receive more lines than its ways (at most
@@ -267,7 +309,7 @@ impl Sets {
         let bounded = lines.div_ceil(sets) <= ways;
         Sets {
             sets,
-            mask: sets.is_power_of_two().then(|| sets - 1),
+            index: SetIndex::new(sets, first, lines),
             first,
             ways: ways as usize,
             tags: Vec::new(),
@@ -319,11 +361,7 @@ impl Sets {
     }
 
     fn set_of(&self, x: u32) -> usize {
-        let line = self.first + u64::from(x);
-        (match self.mask {
-            Some(mask) => line & mask,
-            None => line % self.sets,
-        }) as usize
+        self.index.set(self.sets, self.first, x)
     }
 
     /// Whether line `x` can join the prefix with its set's prefix lines all kept.
@@ -395,6 +433,31 @@ impl Sets {
 mod tests {
     use super::*;
     use std::collections::VecDeque;
+
+    /// The reciprocal's sets equal the remainder's, at the ends of its range too.
+    #[test]
+    fn every_set_index_is_the_remainder() {
+        let mut state = 99u64;
+        for sets in [3u64, 5, 12, 640, 122_880, 212_992, (1 << 31) - 1] {
+            for first in [0u64, 1, sets - 1, 1 << 40, (1 << 41) + 12345] {
+                let lines = (1u64 << 31) - 1;
+                let index = SetIndex::new(sets, first, lines);
+                assert!(matches!(index, SetIndex::Reciprocal { .. }));
+                let check = |x: u32| {
+                    let want = ((first + u64::from(x)) % sets) as usize;
+                    assert_eq!(index.set(sets, first, x), want, "{sets} sets, {first}, {x}");
+                };
+                check(0);
+                check(lines as u32);
+                for _ in 0..2000 {
+                    state = state
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    check(((state >> 33) % lines) as u32);
+                }
+            }
+        }
+    }
 
     /// The one stack against one plain LRU list per capacity, equal capacities included, on
     /// a random stream with runs of repeats.
