@@ -17,6 +17,7 @@
 
 use serde::Serialize;
 
+use crate::fold::{Distinct, Foldings};
 use crate::levels::ThreadLevel;
 use crate::lru::{Sets, Stack};
 use crate::walk::{RowAccess, Sink};
@@ -80,6 +81,9 @@ struct Class {
     whole: u64,
     #[cfg(test)]
     stops: u64,
+    /// Rows that stopped between the first and the last access of an address.
+    #[cfg(test)]
+    straddled: u64,
 }
 
 /// The row counting's buffers, kept between rows.
@@ -94,106 +98,6 @@ struct Scratch {
     order: Vec<u32>,
     /// Per distinct access, its line at the cell before (where counting stopped).
     then: Vec<u32>,
-}
-
-/// A row's accesses with the repeats of one address folded into one: the distinct (address,
-/// step) pairs in the order of their first accesses. A repeat is always in the line its first
-/// access just looked up, so only the first is looked up; the last decides the order of the
-/// line's last access.
-#[derive(Default)]
-struct Distinct {
-    /// The row they were found for, as each access's (offset from the first's address, step):
-    /// a row of the same shape has the same repeats.
-    shape: Vec<(u64, u64)>,
-    /// The first access's site, to find the folding of a row's loop among those kept.
-    site: u32,
-    /// Per distinct access, the index in the row of its first and of its last access.
-    first: Vec<u32>,
-    last: Vec<u32>,
-    /// Per access of the row, its distinct access.
-    of: Vec<u32>,
-}
-
-/// The foldings of the last rows' shapes (the row loops of a group take turns).
-#[derive(Default)]
-struct Foldings {
-    kept: Vec<Distinct>,
-    /// The one to replace next.
-    next: usize,
-    /// Scratch: the row's indices by address.
-    sorted: Vec<u32>,
-}
-
-/// How many foldings are kept: more than the row loops of most groups.
-const FOLDINGS: usize = 16;
-
-impl Foldings {
-    /// The folding of `rows`: a kept one of the same shape, else found anew.
-    fn of(&mut self, rows: &[RowAccess]) -> &Distinct {
-        let origin = rows.first().map_or(0, |r| r.base);
-        let shape = || rows.iter().map(|r| (r.base.wrapping_sub(origin), r.step));
-        let site = rows.first().map_or(0, |r| r.site);
-        let known = self.kept.iter().position(|d| {
-            d.site == site && d.shape.len() == rows.len() && d.shape.iter().copied().eq(shape())
-        });
-        if let Some(k) = known {
-            return &self.kept[k];
-        }
-        let k = if self.kept.len() < FOLDINGS {
-            self.kept.push(Distinct::default());
-            self.kept.len() - 1
-        } else {
-            self.next = (self.next + 1) % FOLDINGS;
-            self.next
-        };
-        let d = &mut self.kept[k];
-        d.site = site;
-        d.shape.clear();
-        d.shape.extend(shape());
-        d.fold(&mut self.sorted);
-        d
-    }
-}
-
-impl Distinct {
-    /// Finds the distinct accesses of the row of shape `self.shape`.
-    fn fold(&mut self, sorted: &mut Vec<u32>) {
-        let n = self.shape.len();
-        let key = |q: u32| self.shape[q as usize];
-        sorted.clear();
-        sorted.extend(0..n as u32);
-        // Stable: among equal addresses, the first access comes first.
-        sorted.sort_by_key(|&q| key(q));
-        // Each access's leader (the first of its address), kept in `of` for now.
-        self.of.clear();
-        self.of.resize(n, 0);
-        for (m, &q) in sorted.iter().enumerate() {
-            self.of[q as usize] = if m > 0 && key(sorted[m - 1]) == key(q) {
-                self.of[sorted[m - 1] as usize]
-            } else {
-                q
-            };
-        }
-        // Then the leaders in row order name the distinct accesses.
-        self.first.clear();
-        self.last.clear();
-        for q in 0..n {
-            let leader = self.of[q] as usize;
-            if leader == q {
-                self.of[q] = self.first.len() as u32;
-                self.first.push(q as u32);
-                self.last.push(q as u32);
-            } else {
-                let e = self.of[leader];
-                self.of[q] = e;
-                self.last[e as usize] = q as u32;
-            }
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.first.len()
-    }
 }
 
 /// Counts a miss or hit of one level (`first`: the line's first access): whether it hit in
@@ -282,7 +186,8 @@ impl Class {
     }
 
     /// The period of a row's lines, in cells, when it can be counted per line entered: every
-    /// access that moves, moves by the same step, which divides the line.
+    /// access that moves, moves by the same step, which divides the line (so the step and the
+    /// period are powers of two, as the line is).
     fn period(&self, rows: &[RowAccess]) -> Option<u64> {
         let line = 1u64 << self.shift;
         let step = rows.iter().map(|r| r.step).filter(|&s| s != 0).max();
@@ -294,33 +199,6 @@ impl Class {
             Some(s) if s <= line && line.is_multiple_of(s) => Some(line / s),
             Some(_) => None,
         }
-    }
-}
-
-/// `x / d`, a shift when `d` is a power of two (as values' sizes and lines are).
-fn divide(x: u64, d: u64) -> u64 {
-    if d.is_power_of_two() {
-        x >> d.trailing_zeros()
-    } else {
-        x / d
-    }
-}
-
-/// `x mod m`, a mask when `m` is a power of two.
-fn modulo(x: u64, m: u64) -> u64 {
-    if m.is_power_of_two() {
-        x & (m - 1)
-    } else {
-        x % m
-    }
-}
-
-/// Cell `c`'s place in a period of `period` cells (`c mod period`, for any sign of `c`).
-fn slot(c: i64, period: u64) -> usize {
-    if period.is_power_of_two() {
-        (c as u64 & (period - 1)) as usize
-    } else {
-        c.rem_euclid(period as i64) as usize
     }
 }
 
@@ -337,15 +215,6 @@ fn offset(a: &RowAccess, i: i64, base: u64) -> u64 {
     a.base
         .wrapping_add((i as u64).wrapping_mul(a.step))
         .wrapping_sub(base)
-}
-
-/// Orders `left` (lines left, each with the distinct access that left it) by the last access
-/// of each distinct access, as its lines were last accessed in that order.
-fn by_last_access(left: &mut [(u32, u32)], distinct: &Distinct) {
-    let last = |&(_, e): &(u32, u32)| distinct.last[e as usize];
-    if !left.is_sorted_by_key(last) {
-        left.sort_unstable_by_key(last);
-    }
 }
 
 impl Class {
@@ -389,7 +258,12 @@ impl Class {
         let stop = self.prefix_row((rows, distinct), (lo, hi), base, period, counts, &mut sc);
         #[cfg(test)]
         match stop {
-            Some(_) => self.stops += 1,
+            Some((_, p)) => {
+                self.stops += 1;
+                let p = p as u32;
+                let first_last = distinct.first.iter().zip(&distinct.last);
+                self.straddled += u64::from(first_last.clone().any(|(&f, &l)| f < p && p <= l));
+            }
             None => self.whole += 1,
         }
         if stop.is_none() {
@@ -432,9 +306,9 @@ impl Class {
             line.push(x);
             *self.stack.holders(x) += 1;
             if a.step != 0 {
-                // Cells to its next line.
-                let k = period - modulo(divide(at, a.step), period);
-                buckets[slot(lo + k as i64, period)].push(e as u32);
+                // Cells to its next line (the step and the period are powers of two).
+                let k = period - ((at >> a.step.trailing_zeros()) & (period - 1));
+                buckets[((lo + k as i64) as u64 & (period - 1)) as usize].push(e as u32);
             }
         }
         for (e, &x) in line.iter().enumerate() {
@@ -446,10 +320,15 @@ impl Class {
                 self.stack.set_recent(x, true);
             }
         }
-        let mut at = slot(lo, period);
+        // Cell `i`'s place in the period.
+        let mut place = (lo as u64 & (period - 1)) as usize;
         for i in lo + 1..hi {
-            at = if at + 1 == buckets.len() { 0 } else { at + 1 };
-            let bucket = &buckets[at];
+            place = if place + 1 == buckets.len() {
+                0
+            } else {
+                place + 1
+            };
+            let bucket = &buckets[place];
             if bucket.is_empty() {
                 continue;
             }
@@ -471,7 +350,7 @@ impl Class {
             }
             // The lines no access is in any more leave, the least recently accessed first: in
             // the order of the last accesses that were in them.
-            by_last_access(left, distinct);
+            distinct.by_last_access(left);
             order.clear();
             for &(x, _) in left.iter().rev() {
                 if *self.stack.holders(x) == 0 {
@@ -502,7 +381,7 @@ impl Class {
             then,
             ..
         } = sc;
-        by_last_access(left, distinct);
+        distinct.by_last_access(left);
         then.clear();
         then.extend_from_slice(line);
         for &(x, e) in left.iter() {
@@ -604,6 +483,8 @@ impl Counter {
                     whole: 0,
                     #[cfg(test)]
                     stops: 0,
+                    #[cfg(test)]
+                    straddled: 0,
                 }
             })
             .collect();
@@ -704,7 +585,7 @@ mod tests {
     /// the ways of the one before.
     #[test]
     fn counting_per_line_entered_equals_counting_access_by_access() {
-        let (mut stopped, mut whole) = (0, 0);
+        let (mut stopped, mut whole, mut straddled, mut reused) = (0, 0, 0, 0);
         for seed in 0..400u64 {
             let mut rng = Rng::new(seed);
             let lines = [32u64, 64, 128];
@@ -745,51 +626,9 @@ mod tests {
             let mut slow = Counter::new(&levels, base, base + span, sites);
             let mut plain = Plain::new(&levels, sites);
             // The last row made afresh, and its first cell.
-            let (mut last, mut last_lo): (Vec<RowAccess>, i64) = (Vec::new(), 0);
+            let mut last: (Vec<RowAccess>, i64) = (Vec::new(), 0);
             for _ in 0..30 {
-                let mut lo = rng.range(-3, 3);
-                let mut hi = lo + rng.range(0, 70);
-                let vb = if rng.chance(20) { 4 } else { 8 };
-                let mut rows: Vec<RowAccess> = Vec::new();
-                // Now and then the row before moved along, with other sites: a shape seen
-                // before, whose folding is reused.
-                if !last.is_empty() && rng.chance(25) {
-                    (lo, hi) = (last_lo, last_lo + hi - lo);
-                    let by = rng.range(0, 8) as u64 * vb;
-                    rows = last
-                        .iter()
-                        .map(|r: &RowAccess| RowAccess {
-                            base: r.base.wrapping_add(by),
-                            site: rng.below(sites) as u32,
-                            step: r.step,
-                        })
-                        .collect();
-                }
-                let fresh = rows.is_empty();
-                for _ in 0..if fresh { rng.range(1, 14) } else { 0 } {
-                    let site = rng.below(sites) as u32;
-                    // Now and then the address of an earlier access (a repeat, folded).
-                    if !rows.is_empty() && rng.chance(30) {
-                        let earlier = rows[rng.below(rows.len())];
-                        rows.push(RowAccess { site, ..earlier });
-                        continue;
-                    }
-                    // Now and then a step of its own: the row goes access by access.
-                    let step = match rng.below(40) {
-                        0..=5 => 0,
-                        6 => 3 * vb,
-                        _ => vb,
-                    };
-                    let start = rng.range(0, (span - 240 * vb) as i64) as u64 / vb * vb;
-                    rows.push(RowAccess {
-                        base: (base + start).wrapping_sub((lo as u64).wrapping_mul(step)),
-                        site,
-                        step,
-                    });
-                }
-                if fresh {
-                    (last, last_lo) = (rows.clone(), lo);
-                }
+                let (rows, lo, hi) = random_row(&mut rng, (base, span), sites, &mut last);
                 fast.row(&rows, lo, hi);
                 plain.row(&rows, lo, hi);
                 slow.count_accesses(&rows, (hi - lo).max(0) as u64);
@@ -807,11 +646,63 @@ mod tests {
             for class in &fast.classes {
                 stopped += class.stops;
                 whole += class.whole;
+                straddled += class.straddled;
             }
+            reused += fast.foldings.reused;
         }
         assert!(
-            stopped > 500 && whole > 500,
-            "{stopped} rows stopped, {whole} whole"
+            stopped > 500 && whole > 500 && straddled > 500 && reused > 500,
+            "{stopped} rows stopped ({straddled} between the first and last access of an \
+             address), {whole} whole, {reused} foldings reused"
         );
+    }
+
+    /// A random row in `span` bytes from `base` (moving and standing accesses, several to a
+    /// line, repeats of an address, now and then a step of its own) and its cells; now and then
+    /// the last fresh row (`last`, with its first cell) moved along, whose folding is reused.
+    fn random_row(
+        rng: &mut Rng,
+        (base, span): (u64, u64),
+        sites: usize,
+        last: &mut (Vec<RowAccess>, i64),
+    ) -> (Vec<RowAccess>, i64, i64) {
+        let (lo, len) = (rng.range(-3, 3), rng.range(0, 70));
+        let vb = if rng.chance(20) { 4 } else { 8 };
+        if !last.0.is_empty() && rng.chance(25) {
+            // The same shape and first site; the other sites anew.
+            let by = rng.range(0, 8) as u64 * vb;
+            let mut rows = last.0.clone();
+            for r in rows.iter_mut() {
+                r.base = r.base.wrapping_add(by);
+            }
+            for r in rows.iter_mut().skip(1) {
+                r.site = rng.below(sites) as u32;
+            }
+            return (rows, last.1, last.1 + len);
+        }
+        let mut rows: Vec<RowAccess> = Vec::new();
+        for _ in 0..rng.range(1, 14) {
+            let site = rng.below(sites) as u32;
+            // Now and then the address of an earlier access (a repeat, folded).
+            if !rows.is_empty() && rng.chance(30) {
+                let earlier = rows[rng.below(rows.len())];
+                rows.push(RowAccess { site, ..earlier });
+                continue;
+            }
+            // Now and then a step of its own: the row goes access by access.
+            let step = match rng.below(40) {
+                0..=5 => 0,
+                6 => 3 * vb,
+                _ => vb,
+            };
+            let start = rng.range(0, (span - 240 * vb) as i64) as u64 / vb * vb;
+            rows.push(RowAccess {
+                base: (base + start).wrapping_sub((lo as u64).wrapping_mul(step)),
+                site,
+                step,
+            });
+        }
+        *last = (rows.clone(), lo);
+        (rows, lo, lo + len)
     }
 }

@@ -12,6 +12,7 @@
 //! simulator.
 
 pub mod count;
+mod fold;
 pub mod layout;
 pub mod levels;
 mod lru;

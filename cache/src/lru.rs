@@ -267,10 +267,8 @@ enum SetIndex {
     /// `sets` and every `first mod sets + x` are below `2^32`: `(first mod sets + x) mod sets`
     /// by multiplying with the reciprocal `2^64 / sets` rounded up (Lemire, Kaser and Kurz,
     /// "Faster remainder by direct computation", 2019).
-    Reciprocal {
-        first: u64,
-        reciprocal: u64,
-    },
+    Reciprocal { first_mod: u64, reciprocal: u64 },
+    /// Otherwise: `(first + x) mod sets`.
     Divide,
 }
 
@@ -280,7 +278,7 @@ impl SetIndex {
             SetIndex::Mask(sets - 1)
         } else if sets < 1 << 31 && lines < 1 << 31 {
             SetIndex::Reciprocal {
-                first: first % sets,
+                first_mod: first % sets,
                 reciprocal: (u64::MAX / sets).wrapping_add(1),
             }
         } else {
@@ -288,12 +286,16 @@ impl SetIndex {
         }
     }
 
+    /// The set of dense line `x` of a cache of `sets` sets whose dense line 0 is `first`.
     #[inline]
     fn set(self, sets: u64, first: u64, x: u32) -> usize {
         (match self {
             SetIndex::Mask(mask) => (first + u64::from(x)) & mask,
-            SetIndex::Reciprocal { first, reciprocal } => {
-                let low = reciprocal.wrapping_mul(first + u64::from(x));
+            SetIndex::Reciprocal {
+                first_mod,
+                reciprocal,
+            } => {
+                let low = reciprocal.wrapping_mul(first_mod + u64::from(x));
                 ((u128::from(low) * u128::from(sets)) >> 64) as u64
             }
             SetIndex::Divide => (first + u64::from(x)) % sets,
