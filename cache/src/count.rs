@@ -261,8 +261,8 @@ impl Class {
             Some((_, p)) => {
                 self.stops += 1;
                 let p = p as u32;
-                let first_last = distinct.first.iter().zip(&distinct.last);
-                self.straddled += u64::from(first_last.clone().any(|(&f, &l)| f < p && p <= l));
+                let mut first_last = distinct.first.iter().zip(&distinct.last);
+                self.straddled += u64::from(first_last.any(|(&f, &l)| f < p && p <= l));
             }
             None => self.whole += 1,
         }

@@ -248,7 +248,6 @@ pub struct Sets {
     sets: u64,
     /// How the set of a line is found.
     index: SetIndex,
-    first: u64,
     ways: usize,
     /// Empty while nothing was evicted.
     tags: Vec<u32>,
@@ -259,46 +258,55 @@ pub struct Sets {
     held: Vec<u32>,
 }
 
-/// The set of absolute line `first + x`, for dense lines `x`.
+/// The set of absolute line `first + x` of a cache of `sets` sets, for dense lines `x`.
 #[derive(Clone, Copy, Debug)]
 enum SetIndex {
-    /// `sets` is a power of two: `(first + x) & mask`.
-    Mask(u64),
+    /// `sets` is a power of two: `(first + x) & (sets - 1)`.
+    Mask { first: u64, mask: u64 },
     /// `sets` and every `first mod sets + x` are below `2^32`: `(first mod sets + x) mod sets`
     /// by multiplying with the reciprocal `2^64 / sets` rounded up (Lemire, Kaser and Kurz,
     /// "Faster remainder by direct computation", 2019).
-    Reciprocal { first_mod: u64, reciprocal: u64 },
+    Reciprocal {
+        first_mod: u64,
+        reciprocal: u64,
+        sets: u64,
+    },
     /// Otherwise: `(first + x) mod sets`.
-    Divide,
+    Divide { first: u64, sets: u64 },
 }
 
 impl SetIndex {
     fn new(sets: u64, first: u64, lines: u64) -> SetIndex {
         if sets.is_power_of_two() {
-            SetIndex::Mask(sets - 1)
+            SetIndex::Mask {
+                first,
+                mask: sets - 1,
+            }
         } else if sets < 1 << 31 && lines < 1 << 31 {
             SetIndex::Reciprocal {
                 first_mod: first % sets,
                 reciprocal: (u64::MAX / sets).wrapping_add(1),
+                sets,
             }
         } else {
-            SetIndex::Divide
+            SetIndex::Divide { first, sets }
         }
     }
 
-    /// The set of dense line `x` of a cache of `sets` sets whose dense line 0 is `first`.
+    /// The set of dense line `x`.
     #[inline]
-    fn set(self, sets: u64, first: u64, x: u32) -> usize {
+    fn set(self, x: u32) -> usize {
         (match self {
-            SetIndex::Mask(mask) => (first + u64::from(x)) & mask,
+            SetIndex::Mask { first, mask } => (first + u64::from(x)) & mask,
             SetIndex::Reciprocal {
                 first_mod,
                 reciprocal,
+                sets,
             } => {
                 let low = reciprocal.wrapping_mul(first_mod + u64::from(x));
                 ((u128::from(low) * u128::from(sets)) >> 64) as u64
             }
-            SetIndex::Divide => (first + u64::from(x)) % sets,
+            SetIndex::Divide { first, sets } => (first + u64::from(x)) % sets,
         }) as usize
     }
 }
@@ -312,7 +320,6 @@ impl Sets {
         Sets {
             sets,
             index: SetIndex::new(sets, first, lines),
-            first,
             ways: ways as usize,
             tags: Vec::new(),
             prefix: Vec::new(),
@@ -363,7 +370,7 @@ impl Sets {
     }
 
     fn set_of(&self, x: u32) -> usize {
-        self.index.set(self.sets, self.first, x)
+        self.index.set(x)
     }
 
     /// Whether line `x` can join the prefix with its set's prefix lines all kept.
@@ -447,7 +454,7 @@ mod tests {
                 assert!(matches!(index, SetIndex::Reciprocal { .. }));
                 let check = |x: u32| {
                     let want = ((first + u64::from(x)) % sets) as usize;
-                    assert_eq!(index.set(sets, first, x), want, "{sets} sets, {first}, {x}");
+                    assert_eq!(index.set(x), want, "{sets} sets, {first}, {x}");
                 };
                 check(0);
                 check(lines as u32);
