@@ -132,6 +132,20 @@ fn random_programs_and_configurations_match_the_reference_bit_for_bit() {
         .filter(|g| g.loops.iter().any(|l| l.len() > 1))
         .count();
     assert!(shared >= 10, "{shared} groups share a row loop");
+    // ... and prefetched row loops in whole blocks (the last of a chunk moved back) and not.
+    let prefetched = |whole: bool| {
+        cases
+            .iter()
+            .flat_map(|(_, s)| &s.groups)
+            .flat_map(|g| g.prefetch.iter().zip(&g.whole_blocks))
+            .filter(|(p, w)| !p.is_empty() && **w == whole)
+            .count()
+    };
+    let (whole, partial) = (prefetched(true), prefetched(false));
+    assert!(
+        whole >= 20 && partial >= 20,
+        "{whole} prefetched row loops in whole blocks, {partial} not"
+    );
     let n = check_bundles(&cases, 50, &["-O1"], &[("OMP_NUM_THREADS", "3")]);
     assert!(n >= 400);
 }

@@ -220,6 +220,14 @@ pub fn chunk_rows_finely(cases: &mut [(String, absinthe_codegen::Schedule)]) -> 
                 absinthe_codegen::schedule::row_chunks(spans, chunk)
             });
             several += usize::from(widest.max().unwrap_or(1) > 1);
+            // Whole prefetch blocks where the finer chunks still hold them.
+            let x_boxes: Vec<&[[i64; 2]]> = g
+                .loops
+                .iter()
+                .map(|lp| &g.steps[lp[0]].loop_box[0][..])
+                .collect();
+            g.whole_blocks =
+                absinthe_codegen::schedule::whole_blocks(&x_boxes, chunk, g.prefetch_cells as i64);
         }
     }
     several

@@ -270,6 +270,9 @@ pub struct GroupSchedule {
     /// The cells one prefetched line holds: a row loop with prefetches runs its cells in
     /// blocks of this many, each block after its prefetches.
     pub prefetch_cells: usize,
+    /// Per row loop, whether its blocks are all whole ([`super::row_loops::whole_blocks`]): each
+    /// runs exactly `prefetch_cells` cells, the last of a chunk moved back to end with it.
+    pub whole_blocks: Vec<bool>,
     /// On the CUDA target, the arrays this streamed group stages in shared memory
     /// (`boxes::block_plan`); empty on the other targets.
     pub staged: Vec<StagedArray>,
