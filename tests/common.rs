@@ -221,11 +221,7 @@ pub fn chunk_rows_finely(cases: &mut [(String, absinthe_codegen::Schedule)]) -> 
             });
             several += usize::from(widest.max().unwrap_or(1) > 1);
             // Whole prefetch blocks where the finer chunks still hold them.
-            let x_boxes: Vec<&[[i64; 2]]> = g
-                .loops
-                .iter()
-                .map(|lp| &g.steps[lp[0]].loop_box[0][..])
-                .collect();
+            let x_boxes = absinthe_codegen::schedule::loop_x_boxes(&g.steps, &g.loops);
             g.whole_blocks =
                 absinthe_codegen::schedule::whole_blocks(&x_boxes, chunk, g.prefetch_cells as i64);
         }

@@ -10,7 +10,7 @@ use absinthe_model::cost_model::boxes::{
 use absinthe_model::language::analysis::{Analysis, Extent};
 
 use super::access::staged_ident;
-use super::row_loops::{stream_prefetches, whole_blocks, PREFETCH_BYTES, ROW_CHUNK};
+use super::row_loops::{loop_x_boxes, stream_prefetches, whole_blocks, PREFETCH_BYTES, ROW_CHUNK};
 use super::types::{GroupSchedule, StagedArray, StencilStep, StreamPlan};
 use super::{Lowering, Target};
 use crate::CodegenError;
@@ -132,11 +132,11 @@ impl<'a> GroupLowering<'a> {
             vec![Vec::new(); loops.len()]
         };
         let prefetch_cells = PREFETCH_BYTES / self.lowering.program.value_type.bytes();
-        let x_boxes: Vec<&[Interval]> = loops
-            .iter()
-            .map(|lp| &steps[lp[0]].loop_box[0][..])
-            .collect();
-        let whole_blocks = whole_blocks(&x_boxes, ROW_CHUNK, prefetch_cells as i64);
+        let whole_blocks = whole_blocks(
+            &loop_x_boxes(&steps, &loops),
+            ROW_CHUNK,
+            prefetch_cells as i64,
+        );
         Ok(GroupSchedule {
             index: self.index,
             stencils: self

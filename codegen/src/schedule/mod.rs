@@ -32,7 +32,9 @@ mod step;
 mod types;
 
 pub use buffers::{buffer_page_offset, THREAD_STRIDE_BYTES};
-pub use row_loops::{chunk_cells, row_chunks, whole_blocks, ROW_CHUNK, ROW_LOOP_OPERATIONS};
+pub use row_loops::{
+    chunk_cells, loop_x_boxes, row_chunks, whole_blocks, ROW_CHUNK, ROW_LOOP_OPERATIONS,
+};
 pub use types::{
     GlobalArray, GroupSchedule, HostLayout, LocalBuffer, LocalDef, Prefetch, ReferenceStencil,
     Role, ScalarParam, Schedule, StagedArray, StencilStep, StepRead, StreamPlan,

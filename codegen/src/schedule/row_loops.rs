@@ -169,13 +169,22 @@ pub(super) fn stream_prefetches<'a>(
         .collect()
 }
 
-/// Per row loop of a streamed group, from each loop's cells per tile along x (`x_boxes`, one
-/// interval per tile index along x) and the group's chunk (`chunk` cells), whether its
-/// prefetched blocks can all be whole blocks of `cells`: every non-empty chunk of the loop, in
-/// every tile along x, has at least `cells` cells. Then the kernel runs each block over exactly `cells` cells, the last block of a chunk
-/// moved back to end with the chunk (it computes again, to the same values, cells the block
-/// before computed): a loop of a constant trip count, which the compiler vectorises without
-/// run-time checks or a remainder loop. On an AMD EPYC (Zen 4) whole blocks took 0.66-0.85 of
+/// Each row loop's cells per tile along x (one interval per tile index along x): those of the
+/// loop's first step, which every step sharing the loop has too.
+pub fn loop_x_boxes<'a>(steps: &'a [StencilStep], loops: &[Vec<usize>]) -> Vec<&'a [Interval]> {
+    loops
+        .iter()
+        .map(|lp| &steps[lp[0]].loop_box[0][..])
+        .collect()
+}
+
+/// Per row loop of a streamed group, from each loop's cells per tile along x (`x_boxes`,
+/// [`loop_x_boxes`]) and the group's chunk (`chunk` cells), whether its prefetched blocks can
+/// all be whole blocks of `cells`: every non-empty chunk of the loop, in every tile along x, has
+/// at least `cells` cells. Then the kernel runs each block over exactly `cells` cells, the last
+/// block of a chunk moved back to end with the chunk (it computes again, to the same values,
+/// cells the block before computed): a loop of a constant trip count, which the compiler
+/// vectorises without run-time checks or a remainder loop. On an AMD EPYC (Zen 4) whole blocks took 0.66-0.85 of
 /// the time of blocks with a run-time end on most horizontal programs, at both sizes
 /// (docs/decisions/0042-whole-prefetch-blocks.md).
 pub fn whole_blocks(x_boxes: &[&[Interval]], chunk: i64, cells: i64) -> Vec<bool> {
