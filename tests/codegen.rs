@@ -1251,31 +1251,42 @@ fn the_machines_operation_weights_reach_every_command() {
     assert_eq!(rows.len(), 2);
 }
 
-/// The weights from the operation-cost measurement's times: per kind the mean of a first and a
-/// second operation per cell, each its extra time over one add's plus the multiply it replaced.
+/// The weights from the operation-cost measurement's times: per kind what one more operation a
+/// cell adds once its unit is the bottleneck, in adds (the ones `ops72` adds to `ops36`); a
+/// division is a quarter of what four divisions and four adds add, less an add.
 #[test]
-fn operation_weights_are_the_mean_of_a_first_and_a_second_in_adds() {
+fn operation_weights_are_one_more_operation_in_adds() {
     let add = 5.0e-12;
     let t = OperationTimes {
         base: 1.0e-10,
-        ops36: 1.0e-10 + 36.0 * add,
-        // A first division 19 adds, a second 41: weight 30.
-        divide1: 1.0e-10 + 18.0 * add,
-        divide2: 1.0e-10 + 58.0 * add,
-        // sqrt 36 and 64: 50.
+        // The first adds hide in the loads' slack: only the second 36 count.
+        ops36: 1.0e-10 + 20.0 * add,
+        ops72: 1.0e-10 + 56.0 * add,
+        // Four divisions and four adds: 4 * (30 + 1) adds.
+        divide4: 1.0e-10 + 100.0 * add,
+        divide8: 1.0e-10 + 224.0 * add,
+        // sqrt 50.
         sqrt1: 1.0e-10 + 35.0 * add,
-        sqrt2: 1.0e-10 + 98.0 * add,
-        // exp 221 and 381: 301.
+        sqrt2: 1.0e-10 + 85.0 * add,
+        // exp 301.
         call1: 1.0e-10 + 220.0 * add,
-        call2: 1.0e-10 + 600.0 * add,
+        call2: 1.0e-10 + 521.0 * add,
     };
     let w = t.weights().unwrap();
     assert_eq!((w.divide, w.sqrt, w.call), (30, 50, 301));
+    let [divide, sqrt, call] = t.seconds();
+    assert!((divide - 30.0 * add).abs() < 1e-15, "{divide}");
+    assert!((sqrt - 50.0 * add).abs() < 1e-15, "{sqrt}");
+    assert!((call - 301.0 * add).abs() < 1e-15, "{call}");
     // Noise that swamps the adds gives no weights; an operation cheaper than an add weighs one.
-    assert!(OperationTimes { ops36: t.base, ..t }.weights().is_none());
+    assert!(OperationTimes {
+        ops72: t.ops36,
+        ..t
+    }
+    .weights()
+    .is_none());
     let cheap = OperationTimes {
-        divide1: t.base - 5.0 * add,
-        divide2: t.base - 10.0 * add,
+        divide8: t.divide4 - 10.0 * add,
         ..t
     };
     assert_eq!(cheap.weights().unwrap().divide, 1);
@@ -1335,7 +1346,7 @@ fn operation_times_build_run_and_read_back() {
     )
     .unwrap();
     for v in [
-        t.base, t.ops36, t.divide1, t.divide2, t.sqrt1, t.sqrt2, t.call1, t.call2,
+        t.base, t.ops36, t.ops72, t.divide4, t.divide8, t.sqrt1, t.sqrt2, t.call1, t.call2,
     ] {
         assert!(v.is_finite() && v > 0.0, "{t:?}");
     }

@@ -507,15 +507,16 @@ fn measurement_result<T: serde::de::DeserializeOwned>(
 }
 
 /// Seconds per cell of the variants of the operation-cost measurement
-/// (`templates/operations.cpp.j2`): `p*q + r*s` (`base`), with 36 more adds and multiplies
-/// (`ops36`), and with one and then two of its multiplies turned into a division, a `sqrt` or
-/// an `exp`.
+/// (`templates/operations.cpp.j2`): `p*q + r*s` (`base`), with 36 and 72 more adds and
+/// multiplies (`ops36`, `ops72`), four and eight independent divisions a cell (`divide4`,
+/// `divide8`), and one and two square roots (`sqrt1`, `sqrt2`) and `exp`s (`call1`, `call2`).
 #[derive(Clone, Copy, Debug, PartialEq, serde::Deserialize)]
 pub struct OperationTimes {
     pub base: f64,
     pub ops36: f64,
-    pub divide1: f64,
-    pub divide2: f64,
+    pub ops72: f64,
+    pub divide4: f64,
+    pub divide8: f64,
     pub sqrt1: f64,
     pub sqrt2: f64,
     pub call1: f64,
@@ -523,9 +524,10 @@ pub struct OperationTimes {
 }
 
 impl OperationTimes {
-    /// Seconds per cell of one add or multiply.
+    /// Seconds per cell of one add or multiply: the 36 that `ops72` adds to `ops36`, both of
+    /// which the adds' units bound (the loads and stores hide under them).
     pub fn add_seconds(&self) -> f64 {
-        (self.ops36 - self.base) / 36.0
+        (self.ops72 - self.ops36) / 36.0
     }
 
     /// Each variant's median over several measurements (a burst of load on a shared machine
@@ -539,8 +541,9 @@ impl OperationTimes {
         (!runs.is_empty()).then(|| OperationTimes {
             base: med(|t| t.base),
             ops36: med(|t| t.ops36),
-            divide1: med(|t| t.divide1),
-            divide2: med(|t| t.divide2),
+            ops72: med(|t| t.ops72),
+            divide4: med(|t| t.divide4),
+            divide8: med(|t| t.divide8),
             sqrt1: med(|t| t.sqrt1),
             sqrt2: med(|t| t.sqrt2),
             call1: med(|t| t.call1),
@@ -548,18 +551,34 @@ impl OperationTimes {
         })
     }
 
-    /// The weights in adds: for each kind the mean of a first and a second such operation per
-    /// cell (a first one can hide in the pipeline's slack, a second one meets the unit's
-    /// throughput; a stencil has one or several), each `(extra time) / (add time) + 1` since it
-    /// replaced a multiply. None when the adds' time is not positive (noise swamped it), or a
-    /// weight is not finite.
+    /// Seconds per cell of one division, one `sqrt` and one call (in that order) once its unit
+    /// is the bottleneck: the four divisions (and four adds) `divide8` adds to `divide4`, over
+    /// four, less an add; the square root `sqrt2` adds to `sqrt1`; the `exp` `call2` adds to
+    /// `call1`. Not a first operation's extra time over `base`: that one hides in the slack of
+    /// the loads and stores, which the cost model's `max` of compute and memory accounts for.
+    pub fn seconds(&self) -> [f64; 3] {
+        [
+            (self.divide8 - self.divide4) / 4.0 - self.add_seconds(),
+            self.sqrt2 - self.sqrt1,
+            self.call2 - self.call1,
+        ]
+    }
+
+    /// [`OperationTimes::seconds`] in adds.
+    pub fn in_adds(&self) -> [f64; 3] {
+        let add = self.add_seconds();
+        self.seconds().map(|s| s / add)
+    }
+
+    /// The weights in adds ([`OperationTimes::in_adds`] rounded, at least one and at most
+    /// `MAX_OPERATION_WEIGHT`). None when the adds' time is not positive (noise swamped it),
+    /// or a weight is not finite.
     pub fn weights(&self) -> Option<absinthe_model::formats::machine::OperationWeights> {
         let add = self.add_seconds();
         if !(add > 0.0 && add.is_finite()) {
             return None;
         }
-        let [divide, sqrt, call] = self.in_adds().map(|(first, second)| {
-            let w = (first + second) / 2.0;
+        let [divide, sqrt, call] = self.in_adds().map(|w| {
             w.is_finite().then(|| {
                 (w.round().max(1.0) as u64)
                     .min(absinthe_model::formats::machine::MAX_OPERATION_WEIGHT)
@@ -571,38 +590,24 @@ impl OperationTimes {
             call: call?,
         })
     }
-
-    /// A first and a second division, `sqrt` and call per cell in adds (in that order): each
-    /// its extra time over the variant before it, divided by an add's, plus the multiply it
-    /// replaced.
-    pub fn in_adds(&self) -> [(f64, f64); 3] {
-        let add = self.add_seconds();
-        let adds = |before: f64, after: f64| (after - before) / add + 1.0;
-        [
-            (self.base, self.divide1, self.divide2),
-            (self.base, self.sqrt1, self.sqrt2),
-            (self.base, self.call1, self.call2),
-        ]
-        .map(|(base, first, second)| (adds(base, first), adds(first, second)))
-    }
 }
 
 /// Runs of the operation-cost program [`operation_times`] takes the median of: a run takes
-/// about 0.3 s on two cores.
+/// about 0.4 s on two cores.
 pub const OPERATION_RUNS: usize = 5;
 
 /// Times what a division, a `sqrt` and `exp` cost against an add in a vectorised row loop over
 /// cache-resident planes, one per thread (`threads`, set in `env` too), built with `tc`'s flags
 /// (`absinthe learn` turns it into `params.operations`): each variant's median over
 /// [`OPERATION_RUNS`] runs of the program, each of which alternates the variants over sixteen
-/// rounds.
+/// rounds of eight runs, each run 32 sweeps of the planes.
 pub fn operation_times(
     tc: &Toolchain,
     renderer: &crate::render::Renderer,
     threads: usize,
     env: &[(&str, &str)],
 ) -> Result<OperationTimes, CodegenError> {
-    let source = renderer.operations(threads.max(1), 16, 128)?;
+    let source = renderer.operations(threads.max(1), 32, 16, 8)?;
     let exe = tc.build(&[("operations.cpp".into(), source)], &[])?;
     let runs = (0..OPERATION_RUNS)
         .map(|_| measurement_result(&exe, env, "ABSINTHE_OPERATIONS "))

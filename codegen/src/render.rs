@@ -383,16 +383,21 @@ impl Renderer {
     }
 
     /// The operation-cost measurement (`compile::operation_times`): one 64x64 plane per thread,
-    /// `rounds` rounds of `runs` runs of each variant after a warm-up round.
+    /// swept `reps` times a run, `rounds` rounds of `runs` runs of each variant after a warm-up
+    /// round.
     pub fn operations(
         &self,
         planes: usize,
+        reps: u32,
         rounds: u32,
         runs: u32,
     ) -> Result<String, CodegenError> {
         self.render(
             "operations.cpp.j2",
-            context! { cells_x => 64, cells_y => 64, planes => planes, rounds => rounds, runs => runs },
+            context! {
+                cells_x => 64, cells_y => 64, planes => planes, reps => reps, rounds => rounds,
+                runs => runs,
+            },
         )
     }
 }

@@ -161,26 +161,26 @@ fn step_phrase(step: &Step) -> String {
     }
 }
 
-/// The operation-weight measurement: per kind the first and second operation per cell in adds,
-/// and the weight written.
+/// The operation-weight measurement: per kind the seconds one more operation a cell takes once
+/// its unit is the bottleneck, that in adds, and the weight written.
 fn operations(t: &OperationTimes, w: &OperationWeights) -> String {
     let rows: Vec<Vec<String>> = ["division", "sqrt", "exp, log, pow"]
         .into_iter()
-        .zip(t.in_adds())
+        .zip(t.seconds().into_iter().zip(t.in_adds()))
         .zip([w.divide, w.sqrt, w.call])
-        .map(|((name, (first, second)), weight)| {
+        .map(|((name, (seconds, adds)), weight)| {
             vec![
                 name.to_string(),
-                format!("{first:.1}"),
-                format!("{second:.1}"),
+                format!("{seconds:.3e}"),
+                format!("{adds:.1}"),
                 weight.to_string(),
             ]
         })
         .collect();
     let header = [
         "operation",
-        "first per cell",
-        "second per cell",
+        "seconds per cell",
+        "in adds",
         "params.operations",
     ];
     format!(

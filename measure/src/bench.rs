@@ -569,9 +569,8 @@ impl Bench {
     }
 
     /// Seconds per cell of a division, a square root and a call (`exp`'s) with every core
-    /// busy, each a lower bound: the time `learn`'s operation-cost program takes for two of
-    /// them a cell over the time of its two multiplies, over two (the loads, the stores and
-    /// the parallel loop's start cancel). None where the roof does not apply (programs in
+    /// busy, each a lower bound: what one more of them a cell adds in `learn`'s operation-cost
+    /// program once its unit is the bottleneck (`OperationTimes::seconds`). None where the roof does not apply (programs in
     /// floats, whose throughput differs; the relaxed-math build, which multiplies by a
     /// literal's reciprocal; no divisions, square roots or calls).
     fn measure_divider(&self, env: &[(&str, &str)]) -> Result<Option<[f64; 3]>, MeasureError> {
@@ -586,9 +585,7 @@ impl Bench {
             std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
         });
         let t = operation_times(&self.toolchain, &self.renderer, threads, env)?;
-        Ok(Some(
-            [t.divide2, t.sqrt2, t.call2].map(|x| ((x - t.base) / 2.0).max(0.0)),
-        ))
+        Ok(Some(t.seconds().map(|x| x.max(0.0))))
     }
 
     /// The divider's roof of the program ([`Row::divider_seconds`]): its divisions and square
