@@ -512,6 +512,8 @@ fn measurement_result<T: serde::de::DeserializeOwned>(
 /// `divide8`), and one and two square roots (`sqrt1`, `sqrt2`) and `exp`s (`call1`, `call2`).
 #[derive(Clone, Copy, Debug, PartialEq, serde::Deserialize)]
 pub struct OperationTimes {
+    /// The plain loop: no weight reads it; against it `ops36` shows how much a first batch of
+    /// work hides in the loads' and stores' slack.
     pub base: f64,
     pub ops36: f64,
     pub ops72: f64,

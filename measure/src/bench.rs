@@ -570,9 +570,9 @@ impl Bench {
 
     /// Seconds per cell of a division, a square root and a call (`exp`'s) with every core
     /// busy, each a lower bound: what one more of them a cell adds in `learn`'s operation-cost
-    /// program once its unit is the bottleneck (`OperationTimes::seconds`). None where the roof does not apply (programs in
-    /// floats, whose throughput differs; the relaxed-math build, which multiplies by a
-    /// literal's reciprocal; no divisions, square roots or calls).
+    /// program once its unit is the bottleneck (`OperationTimes::seconds`). None where the roof
+    /// does not apply (programs in floats, whose throughput differs; the relaxed-math build,
+    /// which multiplies by a literal's reciprocal; no divisions, square roots or calls).
     fn measure_divider(&self, env: &[(&str, &str)]) -> Result<Option<[f64; 3]>, MeasureError> {
         let ops = &self.operations;
         if self.program.value_type.bytes() != 8
