@@ -1292,6 +1292,36 @@ fn operation_weights_are_one_more_operation_in_adds() {
     assert_eq!(cheap.weights().unwrap().divide, 1);
 }
 
+/// The operation-cost program's `ops36` and `ops72` add what their names say to the plain loop:
+/// 36 and 72 adds, subtractions and multiplies a cell, counted in the rendered source (the
+/// sums both use, then each variant's own block), so that `add_seconds` divides by what the
+/// difference really holds.
+#[test]
+fn operation_program_adds_36_and_then_36_more_operations() {
+    let source = Renderer::embedded().operations(2, 1, 1, 1).unwrap();
+    let code: String = source
+        .lines()
+        .map(|l| l.split("//").next().unwrap())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let between = |from: &str, to: &str| -> usize {
+        let start = code.find(from).unwrap_or_else(|| panic!("no `{from}`")) + from.len();
+        let len = code[start..]
+            .find(to)
+            .unwrap_or_else(|| panic!("no `{to}` after `{from}`"));
+        code[start..start + len]
+            .chars()
+            .filter(|c| matches!(c, '+' | '-' | '*'))
+            .count()
+    };
+    // The twelve sums and differences of the inputs, declared before `v0`.
+    let shared = between("const double a1", "const double v0");
+    let first = between("if (K == 1 || K == 2)", "if (K == 2)");
+    let second = between("if (K == 2)", "if (K == 3)");
+    assert_eq!(shared + first, 36, "ops36: {shared} + {first}");
+    assert_eq!(second, 36, "ops72 over ops36");
+}
+
 /// The roofline's triad (`templates/stream.cpp.j2`) builds, runs and reads back a bandwidth
 /// (bench reports it; no other test turns the roofline on).
 #[test]
