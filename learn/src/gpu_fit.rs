@@ -287,7 +287,13 @@ pub fn fit_dir(
     let refit = if kernel_rows.is_empty() {
         None
     } else {
-        let refit = kernels::refit(&result.measurements, &kernel_rows, &result.params, solver)?;
+        let refit = kernels::refit(
+            &result.measurements,
+            &kernel_rows,
+            &result.params,
+            solver,
+            None,
+        )?;
         result.params = refit.params;
         (result.r2_fast, result.r2_slow) = synthetic_r2(&result.measurements, &refit.params);
         Some(refit)

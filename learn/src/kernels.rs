@@ -335,6 +335,9 @@ pub fn kernel_prediction(row: &KernelRow, p: &Params) -> f64 {
     stencils + overhead
 }
 
+/// The refit's column of the compute part's body cost (see [`synthetic_columns`]).
+const COMPUTE_BODY_COLUMN: usize = 7;
+
 /// A synthetic sample's counts as the refit's columns (its family's side only).
 fn synthetic_columns(family: Family, counts: &[f64]) -> [f64; COLUMNS] {
     let mut out = [0.0; COLUMNS];
@@ -343,7 +346,7 @@ fn synthetic_columns(family: Family, counts: &[f64]) -> [f64; COLUMNS] {
             out[0] = counts[0];
             out[1] = counts[1];
             out[6] = counts[2];
-            out[7] = counts[3];
+            out[COMPUTE_BODY_COLUMN] = counts[crate::FAST_COMPUTE_BODY];
         }
         Family::Slow => {
             out[2] = counts[0];
@@ -412,16 +415,24 @@ pub fn programs(rows: &[KernelRow]) -> Vec<String> {
 }
 
 /// Refits the parameters to the synthetic `measurements` and the kernel `rows` together (see
-/// the module's documentation), starting from the synthetic fit's `start`.
+/// the module's documentation), starting from the synthetic fit's `start`. With
+/// `held_compute_body`, the compute part's body cost stays at it (`crate::hold_compute_body`).
 pub fn refit(
     measurements: &[Measurement],
     rows: &[KernelRow],
     start: &Params,
     solver: absinthe_solvers::method::Backend,
+    held_compute_body: Option<f64>,
 ) -> Result<Refit, LearnError> {
     let solver = solver
         .solver()
         .map_err(|e| LearnError::Fit(e.to_string()))?;
+    // A held value holds from the start: the starting point is also a candidate.
+    let mut start = *start;
+    if let Some(held) = held_compute_body {
+        start.compute.body = held;
+    }
+    let start = &start;
     let limit = start.crowded.row_streams;
     let mut synthetic: Vec<([f64; COLUMNS], f64)> = Vec::new();
     for family in [Family::Fast, Family::Slow] {
@@ -476,15 +487,26 @@ pub fn refit(
                     .map(|(a, r)| (a, r.seconds, w_kernel)),
             )
             .enumerate()
-            .map(|(k, (a, t, w))| Sample {
-                configuration: k,
-                counts: a.iter().map(|x| x * w / t).collect(),
-                seconds: w,
+            .map(|(k, (a, t, w))| {
+                let mut counts: Vec<f64> = a.iter().map(|x| x * w / t).collect();
+                let mut seconds = w;
+                if let Some(held) = held_compute_body {
+                    seconds -= held * counts[COMPUTE_BODY_COLUMN];
+                    counts[COMPUTE_BODY_COLUMN] = 0.0;
+                }
+                Sample {
+                    configuration: k,
+                    counts,
+                    seconds,
+                }
             })
             .collect();
         // The base body's column is zero in every row (held at zero), so the LP keeps it 0.
         let solved = fit::lad_fit(&lad, solver.as_ref())?;
         current = params_of(&solved, limit, start.operations);
+        if let Some(held) = held_compute_body {
+            current.compute.body = held;
+        }
         let value = objective(&current);
         if value < best.0 {
             best = (value, current);

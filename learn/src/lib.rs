@@ -410,6 +410,52 @@ pub fn synthetic_r2(measurements: &[Measurement], params: &Params) -> (f64, f64)
     (r2(Family::Fast), r2(Family::Slow))
 }
 
+/// The fast fit's column of the compute part's body cost, `K^b` ([`Family::coefficient_names`]).
+pub const FAST_COMPUTE_BODY: usize = 3;
+
+/// Refits the fast family of `result` with the compute part's body cost `K^b` held at
+/// `seconds`, the time of one add per cell measured at the adds' throughput
+/// (`compile::OperationTimes::add_seconds`): each sample's time less `seconds` per counted
+/// operation is fitted by the fast-memory costs and the compute part's peel. Fitted together,
+/// operations and accesses grow together in the training programs and the fit gave the adds
+/// half their measured cost, the accesses the rest (docs/decisions/0045-compute-body-measured.md).
+pub fn hold_compute_body(
+    result: &mut LearnResult,
+    seconds: f64,
+    solver: absinthe_solvers::method::Backend,
+) -> Result<(), LearnError> {
+    let solver = solver
+        .solver()
+        .map_err(|e| LearnError::Fit(e.to_string()))?;
+    let fast = samples(&result.measurements, Family::Fast, 0);
+    let held: Vec<Sample> = fast
+        .iter()
+        .map(|s| {
+            let mut counts = s.counts.clone();
+            let seconds_left = s.seconds - seconds * counts[FAST_COMPUTE_BODY];
+            counts[FAST_COMPUTE_BODY] = 0.0;
+            Sample {
+                configuration: s.configuration,
+                counts,
+                seconds: seconds_left,
+            }
+        })
+        .collect();
+    let mut pf = fit::lad_fit(&held, solver.as_ref())?;
+    pf[FAST_COMPUTE_BODY] = seconds;
+    result.params.fast = PeelBody {
+        peel: pf[0],
+        body: pf[1],
+    };
+    result.params.compute = Compute {
+        peel: pf[2],
+        body: seconds,
+    };
+    result.fast_medians = fit::medians(&fast, &pf);
+    result.r2_fast = r_squared(&result.fast_medians);
+    Ok(())
+}
+
 /// Fits both families' parameters to measurements.
 pub fn fit_measurements(
     measurements: Vec<Measurement>,

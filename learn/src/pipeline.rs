@@ -312,6 +312,14 @@ pub fn run(
         }
         None => file_weights,
     };
+    // The adds' cost as measured, not as the fit shares it out (`crate::hold_compute_body`).
+    let held_compute_body = operations
+        .as_ref()
+        .filter(|t| t.weights().is_some() && options.model == ModelKind::Linear)
+        .map(|t| t.add_seconds());
+    if let Some(seconds) = held_compute_body {
+        crate::hold_compute_body(&mut result, seconds, options.solver)?;
+    }
     let synthetic_r2 = FitQuality {
         fast: result.r2_fast,
         slow: result.r2_slow,
@@ -332,7 +340,14 @@ pub fn run(
         Some(variants) => {
             events(Event::Step(Step::KernelRefit { variants }));
             let solved = solved_with(&result.params, machine.cache_fraction);
-            refit(&mut result, &solved, variants, options, events)?
+            refit(
+                &mut result,
+                &solved,
+                variants,
+                held_compute_body,
+                options,
+                events,
+            )?
         }
     };
     let (calibration, limit_calibration) =
@@ -465,6 +480,7 @@ fn refit(
     result: &mut LearnResult,
     solved: &Machine,
     variants: usize,
+    held_compute_body: Option<f64>,
     options: &LearnOptions,
     events: &(dyn Fn(Event) + Sync),
 ) -> Result<Option<(Refit, Vec<KernelRow>)>, LearnError> {
@@ -476,7 +492,13 @@ fn refit(
         ));
         return Ok(None);
     }
-    let refit = kernels::refit(&result.measurements, &rows, &result.params, options.solver)?;
+    let refit = kernels::refit(
+        &result.measurements,
+        &rows,
+        &result.params,
+        options.solver,
+        held_compute_body,
+    )?;
     result.params = refit.params;
     (result.r2_fast, result.r2_slow) = synthetic_r2(&result.measurements, &refit.params);
     Ok(Some((refit, rows)))

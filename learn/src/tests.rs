@@ -949,7 +949,7 @@ fn the_kernel_refit_fits_exact_times_of_both_kinds() {
     let mut start = truth;
     start.slow_stream.body *= 0.5;
     start.fast.body *= 2.0;
-    let refit = crate::kernels::refit(&measurements, &rows, &start, HIGHS).unwrap();
+    let refit = crate::kernels::refit(&measurements, &rows, &start, HIGHS, None).unwrap();
     assert!(refit.within_20_before < 1.0, "{refit:?}");
     assert_eq!(refit.within_20_after, 1.0, "{refit:?}");
     assert!(refit.rounds >= 1, "{refit:?}");
@@ -979,8 +979,63 @@ fn the_kernel_refit_fits_exact_times_of_both_kinds() {
     for r in rows.iter_mut() {
         r.seconds = crate::kernels::kernel_prediction(r, &other);
     }
-    let refit = crate::kernels::refit(&measurements, &rows, &truth, HIGHS).unwrap();
+    let refit = crate::kernels::refit(&measurements, &rows, &truth, HIGHS, None).unwrap();
     assert!(refit.within_20_after > refit.within_20_before, "{refit:?}");
+}
+
+/// The fast fit with the compute body held at its true value recovers the other fast
+/// parameters from exact times; held at twice it, it keeps that value and the others move,
+/// none below zero; the kernel refit keeps a held value through its rounds.
+#[test]
+fn a_held_compute_body_stays_and_the_rest_of_the_fast_fit_takes_what_is_left() {
+    let truth = refit_truth();
+    let truth_fast = crate::family_coefficients(&truth, Family::Fast);
+    let truth_slow = crate::family_coefficients(&truth, Family::Slow);
+    let measurements = exact_measurements(&truth_fast, &truth_slow, 256, 12);
+    let close = |x: f64, t: f64| (x - t).abs() <= 1e-6 * t.abs();
+    let mut held = crate::fit_measurements(measurements.clone(), HIGHS).unwrap();
+    let slow_before = (held.params.slow_stream, held.params.slow_base, held.r2_slow);
+    crate::hold_compute_body(&mut held, truth.compute.body, HIGHS).unwrap();
+    let p = held.params;
+    assert_eq!(p.compute.body, truth.compute.body);
+    assert!(close(p.fast.peel, truth.fast.peel), "{p:?}");
+    assert!(close(p.fast.body, truth.fast.body), "{p:?}");
+    assert!(close(p.compute.peel, truth.compute.peel), "{p:?}");
+    assert!(held.r2_fast > 0.99999, "{}", held.r2_fast);
+    assert_eq!((p.slow_stream, p.slow_base, held.r2_slow), slow_before);
+    let mut doubled = held.clone();
+    crate::hold_compute_body(&mut doubled, 2.0 * truth.compute.body, HIGHS).unwrap();
+    let q = doubled.params;
+    assert_eq!(q.compute.body, 2.0 * truth.compute.body);
+    assert!(
+        [q.fast.peel, q.fast.body, q.compute.peel]
+            .iter()
+            .all(|&c| c >= 0.0),
+        "{q:?}"
+    );
+    assert!(
+        !(close(q.fast.peel, truth.fast.peel)
+            && close(q.fast.body, truth.fast.body)
+            && close(q.compute.peel, truth.compute.peel)),
+        "{q:?}"
+    );
+    assert!(doubled.r2_fast < 1.0, "{}", doubled.r2_fast);
+    let rows: Vec<_> = kernel_rows(truth)
+        .into_iter()
+        .map(|(mut r, t)| {
+            r.seconds = t;
+            r
+        })
+        .collect();
+    let held_value = 1.5 * truth.compute.body;
+    let refit =
+        crate::kernels::refit(&measurements, &rows, &truth, HIGHS, Some(held_value)).unwrap();
+    assert_eq!(refit.params.compute.body, held_value);
+    let free = crate::kernels::refit(&measurements, &rows, &truth, HIGHS, None).unwrap();
+    assert!(
+        close(free.params.compute.body, truth.compute.body),
+        "{free:?}"
+    );
 }
 
 /// A sweep of group `g` along `d` tries every other count of the ladder for that one tile
@@ -1432,7 +1487,8 @@ fn gpu_timings_fit_to(data: &str, file: &str, device: &str) {
     );
     let rows = gpu::kernel_rows(&manifest, &timings, &shipped, &result.params).unwrap();
     assert_eq!(rows.len(), 36);
-    let refit = crate::kernels::refit(&result.measurements, &rows, &result.params, HIGHS).unwrap();
+    let refit =
+        crate::kernels::refit(&result.measurements, &rows, &result.params, HIGHS, None).unwrap();
     assert!(close(refit.within_20_before, refit_record.within_20_before));
     assert!(close(refit.within_20_after, refit_record.within_20_after));
     let (fast, slow) = crate::synthetic_r2(&result.measurements, &refit.params);

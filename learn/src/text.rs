@@ -57,6 +57,13 @@ impl Learning {
         text.push_str(&crowding(&result.crowding, &result.params));
         if let Some(t) = &self.operations {
             text.push_str(&operations(t, &result.params.operations));
+            if result.params.compute.body == t.add_seconds() {
+                let _ = writeln!(
+                    text,
+                    "compute.body held at one add, {:.3e} s per operation and cell; the fast fit fitted the rest",
+                    t.add_seconds()
+                );
+            }
         }
         if let Some((r, rows)) = &self.refit {
             text.push_str(&refit(r, rows, self.synthetic_r2, r2_of(result)));

@@ -37,7 +37,8 @@ use absinthe_codegen::files::write_atomic;
 /// docs/decisions/0008-slow-base-body-held-at-zero.md). It times what a division, a `sqrt` and
 /// `exp` cost against an add in a vectorised row loop over cache-resident planes and writes them as
 /// `params.operations` (in adds: what one more such operation a cell adds once its unit is the
-/// bottleneck, over what one more add adds). Then it times real
+/// bottleneck, over what one more add adds), and holds `compute.body` at the add's time (the fast
+/// fit then fits the rest, docs/decisions/0045-compute-body-measured.md). Then it times real
 /// kernels, four shipped example programs (j3d7pt, example2, streams8, chain16: the model's optimum
 /// and 8 random configurations of each), and refits the parameters to them and the training
 /// programs together, each kernel stencil through the model's max of its fast and slow sides: the
