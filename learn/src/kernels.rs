@@ -414,6 +414,44 @@ pub fn programs(rows: &[KernelRow]) -> Vec<String> {
     names
 }
 
+/// The refit's LAD rows: relative and weighted, `w |a·p / t - 1|` is the LAD of row `w a / t`
+/// against `w`, for the synthetic samples (weight `w_syn`) and the kernel rows with their sides
+/// fixed (`w_kernel`). With `held`, the compute body's column is held at it: its share leaves
+/// the target and its column is zeroed.
+fn lad_rows(
+    synthetic: &[([f64; COLUMNS], f64)],
+    w_syn: f64,
+    fixed: &[[f64; COLUMNS]],
+    rows: &[KernelRow],
+    w_kernel: f64,
+    held: Option<f64>,
+) -> Vec<Sample> {
+    synthetic
+        .iter()
+        .map(|(a, t)| (a, *t, w_syn))
+        .chain(
+            fixed
+                .iter()
+                .zip(rows)
+                .map(|(a, r)| (a, r.seconds, w_kernel)),
+        )
+        .enumerate()
+        .map(|(k, (a, t, w))| {
+            let mut counts: Vec<f64> = a.iter().map(|x| x * w / t).collect();
+            let mut seconds = w;
+            if let Some(held) = held {
+                seconds -= held * counts[COMPUTE_BODY_COLUMN];
+                counts[COMPUTE_BODY_COLUMN] = 0.0;
+            }
+            Sample {
+                configuration: k,
+                counts,
+                seconds,
+            }
+        })
+        .collect()
+}
+
 /// Refits the parameters to the synthetic `measurements` and the kernel `rows` together (see
 /// the module's documentation), starting from the synthetic fit's `start`. With
 /// `held_compute_body`, the compute part's body cost stays at it (`crate::hold_compute_body`).
@@ -476,31 +514,7 @@ pub fn refit(
             break;
         }
         rounds += 1;
-        // Relative, weighted: `w |a·p / t - 1|` is the LAD of row `w a / t` against `w`.
-        let lad: Vec<Sample> = synthetic
-            .iter()
-            .map(|(a, t)| (a, *t, w_syn))
-            .chain(
-                fixed
-                    .iter()
-                    .zip(rows)
-                    .map(|(a, r)| (a, r.seconds, w_kernel)),
-            )
-            .enumerate()
-            .map(|(k, (a, t, w))| {
-                let mut counts: Vec<f64> = a.iter().map(|x| x * w / t).collect();
-                let mut seconds = w;
-                if let Some(held) = held_compute_body {
-                    seconds -= held * counts[COMPUTE_BODY_COLUMN];
-                    counts[COMPUTE_BODY_COLUMN] = 0.0;
-                }
-                Sample {
-                    configuration: k,
-                    counts,
-                    seconds,
-                }
-            })
-            .collect();
+        let lad = lad_rows(&synthetic, w_syn, &fixed, rows, w_kernel, held_compute_body);
         // The base body's column is zero in every row (held at zero), so the LP keeps it 0.
         let solved = fit::lad_fit(&lad, solver.as_ref())?;
         current = params_of(&solved, limit, start.operations);

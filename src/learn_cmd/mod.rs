@@ -35,12 +35,10 @@ use absinthe_codegen::files::write_atomic;
 /// the parameters by least absolute deviations (the slow base body held at zero: every slow
 /// training stencil touches slow memory, so it cannot be told from the stream body; see
 /// docs/decisions/0008-slow-base-body-held-at-zero.md). It times what a division, a `sqrt` and
-/// `exp` cost against an add in a vectorised row loop over cache-resident planes and writes them as
-/// `params.operations` (in adds: what one more such operation a cell adds once its unit is the
-/// bottleneck, over what one more add adds), and holds `compute.body` at the add's time (the fast
-/// fit then fits the rest, docs/decisions/0045-compute-body-measured.md). Then it times real
-/// kernels, four shipped example programs (j3d7pt, example2, streams8, chain16: the model's optimum
-/// and 8 random configurations of each), and refits the parameters to them and the training
+/// `exp` cost at their units' throughput, in adds, as `params.operations`, and holds `compute.body`
+/// at the add's time (docs/decisions/0045-compute-body-measured.md). Then it times real kernels,
+/// four shipped example programs (j3d7pt, example2, streams8, chain16: the model's optimum and 8
+/// random configurations of each), and refits the parameters to them and the training
 /// programs together, each kernel stencil through the model's max of its fast and slow sides: the
 /// training programs alone predict real programs within 20% for 25-40% of their variants, the refit
 /// for 62-70% (--no-kernel-refit skips it). Then it chooses `cache_fraction`, the share of
