@@ -22,6 +22,16 @@ pub struct Sample {
     pub seconds: f64,
 }
 
+impl Sample {
+    /// The sample with coefficient `column` held at `value`: what that coefficient explains
+    /// leaves the time, and the column is zeroed (a zero column's coefficient is fitted as 0).
+    pub fn holding(mut self, column: usize, value: f64) -> Sample {
+        self.seconds -= value * self.counts[column];
+        self.counts[column] = 0.0;
+        self
+    }
+}
+
 /// Non-negative coefficients minimising the sum of absolute deviations of
 /// `Σ_k counts_k * coefficient_k` from the measured seconds.
 pub fn lad_fit(samples: &[Sample], solver: &dyn Solver) -> Result<Vec<f64>, LearnError> {

@@ -437,16 +437,14 @@ fn lad_rows(
         )
         .enumerate()
         .map(|(k, (a, t, w))| {
-            let mut counts: Vec<f64> = a.iter().map(|x| x * w / t).collect();
-            let mut seconds = w;
-            if let Some(held) = held {
-                seconds -= held * counts[COMPUTE_BODY_COLUMN];
-                counts[COMPUTE_BODY_COLUMN] = 0.0;
-            }
-            Sample {
+            let sample = Sample {
                 configuration: k,
-                counts,
-                seconds,
+                counts: a.iter().map(|x| x * w / t).collect(),
+                seconds: w,
+            };
+            match held {
+                Some(held) => sample.holding(COMPUTE_BODY_COLUMN, held),
+                None => sample,
             }
         })
         .collect()

@@ -416,9 +416,10 @@ pub const FAST_COMPUTE_BODY: usize = 3;
 /// Refits the fast family of `result` with the compute part's body cost `K^b` held at
 /// `seconds`, the time of one add per cell measured at the adds' throughput
 /// (`compile::OperationTimes::add_seconds`): each sample's time less `seconds` per counted
-/// operation is fitted by the fast-memory costs and the compute part's peel. Fitted together,
-/// operations and accesses grow together in the training programs and the fit gave the adds
-/// half their measured cost, the accesses the rest (docs/decisions/0045-compute-body-measured.md).
+/// operation is fitted by the fast-memory costs and the compute part's peel. Operations and
+/// accesses grow together in the training programs: fitted with the rest, the adds got about 0.6
+/// of their measured cost and the accesses the difference
+/// (docs/decisions/0045-compute-body-measured.md).
 pub fn hold_compute_body(
     result: &mut LearnResult,
     seconds: f64,
@@ -430,16 +431,7 @@ pub fn hold_compute_body(
     let fast = samples(&result.measurements, Family::Fast, 0);
     let held: Vec<Sample> = fast
         .iter()
-        .map(|s| {
-            let mut counts = s.counts.clone();
-            let seconds_left = s.seconds - seconds * counts[FAST_COMPUTE_BODY];
-            counts[FAST_COMPUTE_BODY] = 0.0;
-            Sample {
-                configuration: s.configuration,
-                counts,
-                seconds: seconds_left,
-            }
-        })
+        .map(|s| s.clone().holding(FAST_COMPUTE_BODY, seconds))
         .collect();
     let mut pf = fit::lad_fit(&held, solver.as_ref())?;
     pf[FAST_COMPUTE_BODY] = seconds;
