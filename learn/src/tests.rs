@@ -929,22 +929,33 @@ fn kernel_rows_predict_what_the_model_evaluates() {
     }
 }
 
-/// Times that the model with some parameters makes exactly, synthetic and kernel alike: the
-/// refit predicts every one of them (its objective reaches zero), and keeps the synthetic
-/// fit's crowding limit and the base body at zero.
-#[test]
-fn the_kernel_refit_fits_exact_times_of_both_kinds() {
+/// [`refit_truth`], the synthetic measurements it makes exactly (crowding limit 256) and the
+/// kernel rows timed at its predictions.
+fn exact_refit_data() -> (
+    Params,
+    Vec<crate::training_runs::Measurement>,
+    Vec<crate::kernels::KernelRow>,
+) {
     let truth = refit_truth();
     let truth_fast = crate::family_coefficients(&truth, Family::Fast);
     let truth_slow = crate::family_coefficients(&truth, Family::Slow);
     let measurements = exact_measurements(&truth_fast, &truth_slow, 256, 12);
-    let mut rows: Vec<_> = kernel_rows(truth)
+    let rows = kernel_rows(truth)
         .into_iter()
         .map(|(mut r, t)| {
             r.seconds = t;
             r
         })
         .collect();
+    (truth, measurements, rows)
+}
+
+/// Times that the model with some parameters makes exactly, synthetic and kernel alike: the
+/// refit predicts every one of them (its objective reaches zero), and keeps the synthetic
+/// fit's crowding limit and the base body at zero.
+#[test]
+fn the_kernel_refit_fits_exact_times_of_both_kinds() {
+    let (truth, measurements, mut rows) = exact_refit_data();
     // Start from parameters that predict the kernels badly: the stream body halved.
     let mut start = truth;
     start.slow_stream.body *= 0.5;
@@ -988,10 +999,7 @@ fn the_kernel_refit_fits_exact_times_of_both_kinds() {
 /// none below zero; the kernel refit keeps a held value through its rounds.
 #[test]
 fn a_held_compute_body_stays_and_the_rest_of_the_fast_fit_takes_what_is_left() {
-    let truth = refit_truth();
-    let truth_fast = crate::family_coefficients(&truth, Family::Fast);
-    let truth_slow = crate::family_coefficients(&truth, Family::Slow);
-    let measurements = exact_measurements(&truth_fast, &truth_slow, 256, 12);
+    let (truth, measurements, rows) = exact_refit_data();
     let close = |x: f64, t: f64| (x - t).abs() <= 1e-6 * t.abs();
     let mut held = crate::fit_measurements(measurements.clone(), HIGHS).unwrap();
     let slow_before = (held.params.slow_stream, held.params.slow_base, held.r2_slow);
@@ -1020,13 +1028,6 @@ fn a_held_compute_body_stays_and_the_rest_of_the_fast_fit_takes_what_is_left() {
         "{q:?}"
     );
     assert!(doubled.r2_fast < 1.0, "{}", doubled.r2_fast);
-    let rows: Vec<_> = kernel_rows(truth)
-        .into_iter()
-        .map(|(mut r, t)| {
-            r.seconds = t;
-            r
-        })
-        .collect();
     let held_value = 1.5 * truth.compute.body;
     let refit =
         crate::kernels::refit(&measurements, &rows, &truth, HIGHS, Some(held_value)).unwrap();
