@@ -429,13 +429,25 @@ impl Sets {
             return true;
         }
         // To the front; on a miss the last way's line is evicted.
-        let at = ways.iter().position(|&t| t == x);
-        for k in (1..=at.unwrap_or(ways.len() - 1)).rev() {
-            ways[k] = ways[k - 1];
-        }
+        let at = position(ways, x);
+        let hit = at.is_some();
+        let end = at.unwrap_or(ways.len() - 1);
+        ways.copy_within(0..end, 1);
         ways[0] = x;
-        at.is_some()
+        hit
     }
+}
+
+/// The way of `ways` that holds line `x` (a line is in at most one). Every way is compared,
+/// without an early exit: the compares need no branch, which the search's mispredictions
+/// cost more than the ways after a hit.
+#[inline(always)]
+fn position(ways: &[u32], x: u32) -> Option<usize> {
+    let at = ways
+        .iter()
+        .enumerate()
+        .fold(usize::MAX, |at, (k, &t)| if t == x { k } else { at });
+    (at != usize::MAX).then_some(at)
 }
 
 #[cfg(test)]
