@@ -82,6 +82,12 @@ pub fn random_machine(rng: &mut Rng, cells: usize) -> ModelMachine {
             p.crowded.stream_body = rng.range(1, 50) as f64 * 1e-11;
         }
     }
+    // An exposed share (`max + θ min`) in a third of them, the whole smaller side at times.
+    if rng.chance(33) {
+        if let Some(p) = m.params.as_mut() {
+            p.exposed = *rng.pick(&[0.25, 0.5, 1.0]);
+        }
+    }
     m.model_view(8).unwrap()
 }
 

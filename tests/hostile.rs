@@ -596,6 +596,16 @@ fn time_limits_threads_and_costs_past_their_bounds_are_refused() {
             "params:\n  fast: {peel: 1e-10, body: 1e-11}\n  slow_base: {peel: 0.0, body: 0.0}\n  slow_stream: {peel: 1e-9, body: 1e-10}\nnetwork: {latency_us: 1.0, bandwidth_gbs: 5e-324}\n",
             "slow.yaml: network.bandwidth_gbs: network.bandwidth_gbs must be from 0.000001",
         ),
+        (
+            "exposed.yaml",
+            "params:\n  fast: {peel: 1e-10, body: 1e-11}\n  slow_base: {peel: 0.0, body: 0.0}\n  slow_stream: {peel: 1e-9, body: 1e-10}\n  exposed: 1.5\n",
+            "exposed.yaml: params.exposed: the share of the smaller side that the larger does not hide must be in [0, 1], found 1.5",
+        ),
+        (
+            "unexposed.yaml",
+            "params:\n  fast: {peel: 1e-10, body: 1e-11}\n  slow_base: {peel: 0.0, body: 0.0}\n  slow_stream: {peel: 1e-9, body: 1e-10}\n  exposed: .nan\n",
+            "unexposed.yaml: params.exposed: the share of the smaller side that the larger does not hide must be in [0, 1], found NaN",
+        ),
     ] {
         let m = temp_file(
             dir.path(),

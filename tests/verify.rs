@@ -295,9 +295,43 @@ fn certify_with_nonlinear(
 /// query on the linear SMT encoding), and HiGHS, CBC and the DP agree on the optimum.
 #[test]
 fn verify_certifies_an_optimum_with_crowding() {
+    certified_and_agreed_on(&tiny_crowded_text());
+}
+
+/// TINY_MACHINE with an exposed share (`params.exposed`), alone and with the crowding charge.
+fn tiny_exposed_text(base: &str, exposed: f64) -> String {
+    format!("{base}  exposed: {exposed}\n")
+}
+
+/// With an exposed share (`max + θ min` per term), the exhaustive optimum of TINY and TINY_Z is
+/// certified by the nonlinear encoding; the digits MILP's solution (whose objective then has a
+/// constant) by `verify`; and HiGHS, CBC (both warm-started) and the DP agree on the optimum.
+#[test]
+fn verify_certifies_an_optimum_with_an_exposed_share() {
+    let plain = tiny_machine();
+    for exposed in [0.25, 1.0] {
+        let machine = machine_of(&tiny_exposed_text(TINY_MACHINE, exposed));
+        certify_with_nonlinear(&analyse(TINY), &machine);
+        certify_with_nonlinear(&analyse(TINY_Z), &machine);
+        // The share prices every configuration at least as high as the plain `max`.
+        let analysis = analyse(TINY_Z);
+        let (best, seconds) =
+            exhaustive(&analysis, &machine, &MilpOptions::default().space).expect("feasible");
+        assert!(
+            seconds > evaluate(&analysis, &plain, &best).total,
+            "{best:?}"
+        );
+    }
+    certified_and_agreed_on(&tiny_exposed_text(TINY_MACHINE, 0.25));
+    certified_and_agreed_on(&tiny_exposed_text(&tiny_crowded_text(), 0.5));
+}
+
+/// On the machine `text`: HiGHS, CBC and the DP agree on TINY_Z's optimum, and `verify`
+/// certifies the digits MILP's solution.
+fn certified_and_agreed_on(text: &str) {
     let dir = tempfile::tempdir().unwrap();
     let p = temp_file(dir.path(), "tinyz.yaml", TINY_Z);
-    let m = temp_file(dir.path(), "crowded.yaml", &tiny_crowded_text());
+    let m = temp_file(dir.path(), "m.yaml", text);
     let (p, m) = (p.to_string_lossy(), m.to_string_lossy());
     let mut objectives = Vec::new();
     for (solver, encoding) in [("highs", "digits"), ("cbc", "digits"), ("dp", "ranges")] {

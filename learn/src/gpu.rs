@@ -175,6 +175,7 @@ fn zero_params() -> Params {
         compute: Default::default(),
         crowded: Default::default(),
         operations: Default::default(),
+        exposed: 0.0,
     }
 }
 

@@ -240,9 +240,9 @@ pub fn columns(p: &Params) -> [f64; COLUMNS] {
     p.named().map(|(_, v)| v)
 }
 
-/// Parameters from the refit's columns, with the crowding limit `limit` (0: no charge) and the
-/// operation weights `operations` (measured, not refitted).
-fn params_of(c: &[f64], limit: u64, operations: OperationWeights) -> Params {
+/// Parameters from the refit's columns, with the crowding limit `limit` (0: no charge), the
+/// operation weights `operations` (measured, not refitted) and the exposed share `exposed`.
+fn params_of(c: &[f64], limit: u64, operations: OperationWeights, exposed: f64) -> Params {
     Params {
         fast: PeelBody {
             peel: c[0],
@@ -265,14 +265,16 @@ fn params_of(c: &[f64], limit: u64, operations: OperationWeights) -> Params {
             stream_body: c[8],
         },
         operations,
+        exposed,
     }
 }
 
 /// A kernel variant's counts as the refit's columns, each stencil's peel and body on the side
-/// of its `max` that wins under `p`: with the base body at zero, as the fit holds it, the
-/// model's prediction ([`kernel_prediction`]) is then `row · columns(p)`. The loop-bound
-/// overhead goes to the stream body's column.
-pub fn kernel_columns(row: &KernelRow, p: &[f64; COLUMNS]) -> [f64; COLUMNS] {
+/// of its `max` that wins under `p`, and `exposed` times those of the side that loses
+/// (`max + θ min`): with the base body at zero, as the fit holds it, the model's prediction
+/// ([`kernel_prediction`]) is then `row · columns(p)`. The loop-bound overhead goes to the
+/// stream body's column.
+pub fn kernel_columns(row: &KernelRow, p: &[f64; COLUMNS], exposed: f64) -> [f64; COLUMNS] {
     let mut out = [0.0; COLUMNS];
     for (c, crowded) in &row.stencils {
         let terms = [
@@ -295,17 +297,19 @@ pub fn kernel_columns(row: &KernelRow, p: &[f64; COLUMNS]) -> [f64; COLUMNS] {
             let crowding = if t == 1 && *crowded { stream } else { 0.0 };
             let fast_side = fast * p[t] + compute * p[6 + t];
             let slow_side = base * p[2 + t] + stream * p[4 + t] + crowding * p[8];
-            if fast_side >= slow_side {
-                out[t] += fast;
-                out[6 + t] += compute;
+            let (wf, ws) = if fast_side >= slow_side {
+                (1.0, exposed)
             } else {
-                // The base body is held at zero: its column stays empty.
-                if t == 0 {
-                    out[2] += base;
-                }
-                out[4 + t] += stream;
-                out[8] += crowding;
+                (exposed, 1.0)
+            };
+            out[t] += wf * fast;
+            out[6 + t] += wf * compute;
+            // The base body is held at zero: its column stays empty.
+            if t == 0 {
+                out[2] += ws * base;
             }
+            out[4 + t] += ws * stream;
+            out[8] += ws * crowding;
         }
     }
     out[5] += row
@@ -507,7 +511,10 @@ pub fn refit(
     let mut rounds = 0;
     while rounds < REFIT_ROUNDS {
         let c = columns(&current);
-        let fixed: Vec<[f64; COLUMNS]> = rows.iter().map(|r| kernel_columns(r, &c)).collect();
+        let fixed: Vec<[f64; COLUMNS]> = rows
+            .iter()
+            .map(|r| kernel_columns(r, &c, start.exposed))
+            .collect();
         if sides.as_ref() == Some(&fixed) {
             break;
         }
@@ -515,7 +522,7 @@ pub fn refit(
         let lad = lad_rows(&synthetic, w_syn, &fixed, rows, w_kernel, held_compute_body);
         // The base body's column is zero in every row (held at zero), so the LP keeps it 0.
         let solved = fit::lad_fit(&lad, solver.as_ref())?;
-        current = params_of(&solved, limit, start.operations);
+        current = params_of(&solved, limit, start.operations, start.exposed);
         if let Some(held) = held_compute_body {
             current.compute.body = held;
         }

@@ -413,6 +413,13 @@ pub fn synthetic_r2(measurements: &[Measurement], params: &Params) -> (f64, f64)
 /// The fast fit's column of the compute part's body cost, `K^b` ([`Family::coefficient_names`]).
 pub const FAST_COMPUTE_BODY: usize = 3;
 
+/// The exposed share `learn` writes (`params.exposed`): a stencil's peel and body each cost
+/// `max(fast, slow) + EXPOSED min(fast, slow)`. A constant of the default form, not fitted: the
+/// training programs sit each on one side of the `max`, and fitted to kernels the share trades
+/// against the memory costs. Under the `max` alone the search chose recomputation that the
+/// slow side hides, which measured slower (docs/decisions/0047-exposed-share.md).
+pub const EXPOSED: f64 = 0.25;
+
 /// Refits the fast family of `result` with the compute part's body cost `K^b` held at
 /// `seconds`, the time of one add per cell measured at the adds' throughput
 /// (`compile::OperationTimes::add_seconds`): each sample's time less `seconds` per counted
@@ -535,6 +542,8 @@ pub fn fit_measurements_in(
             },
             // Measured apart (`compile::operation_times`); the caller sets them.
             operations: OperationWeights::default(),
+            // A constant of the form, not fitted here; the caller sets it (`EXPOSED`).
+            exposed: 0.0,
         },
         r2_fast: r_squared(&fast_medians),
         r2_slow: r_squared(&slow_medians),

@@ -92,6 +92,9 @@ pub fn learned_blocks(params: &Params, learned: &Learned) -> String {
         "  operations:  {{divide: {}, sqrt: {}, call: {}}}\n",
         w.divide, w.sqrt, w.call
     ));
+    if params.exposed > 0.0 {
+        tail.push_str(&format!("  exposed:     {}\n", params.exposed));
+    }
     let at = text.find("learned:\n").unwrap_or(text.len());
     text.insert_str(at, &tail);
     if let Some(w) = learned.wall_seconds {

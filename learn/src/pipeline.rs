@@ -320,6 +320,11 @@ pub fn run(
     if let Some(seconds) = held_compute_body {
         crate::hold_compute_body(&mut result, seconds, options.solver)?;
     }
+    // The default form's exposed share: the kernel refit fits the rest with it, and the
+    // calibrations below solve with it.
+    if options.model == ModelKind::Linear {
+        result.params.exposed = crate::EXPOSED;
+    }
     let synthetic_r2 = FitQuality {
         fast: result.r2_fast,
         slow: result.r2_slow,

@@ -261,6 +261,7 @@ fn learned() -> (Params, Learned) {
             sqrt: 61,
             call: 250,
         },
+        exposed: 0.0,
     };
     let learned = Learned {
         model: Default::default(),
@@ -861,6 +862,7 @@ fn refit_truth() -> Params {
             stream_body: 1.2e-10,
         },
         operations: OperationWeights::default(),
+        exposed: 0.0,
     }
 }
 
@@ -891,11 +893,21 @@ fn kernel_rows(params: Params) -> Vec<(crate::kernels::KernelRow, f64)> {
 }
 
 /// The refit's prediction of a kernel variant is the model's own total, and with the base body
-/// at zero its columns times the parameters give the same number: the LP fits the model.
+/// at zero its columns times the parameters give the same number: the LP fits the model, with
+/// and without an exposed share.
 #[test]
 fn kernel_rows_predict_what_the_model_evaluates() {
+    for exposed in [0.0, 0.25] {
+        kernel_rows_predict_what_the_model_evaluates_at(exposed);
+    }
+}
+
+fn kernel_rows_predict_what_the_model_evaluates_at(exposed: f64) {
     use crate::kernels::{columns, kernel_columns, kernel_prediction};
-    let params = refit_truth();
+    let params = Params {
+        exposed,
+        ..refit_truth()
+    };
     let rows = kernel_rows(params);
     assert!(rows.len() >= 16, "{} feasible rows", rows.len());
     assert!(
@@ -915,7 +927,7 @@ fn kernel_rows_predict_what_the_model_evaluates() {
             row.program,
             row.variant
         );
-        let linear: f64 = kernel_columns(row, &c)
+        let linear: f64 = kernel_columns(row, &c, exposed)
             .iter()
             .zip(&c)
             .map(|(a, b)| a * b)

@@ -571,6 +571,7 @@ fn unit_machine(threads: usize, body_base: f64) -> ModelMachine {
             compute: Compute::default(),
             crowded: Crowded::default(),
             operations: Default::default(),
+            exposed: 0.0,
         },
     }
 }

@@ -77,8 +77,13 @@ impl Highs {
         model.make_quiet();
         configure(&mut model, options)?;
         if let Some(initial) = initial {
+            // The objective's constant is a column of its own, fixed at one (`column_problem`).
+            let mut initial = initial.to_vec();
+            if milp.objective.constant != 0.0 {
+                initial.push(1.0);
+            }
             model
-                .try_set_solution(Some(initial), None, None, None)
+                .try_set_solution(Some(&initial), None, None, None)
                 .map_err(|status| {
                     backend(format!("HiGHS refused the initial point ({status:?})"))
                 })?;

@@ -90,6 +90,8 @@ pub struct ExactParams {
     pub table: [[Rational; 2]; 4],
     /// The crowding charge `Q^b` (`Params::crowded`), None when zero.
     pub crowded: Option<Rational>,
+    /// The exposed share θ and `1 - θ` (`Params::exposed`), None when zero.
+    pub exposed: Option<(Rational, Rational)>,
 }
 
 impl ExactParams {
@@ -97,6 +99,10 @@ impl ExactParams {
         ExactParams {
             table: p.table().map(|row| row.map(decimal)),
             crowded: (p.crowded.stream_body > 0.0).then(|| decimal(p.crowded.stream_body)),
+            exposed: (p.exposed > 0.0).then(|| {
+                let theta = decimal(p.exposed);
+                (theta.clone(), Rational::one() - theta)
+            }),
         }
     }
 
@@ -163,6 +169,7 @@ pub fn exact_cost(
             n: group.tiles.map(|t| t as u128),
             params: &params.table,
             crowded: params.crowded.clone().filter(|_| group.crowded),
+            exposed: params.exposed.clone(),
         };
         for s in &group.stencils {
             let t = stencil_terms(&mut numeric, &s.counts.table(), "");

@@ -95,6 +95,15 @@ pub trait Algebra {
         term: Term,
         name: &str,
     ) -> Self::Time;
+    /// `max + θ (fast + slow - max)`, `max + θ min(fast, slow)` for the `max` of `fast` and
+    /// `slow`, with θ the machine's exposed share (`Params::exposed`); None when θ is zero, so
+    /// that nothing is formed.
+    fn exposed(
+        &mut self,
+        max: &Self::Time,
+        fast: &Self::Time,
+        slow: &Self::Time,
+    ) -> Option<Self::Time>;
 }
 
 /// The peel count of weights `w = (w, w^x, w^y, w^z)` on a domain `dom`.
@@ -157,14 +166,15 @@ pub struct StencilTerms<T> {
     /// Base plus stream.
     pub slow_peel: T,
     pub slow_body: T,
-    /// `max(fast_peel, slow_peel)`.
+    /// `max(fast_peel, slow_peel)`, plus the exposed share of the smaller.
     pub peel: T,
-    /// `max(fast_body, slow_body)`.
+    /// `max(fast_body, slow_body)`, plus the exposed share of the smaller.
     pub body: T,
 }
 
-/// The seconds of a stencil from its counts: `peel = max(F^p c + K^p f, B^p m + V^p s)`,
-/// likewise the body. `name` names what a solver encoding introduces (it is only read by [`Algebra::time_max`]).
+/// The seconds of a stencil from its counts: `peel = max(F^p c + K^p f, B^p m + V^p s)`, plus
+/// the exposed share θ of the smaller (`max + θ min`, where θ is not zero), likewise the body.
+/// `name` names what a solver encoding introduces (it is only read by [`Algebra::time_max`]).
 #[inline]
 pub fn stencil_terms<A: Algebra>(
     a: &mut A,
@@ -195,6 +205,7 @@ pub fn stencil_terms<A: Algebra>(
             }
         }
         let max = a.time_max(&fast, &slow, Term::ALL[t], name);
+        let max = a.exposed(&max, &fast, &slow).unwrap_or(max);
         (fast, slow, max)
     };
     let (fast_peel, slow_peel, peel) = term(a, 0);
@@ -221,11 +232,12 @@ pub fn overhead<A: Algebra>(a: &mut A, tiles_total: &A::Count, stencils: u128) -
 
 /// Integer counts for tile counts `n`, seconds as the parameters in `T` (f64 or exact) say;
 /// `crowded` is the crowding charge `Q^b` when the group is crowded (None: not crowded, or no
-/// charge).
+/// charge); `exposed` is `(θ, 1 - θ)` for the exposed share θ (None: zero).
 pub struct Numeric<'a, T> {
     pub n: [u128; 3],
     pub params: &'a [[T; 2]; 4],
     pub crowded: Option<T>,
+    pub exposed: Option<(T, T)>,
 }
 
 /// What [`Numeric`] needs of a number type.
@@ -296,5 +308,10 @@ impl<T: Scalar> Algebra for Numeric<'_, T> {
         } else {
             b.clone()
         }
+    }
+    #[inline]
+    fn exposed(&mut self, max: &T, fast: &T, slow: &T) -> Option<T> {
+        let (theta, rest) = self.exposed.as_ref()?;
+        Some(rest.mul(max).add(&theta.mul(&fast.add(slow))))
     }
 }

@@ -94,6 +94,16 @@ pub struct Params {
     /// `absinthe learn` measures them (`learn::operations`).
     #[serde(default, skip_serializing_if = "OperationWeights::is_default")]
     pub operations: OperationWeights,
+    /// The share of the smaller of a stencil's fast and slow sides that the larger does not
+    /// hide, in `[0, 1]`: each of its peel and body costs `max(fast, slow) + exposed min(fast,
+    /// slow)` (docs/MODEL.md, "The time of a configuration"). Absent: 0, the published
+    /// `max`, under which a recomputation that a slower memory side covers costs nothing.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub exposed: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// The charge of a crowded group (absent: none). A group's sweep keeps `s`
@@ -166,6 +176,7 @@ impl Params {
             stream_body: 0.0,
         },
         operations: OperationWeights::DEFAULT,
+        exposed: 0.0,
     };
 
     /// `[part][term]`: fast, base, stream, compute × peel, body (see `formula::Part`,
@@ -211,6 +222,15 @@ impl Params {
                     ),
                 ));
             }
+        }
+        if !(0.0..=1.0).contains(&self.exposed) {
+            errors.push(Diagnostic::new(
+                "params.exposed",
+                format!(
+                    "the share of the smaller side that the larger does not hide must be in [0, 1], found {}",
+                    self.exposed
+                ),
+            ));
         }
         let w = self.operations;
         for (key, v) in [

@@ -149,6 +149,7 @@ pub fn stencil_seconds(params: &Params, counts: &Counts, crowded: bool) -> Stenc
         n: [0; 3],
         params: &table,
         crowded: crowding_charge(params, crowded),
+        exposed: exposed_share(params),
     };
     stencil_terms(&mut numeric, &counts.table(), "")
 }
@@ -166,8 +167,15 @@ pub fn overhead_seconds(params: &Params, tiles_total: u64, len: usize) -> f64 {
         n: [0; 3],
         params: &table,
         crowded: None,
+        exposed: None,
     };
     overhead(&mut numeric, &(tiles_total as u128), len as u128)
+}
+
+/// `(θ, 1 - θ)` for the machine's exposed share θ ([`formula::Numeric`]'s `exposed`), None when
+/// it is zero.
+pub(super) fn exposed_share(params: &Params) -> Option<(f64, f64)> {
+    (params.exposed > 0.0).then(|| (params.exposed, 1.0 - params.exposed))
 }
 
 /// The crowding charge of a group ([`formula::Numeric`]'s `crowded`): `Q^b` when it is crowded

@@ -19,7 +19,7 @@ mod shape;
 mod streaming;
 
 pub use configuration::{ranges_of, Configuration};
-use costs::crowding_charge;
+use costs::{crowding_charge, exposed_share};
 pub use costs::{
     group_cost, group_cost_of, overhead_count, overhead_seconds, stencil_seconds, term_seconds,
     Cost, Counts, GroupCost, PeelBodyCount, StencilCost,

@@ -5,8 +5,8 @@
 use std::ops::Range;
 
 use super::{
-    cache_capacity, crowded, crowding_charge, limits_arrays, overhead_seconds, prefers_stream,
-    stream_shape, stream_shape_on, tile_cells, Counts, PeelBodyCount, StreamShape,
+    cache_capacity, crowded, crowding_charge, exposed_share, limits_arrays, overhead_seconds,
+    prefers_stream, stream_shape, stream_shape_on, tile_cells, Counts, PeelBodyCount, StreamShape,
 };
 use crate::cost_model::formula::{stencil_counts, stencil_terms, Numeric, StencilCounts};
 use crate::formats::machine::{ModelMachine, Params};
@@ -219,6 +219,7 @@ impl StencilShape {
             n,
             params: &params,
             crowded: None,
+            exposed: None,
         };
         let mut c = stencil_counts(&mut numeric, dom, &self.weights_u128);
         scale_to_lanes(&mut c, lanes);
@@ -287,6 +288,7 @@ impl GroupShape {
             n: tiles.map(|t| t as u128),
             params: &table,
             crowded: crowding_charge(params, crowded),
+            exposed: exposed_share(params),
         };
         let (mut sum, mut fast) = (0.0, 0.0);
         // A shape priced on another domain (a rank's) counts from the formulas.
@@ -458,6 +460,7 @@ mod tests {
                             n: tiles,
                             params: &params,
                             crowded: None,
+                            exposed: None,
                         };
                         for (s, stencil) in (start..end).zip(&group.stencils) {
                             let dom = a.counted_domain(s).map(|d| d as u128);

@@ -150,6 +150,7 @@ impl Builder {
             crowd: crowd
                 .as_ref()
                 .map(|(flag, _, _)| (*flag, crowding.stream_body)),
+            exposed: machine.params.exposed,
         };
         let counts = formula::stencil_counts(&mut terms, dom.map(|d| d as u128), weights);
         let t = formula::stencil_terms(&mut terms, &counts, &i.to_string());

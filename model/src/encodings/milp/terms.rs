@@ -23,6 +23,9 @@ pub(super) struct MilpTerms<'a> {
     /// The stencil's crowded flag (binary, equal within its group) and the charge `Q^b`, when
     /// the machine charges crowding.
     pub(super) crowd: Option<(VarId, f64)>,
+    /// The exposed share θ (`Params::exposed`): each term costs `(1 - θ) m + θ (fast + slow)`
+    /// for its max `m`, convex, so the variable `m` is still exact at the optimum.
+    pub(super) exposed: f64,
 }
 
 impl formula::Algebra for MilpTerms<'_> {
@@ -124,5 +127,9 @@ impl formula::Algebra for MilpTerms<'_> {
             .milp
             .add_relation(format!("{name}_slow"), &mv, Sense::Ge, slow);
         mv
+    }
+    fn exposed(&mut self, max: &LinExpr, fast: &LinExpr, slow: &LinExpr) -> Option<LinExpr> {
+        let theta = self.exposed;
+        (theta > 0.0).then(|| max.scaled(1.0 - theta).plus(fast, theta).plus(slow, theta))
     }
 }

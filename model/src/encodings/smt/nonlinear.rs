@@ -370,4 +370,12 @@ impl formula::Algebra for SmtTerms<'_> {
         self.smt.assertions.push(format!("(= {s} {b})"));
         format!("(ite (>= {f} {s}) {f} {s})")
     }
+    fn exposed(&mut self, max: &String, fast: &String, slow: &String) -> Option<String> {
+        let (theta, rest) = self.params.exposed.as_ref()?;
+        Some(format!(
+            "(+ (* {} {max}) (* {} (+ {fast} {slow})))",
+            real(rest),
+            real(theta)
+        ))
+    }
 }
