@@ -38,10 +38,10 @@ use absinthe_codegen::files::write_atomic;
 /// `exp` cost at their units' throughput, in adds, as `params.operations`, and holds `compute.body`
 /// at the add's time (docs/decisions/0045-compute-body-measured.md). Then it times real kernels,
 /// four shipped example programs (j3d7pt, example2, streams8, chain16: the model's optimum and 8
-/// random configurations of each), and refits the parameters to them and the training
-/// programs together, each kernel stencil through the model's max of its fast and slow sides: the
-/// training programs alone predict real programs within 20% for 25-40% of their variants, the refit
-/// for 62-70% (--no-kernel-refit skips it). Then it chooses `cache_fraction`, the share of
+/// random configurations of each), and refits the parameters to them and the training programs
+/// together, each kernel stencil through the model's `max + 0.25 min` of its two sides (`exposed`,
+/// docs/decisions/0047-exposed-share.md): the training programs alone predict real programs within
+/// 20% for 25-40% of their variants, the refit for 62-70% (--no-kernel-refit skips it). Then it chooses `cache_fraction`, the share of
 /// `cache_bytes` a tile may fill: it solves two calibration programs (chains of six gradients
 /// touching 19 arrays, on 256x128x60 and 64x64x60) with the new parameters at fractions 0.25, 1/3,
 /// 0.5, 0.75, 1 and the file's own, times every distinct optimum in 8 rounds, and keeps the
