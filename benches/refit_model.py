@@ -218,6 +218,11 @@ def main():
         sys.exit("error: no measured rows")
     others = [r for path in a.fit_on for r in load_rows(path, a.vector)]
     learned, limit, charge = machine_params(a.machine)
+    with open(a.machine) as f:
+        exposed = float((yaml.safe_load(f).get("params") or {}).get("exposed", 0.0))
+    if exposed > 0:
+        print(f"note: {a.machine} has params.exposed {exposed:g}; the `learned` row prices "
+              "with the plain max (the in-sample max+THETA rows fit the share)", file=sys.stderr)
     if charge > 0 and any(r[5] is None for r in rows):
         sys.exit("error: the machine charges crowding; its prediction needs `model.domain` and "
                  "`stream_weights` in the JSON (re-run the bench with this absinthe)")
