@@ -136,7 +136,8 @@ fn tiny_learn_writes_params_and_provenance_and_keeps_the_rest() {
 /// Without `--no-kernel-refit`, learn times the real kernels (here each one's optimum and one
 /// random configuration) and refits the parameters to them and the training programs
 /// together: it records what it timed and how the kernels were predicted before and after,
-/// and `r2` is then the refit's.
+/// and `r2` is then the refit's. The file carries the default form's exposed share, which the
+/// refit fitted with.
 #[test]
 fn learn_refits_the_parameters_to_real_kernels() {
     let dir = tempfile::tempdir().unwrap();
@@ -153,6 +154,7 @@ fn learn_refits_the_parameters_to_real_kernels() {
         .iter()
         .all(|(_, v)| v.is_finite() && *v >= 0.0));
     assert_eq!(params.slow_base.body, 0.0, "held at zero: {params:?}");
+    assert_eq!(params.exposed, absinthe_learn::EXPOSED, "{params:?}");
     let learned = m.learned.expect("learned written");
     let k = learned.kernel_refit.expect("the refit recorded");
     let names: Vec<&str> = absinthe_learn::kernels::KERNELS

@@ -185,6 +185,58 @@ fn random_configuration(rng: &mut Rng, a: &Analysis) -> Configuration {
     }
 }
 
+/// With an exposed share θ, every term costs its `max` plus θ times the smaller of its fast and
+/// slow sides: on random programs, machines and configurations, each stencil's peel and body
+/// under θ against its sides under θ = 0, and the total against the sum of the differences.
+#[test]
+fn an_exposed_share_adds_its_part_of_each_smaller_side() {
+    let shape = RandomShape {
+        min_stencils: 1,
+        max_stencils: 6,
+        min_domain: 1,
+        max_domain: 9,
+        max_offset: 2,
+        rich_expressions: true,
+    };
+    let mut checked = 0;
+    for seed in 0..60u64 {
+        let a = analyse(&random_program(seed, &shape));
+        let mut rng = Rng::new(seed.wrapping_mul(7907) + 11);
+        let mut plain = random_machine(&mut rng, a.domain.iter().product());
+        plain.params.exposed = 0.0;
+        for theta in [0.25, 1.0] {
+            let mut m = plain;
+            m.params.exposed = theta;
+            for _ in 0..10 {
+                let config = random_configuration(&mut rng, &a);
+                let (base, cost) = (evaluate(&a, &plain, &config), evaluate(&a, &m, &config));
+                if !base.is_feasible() {
+                    continue;
+                }
+                let mut extra = 0.0;
+                for (g0, g) in base.groups.iter().zip(&cost.groups) {
+                    for (s0, s) in g0.stencils.iter().zip(&g.stencils) {
+                        let peel = theta * s0.fast_peel.min(s0.slow_peel);
+                        let body = theta * s0.fast_body.min(s0.slow_body);
+                        let close = |x: f64, y: f64| (x - y).abs() <= 1e-12 * x.abs().max(1e-300);
+                        assert!(close(s.peel, s0.peel + peel), "seed {seed}: {s0:?} {s:?}");
+                        assert!(close(s.body, s0.body + body), "seed {seed}: {s0:?} {s:?}");
+                        extra += peel + body;
+                    }
+                }
+                let want = base.total + extra;
+                assert!(
+                    (cost.total - want).abs() <= 1e-9 * want.abs().max(1e-300),
+                    "seed {seed}: {} against {want}",
+                    cost.total
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 200, "{checked} feasible configurations");
+}
+
 /// `evaluate` under `--model absinthe` equals the published model computed independently, on
 /// random programs, machines (crowding charges, compute parts and array limits included: the
 /// form drops them) and configurations, feasibility included.

@@ -63,9 +63,9 @@ pub struct StencilCost {
     /// Base plus stream.
     pub slow_peel: f64,
     pub slow_body: f64,
-    /// `max(fast_peel, slow_peel)`.
+    /// `max(fast_peel, slow_peel)`, plus the exposed share of the smaller (`Params::exposed`).
     pub peel: f64,
-    /// `max(fast_body, slow_body)`.
+    /// `max(fast_body, slow_body)`, plus the exposed share of the smaller.
     pub body: f64,
     /// `peel + body`.
     pub time: f64,
@@ -175,7 +175,7 @@ pub fn overhead_seconds(params: &Params, tiles_total: u64, len: usize) -> f64 {
 /// `(θ, 1 - θ)` for the machine's exposed share θ ([`formula::Numeric`]'s `exposed`), None when
 /// it is zero.
 pub(super) fn exposed_share(params: &Params) -> Option<(f64, f64)> {
-    (params.exposed > 0.0).then(|| (params.exposed, 1.0 - params.exposed))
+    (params.exposed > 0.0).then_some((params.exposed, 1.0 - params.exposed))
 }
 
 /// The crowding charge of a group ([`formula::Numeric`]'s `crowded`): `Q^b` when it is crowded
