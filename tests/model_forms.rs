@@ -185,19 +185,23 @@ fn random_configuration(rng: &mut Rng, a: &Analysis) -> Configuration {
     }
 }
 
+/// The random programs the forms are checked on: up to six stencils, domains up to 9, offsets
+/// up to 2, rich expressions.
+const FORM_SHAPE: RandomShape = RandomShape {
+    min_stencils: 1,
+    max_stencils: 6,
+    min_domain: 1,
+    max_domain: 9,
+    max_offset: 2,
+    rich_expressions: true,
+};
+
 /// With an exposed share θ, every term costs its `max` plus θ times the smaller of its fast and
 /// slow sides: on random programs, machines and configurations, each stencil's peel and body
 /// under θ against its sides under θ = 0, and the total against the sum of the differences.
 #[test]
 fn an_exposed_share_adds_its_part_of_each_smaller_side() {
-    let shape = RandomShape {
-        min_stencils: 1,
-        max_stencils: 6,
-        min_domain: 1,
-        max_domain: 9,
-        max_offset: 2,
-        rich_expressions: true,
-    };
+    let shape = FORM_SHAPE;
     let mut checked = 0;
     for seed in 0..60u64 {
         let a = analyse(&random_program(seed, &shape));
@@ -242,14 +246,7 @@ fn an_exposed_share_adds_its_part_of_each_smaller_side() {
 /// form drops them) and configurations, feasibility included.
 #[test]
 fn the_absinthe_form_prices_as_the_published_model() {
-    let shape = RandomShape {
-        min_stencils: 1,
-        max_stencils: 6,
-        min_domain: 1,
-        max_domain: 9,
-        max_offset: 2,
-        rich_expressions: true,
-    };
+    let shape = FORM_SHAPE;
     let (mut feasible, mut infeasible) = (0, 0);
     for seed in 0..60u64 {
         let text = random_program(seed, &shape);
