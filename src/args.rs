@@ -6,14 +6,13 @@ use absinthe_codegen::render::{default_flush_bytes, Flush, Renderer};
 use absinthe_measure::bench::BenchOptions;
 use absinthe_measure::variants::{PlanError, PlanSettings, Planned, Variant};
 use absinthe_measure::Bench;
-use absinthe_model::cost_model::forms::with_model;
+use absinthe_model::cost_model::forms::{load_priced, Overrides};
 use absinthe_model::cost_model::inline_search::InlinePolicy;
-use absinthe_model::cost_model::options::{Encoding, MilpOptions, SearchSpace};
+use absinthe_model::cost_model::options::{Encoding, MilpOptions, SearchSpace, SpaceFlags};
 use absinthe_model::formats::limits;
 use absinthe_model::formats::machine::{Machine, ModelMachine};
 use absinthe_model::formats::model_kind::ModelKind;
 use absinthe_model::language::analysis::Analysis;
-use absinthe_model::language::constraints::check_group_indices;
 use absinthe_model::language::inline::indices_of;
 use absinthe_model::language::program::Program;
 use absinthe_model::FileError;
@@ -70,9 +69,9 @@ pub struct FlushArgs {
     /// same mode. [default: evict on x86-64 and AArch64, read elsewhere]
     #[arg(long, value_enum, value_name = "MODE")]
     pub flush: Option<FlushMode>,
-    /// Bytes read before each run, implying `--flush read` [default: 1.25 x the last-level
-    /// cache from sysfs, at most 1 GiB; 0: no flush at all].
-    #[arg(long, value_name = "BYTES")]
+    /// Bytes read before each run, implying `--flush read`, at most 16 GiB [default: 1.25 x the
+    /// last-level cache from sysfs, at most 1 GiB; 0: no flush at all].
+    #[arg(long, value_name = "BYTES", value_parser = limits::parse_flush_bytes)]
     pub flush_bytes: Option<u64>,
 }
 
@@ -198,34 +197,16 @@ impl MachineArg {
         program: &Program,
         model: Option<ModelKind>,
     ) -> anyhow::Result<(Machine, ModelMachine)> {
-        let path = self.path()?;
-        let mut machine = Machine::load(&path)?;
-        if let Some(f) = self.cache_fraction {
-            if !(f > 0.0 && f <= 1.0) {
-                bail!("--cache-fraction must be in (0, 1], found {f}");
-            }
-            machine.cache_fraction = f;
+        let overrides = Overrides {
+            cache_fraction: self.cache_fraction,
+            group_arrays: self.group_arrays.map(|GroupArrays(n)| n),
+            model,
+        };
+        let priced = load_priced(&self.path()?, overrides, program.value_type.bytes())?;
+        if let Some(w) = &priced.warning {
+            eprintln!("warning: {w}");
         }
-        if let Some(GroupArrays(n)) = self.group_arrays {
-            machine.group_arrays = n;
-        }
-        let view = machine
-            .model_view(program.value_type.bytes())
-            .map_err(|d| FileError::new(&path, d))?;
-        let fitted = machine
-            .learned
-            .as_ref()
-            .map_or_else(ModelKind::default, |l| l.model);
-        let model = model.unwrap_or(fitted);
-        if model != fitted && machine.learned.is_some() {
-            eprintln!(
-                "warning: {}: its parameters were fitted for the {fitted} model; pricing with the {model} model",
-                path.display()
-            );
-        }
-        let view = with_model(&view, model)
-            .map_err(|e| anyhow::anyhow!("--model {model}: {}: {e}", path.display()))?;
-        Ok((machine, view))
+        Ok((priced.machine, priced.view))
     }
 }
 
@@ -289,34 +270,17 @@ fn parse_encoding(s: &str) -> Result<Encoding, String> {
 impl SearchArgs {
     /// The search restrictions: the program's `constraints:` block, overridden by the flags.
     pub fn milp_options(&self, program: &Program) -> anyhow::Result<MilpOptions> {
-        let mut options = MilpOptions {
+        let flags = SpaceFlags {
+            fix_groups: self.fix_groups.as_deref(),
+            tiles_min: self.tiles_min.as_deref(),
+            tiles_max: self.tiles_max.as_deref(),
+            no_stream: self.no_stream,
+        };
+        Ok(MilpOptions {
             encoding: self.encoding,
             warm_start: !self.no_warm_start,
-            space: SearchSpace {
-                fixed_groups: program.constraints.groups.clone(),
-                tiles_min: program.constraints.tiles_min,
-                tiles_max: program.constraints.tiles_max,
-                no_stream: self.no_stream,
-                ..SearchSpace::default()
-            },
-        };
-        if let Some(g) = &self.fix_groups {
-            check_group_indices(g, program.stencils.len())
-                .map_err(|e| anyhow::anyhow!("--fix-groups: {e}"))?;
-            options.space.fixed_groups = Some(g.clone());
-        }
-        options
-            .space
-            .bound_tiles(
-                (self.tiles_min.as_deref(), self.tiles_max.as_deref()),
-                ["--tiles-min", "--tiles-max"],
-                program.domain,
-            )
-            .map_err(anyhow::Error::msg)?;
-        if program.whole_columns() && options.space.tiles_min.is_some_and(|t| t[2] > 1) {
-            bail!("--tiles-min (or the program's constraints.tiles_min) asks for more than one tile along k, but the program computes whole columns (a sweep or a 2-D stencil): one tile along k");
-        }
-        Ok(options)
+            space: SearchSpace::of_program(program, flags).map_err(anyhow::Error::msg)?,
+        })
     }
 
     /// What to inline in `program` (`--no-inline`, `--inline NAMES`, or a search).
@@ -347,6 +311,30 @@ impl SearchArgs {
         })
     }
 
+    /// Refuses the flags that choose which configuration a solve finds (`--inline`,
+    /// `--no-inline`, `--fix-groups`, `--tiles-min`, `--tiles-max`, `--no-stream`) where a
+    /// solution file gives the configuration: `command` would otherwise ignore them.
+    pub fn refuse_search_flags(&self, command: &str) -> anyhow::Result<()> {
+        let flags = [
+            (self.inline.is_some(), "--inline"),
+            (self.no_inline, "--no-inline"),
+            (self.fix_groups.is_some(), "--fix-groups"),
+            (self.tiles_min.is_some(), "--tiles-min"),
+            (self.tiles_max.is_some(), "--tiles-max"),
+            (self.no_stream, "--no-stream"),
+        ];
+        let given: Vec<&str> = flags.iter().filter(|f| f.0).map(|f| f.1).collect();
+        match given.len() {
+            0 => Ok(()),
+            n => bail!(
+                "{} {} the configuration a solve finds; {command} --solution takes the file's: drop {}",
+                given.join(", "),
+                if n == 1 { "chooses" } else { "choose" },
+                if n == 1 { "it" } else { "them" }
+            ),
+        }
+    }
+
     /// Refuses `--ranks` in a command that does not decompose (`command` names it).
     pub fn refuse_ranks(&self, command: &str) -> anyhow::Result<()> {
         match self.ranks {
@@ -356,31 +344,14 @@ impl SearchArgs {
     }
 
     pub fn solve_options(&self) -> anyhow::Result<SolveOptions> {
-        if !(self.gap >= 0.0 && self.gap < 1.0) {
-            bail!("--gap must be in [0, 1), found {}", self.gap);
-        }
-        if let Some(t) = self.time_limit {
-            if !(t > 0.0 && t <= limits::MAX_TIME_LIMIT) {
-                let most = limits::MAX_TIME_LIMIT;
-                let t = if t.abs() < 1e9 {
-                    t.to_string()
-                } else {
-                    format!("{t:e}")
-                };
-                bail!(
-                    "--time-limit must be a positive number of seconds, at most {most}, found {t}"
-                );
-            }
-        }
-        if self.threads == Some(0) {
-            bail!("--threads must be at least 1");
-        }
-        Ok(SolveOptions {
+        let options = SolveOptions {
             relative_gap: self.gap,
             time_limit: self.time_limit,
             threads: self.threads,
             verbose: self.verbose,
-        })
+        };
+        options.check().map_err(anyhow::Error::msg)?;
+        Ok(options)
     }
 }
 

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use absinthe_measure::accuracy::check_plot_path;
 use absinthe_measure::bench::{BenchOptions, BenchTarget, Build};
 use absinthe_measure::variants::{parse_variants, Variant, BENCH_DEFAULT};
 use absinthe_model::formats::yaml;
@@ -112,6 +113,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<std::process::ExitCode> {
         cache_model: args.format == Format::Json,
         ..BenchOptions::new(args.runs, args.flush.flush()?, build, args.target)
     };
+    args.plot.as_deref().map(check_plot_path).transpose()?;
     let (path, search, templates) = (&args.program, &args.search, args.templates.as_deref());
     let bench = bench_of(path, &args.machine, templates, &args.scalars, options)?;
     let settings = search.plan_settings(&bench.program, args.solver, args.seed)?;

@@ -8,10 +8,11 @@ use std::time::Instant;
 use absinthe_codegen::render::Flush;
 use absinthe_measure::bench::{BenchOptions, BenchTarget, Build};
 use absinthe_measure::variants::{parse_countable, Variant};
+use anyhow::Context;
 use clap::Args;
 
 use crate::args::{plan_on, untimed_bench_of, MachineArg, SearchArgs};
-use crate::output::Format;
+use crate::output::TableOrJson;
 use absinthe_measure::progress::Progress;
 
 /// Count the cache misses of a variant's OpenMP kernel (for `naive`, of the reference the
@@ -61,8 +62,8 @@ pub struct CacheArgs {
     /// Also list every access site (the JSON always has them).
     #[arg(long)]
     pub accesses: bool,
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = TableOrJson::Table)]
+    pub format: TableOrJson,
 }
 
 pub fn run(args: CacheArgs) -> anyhow::Result<ExitCode> {
@@ -96,7 +97,9 @@ pub fn run(args: CacheArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let report = {
         let _progress = Progress::start(format!("counting {}", p.name));
-        bench.cache_model(p, &levels)?
+        bench
+            .cache_model(p, &levels)
+            .with_context(|| format!("variant {}", p.name))?
     };
     eprintln!(
         "counted {} accesses in {:.2} s",
@@ -125,9 +128,8 @@ pub fn run(args: CacheArgs) -> anyhow::Result<ExitCode> {
         }
     }
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        Format::Yaml => anyhow::bail!("--format yaml is not offered by `cache`; use table or json"),
-        Format::Table => print!("{}", report.text(args.accesses)),
+        TableOrJson::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        TableOrJson::Table => print!("{}", report.text(args.accesses)),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -99,6 +99,7 @@ struct Chosen {
 
 fn chosen(args: &CodegenArgs) -> anyhow::Result<Chosen> {
     if let Some(sol) = &args.solution {
+        args.search.refuse_search_flags("codegen")?;
         let (original, original_analysis) = load(&args.program)?;
         let solution = Solution::load(sol)?;
         // The solution's groups describe the program with its `inline` stencils inlined.
@@ -144,10 +145,15 @@ fn schedule(args: &CodegenArgs, c: &Chosen) -> anyhow::Result<Schedule> {
         } else {
             BlockLimits::of(&c.view)
         };
-        lower_cuda(&c.program, &c.analysis, &c.config, &cost, limits)?
+        lower_cuda(&c.program, &c.analysis, &c.config, &cost, limits)
     } else {
-        lower(&c.program, &c.analysis, &c.config, &cost)?
+        lower(&c.program, &c.analysis, &c.config, &cost)
     };
+    // A configuration from a file is that file's: its errors name it (and the key).
+    let schedule = schedule.map_err(|e| match &args.solution {
+        Some(path) => anyhow::anyhow!("{}: {e}", path.display()),
+        None => e.into(),
+    })?;
     Ok(schedule.with_reference(&c.original.0, &c.original.1))
 }
 

@@ -9,7 +9,7 @@ use absinthe_solvers::method::Method;
 use clap::Args;
 
 use crate::args::{load_on, MachineArg, SearchArgs};
-use crate::output::Format;
+use crate::output::TableOrJson;
 use crate::solving::inline_choice;
 
 /// Solve one program with several backends and compare them.
@@ -38,8 +38,8 @@ pub struct CompareArgs {
     #[arg(long, value_delimiter = ',', value_name = "SOLVER,...", value_parser = crate::args::parse_method)]
     pub solvers: Option<Vec<Method>>,
     /// Output format on standard output (table or json).
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = TableOrJson::Table)]
+    pub format: TableOrJson,
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
@@ -56,8 +56,8 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         &|n| eprintln!("{n}"),
     );
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        _ => print!("{report}"),
+        TableOrJson::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        TableOrJson::Table => print!("{report}"),
     }
     if let Some(error) = report.error() {
         eprintln!("error: {error}");

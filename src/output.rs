@@ -15,6 +15,13 @@ pub enum Format {
     Yaml,
 }
 
+/// How a command that prints no YAML prints its result (`verify`, `compare`, `cache`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TableOrJson {
+    Table,
+    Json,
+}
+
 /// Prints an error chain: a `FileError` already carries file, key and caret; other errors get
 /// an `error:` prefix and their causes.
 pub fn format_error(err: &anyhow::Error) -> String {

@@ -11,7 +11,8 @@ use clap::Args;
 
 use crate::args::{bench_of, FlushArgs, MachineArg, SearchArgs};
 use crate::output::{solution_text, Format};
-use absinthe_codegen::files::{not_an_input, write_atomic};
+use absinthe_codegen::files::{check_output, not_an_input, write_atomic};
+use absinthe_measure::accuracy::check_plot_path;
 
 /// Model-guided auto-tuning: build, verify and time the model's K best configurations, refine
 /// the fastest by measurement, and keep the fastest of all.
@@ -129,7 +130,9 @@ pub fn run(args: TuneArgs) -> anyhow::Result<std::process::ExitCode> {
     let machine = args.machine.path()?;
     for out in [Some(&output), args.plot.as_ref()].into_iter().flatten() {
         not_an_input(out, &[program, &machine])?;
+        check_output(out, false)?;
     }
+    args.plot.as_deref().map(check_plot_path).transpose()?;
     let bench = bench_of(program, &args.machine, templates, &args.scalars, options)?;
     eprintln!("planning variants of {} ...", bench.program.name);
     let options = TuneOptions {

@@ -10,7 +10,7 @@ use absinthe_solvers::verify::{verify, Checks};
 use clap::Args;
 
 use crate::args::{load, MachineArg, SearchArgs};
-use crate::output::Format;
+use crate::output::TableOrJson;
 
 /// Certify a solution file exactly: its estimate, the linearization, its optimality.
 ///
@@ -46,8 +46,8 @@ pub struct VerifyArgs {
     #[arg(long, value_enum, default_value_t = QueryArg::Nonlinear)]
     pub smt_encoding: QueryArg,
     /// Output format on standard output (table or json).
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = TableOrJson::Table)]
+    pub format: TableOrJson,
 }
 
 /// The SMT encoding of the optimality query (`--smt-encoding`).
@@ -69,6 +69,12 @@ pub enum Skip {
 }
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
+    args.search.refuse_ranks("verify")?;
+    if args.search.inline.is_some() || args.search.no_inline {
+        anyhow::bail!(
+            "--inline and --no-inline choose the inline set a solve searches; verify certifies within the solution's own (`inline:`): drop them"
+        );
+    }
     let (original, _) = load(&args.program)?;
     let solution = Solution::load(&args.solution).map_err(anyhow::Error::new)?;
     // A solution with stencils inlined describes (and is certified on) the rewritten program:
@@ -96,8 +102,8 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         checks,
     )?;
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        _ => print!("{report}"),
+        TableOrJson::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        TableOrJson::Table => print!("{report}"),
     }
     Ok(match report.verdict() {
         Verdict::Certified => ExitCode::SUCCESS,

@@ -479,3 +479,91 @@ fn headers_document_fields_and_stay_headers() {
         }
     }
 }
+
+/// Flags a command would silently ignore are refused: search flags beside a solution file, a
+/// rank grid or inline set for `verify`, YAML where a command prints only tables and JSON.
+#[test]
+fn flags_a_command_would_ignore_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let sol = dir.path().join("s.yaml");
+    let s = sol.to_str().unwrap();
+    let o = absinthe(&["solve", "configs/hdiff.yaml", "--solver", "dp", "-o", s]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = dir.path().join("cg");
+    let out = out.to_str().unwrap();
+    let refused: [(&[&str], &str); 6] = [
+        (
+            &[
+                "codegen",
+                "configs/hdiff.yaml",
+                "--solution",
+                s,
+                "--no-inline",
+                "--tiles-max",
+                "4,4,4",
+                "-o",
+                out,
+            ],
+            "--no-inline, --tiles-max choose the configuration",
+        ),
+        (
+            &[
+                "codegen",
+                "configs/hdiff.yaml",
+                "--solution",
+                s,
+                "--inline",
+                "lap",
+                "-o",
+                out,
+            ],
+            "--inline chooses the configuration",
+        ),
+        (
+            &[
+                "verify",
+                "configs/hdiff.yaml",
+                "--solution",
+                s,
+                "--ranks",
+                "2,1",
+            ],
+            "verify does not take --ranks",
+        ),
+        (
+            &[
+                "verify",
+                "configs/hdiff.yaml",
+                "--solution",
+                s,
+                "--no-inline",
+            ],
+            "verify certifies within the solution's own",
+        ),
+        (
+            &[
+                "verify",
+                "configs/hdiff.yaml",
+                "--solution",
+                s,
+                "--format",
+                "yaml",
+            ],
+            "invalid value 'yaml' for '--format",
+        ),
+        (
+            &["compare", "configs/hdiff.yaml", "--format", "yaml"],
+            "invalid value 'yaml' for '--format",
+        ),
+    ];
+    for (args, needle) in refused {
+        if args[0] == "verify" && !cfg!(feature = "z3") {
+            continue;
+        }
+        let o = absinthe(args);
+        let err = stderr(&o);
+        assert!(matches!(o.status.code(), Some(1 | 2)), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    assert!(!std::path::Path::new(out).exists());
+}

@@ -27,7 +27,7 @@ fn hdiff_with(key: &str, value: &str) -> String {
 }
 
 /// An exit that is an error the tool chose (1 or clap's 2), not a panic (101) or a signal.
-fn assert_clean_error(o: &Output, needles: &[&str]) {
+pub(crate) fn assert_clean_error(o: &Output, needles: &[&str]) {
     let err = stderr(o);
     assert!(
         matches!(o.status.code(), Some(1) | Some(2)),

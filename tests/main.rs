@@ -2,6 +2,7 @@
 //! brute force, the linearization primitives against brute force.
 
 mod architecture;
+mod bounds;
 mod cache;
 mod cli;
 mod codegen;
@@ -13,6 +14,8 @@ mod linearize;
 mod milp_exact;
 mod model_forms;
 mod mpi;
+mod names;
+mod outputs;
 mod reference;
 mod setup;
 #[cfg(feature = "z3")]

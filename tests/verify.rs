@@ -100,6 +100,22 @@ fn verify_rejects_a_wrong_estimate() {
     assert!(out.contains("REJECTED"), "{out}");
 }
 
+/// A configuration outside the program's restrictions is rejected with the restriction it
+/// breaks: a sweep's groups compute whole columns.
+#[test]
+fn verify_names_the_restriction_a_configuration_breaks() {
+    let dir = tempfile::tempdir().unwrap();
+    let text =
+        "program: cosmo_vdiff_implicit\ngroups:\n- stencils: [cp, dp, tnew]\n  tiles: [1, 32, 2]\n";
+    let sol = temp_file(dir.path(), "s.yaml", text);
+    let (code, out) = verify("configs/cosmo_vdiff_implicit.yaml", &sol, &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("group 0 has 2 tiles along k, outside 1..=1 (the program has a sweep"),
+        "{out}"
+    );
+}
+
 #[test]
 fn verify_rejects_infeasible_tiles() {
     let dir = tempfile::tempdir().unwrap();

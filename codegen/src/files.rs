@@ -33,9 +33,14 @@ impl<T> Context<T> for std::io::Result<T> {
     }
 }
 
-/// Writes `files` (name, text) into `dir`, creating it, each with [`write_atomic`]. Every target
-/// is checked first, so that a directory in the way leaves no file of this call behind.
+/// Writes `files` (name, text) into `dir`, creating it, as one change: every file is first
+/// written to a temporary beside its target, and only when all of them are written are they
+/// renamed into place, so that a failure (a full disk, a target that cannot be written) leaves
+/// every old file untouched and no temporary behind. A directory in the way is refused before
+/// anything is written. A target that is not a regular file (a FIFO, a device) is written to
+/// directly, after every temporary and before the renames.
 pub fn write_files(dir: &Path, files: &[(String, String)]) -> Result<(), WriteError> {
+    check_output(dir, true)?;
     if let Some((name, _)) = files.iter().find(|(n, _)| dir.join(n).is_dir()) {
         return Err(WriteError::new(format!(
             "{} is a directory, not a file",
@@ -43,8 +48,59 @@ pub fn write_files(dir: &Path, files: &[(String, String)]) -> Result<(), WriteEr
         )));
     }
     std::fs::create_dir_all(dir).or_say(|| format!("cannot create {}", dir.display()))?;
-    for (name, text) in files {
-        write_atomic(&dir.join(name), text.as_bytes())?;
+    let mut staged = Vec::new();
+    let mut special = Vec::new();
+    let mut written = || -> Result<(), WriteError> {
+        for (name, text) in files {
+            match target_of(&dir.join(name))? {
+                Target::Regular(path, existing) => {
+                    staged.push(stage(&path, text.as_bytes(), existing.as_ref())?)
+                }
+                Target::Special(path) => special.push((path, text)),
+            }
+        }
+        for (path, text) in &special {
+            write_special(path, text.as_bytes())?;
+        }
+        Ok(())
+    };
+    if let Err(e) = written() {
+        staged.into_iter().for_each(Staged::discard);
+        return Err(e);
+    }
+    let mut pending = staged.into_iter();
+    while let Some(file) = pending.next() {
+        if let Err(e) = file.commit() {
+            pending.for_each(Staged::discard);
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// Refuses, before any work, an output path a command could not write at its end: an existing
+/// directory, or a path under something that is not a directory (`-o notes.txt/x`). `dir`: the
+/// path is a directory to write files into (`--keep-data`), which may exist.
+pub fn check_output(path: &Path, dir: bool) -> Result<(), WriteError> {
+    if !dir && path.is_dir() {
+        return Err(WriteError::new(format!(
+            "{} is a directory, not a file",
+            path.display()
+        )));
+    }
+    let mut parent = if dir { Some(path) } else { path.parent() };
+    while let Some(p) = parent.filter(|p| !p.as_os_str().is_empty()) {
+        match std::fs::metadata(p) {
+            Ok(m) if m.is_dir() => return Ok(()),
+            Ok(_) => {
+                return Err(WriteError::new(format!(
+                    "cannot write {}: {} is not a directory",
+                    path.display(),
+                    p.display()
+                )))
+            }
+            Err(_) => parent = p.parent(),
+        }
     }
     Ok(())
 }
@@ -71,31 +127,85 @@ pub fn not_an_input(out: &Path, inputs: &[&Path]) -> Result<(), WriteError> {
 /// not a regular file (a FIFO, `/dev/stdout`, a device) is written to directly, and a failed
 /// write there is an error. A replaced file keeps its permissions (and, as root, its owner).
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), WriteError> {
-    let existing = std::fs::metadata(path).ok();
-    if existing.as_ref().is_some_and(|m| !m.is_file()) {
-        if existing.as_ref().is_some_and(|m| m.is_dir()) {
-            return Err(WriteError::new(format!(
-                "{} is a directory, not a file",
-                path.display()
-            )));
-        }
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .truncate(true)
-            .open(path)
-            .or_say(|| format!("cannot open {}", path.display()))?;
-        return f
-            .write_all(contents)
-            .and_then(|()| f.flush())
-            .or_say(|| format!("cannot write {}", path.display()));
+    check_output(path, false)?;
+    match target_of(path)? {
+        Target::Special(path) => write_special(&path, contents),
+        Target::Regular(path, existing) => stage(&path, contents, existing.as_ref())?.commit(),
     }
-    let target = match existing {
+}
+
+/// Where a write to a path goes.
+enum Target {
+    /// A regular file (or none yet), links followed, and its metadata when it exists.
+    Regular(PathBuf, Option<std::fs::Metadata>),
+    /// Something else that exists there (a FIFO, a device): written to directly.
+    Special(PathBuf),
+}
+
+/// Where writing `path` goes; a directory is refused.
+fn target_of(path: &Path) -> Result<Target, WriteError> {
+    let existing = std::fs::metadata(path).ok();
+    match &existing {
+        Some(m) if m.is_dir() => Err(WriteError::new(format!(
+            "{} is a directory, not a file",
+            path.display()
+        ))),
+        Some(m) if !m.is_file() => Ok(Target::Special(path.to_path_buf())),
         Some(_) => {
-            std::fs::canonicalize(path).or_say(|| format!("cannot resolve {}", path.display()))?
+            let target = std::fs::canonicalize(path)
+                .or_say(|| format!("cannot resolve {}", path.display()))?;
+            Ok(Target::Regular(target, existing))
         }
-        None => resolve_links(path)?,
-    };
-    let path = target.as_path();
+        None => Ok(Target::Regular(resolve_links(path)?, None)),
+    }
+}
+
+/// Writes `contents` to a path that is not a regular file (a FIFO, a device).
+fn write_special(path: &Path, contents: &[u8]) -> Result<(), WriteError> {
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(path)
+        .or_say(|| format!("cannot open {}", path.display()))?;
+    f.write_all(contents)
+        .and_then(|()| f.flush())
+        .or_say(|| format!("cannot write {}", path.display()))
+}
+
+/// A file's new contents written to a temporary beside it, waiting to be renamed over it.
+struct Staged {
+    tmp: PathBuf,
+    path: PathBuf,
+}
+
+impl Staged {
+    /// Renames the temporary over the file (removing the temporary if that fails).
+    fn commit(self) -> Result<(), WriteError> {
+        std::fs::rename(&self.tmp, &self.path).or_else(|e| {
+            let _ = std::fs::remove_file(&self.tmp);
+            Err(e).or_say(|| {
+                format!(
+                    "cannot rename {} to {}",
+                    self.tmp.display(),
+                    self.path.display()
+                )
+            })
+        })
+    }
+
+    /// Removes the temporary, leaving the file as it was.
+    fn discard(self) {
+        let _ = std::fs::remove_file(&self.tmp);
+    }
+}
+
+/// Writes `contents` to a temporary in `path`'s directory (creating it), with the permissions
+/// and owner of `existing`; nothing is left behind on failure.
+fn stage(
+    path: &Path,
+    contents: &[u8],
+    existing: Option<&std::fs::Metadata>,
+) -> Result<Staged, WriteError> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -112,18 +222,22 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), WriteError> {
         file_name.to_string_lossy(),
         std::process::id()
     ));
-    let result = replace(&tmp, path, contents, existing.as_ref());
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    let staged = Staged {
+        tmp,
+        path: path.to_path_buf(),
+    };
+    match write_temporary(&staged.tmp, contents, existing) {
+        Ok(()) => Ok(staged),
+        Err(e) => {
+            staged.discard();
+            Err(e)
+        }
     }
-    result
 }
 
-/// Writes `contents` to `tmp` (with the permissions and owner of `existing`) and renames it to
-/// `path`.
-fn replace(
+/// Writes `contents` to `tmp` with the permissions and owner of `existing`.
+fn write_temporary(
     tmp: &Path,
-    path: &Path,
     contents: &[u8],
     existing: Option<&std::fs::Metadata>,
 ) -> Result<(), WriteError> {
@@ -137,8 +251,7 @@ fn replace(
         // Only root may give a file away; elsewhere the owner is the writer anyway.
         let _ = std::os::unix::fs::fchown(&f, Some(m.uid()), Some(m.gid()));
     }
-    std::fs::rename(tmp, path)
-        .or_say(|| format!("cannot rename {} to {}", tmp.display(), path.display()))
+    Ok(())
 }
 
 /// `path` with symbolic links followed to the file they name (which need not exist yet).

@@ -153,6 +153,15 @@ impl<'a> Outputs<'a> {
         Outputs { out, keep_data }
     }
 
+    /// Refuses, before anything is measured, outputs that could not be written at the end: the
+    /// machine file under a file or at a directory, `keep_data` at a file.
+    pub fn check(&self) -> Result<(), absinthe_codegen::files::WriteError> {
+        absinthe_codegen::files::check_output(self.out, false)?;
+        self.keep_data.map_or(Ok(()), |dir| {
+            absinthe_codegen::files::check_output(dir, true)
+        })
+    }
+
     /// Writes the raw `measurements` (with `keep_data`), then the machine file's new `text`,
     /// each with `write` (the caller's atomic write); returns the file written.
     pub fn write<E: From<LearnError>>(

@@ -425,6 +425,11 @@ fn top_k_variants_parse() {
         let e = parse_variants(bad).unwrap_err();
         assert!(e.contains("top:K"), "{bad}: {e}");
     }
+    // An empty entry is not dropped: `groups:0,,0,0` is not `groups:0,0,0`.
+    for bad in ["groups:0,,0,0", "opt,", ",opt"] {
+        let e = parse_variants(bad).unwrap_err();
+        assert!(e.contains("empty entry"), "{bad}: {e}");
+    }
 }
 
 /// The shapes of the slow family on the default domain: the even spread of the grid plus full

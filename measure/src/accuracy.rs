@@ -117,31 +117,62 @@ fn register_font() -> bool {
     })
 }
 
-/// Draws predicted against measured seconds on log axes with the diagonal and the ±20% lines,
-/// the optimum marked; PNG or SVG by the file's extension.
-pub fn plot(path: &Path, title: &str, points: &[Point]) -> Result<(), MeasureError> {
+/// Refuses, before anything is measured, a plot path that `plot` could not write: an
+/// extension other than .png or .svg, a directory, a path under a file.
+pub fn check_plot_path(path: &Path) -> Result<(), MeasureError> {
+    plot_kind(path)?;
+    absinthe_codegen::files::check_output(path, false)
+        .map_err(|e| MeasureError::Plot(e.to_string()))
+}
+
+/// Whether `path` names a PNG (else an SVG) plot.
+fn plot_kind(path: &Path) -> Result<bool, MeasureError> {
     let ext = path
         .extension()
         .and_then(|e| e.to_str())
         .map(str::to_ascii_lowercase)
         .unwrap_or_default();
-    let size = (900, 720);
     match ext.as_str() {
-        "png" => draw(
-            BitMapBackend::new(path, size).into_drawing_area(),
-            title,
-            points,
-        ),
-        "svg" => draw(
-            SVGBackend::new(path, size).into_drawing_area(),
-            title,
-            points,
-        ),
+        "png" => Ok(true),
+        "svg" => Ok(false),
         _ => Err(MeasureError::Plot(format!(
             "{}: the plot file must end in .png or .svg",
             path.display()
         ))),
     }
+}
+
+/// Draws predicted against measured seconds (log-log, the diagonal and ±20% lines, the optimum
+/// marked) into `path`, a .png or .svg file, written whole: the SVG is drawn in memory, the
+/// PNG into a temporary beside the file and renamed over it.
+pub fn plot(path: &Path, title: &str, points: &[Point]) -> Result<(), MeasureError> {
+    let size = (900, 720);
+    let failed = |e: &dyn std::fmt::Display| MeasureError::Plot(e.to_string());
+    if !plot_kind(path)? {
+        let mut svg = String::new();
+        draw(
+            SVGBackend::with_string(&mut svg, size).into_drawing_area(),
+            title,
+            points,
+        )?;
+        return absinthe_codegen::files::write_atomic(path, svg.as_bytes()).map_err(|e| failed(&e));
+    }
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    let tmp = path.with_file_name(format!(
+        ".{}.tmp{}.png",
+        name.unwrap_or_default(),
+        std::process::id()
+    ));
+    let drawn = draw(
+        BitMapBackend::new(&tmp, size).into_drawing_area(),
+        title,
+        points,
+    )
+    .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| failed(&e)));
+    if drawn.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    drawn
 }
 
 /// An axis label: seconds as milliseconds with two or three significant digits.

@@ -114,11 +114,8 @@ pub fn check_estimate(
             return reject(format!("malformed configuration: {}", why.join("; ")));
         }
     };
-    if !options.space.admits(&config, analysis) {
-        return reject(
-            "the configuration violates the program's constraints (fixed groups or tile-count bounds)"
-                .to_string(),
-        );
+    if let Some(why) = options.space.refusal(&config, analysis) {
+        return reject(format!("the configuration violates a restriction: {why}"));
     }
     let cost = exact_cost(analysis, view, &config);
     if let Some(why) = &cost.infeasible {

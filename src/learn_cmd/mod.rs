@@ -199,6 +199,8 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
         write_files(dir, &pipeline::program_files()?, &write_listed)?;
         return Ok(ExitCode::SUCCESS);
     }
+    let outputs = outputs(&args);
+    outputs.check()?;
     let (machine, text) = read(&args.machine)?;
     let host = Host::of(&machine)?;
     let (options, steps) = request(&args).plan(&machine, host, args.flush.flush()?)?;
@@ -207,7 +209,7 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
     }
     let bar = Bar::new(started, args.quiet);
     let learning = pipeline::run(&machine, &text, host, &options, &steps, &|e| bar.event(e))?;
-    let out = outputs(&args).write(&learning.text, &learning.result.measurements, &write)?;
+    let out = outputs.write(&learning.text, &learning.result.measurements, &write)?;
     let seconds = started.elapsed().as_secs_f64();
     print!("{}", learning.report(&machine, seconds, out));
     Ok(ExitCode::SUCCESS)

@@ -264,7 +264,7 @@ fn check_levels(analysis: &Analysis, config: &Configuration) -> Result<(), Codeg
         .find(|(_, r)| !analysis.may_group((*r).clone()))
     {
         return Err(CodegenError::Configuration(format!(
-            "group {g} holds stencils {}..{} and a 2-D stencil: a 2-D stencil is a group of its own",
+            "groups[{g}]: the group holds stencils {}..{} and a 2-D stencil: a 2-D stencil is a group of its own",
             r.start,
             r.end - 1
         )));
@@ -274,7 +274,7 @@ fn check_levels(analysis: &Analysis, config: &Configuration) -> Result<(), Codeg
             (0..config.tiles.len()).find(|&g| config.tiles[g][2] > 1 || config.stream.contains(&g))
         {
             return Err(CodegenError::Configuration(format!(
-                "group {g}: the program has a sweep, so every group computes whole columns (1 tile along z) and none streams; this one has {} tiles along z{}",
+                "groups[{g}].tiles: the program has a sweep, so every group computes whole columns (1 tile along z) and none streams; this one has {} tiles along z{}",
                 config.tiles[g][2],
                 if config.stream.contains(&g) { " and streams" } else { "" }
             )));
@@ -302,17 +302,61 @@ fn check_configuration(
             "the cost does not belong to this configuration".into(),
         ));
     }
+    check_tile_bounds(config, ranges)
+}
+
+/// The most loop-bound entries the generated code lists: every step of a group lists its box
+/// in each tile along each dimension (`kernel_g0_s1_loop_x[]`), so a group of `s` stencils
+/// with `n` tiles lists `s (n^x + n^y + n^z)` of them, about ten bytes of source and
+/// sixteen of the generator's memory each. 2^22 is 40 MiB of source.
+pub const MAX_TILE_BOUNDS: usize = 1 << 22;
+
+/// Refuses a configuration whose loop-bound tables would exceed [`MAX_TILE_BOUNDS`], naming the
+/// group whose tiles reach it.
+fn check_tile_bounds(config: &Configuration, ranges: &[Range<usize>]) -> Result<(), CodegenError> {
+    let mut total = 0usize;
+    for (g, (t, r)) in config.tiles.iter().zip(ranges).enumerate() {
+        let per_step = t.iter().fold(0usize, |a, &n| a.saturating_add(n));
+        total = total.saturating_add(r.len().saturating_mul(per_step));
+        if total > MAX_TILE_BOUNDS {
+            return Err(CodegenError::Configuration(format!(
+                "groups[{g}].tiles: {:?} tiles for {} stencil(s); the generated code lists every tile's loop bounds, and the groups up to this one would list {total}, more than {MAX_TILE_BOUNDS}: use fewer tiles",
+                t,
+                r.len()
+            )));
+        }
+    }
     Ok(())
 }
 
-/// A C identifier for the kernel of a program.
-fn kernel_name(program: &str) -> String {
+/// A C identifier for the kernel of a program. Every identifier the generated code derives from
+/// it starts with it (`<kernel>_g0_s1_loop_x`, `<kernel>_launch`), and every identifier derived
+/// from a name in the program starts with one of [`USER_PREFIXES`] or `l<digits>_` (a step's
+/// `let` locals): a kernel name that starts with one of those gets `p_` in front, so that no
+/// program, array, scalar or local name can make the two kinds meet (a program `a` with an
+/// input `kernel_g0_s0_loop_x` would otherwise pass the input as the loop-bound table).
+pub fn kernel_name(program: &str) -> String {
     let mut s: String = program
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
-    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) {
+    s.push_str("_kernel");
+    if s.starts_with(|c: char| c == '_' || c.is_ascii_digit()) || has_user_prefix(&s) {
         s.insert_str(0, "p_");
     }
-    s + "_kernel"
+    s
+}
+
+/// The prefixes of the C identifiers made from a program's names: inputs' parameters (`a_`),
+/// arrays' origins (`g_`), scalars (`sc_`), the reference's `let` locals (`l_`) and arrays
+/// (`ra_`, `r_`).
+pub const USER_PREFIXES: [&str; 6] = ["a_", "g_", "sc_", "l_", "ra_", "r_"];
+
+/// Whether `ident` starts with one of [`USER_PREFIXES`] or with `l<digits>_`.
+fn has_user_prefix(ident: &str) -> bool {
+    let step_local = ident
+        .strip_prefix('l')
+        .map(|rest| rest.trim_start_matches(|c: char| c.is_ascii_digit()))
+        .is_some_and(|rest| rest.len() + 1 < ident.len() && rest.starts_with('_'));
+    step_local || USER_PREFIXES.iter().any(|p| ident.starts_with(p))
 }

@@ -76,7 +76,15 @@ pub fn parse_countable(text: &str) -> Result<Variant, String> {
 /// Splits the variant list; the numbers after `groups:` belong to it.
 pub fn parse_variants(list: &str) -> Result<Vec<Variant>, String> {
     let mut out = Vec::new();
-    for token in list.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+    if list.trim().is_empty() {
+        return Err("no variant given".into());
+    }
+    for token in list.split(',').map(str::trim) {
+        if token.is_empty() {
+            return Err(format!(
+                "`{list}` has an empty entry (two commas in a row, or one at an end)"
+            ));
+        }
         if let Ok(n) = token.parse::<usize>() {
             match out.last_mut() {
                 Some(Variant::Groups(g)) => {

@@ -1,7 +1,72 @@
 //! The machine view each form of the model sees ([`with_model`]).
 
-use crate::formats::machine::{Compute, Crowded, ModelMachine};
+use std::path::Path;
+
+use crate::formats::diagnostic::{Diagnostic, FileError};
+use crate::formats::machine::{Compute, Crowded, Machine, ModelMachine};
 use crate::formats::model_kind::ModelKind;
+
+/// What a command changes of a machine file before pricing with it (`--cache-fraction`,
+/// `--group-arrays`, `--model`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Overrides {
+    pub cache_fraction: Option<f64>,
+    /// `Some(None)` lifts the file's limit.
+    pub group_arrays: Option<Option<usize>>,
+    /// The form to price with; None: the form the file's parameters were fitted for.
+    pub model: Option<ModelKind>,
+}
+
+/// A machine file as a command prices with it.
+#[derive(Clone, Debug)]
+pub struct Priced {
+    pub machine: Machine,
+    pub view: ModelMachine,
+    /// Set when the form priced with is not the one the parameters were fitted for.
+    pub warning: Option<String>,
+}
+
+/// The machine file at `path` with `overrides` applied, viewed for values of `value_bytes`
+/// bytes; every error names the file.
+pub fn load_priced(
+    path: &Path,
+    overrides: Overrides,
+    value_bytes: usize,
+) -> Result<Priced, FileError> {
+    let mut machine = Machine::load(path)?;
+    let refuse =
+        |key: &str, message: String| FileError::single(path, Diagnostic::new(key, message));
+    if let Some(f) = overrides.cache_fraction {
+        if !(f > 0.0 && f <= 1.0) {
+            let message = format!("--cache-fraction must be in (0, 1], found {f}");
+            return Err(refuse("cache_fraction", message));
+        }
+        machine.cache_fraction = f;
+    }
+    if let Some(n) = overrides.group_arrays {
+        machine.group_arrays = n;
+    }
+    let view = machine
+        .model_view(value_bytes)
+        .map_err(|d| FileError::new(path, d))?;
+    let fitted = machine
+        .learned
+        .as_ref()
+        .map_or_else(ModelKind::default, |l| l.model);
+    let model = overrides.model.unwrap_or(fitted);
+    let warning = (model != fitted && machine.learned.is_some()).then(|| {
+        format!(
+            "{}: its parameters were fitted for the {fitted} model; pricing with the {model} model",
+            path.display()
+        )
+    });
+    let view = with_model(&view, model).map_err(|e| refuse("", format!("--model {model}: {e}")))?;
+    Ok(Priced {
+        machine,
+        view,
+        warning,
+    })
+}
 
 /// `view` priced with `kind`. The published form reads only the six parameters of
 /// `params.fast`, `params.slow_base` and `params.slow_stream`: the compute part, the

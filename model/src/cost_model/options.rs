@@ -5,7 +5,8 @@
 use crate::cost_model::evaluate::{stream_shape_on, Configuration, StreamShape};
 use crate::formats::machine::ModelMachine;
 use crate::language::analysis::Analysis;
-use crate::language::program::DIMS;
+use crate::language::constraints::check_group_indices;
+use crate::language::program::{Program, DIMS};
 
 /// How the optimisation problem is written as a MILP.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -57,7 +58,40 @@ pub struct SearchSpace {
     pub deadline: Option<std::time::Instant>,
 }
 
+/// What a command line narrows a program's search space with (`--fix-groups`, `--tiles-min`,
+/// `--tiles-max`, `--no-stream`), as given.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SpaceFlags<'a> {
+    pub fix_groups: Option<&'a [usize]>,
+    pub tiles_min: Option<&'a [usize]>,
+    pub tiles_max: Option<&'a [usize]>,
+    pub no_stream: bool,
+}
+
 impl SearchSpace {
+    /// The space of `program`: its `constraints:`, with `flags` taking the place of the groups
+    /// and tile bounds they give. The messages name the flags.
+    pub fn of_program(program: &Program, flags: SpaceFlags) -> Result<SearchSpace, String> {
+        let mut space = SearchSpace {
+            fixed_groups: program.constraints.groups.clone(),
+            tiles_min: program.constraints.tiles_min,
+            tiles_max: program.constraints.tiles_max,
+            no_stream: flags.no_stream,
+            ..SearchSpace::default()
+        };
+        if let Some(g) = flags.fix_groups {
+            check_group_indices(g, program.stencils.len())
+                .map_err(|e| format!("--fix-groups: {e}"))?;
+            space.fixed_groups = Some(g.to_vec());
+        }
+        let bounds = (flags.tiles_min, flags.tiles_max);
+        space.bound_tiles(bounds, ["--tiles-min", "--tiles-max"], program.domain)?;
+        if program.whole_columns() && space.tiles_min.is_some_and(|t| t[2] > 1) {
+            return Err("--tiles-min (or the program's constraints.tiles_min) asks for more than one tile along k, but the program computes whole columns (a sweep or a 2-D stencil): one tile along k".into());
+        }
+        Ok(space)
+    }
+
     /// Restricts the space to tile counts between `tiles_min` and `tiles_max` per dimension of
     /// `domain` (either absent: kept as it is), each given as three counts; `flags` names them
     /// in the messages.
@@ -152,25 +186,49 @@ impl SearchSpace {
     /// Whether a configuration of `analysis`'s program respects these restrictions (and, in a
     /// program with a sweep, computes whole columns unstreamed).
     pub fn admits(&self, config: &Configuration, analysis: &Analysis) -> bool {
+        self.refusal(config, analysis).is_none()
+    }
+
+    /// Which of these restrictions a configuration breaks first, in words; None when it
+    /// respects them all.
+    pub fn refusal(&self, config: &Configuration, analysis: &Analysis) -> Option<String> {
         if (self.no_stream || analysis.has_sweeps()) && !config.stream.is_empty() {
-            return false;
+            return Some(match analysis.has_sweeps() {
+                true => "groups stream, but the program has a sweep: no group streams".into(),
+                false => "groups stream, but streaming is off (--no-stream)".into(),
+            });
         }
-        if let Some(g) = &self.fixed_groups {
-            if *g != config.groups {
-                return false;
-            }
+        if let Some(g) = self.fixed_groups.as_ref().filter(|g| **g != config.groups) {
+            return Some(format!(
+                "the groups {:?} are not the fixed groups {g:?} (constraints.groups or --fix-groups)",
+                config.groups
+            ));
         }
-        if !config
+        if let Some(r) = config
             .group_ranges()
             .into_iter()
-            .all(|r| analysis.may_group(r))
+            .find(|r| !analysis.may_group(r.clone()))
         {
-            return false;
+            return Some(format!(
+                "stencils {}..{} are grouped with a 2-D stencil, which is a group of its own",
+                r.start,
+                r.end - 1
+            ));
         }
         let range = self.tile_range_of(analysis);
-        config
-            .tiles
-            .iter()
-            .all(|t| (0..3).all(|d| t[d] >= range[d].0 && t[d] <= range[d].1))
+        let (g, d) = (0..config.tiles.len())
+            .flat_map(|g| (0..3).map(move |d| (g, d)))
+            .find(|&(g, d)| !(range[d].0..=range[d].1).contains(&config.tiles[g][d]))?;
+        Some(format!(
+            "group {g} has {} tiles along {}, outside {}..={}{}",
+            config.tiles[g][d],
+            DIMS[d],
+            range[d].0,
+            range[d].1,
+            match d == 2 && analysis.has_sweeps() {
+                true => " (the program has a sweep: whole columns)",
+                false => " (constraints.tiles_min/tiles_max or --tiles-min/--tiles-max)",
+            }
+        ))
     }
 }

@@ -173,9 +173,13 @@ impl FileError {
     }
 }
 
+/// The most diagnostics of one file printed: the rest are counted. A file of a million
+/// repeated names would otherwise print a million lines.
+pub const MAX_SHOWN: usize = 50;
+
 impl fmt::Display for FileError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (n, d) in self.diagnostics.iter().enumerate() {
+        for (n, d) in self.diagnostics.iter().enumerate().take(MAX_SHOWN) {
             if n > 0 {
                 writeln!(f)?;
             }
@@ -189,6 +193,14 @@ impl fmt::Display for FileError {
                 let carets = "^".repeat(s.len);
                 write!(f, "\n    | {}\n    | {}{}", s.text, pad, carets)?;
             }
+        }
+        if let Some(more) = self.diagnostics.len().checked_sub(MAX_SHOWN + 1) {
+            write!(
+                f,
+                "\nerror: {}: {} more error(s) not shown",
+                self.file.display(),
+                more + 1
+            )?;
         }
         Ok(())
     }

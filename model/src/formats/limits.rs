@@ -79,8 +79,27 @@ pub const MAX_TIME_LIMIT: f64 = 1e6;
 /// [`MAX_CELLS`] they would overflow the estimates and the MILP's coefficients.
 pub const MAX_PARAM_SECONDS: f64 = 1e-3;
 
+/// The least positive cost parameter: 10^-100 seconds. Below it the model's products with cell
+/// counts are subnormal numbers, whose lost precision makes `verify` reject `solve`'s own
+/// estimate; 0 turns a term off.
+pub const MIN_PARAM_SECONDS: f64 = 1e-100;
+
 /// Timed runs per variant (`bench --runs`, `tune --runs`).
 pub const MAX_RUNS: usize = 1 << 20;
+
+/// The largest `--flush-bytes`: 16 GiB, ten times the largest last-level caches sold; the
+/// harness allocates the buffer it reads.
+pub const MAX_FLUSH_BYTES: u64 = 16 << 30;
+
+/// A `--flush-bytes` value: 0 to [`MAX_FLUSH_BYTES`].
+pub fn parse_flush_bytes(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(n) if n <= MAX_FLUSH_BYTES => Ok(n),
+        _ => Err(format!(
+            "expected a number of bytes from 0 to {MAX_FLUSH_BYTES} (16 GiB), found `{text}`"
+        )),
+    }
+}
 
 /// A count from 1 to `max` given as text (`--runs`, `--threads`), or a message naming `what`
 /// was expected.

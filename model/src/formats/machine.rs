@@ -221,6 +221,13 @@ impl Params {
                         "parameters must be non-negative seconds, at most {} (the model's max and >= encodings are exact only for non-negative costs), found {v}", limits::MAX_PARAM_SECONDS
                     ),
                 ));
+            } else if v > 0.0 && v < limits::MIN_PARAM_SECONDS {
+                errors.push(Diagnostic::new(
+                    key,
+                    format!(
+                        "a positive parameter must be at least {:e} seconds (0 turns its term off), found {v:e}", limits::MIN_PARAM_SECONDS
+                    ),
+                ));
             }
         }
         if !(0.0..=1.0).contains(&self.exposed) {
@@ -518,6 +525,19 @@ pub struct ModelMachine {
     pub model: ModelKind,
 }
 
+/// Commands print a machine's name: an escaped control character in it (`"\u001b[31m"`) would
+/// reach the terminal.
+fn name_problem(name: &str) -> Option<Diagnostic> {
+    let c = name.chars().find(|c| c.is_control())?;
+    Some(Diagnostic::new(
+        "name",
+        format!(
+            "the name holds the control character U+{:04X}; a machine's name is printed as it is",
+            c as u32
+        ),
+    ))
+}
+
 impl Machine {
     /// Reads and validates a machine file.
     pub fn load(path: &Path) -> Result<Machine, FileError> {
@@ -536,7 +556,7 @@ impl Machine {
 
     /// Range checks on every number present.
     pub fn validate(&self) -> Vec<Diagnostic> {
-        let mut errors = Vec::new();
+        let mut errors: Vec<Diagnostic> = name_problem(&self.name).into_iter().collect();
         if let Some(c) = self.cores {
             if !(1..=limits::MAX_THREADS).contains(&c) {
                 errors.push(Diagnostic::new(

@@ -18,7 +18,7 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, Diagnostic> {
     if let Some(d) = control_character(text) {
         return Err(d);
     }
-    if let Some(d) = too_deep(text) {
+    if let Some(d) = structure_error(text) {
         return Err(d);
     }
     let de = serde_yaml_ng::Deserializer::from_str(text);
@@ -83,10 +83,14 @@ fn top_level_twice(text: &str, message: &str) -> Option<String> {
 /// parser's time grows with the square of the depth, 7 s at 50,000.
 pub const MAX_FLOW_DEPTH: usize = 64;
 
-/// The first `[` or `{` nested deeper than [`MAX_FLOW_DEPTH`], as an error naming its line and
-/// column. Brackets count as YAML reads them: not in comments, quoted strings (which open only
-/// where a value starts, may span lines, and escape `\"` and `''`) or block scalars (`|`, `>`).
-fn too_deep(text: &str) -> Option<Diagnostic> {
+/// The first `[` or `{` nested deeper than [`MAX_FLOW_DEPTH`], or the first alias (`*name` where
+/// a value starts, with an anchor `&name` in the file), as an error naming its line and column.
+/// Brackets and aliases count as YAML reads them: not in comments, quoted strings (which open
+/// only where a value starts, may span lines, and escape `\"` and `''`) or block scalars (`|`,
+/// `>`). The parser bounds the aliases it follows, not what each expands to: a 1 MB file of
+/// aliases of one long string would take gigabytes.
+fn structure_error(text: &str) -> Option<Diagnostic> {
+    let anchors = anchor_names(text);
     let (mut depth, mut quote, mut block) = (0usize, None::<char>, None::<usize>);
     for (line, row) in text.split('\n').enumerate() {
         let indent = row.len() - row.trim_start().len();
@@ -118,6 +122,20 @@ fn too_deep(text: &str) -> Option<Diagnostic> {
                     }
                 }
                 (None, ']' | '}') => depth = depth.saturating_sub(1),
+                (None, '*') if opens_value(last, c.checked_sub(1).map(|p| chars[p])) => {
+                    let name: String = chars[c + 1..]
+                        .iter()
+                        .take_while(|ch| !ch.is_whitespace() && !",[]{}".contains(**ch))
+                        .collect();
+                    if anchors.contains(name.as_str()) {
+                        let message = format!(
+                            "the alias `*{name}` at line {} column {}: absinthe's files take no YAML aliases (an alias may expand a small file beyond any memory); write the value out",
+                            line + 1,
+                            c + 1
+                        );
+                        return Some(Diagnostic::new("", message));
+                    }
+                }
                 (None, '|' | '>') if depth == 0 && matches!(last, Some(':' | '-')) => {
                     block = Some(indent);
                     break;
@@ -131,6 +149,19 @@ fn too_deep(text: &str) -> Option<Diagnostic> {
         }
     }
     None
+}
+
+/// Every `&name` in `text`: the names an alias could refer to (a superset of the anchors, since
+/// `&` also appears in comments and strings).
+fn anchor_names(text: &str) -> std::collections::HashSet<&str> {
+    let end_of_name = |c: char| c.is_whitespace() || ",[]{}".contains(c);
+    text.match_indices('&')
+        .map(|(at, _)| {
+            let rest = &text[at + 1..];
+            &rest[..rest.find(end_of_name).unwrap_or(rest.len())]
+        })
+        .filter(|name| !name.is_empty())
+        .collect()
 }
 
 /// Whether a quote after `last` (the last non-space character before it on its line) and

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use crate::formats::diagnostic::Diagnostic;
 use crate::formats::limits;
-use crate::language::program::{name_problem, Program, Stencil};
+use crate::language::program::{name_problem, Program, Stencil, ValueType};
 
 /// A scalar's value given as text, `NAME=VALUE` (`--scalar`): the name an identifier, the value
 /// a finite number.
@@ -54,6 +54,13 @@ impl Program {
             if !value.is_finite() {
                 return Err(format!(
                     "--scalar {name}: the value must be finite, found {value}"
+                ));
+            }
+            // A float program's harness passes the value as a float: one that rounds past
+            // FLT_MAX would become infinity.
+            if self.value_type == ValueType::Float && (*value as f32).is_infinite() {
+                return Err(format!(
+                    "--scalar {name}: {value:e} is too large for a float (the program's type: float)"
                 ));
             }
             if values[n].replace(*value).is_some() {
