@@ -42,7 +42,7 @@ pub struct MachineArg {
     pub machine: Option<PathBuf>,
     /// Override the machine file's `cache_fraction`: the share of `cache_bytes` one tile's
     /// working set may fill, in (0, 1]. Larger values admit larger tiles and stream less.
-    #[arg(long, value_name = "F")]
+    #[arg(long, value_name = "F", value_parser = limits::parse_cache_fraction)]
     pub cache_fraction: Option<f64>,
     /// Override the machine file's `group_arrays`: the most arrays (inputs, outputs and tile
     /// buffers) one group may touch in a program streamed along y (no z offsets), at least 2;

@@ -36,17 +36,11 @@ impl<T> Context<T> for std::io::Result<T> {
 /// Writes `files` (name, text) into `dir`, creating it, as one change: every file is first
 /// written to a temporary beside its target, and only when all of them are written are they
 /// renamed into place, so that a failure (a full disk, a target that cannot be written) leaves
-/// every old file untouched and no temporary behind. A directory in the way is refused before
-/// anything is written. A target that is not a regular file (a FIFO, a device) is written to
-/// directly, after every temporary and before the renames.
+/// every old file untouched and no temporary behind (a directory in the way among them). A
+/// target that is not a regular file (a FIFO, a device) is written to directly, after every
+/// temporary and before the renames.
 pub fn write_files(dir: &Path, files: &[(String, String)]) -> Result<(), WriteError> {
     check_output(dir, true)?;
-    if let Some((name, _)) = files.iter().find(|(n, _)| dir.join(n).is_dir()) {
-        return Err(WriteError::new(format!(
-            "{} is a directory, not a file",
-            dir.join(name).display()
-        )));
-    }
     std::fs::create_dir_all(dir).or_say(|| format!("cannot create {}", dir.display()))?;
     let mut staged = Vec::new();
     let mut special = Vec::new();

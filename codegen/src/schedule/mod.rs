@@ -354,9 +354,9 @@ pub const USER_PREFIXES: [&str; 6] = ["a_", "g_", "sc_", "l_", "ra_", "r_"];
 
 /// Whether `ident` starts with one of [`USER_PREFIXES`] or with `l<digits>_`.
 fn has_user_prefix(ident: &str) -> bool {
-    let step_local = ident
-        .strip_prefix('l')
-        .map(|rest| rest.trim_start_matches(|c: char| c.is_ascii_digit()))
-        .is_some_and(|rest| rest.len() + 1 < ident.len() && rest.starts_with('_'));
+    let digits = ident.strip_prefix('l').map_or(0, |rest| {
+        rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len()
+    });
+    let step_local = digits > 0 && ident[1 + digits..].starts_with('_');
     step_local || USER_PREFIXES.iter().any(|p| ident.starts_with(p))
 }

@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use crate::formats::diagnostic::{Diagnostic, FileError};
+use crate::formats::limits;
 use crate::formats::machine::{Compute, Crowded, Machine, ModelMachine};
 use crate::formats::model_kind::ModelKind;
 
@@ -37,11 +38,7 @@ pub fn load_priced(
     let refuse =
         |key: &str, message: String| FileError::single(path, Diagnostic::new(key, message));
     if let Some(f) = overrides.cache_fraction {
-        if !(f > 0.0 && f <= 1.0) {
-            let message = format!("--cache-fraction must be in (0, 1], found {f}");
-            return Err(refuse("cache_fraction", message));
-        }
-        machine.cache_fraction = f;
+        machine.cache_fraction = limits::cache_fraction(f).map_err(|m| refuse("", m))?;
     }
     if let Some(n) = overrides.group_arrays {
         machine.group_arrays = n;

@@ -194,13 +194,10 @@ impl fmt::Display for FileError {
                 write!(f, "\n    | {}\n    | {}{}", s.text, pad, carets)?;
             }
         }
-        if let Some(more) = self.diagnostics.len().checked_sub(MAX_SHOWN + 1) {
-            write!(
-                f,
-                "\nerror: {}: {} more error(s) not shown",
-                self.file.display(),
-                more + 1
-            )?;
+        if self.diagnostics.len() > MAX_SHOWN {
+            let more = self.diagnostics.len() - MAX_SHOWN;
+            let file = self.file.display();
+            write!(f, "\nerror: {file}: {more} more error(s) not shown")?;
         }
         Ok(())
     }

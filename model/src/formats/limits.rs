@@ -87,6 +87,22 @@ pub const MIN_PARAM_SECONDS: f64 = 1e-100;
 /// Timed runs per variant (`bench --runs`, `tune --runs`).
 pub const MAX_RUNS: usize = 1 << 20;
 
+/// A share of the cache (`--cache-fraction`): in (0, 1].
+pub fn cache_fraction(f: f64) -> Result<f64, String> {
+    match f > 0.0 && f <= 1.0 {
+        true => Ok(f),
+        false => Err(format!("--cache-fraction must be in (0, 1], found {f}")),
+    }
+}
+
+/// A `--cache-fraction` value given as text.
+pub fn parse_cache_fraction(text: &str) -> Result<f64, String> {
+    let f = text
+        .parse::<f64>()
+        .map_err(|_| format!("expected a share of the cache in (0, 1], found `{text}`"))?;
+    cache_fraction(f)
+}
+
 /// The largest `--flush-bytes`: 16 GiB, ten times the largest last-level caches sold; the
 /// harness allocates the buffer it reads.
 pub const MAX_FLUSH_BYTES: u64 = 16 << 30;
