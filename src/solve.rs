@@ -10,7 +10,7 @@ use clap::Args;
 use crate::args::{load_on, MachineArg, SearchArgs};
 use crate::output::{solution_text, Format};
 use crate::solving::{inline_choice, solve_program};
-use absinthe_codegen::files::{not_an_input, write_atomic};
+use absinthe_codegen::files::{outputs_apart, write_atomic};
 
 /// Choose which stencils to fuse and how to tile them, by solving one MILP.
 ///
@@ -64,9 +64,10 @@ pub struct SolveArgs {
 pub fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {
     let machine = args.machine.path()?;
     let emitted = args.emit.as_deref().and_then(|k| k.get(1)).map(Path::new);
-    for out in args.output.as_deref().into_iter().chain(emitted) {
-        not_an_input(out, &[&args.program, &machine])?;
-    }
+    outputs_apart(
+        &[args.output.as_deref(), emitted],
+        &[&args.program, &machine],
+    )?;
     if let Some(kind_file) = args.emit.as_deref() {
         // The problem of the program `solve` solves (the chosen stencils inlined), written
         // before solving, so that an infeasible or slow problem can still be inspected.

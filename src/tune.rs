@@ -11,7 +11,7 @@ use clap::Args;
 
 use crate::args::{bench_of, FlushArgs, MachineArg, SearchArgs};
 use crate::output::{solution_text, Format};
-use absinthe_codegen::files::{check_output, not_an_input, write_atomic};
+use absinthe_codegen::files::{outputs_apart, write_atomic};
 use absinthe_measure::accuracy::check_plot_path;
 
 /// Model-guided auto-tuning: build, verify and time the model's K best configurations, refine
@@ -128,10 +128,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<std::process::ExitCode> {
         .clone()
         .unwrap_or(default_solution_path(program));
     let machine = args.machine.path()?;
-    for out in [Some(&output), args.plot.as_ref()].into_iter().flatten() {
-        not_an_input(out, &[program, &machine])?;
-        check_output(out, false)?;
-    }
+    outputs_apart(&[Some(&output), args.plot.as_deref()], &[program, &machine])?;
     args.plot.as_deref().map(check_plot_path).transpose()?;
     let bench = bench_of(program, &args.machine, templates, &args.scalars, options)?;
     eprintln!("planning variants of {} ...", bench.program.name);

@@ -576,6 +576,9 @@ fn time_limits_threads_and_costs_past_their_bounds_are_refused() {
         let o = absinthe(&args);
         assert_clean_error(&o, &["--time-limit", "at most 1000000"]);
     }
+    // A number past its bound is shown as written short, not in 309 digits.
+    let o = absinthe(&["solve", "configs/hdiff.yaml", "--gap", "1e308"]);
+    assert_clean_error(&o, &["--gap must be in [0, 1), found 1e308"]);
     let o = absinthe_env(
         &["solve", "configs/hdiff.yaml"],
         &[("ABSINTHE_HIGHS_OPTIONS", "threads=100000")],
@@ -646,6 +649,11 @@ fn silent_losses_and_wrong_reasons_are_errors() {
             vec!["duptop.yaml: the key `halo` is given twice, at line 3 and at line 5 column 1"],
         ),
         (
+            "duptop.json",
+            "{\"name\": \"p\",\n \"domain\": [8, 8, 4],\n \"halo\": [1, 1, 0],\n \"outputs\": [\"out\"],\n \"halo\": [1, 1, 0],\n \"stencils\": [{\"name\": \"out\", \"expr\": \"in(i,j,k)\"}]}\n".to_string(),
+            vec!["duptop.json: the key `halo` is given twice, at line 3 and at line 5 column 2"],
+        ),
+        (
             "float.yaml",
             body("", "in(i,j,k) + 1e39", "type: float\n"),
             vec!["float.yaml: stencils[0].expr: number literal `1e39` is too large for a float"],
@@ -691,6 +699,19 @@ fn outputs_never_replace_inputs_or_leave_part_of_a_run() {
     let o = absinthe(&["solve", p.to_str().unwrap(), "-o", p.to_str().unwrap()]);
     assert_clean_error(&o, &["p.yaml is an input of this command"]);
     assert_eq!(std::fs::read_to_string(&p).unwrap(), hdiff());
+    let same = dir.path().join("same");
+    let same = same.to_str().unwrap();
+    let o = absinthe(&[
+        "solve",
+        p.to_str().unwrap(),
+        "--emit",
+        "lp",
+        same,
+        "-o",
+        same,
+    ]);
+    assert_clean_error(&o, &["same is named for two outputs"]);
+    assert!(!dir.path().join("same").exists());
     let out = dir.path().join("cg");
     std::fs::create_dir_all(out.join("hdiff.cpp")).unwrap();
     let o = absinthe(&["codegen", "configs/hdiff.yaml", "-o", out.to_str().unwrap()]);

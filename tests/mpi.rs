@@ -463,6 +463,41 @@ fn bad_grids_and_narrow_sub_domains_are_refused() {
         assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
     }
     assert!(!Path::new(out).exists(), "a refused run wrote {out}");
+    // What solve prices, codegen builds: no group of the ranked optimum reaches further than
+    // the 1-cell sub-domains (a fused hdiff reaches 2), and the fully inlined program, whose
+    // output alone reaches 2, is refused by solve with the reason.
+    let sol = dir.path().join("s.yaml");
+    let sol = sol.to_str().unwrap();
+    let ranks = ["--machine", machine, "--ranks", "128,128"];
+    let o = absinthe(
+        &[
+            &["solve", "configs/hdiff.yaml", "--no-inline", "-o", sol][..],
+            &ranks,
+        ]
+        .concat(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = absinthe(
+        &[
+            &[
+                "codegen",
+                "configs/hdiff.yaml",
+                "--solution",
+                sol,
+                "-o",
+                out,
+            ][..],
+            &ranks,
+        ]
+        .concat(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = absinthe(&[&["solve", "configs/hdiff.yaml"][..], &ranks].concat());
+    assert!(
+        stderr(&o).contains("sub-domains of 1 cell(s) along x, but `out` reads `in` 2 cells"),
+        "{}",
+        stderr(&o)
+    );
     for command in ["tune", "cache", "compare"] {
         let o = absinthe(&[command, "configs/hdiff.yaml", "--ranks", "2,1"]);
         assert!(!o.status.success());

@@ -115,6 +115,35 @@ pub fn not_an_input(out: &Path, inputs: &[&Path]) -> Result<(), WriteError> {
     }
 }
 
+/// [`not_an_input`] and [`check_output`] (as a file) for each of a command's `outputs` (those
+/// given), and no two of them the same file (the second write would replace the first): what a
+/// command checks before any work.
+pub fn outputs_apart(outputs: &[Option<&Path>], inputs: &[&Path]) -> Result<(), WriteError> {
+    let outputs: Vec<&Path> = outputs.iter().flatten().copied().collect();
+    // The file a path names, existing or not: its directory resolved, links followed.
+    let resolved = |p: &Path| {
+        let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+        let dir = std::fs::canonicalize(dir.unwrap_or(Path::new(".")));
+        std::fs::canonicalize(p)
+            .ok()
+            .or_else(|| Some(dir.ok()?.join(p.file_name()?)))
+    };
+    for (n, out) in outputs.iter().enumerate() {
+        not_an_input(out, inputs)?;
+        check_output(out, false)?;
+        let twice = outputs[..n]
+            .iter()
+            .any(|o| resolved(o).is_some_and(|r| Some(r) == resolved(out)));
+        if twice {
+            return Err(WriteError::new(format!(
+                "{} is named for two outputs; give each its own file",
+                out.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Writes `contents` to `path` so that a reader never sees a half-written file and a failure
 /// leaves the old file untouched: through a temporary file in the same directory and a rename.
 /// A symbolic link is written through (its target is replaced, the link kept); a path that is

@@ -70,7 +70,7 @@ fn validate_options(options: &SolveOptions) -> Result<(), SolverError> {
     if !(0.0..1.0).contains(&gap) {
         return Err(SolverError::InvalidOptions(format!(
             "the relative gap must be in [0, 1), found {}",
-            options.relative_gap
+            absinthe_model::formats::limits::shown(options.relative_gap)
         )));
     }
     if let Some(limit) = options.time_limit {

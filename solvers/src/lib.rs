@@ -90,24 +90,20 @@ impl SolveOptions {
     /// outside [0, 1), a time limit that is not positive or exceeds
     /// `limits::MAX_TIME_LIMIT`, zero threads.
     pub fn check(&self) -> Result<(), String> {
-        use absinthe_model::formats::limits::MAX_TIME_LIMIT;
+        use absinthe_model::formats::limits::{shown, MAX_TIME_LIMIT};
         if !(self.relative_gap >= 0.0 && self.relative_gap < 1.0) {
             return Err(format!(
                 "--gap must be in [0, 1), found {}",
-                self.relative_gap
+                shown(self.relative_gap)
             ));
         }
         if let Some(t) = self
             .time_limit
             .filter(|t| !(*t > 0.0 && *t <= MAX_TIME_LIMIT))
         {
-            let t = if t.abs() < 1e9 {
-                t.to_string()
-            } else {
-                format!("{t:e}")
-            };
             return Err(format!(
-                "--time-limit must be a positive number of seconds, at most {MAX_TIME_LIMIT}, found {t}"
+                "--time-limit must be a positive number of seconds, at most {MAX_TIME_LIMIT}, found {}",
+                shown(t)
             ));
         }
         if self.threads == Some(0) {

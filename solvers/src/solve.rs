@@ -187,7 +187,10 @@ fn optimize_ranked(
     };
     let model = Ranked::new(analysis, view, grid.dims(), network, value_bytes);
     let optimum = optimize_dp_with(analysis, &model, &settings.options, &settings.solve_options)
-        .map_err(SolveError::Ranked)?;
+        .map_err(|e| match (&e, model.too_narrow(analysis)) {
+            (OptimizeError::Infeasible(_), Some(why)) => SolveError::Ranks(why),
+            _ => SolveError::Ranked(e),
+        })?;
     let (largest, classes) = model.sub_domains();
     note(format!(
         "ranks {}x{}: priced each group on the slowest of {classes} rank class(es) (largest sub-domain {largest:?}) with {} thread(s) per rank: {:.1} us per run, at most {:.1} us of it in one rank's halo exchanges (the exact DP)",

@@ -270,6 +270,11 @@ pub struct Ranked {
     classes: Vec<PricedClass>,
     network: Network,
     value_bytes: f64,
+    /// Along x and y, with more than one rank there, the cells of the narrowest sub-domain: a
+    /// group that reaches further beyond a sub-domain would need cells a neighbour does not own
+    /// (`codegen --ranks` refuses it), so no configuration has it. `usize::MAX` along a
+    /// dimension of one rank.
+    narrowest: [usize; 2],
 }
 
 impl Ranked {
@@ -293,7 +298,12 @@ impl Ranked {
             .collect();
         let mut rank = *node;
         rank.threads = rank_threads(node.threads, grid);
+        let narrowest = [0, 1].map(|d| match grid[d] {
+            1 => usize::MAX,
+            parts => analysis.domain[d] / parts,
+        });
         Ranked {
+            narrowest,
             share: node.threads as f64 / rank.threads as f64,
             rank,
             classes,
@@ -319,6 +329,27 @@ impl Ranked {
                     .sum::<f64>()
             })
             .fold(0.0, f64::max)
+    }
+
+    /// Why no configuration exists, where a stencil alone reaches further beyond a sub-domain
+    /// than the narrowest sub-domain's cells (`Ranked::narrowest`): the first such stencil, the
+    /// array and the dimension. None when every stencil alone fits (a cover of single groups
+    /// then exists where the tiles fit).
+    pub fn too_narrow(&self, analysis: &Analysis) -> Option<String> {
+        (0..analysis.stencils.len()).find_map(|s| {
+            let (a, w) = reach(analysis, s..s + 1, &[Extent::default()])
+                .into_iter()
+                .find(|(_, w)| (0..2).any(|d| w[d][0].max(w[d][1]) > self.narrowest[d]))?;
+            let d = (0..2).find(|&d| w[d][0].max(w[d][1]) > self.narrowest[d])?;
+            Some(format!(
+                "--ranks leaves sub-domains of {} cell(s) along {axis}, but `{}` reads `{}` {} cells beyond its own along {axis}: a neighbour would have to send cells it does not own (use fewer ranks along {axis}, or --no-inline where inlining widened the reach)",
+                self.narrowest[d],
+                analysis.stencils[s].name,
+                analysis.arrays[a].name,
+                w[d][0].max(w[d][1]),
+                axis = ["x", "y"][d],
+            ))
+        })
     }
 
     /// The largest sub-domain (the first rank class's), and how many classes are priced.
@@ -349,8 +380,9 @@ impl Ranked {
 }
 
 impl CostModel for Ranked {
-    /// The group's shape (the same on every sub-domain), and each class's exchange seconds.
-    type Group = (GroupShape, Vec<f64>);
+    /// The group's shape (the same on every sub-domain), each class's exchange seconds, and
+    /// whether its reach fits the narrowest sub-domain (`Ranked::narrowest`).
+    type Group = (GroupShape, Vec<f64>, bool);
 
     fn machine(&self) -> &ModelMachine {
         &self.rank
@@ -367,10 +399,14 @@ impl CostModel for Ranked {
             .iter()
             .map(|c| self.exchange_seconds(c, &shape))
             .collect();
-        (shape, exchanges)
+        let widths: Vec<Extent> = shape.stencils.iter().map(|s| s.widths).collect();
+        let within = reach(&self.classes[0].local, shape.range.clone(), &widths)
+            .iter()
+            .all(|(_, w)| (0..2).all(|d| w[d][0].max(w[d][1]) <= self.narrowest[d]));
+        (shape, exchanges, within)
     }
 
-    /// Whether every class's tiles fit.
+    /// Whether the group's reach fits the narrowest sub-domain and every class's tiles fit.
     fn fits(
         &self,
         analysis: &Analysis,
@@ -378,10 +414,11 @@ impl CostModel for Ranked {
         stream: Option<StreamShape>,
         tiles: [usize; 3],
     ) -> bool {
-        self.classes.iter().all(|c| {
-            let local = local_tiles(analysis.domain, c.local.domain, tiles);
-            Absinthe::new(&self.rank).fits(&c.local, &group.0, stream, local)
-        })
+        group.2
+            && self.classes.iter().all(|c| {
+                let local = local_tiles(analysis.domain, c.local.domain, tiles);
+                Absinthe::new(&self.rank).fits(&c.local, &group.0, stream, local)
+            })
     }
 
     /// The slowest class's time: the group on its sub-domain at the rank's share of the node,

@@ -87,11 +87,24 @@ pub const MIN_PARAM_SECONDS: f64 = 1e-100;
 /// Timed runs per variant (`bench --runs`, `tune --runs`).
 pub const MAX_RUNS: usize = 1 << 20;
 
+/// A number from the user as an error message shows it: as Rust writes it while that is short,
+/// in exponent form beyond (`1e308` rather than 309 digits).
+pub fn shown(v: f64) -> String {
+    if v == 0.0 || (1e-6..1e9).contains(&v.abs()) || !v.is_finite() {
+        v.to_string()
+    } else {
+        format!("{v:e}")
+    }
+}
+
 /// A share of the cache (`--cache-fraction`): in (0, 1].
 pub fn cache_fraction(f: f64) -> Result<f64, String> {
     match f > 0.0 && f <= 1.0 {
         true => Ok(f),
-        false => Err(format!("--cache-fraction must be in (0, 1], found {f}")),
+        false => Err(format!(
+            "--cache-fraction must be in (0, 1], found {}",
+            shown(f)
+        )),
     }
 }
 

@@ -235,7 +235,7 @@ impl Params {
                 "params.exposed",
                 format!(
                     "the share of the smaller side that the larger does not hide must be in [0, 1], found {}",
-                    self.exposed
+                    limits::shown(self.exposed)
                 ),
             ));
         }
@@ -590,7 +590,7 @@ impl Machine {
                 "cache_fraction",
                 format!(
                     "cache_fraction must be in (0, 1], found {}",
-                    self.cache_fraction
+                    limits::shown(self.cache_fraction)
                 ),
             ));
         }
@@ -609,7 +609,7 @@ impl Machine {
             if !(0.0..1.0).contains(&v) {
                 errors.push(Diagnostic::new(
                     key,
-                    format!("a slack must be in [0, 1), found {v}"),
+                    format!("a slack must be in [0, 1), found {}", limits::shown(v)),
                 ));
             }
         }

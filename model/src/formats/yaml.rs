@@ -71,12 +71,60 @@ fn top_level_twice(text: &str, message: &str) -> Option<String> {
         })
         .map(|(n, _)| n + 1)
         .collect();
-    match lines.as_slice() {
-        [first, second, ..] => Some(format!(
+    match (lines.as_slice(), flow_keys(text, key).as_slice()) {
+        ([first, second, ..], _) => Some(format!(
             "the key `{key}` is given twice, at line {first} and at line {second} column 1"
+        )),
+        (_, [(l1, _), (l2, c2), ..]) => Some(format!(
+            "the key `{key}` is given twice, at line {l1} and at line {l2} column {c2}"
         )),
         _ => None,
     }
+}
+
+/// Where a top-level flow mapping (`{...}`, as JSON writes it) has the key `key`: the line and
+/// column (1-based) of each `"key":` or `'key':` at depth one, outside other strings.
+fn flow_keys(text: &str, key: &str) -> Vec<(usize, usize)> {
+    let (mut found, mut depth) = (Vec::new(), 0usize);
+    // The string being read: its quote, its text so far, where it opened, and an escape pending.
+    let mut string: Option<(char, String, (usize, usize), bool)> = None;
+    // A string that just closed at depth one: its text and where it opened.
+    let mut closed: Option<(String, (usize, usize))> = None;
+    for (line, row) in text.split('\n').enumerate() {
+        for (col, c) in row.chars().enumerate() {
+            if let Some((q, text, at, escaped)) = string.as_mut() {
+                match c {
+                    _ if *escaped => {
+                        *escaped = false;
+                        text.push(c);
+                    }
+                    '\\' if *q == '"' => *escaped = true,
+                    _ if c == *q => {
+                        closed = (depth == 1).then(|| (std::mem::take(text), *at));
+                        string = None;
+                    }
+                    _ => text.push(c),
+                }
+                continue;
+            }
+            match c {
+                ':' => {
+                    if let Some((_, at)) = closed.take().filter(|(t, _)| t == key) {
+                        found.push(at);
+                    }
+                }
+                '"' | '\'' => string = Some((c, String::new(), (line + 1, col + 1), false)),
+                '{' | '[' => depth += 1,
+                '}' | ']' => depth = depth.saturating_sub(1),
+                _ if c.is_whitespace() => continue,
+                _ => {}
+            }
+            if !c.is_whitespace() && c != ':' && c != '"' && c != '\'' {
+                closed = None;
+            }
+        }
+    }
+    found
 }
 
 /// The most `[` and `{` a file may nest (no format of absinthe's nests more than three): the
