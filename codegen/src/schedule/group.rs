@@ -10,7 +10,9 @@ use absinthe_model::cost_model::boxes::{
 use absinthe_model::language::analysis::{Analysis, Extent};
 
 use super::access::staged_ident;
-use super::row_loops::{loop_x_boxes, stream_prefetches, whole_blocks, PREFETCH_BYTES, ROW_CHUNK};
+use super::row_loops::{
+    loop_x_boxes, nontemporal_steps, stream_prefetches, whole_blocks, PREFETCH_BYTES, ROW_CHUNK,
+};
 use super::types::{GroupSchedule, StagedArray, StencilStep, StreamPlan};
 use super::{Lowering, Target};
 use crate::CodegenError;
@@ -126,6 +128,8 @@ impl<'a> GroupLowering<'a> {
         let analysis = self.lowering.analysis;
         let stream_dim = self.lowering.stream_dim;
         let bands = loops.iter().map(|lp| interval_bands(&steps, lp)).collect();
+        let nontemporal =
+            nontemporal_steps(analysis, &mut steps, &loops, &self.lowering.memory_bound);
         let prefetch = if self.streams && self.lowering.target == Target::OpenMp {
             stream_prefetches(analysis, &steps, &loops, stream_dim)
         } else {
@@ -161,6 +165,7 @@ impl<'a> GroupLowering<'a> {
             prefetch,
             prefetch_cells,
             whole_blocks,
+            nontemporal,
             staged: self.staged(),
         })
     }

@@ -172,6 +172,11 @@ struct Lowering<'a> {
     stream_dim: usize,
     /// The 3-D arrays' allocated extents (a field's strides come from them).
     alloc: [usize; 3],
+    /// Per stencil, whether the OpenMP kernel may store it non-temporally: the model prices its
+    /// body's memory above its compute (`StencilCost::slow_body` above `fast_body`; a machine
+    /// of zero parameters, as learn's training kernels are lowered on, prices neither); none
+    /// on the other targets ([`row_loops::nontemporal_steps`] says which of these do).
+    memory_bound: Vec<bool>,
 }
 
 fn lower_with(
@@ -201,6 +206,10 @@ fn lower_with(
             Target::OpenMp | Target::Plain => stream_shape(analysis).dim,
         },
         alloc: allocation.alloc,
+        memory_bound: cost
+            .stencils()
+            .map(|c| target == Target::OpenMp && c.slow_body > c.fast_body)
+            .collect(),
     };
     let arrays = global_arrays(analysis, &lowering.stored, &allocation);
     let reference = reference_stencils(program, analysis, allocation.alloc);

@@ -87,6 +87,7 @@ impl GroupLowering<'_> {
             code: body.code,
             intervals: body.intervals,
             computation: info.computation.name().to_string(),
+            nontemporal: false,
             reads,
         };
         Ok((step, joins))

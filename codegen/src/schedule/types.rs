@@ -198,6 +198,9 @@ pub struct StencilStep {
     pub intervals: Vec<IntervalCode>,
     /// `parallel`, `forward` or `backward`: a backward sweep's loop walks k downwards.
     pub computation: String,
+    /// Whether the OpenMP kernel stores this step's values with non-temporal stores
+    /// ([`super::row_loops::nontemporal_steps`]).
+    pub nontemporal: bool,
     /// Every memory read of the step's `let`s and expression at `(i, j, k)`, in source order
     /// (both arms of a conditional included): what the trace build records before the step's
     /// value and the cache model replays. Reads of a value variable or a register window are
@@ -273,6 +276,11 @@ pub struct GroupSchedule {
     /// Per row loop, whether its blocks are all whole ([`super::row_loops::whole_blocks`]): each
     /// runs exactly `prefetch_cells` cells, the last of a chunk moved back to end with it.
     pub whole_blocks: Vec<bool>,
+    /// Per row loop where one of its steps stores non-temporally, the first such step's store
+    /// (`StencilStep::store`): the loop runs its cells up to that store's first line boundary
+    /// one by one, then line by line (`prefetch_cells` each), each line's values of those steps
+    /// computed into a local line and streamed out, then the cells left one by one.
+    pub nontemporal: Vec<Option<String>>,
     /// On the CUDA target, the arrays this streamed group stages in shared memory
     /// (`boxes::block_plan`); empty on the other targets.
     pub staged: Vec<StagedArray>,
