@@ -120,13 +120,19 @@ pub fn not_an_input(out: &Path, inputs: &[&Path]) -> Result<(), WriteError> {
 /// command checks before any work.
 pub fn outputs_apart(outputs: &[Option<&Path>], inputs: &[&Path]) -> Result<(), WriteError> {
     let outputs: Vec<&Path> = outputs.iter().flatten().copied().collect();
-    // The file a path names, existing or not: its directory resolved, links followed.
-    let resolved = |p: &Path| {
-        let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
-        let dir = std::fs::canonicalize(dir.unwrap_or(Path::new(".")));
-        std::fs::canonicalize(p)
-            .ok()
-            .or_else(|| Some(dir.ok()?.join(p.file_name()?)))
+    // The regular file a path names, existing or not, links followed and its directory
+    // resolved; None for a FIFO or a device (`/dev/stdout` twice is two writes to a stream).
+    let resolved = |p: &Path| match target_of(p).ok()? {
+        Target::Regular(file, Some(_)) => Some(file),
+        Target::Regular(file, None) => {
+            let dir = file.parent().filter(|d| !d.as_os_str().is_empty());
+            Some(
+                std::fs::canonicalize(dir.unwrap_or(Path::new(".")))
+                    .ok()?
+                    .join(file.file_name()?),
+            )
+        }
+        Target::Special(_) => None,
     };
     for (n, out) in outputs.iter().enumerate() {
         not_an_input(out, inputs)?;

@@ -83,8 +83,13 @@ fn top_level_twice(text: &str, message: &str) -> Option<String> {
 }
 
 /// Where a top-level flow mapping (`{...}`, as JSON writes it) has the key `key`: the line and
-/// column (1-based) of each `"key":` or `'key':` at depth one, outside other strings.
+/// column (1-based) of each `"key":` or `'key':` at depth one, outside other strings. None
+/// unless the file's first character other than white space is `{` (comments are not read:
+/// JSON has none).
 fn flow_keys(text: &str, key: &str) -> Vec<(usize, usize)> {
+    if !text.trim_start().starts_with('{') {
+        return Vec::new();
+    }
     let (mut found, mut depth) = (Vec::new(), 0usize);
     // The string being read: its quote, its text so far, where it opened, and an escape pending.
     let mut string: Option<(char, String, (usize, usize), bool)> = None;
