@@ -89,9 +89,8 @@ pub const PREFETCH_BYTES: usize = 64;
 /// cells, from the next line along the stream (`stream_dim`: the next row along y, the next
 /// plane along z): at the row and plane of its furthest read, moved one line along the stream
 /// (a read of `(i, j - 1, k + 1)` and `(i, j, k)` streamed along z fetches `(ib, j, k + 2)`), to
-/// write when the group only stores it (not when it stores it non-temporally: the store does
-/// not read the line). A group of one row loop prefetches nothing, nor do row loops of sweeps
-/// (levels in their own order).
+/// write when the group only stores it. A group of one row loop prefetches nothing, nor do row
+/// loops of sweeps (levels in their own order).
 ///
 /// Why: a group of several row loops walks each array's rows in bursts, loop after loop, and
 /// there the hardware prefetchers seem to fall behind (the cause was not measured).
@@ -137,7 +136,7 @@ pub(super) fn stream_prefetches<'a>(
                         want(&r.array, r.offset[1], r.offset[2], false);
                     }
                 }
-                if st.global.is_some() && !st.nontemporal && analysis.dims_of(&st.name).is_full() {
+                if st.global.is_some() && analysis.dims_of(&st.name).is_full() {
                     want(&st.name, 0, 0, true);
                 }
             }
@@ -172,9 +171,10 @@ pub(super) fn stream_prefetches<'a>(
 
 /// Marks the steps of a group whose values the OpenMP kernel stores with non-temporal stores,
 /// and returns per row loop the store of its first such step (whose lines the loop's blocks
-/// follow), if any. A step qualifies when the group is
-/// one row loop, the model calls the step's stencil memory-bound (`memory_bound`, per stencil),
-/// and it stores a 3-D array that no stencil reads (a final output), not as a sweep.
+/// follow), if any. A step qualifies when the group is one row loop (which prefetches nothing,
+/// so no write prefetch brings the line in), the model calls the step's stencil memory-bound
+/// (`memory_bound`, per stencil), and it stores a 3-D array that no stencil reads (a final
+/// output), not as a sweep.
 ///
 /// Why: an ordinary store first reads the line it writes (write-allocate), so a loop bound by
 /// memory that writes one array for every few it reads moves a quarter or more of its bytes

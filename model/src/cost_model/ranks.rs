@@ -337,10 +337,9 @@ impl Ranked {
     /// then exists where the tiles fit).
     pub fn too_narrow(&self, analysis: &Analysis) -> Option<String> {
         (0..analysis.stencils.len()).find_map(|s| {
-            let (a, w) = reach(analysis, s..s + 1, &[Extent::default()])
+            let (a, d, w) = reach(analysis, s..s + 1, &[Extent::default()])
                 .into_iter()
-                .find(|(_, w)| (0..2).any(|d| w[d][0].max(w[d][1]) > self.narrowest[d]))?;
-            let d = (0..2).find(|&d| w[d][0].max(w[d][1]) > self.narrowest[d])?;
+                .find_map(|(a, w)| self.too_far(&w).map(|d| (a, d, w)))?;
             Some(format!(
                 "--ranks leaves sub-domains of {} cell(s) along {axis}, but `{}` reads `{}` {} cells beyond its own along {axis}: a neighbour would have to send cells it does not own (use fewer ranks along {axis}, or --no-inline where inlining widened the reach)",
                 self.narrowest[d],
@@ -350,6 +349,12 @@ impl Ranked {
                 axis = ["x", "y"][d],
             ))
         })
+    }
+
+    /// The first dimension along which reaching `w` beyond a sub-domain goes past the narrowest
+    /// sub-domain's cells.
+    fn too_far(&self, w: &Widths) -> Option<usize> {
+        (0..2).find(|&d| w[d][0].max(w[d][1]) > self.narrowest[d])
     }
 
     /// The largest sub-domain (the first rank class's), and how many classes are priced.
@@ -402,7 +407,7 @@ impl CostModel for Ranked {
         let widths: Vec<Extent> = shape.stencils.iter().map(|s| s.widths).collect();
         let within = reach(&self.classes[0].local, shape.range.clone(), &widths)
             .iter()
-            .all(|(_, w)| (0..2).all(|d| w[d][0].max(w[d][1]) <= self.narrowest[d]));
+            .all(|(_, w)| self.too_far(w).is_none());
         (shape, exchanges, within)
     }
 

@@ -119,13 +119,16 @@ fn flow_keys(text: &str, key: &str) -> Vec<(usize, usize)> {
                     }
                 }
                 '"' | '\'' => string = Some((c, String::new(), (line + 1, col + 1), false)),
-                '{' | '[' => depth += 1,
-                '}' | ']' => depth = depth.saturating_sub(1),
-                _ if c.is_whitespace() => continue,
-                _ => {}
-            }
-            if !c.is_whitespace() && c != ':' && c != '"' && c != '\'' {
-                closed = None;
+                _ if c.is_whitespace() => {}
+                // Anything else between a string and a colon: the string was not a key.
+                _ => {
+                    closed = None;
+                    match c {
+                        '{' | '[' => depth += 1,
+                        '}' | ']' => depth = depth.saturating_sub(1),
+                        _ => {}
+                    }
+                }
             }
         }
     }
