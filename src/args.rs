@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use absinthe_codegen::render::{default_flush_bytes, Flush, Renderer};
+use absinthe_codegen::render::{Flush, Renderer};
 use absinthe_measure::bench::BenchOptions;
 use absinthe_measure::variants::{PlanError, PlanSettings, Planned, Variant};
 use absinthe_measure::Bench;
@@ -85,23 +85,8 @@ pub enum FlushMode {
 impl FlushArgs {
     /// The flush these flags ask for.
     pub fn flush(&self) -> anyhow::Result<Flush> {
-        match (self.flush, self.flush_bytes) {
-            (Some(FlushMode::Evict), Some(_)) => {
-                bail!(
-                    "--flush-bytes sizes the buffer of `--flush read`; `--flush evict` reads none"
-                )
-            }
-            (Some(FlushMode::Evict), None) if !Flush::CAN_EVICT => {
-                bail!(
-                    "--flush evict: no cache-line eviction on this architecture; use --flush read"
-                )
-            }
-            (Some(FlushMode::Evict), None) => Ok(Flush::Evict),
-            (Some(FlushMode::Read), bytes) | (None, bytes @ Some(_)) => {
-                Ok(Flush::Read(bytes.unwrap_or_else(default_flush_bytes)))
-            }
-            (None, None) => Ok(Flush::default()),
-        }
+        let evict = self.flush.map(|m| matches!(m, FlushMode::Evict));
+        Flush::of_flags(evict, self.flush_bytes).map_err(anyhow::Error::msg)
     }
 }
 

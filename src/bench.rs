@@ -4,13 +4,14 @@ use std::path::PathBuf;
 
 use absinthe_measure::accuracy::check_plot_path;
 use absinthe_measure::bench::{BenchOptions, BenchTarget, Build};
-use absinthe_measure::variants::{parse_variants, Variant, BENCH_DEFAULT};
+use absinthe_measure::variants::{input_files, parse_variants, Variant, BENCH_DEFAULT};
 use absinthe_model::formats::yaml;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
 
 use crate::args::{bench_of, plan_on, FlushArgs, MachineArg, SearchArgs};
 use crate::output::Format;
+use absinthe_codegen::files::outputs_apart;
 
 /// Generate, compile, run and verify variants of a program; compare predicted and measured.
 ///
@@ -113,18 +114,17 @@ pub fn run(args: BenchArgs) -> anyhow::Result<std::process::ExitCode> {
         cache_model: args.format == Format::Json,
         ..BenchOptions::new(args.runs, args.flush.flush()?, build, args.target)
     };
+    let variants = args.variants.map_or(BENCH_DEFAULT.to_vec(), |v| v.0);
+    let machine = args.machine.path()?;
+    let inputs = input_files(&args.program, &machine, &variants);
+    outputs_apart(&[args.plot.as_deref()], &inputs)?;
     args.plot.as_deref().map(check_plot_path).transpose()?;
     let (path, search, templates) = (&args.program, &args.search, args.templates.as_deref());
     let bench = bench_of(path, &args.machine, templates, &args.scalars, options)?;
     let settings = search.plan_settings(&bench.program, args.solver, args.seed)?;
-    let variants = args.variants.map_or(BENCH_DEFAULT.to_vec(), |v| v.0);
     let report = bench.report(&plan_on(&bench, &variants, &settings)?)?;
     if args.format != Format::Table {
         eprint!("{}", report.warnings());
-    }
-    if let Some(path) = &args.plot {
-        report.plot(path)?;
-        eprintln!("wrote {}", path.display());
     }
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
@@ -133,6 +133,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<std::process::ExitCode> {
     }
     if let (false, Some(summary)) = (args.format == Format::Table, report.accuracy_summary()) {
         eprintln!("{summary}");
+    }
+    // After the results, so that a plot that cannot be drawn loses none of them.
+    if let Some(path) = &args.plot {
+        report.plot(path)?;
+        eprintln!("wrote {}", path.display());
     }
     Ok(std::process::ExitCode::from(u8::from(report.failed)))
 }

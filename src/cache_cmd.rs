@@ -7,12 +7,13 @@ use std::time::Instant;
 
 use absinthe_codegen::render::Flush;
 use absinthe_measure::bench::{BenchOptions, BenchTarget, Build};
-use absinthe_measure::variants::{parse_countable, Variant};
+use absinthe_measure::variants::{input_files, parse_countable, Variant};
 use anyhow::Context;
 use clap::Args;
 
 use crate::args::{plan_on, untimed_bench_of, MachineArg, SearchArgs};
 use crate::output::TableOrJson;
+use absinthe_codegen::files::outputs_apart;
 use absinthe_measure::progress::Progress;
 
 /// Count the cache misses of a variant's OpenMP kernel (for `naive`, of the reference the
@@ -72,6 +73,12 @@ pub fn run(args: CacheArgs) -> anyhow::Result<ExitCode> {
         Some(path) => Variant::Solution(path.clone()),
         None => parse_countable(&args.variant).map_err(anyhow::Error::msg)?,
     };
+    let (machine, variants) = (args.machine.path()?, [variant]);
+    outputs_apart(
+        &[args.trace.as_deref()],
+        &input_files(&args.program, &machine, &variants),
+    )?;
+    let [variant] = variants;
     let options = BenchOptions::new(
         1,
         Flush::NONE,

@@ -208,7 +208,10 @@ pub fn run(mut args: CodegenArgs) -> anyhow::Result<ExitCode> {
             renderer.cuda(&schedule, &plan(&schedule, &limits)?, harness.as_ref())?
         }
     };
-    write_files(&args.output, &files.files)?;
+    let machine = args.machine.path()?;
+    let mut inputs = vec![args.program.as_path(), machine.as_path()];
+    inputs.extend(args.solution.as_deref());
+    write_files(&args.output, &files.files, &inputs)?;
     eprintln!(
         "wrote {} to {} (configuration from {source}: groups {:?}, tiles {:?}, streamed groups {:?})",
         files

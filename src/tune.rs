@@ -143,10 +143,6 @@ pub fn run(args: TuneArgs) -> anyhow::Result<std::process::ExitCode> {
         MeasureError::NothingFeasible => anyhow::anyhow!("{}: {e}", program.display()),
         e => e.into(),
     })?;
-    if let Some(path) = &args.plot {
-        tuning.plot(path)?;
-        eprintln!("wrote {}", path.display());
-    }
     let json = output.extension().is_some_and(|e| e == "json");
     write_atomic(&output, solution_text(&tuning.solution, json)?.as_bytes())?;
     tuning.report.solution_file = output.clone();
@@ -157,5 +153,10 @@ pub fn run(args: TuneArgs) -> anyhow::Result<std::process::ExitCode> {
         Format::Table => print!("{}", report.text(&bench.flush_phrase())),
     }
     eprintln!("wrote the solution to {}", output.display());
+    // Last, so that a plot that cannot be drawn loses neither the solution nor the report.
+    if let Some(path) = &args.plot {
+        tuning.plot(path)?;
+        eprintln!("wrote {}", path.display());
+    }
     Ok(std::process::ExitCode::from(u8::from(tuning.failed)))
 }

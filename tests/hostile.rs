@@ -737,3 +737,76 @@ fn outputs_never_replace_inputs_or_leave_part_of_a_run() {
         "{left:?}"
     );
 }
+
+/// The outputs written by other means than `write_atomic`: `cache --trace` (the trace harness
+/// writes it), `bench --plot` and `codegen -o DIR`'s files. None replaces an input; a failed
+/// trace write is an error and leaves a device a device; a PNG plot's directory is made, and a
+/// plot comes after the results it draws.
+#[test]
+fn traces_plots_and_generated_files_never_replace_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = hdiff_with("domain", "[8, 8, 4]");
+    let p = temp_file(dir.path(), "p.yaml", &text);
+    let ps = p.to_str().unwrap();
+    let o = absinthe(&["cache", ps, "--trace", ps]);
+    assert_clean_error(&o, &["p.yaml is an input of this command"]);
+    assert_eq!(std::fs::read_to_string(&p).unwrap(), text);
+
+    let o = absinthe(&["cache", ps, "--trace", "/dev/full"]);
+    assert_clean_error(&o, &["cannot write the trace to /dev/full"]);
+    let full = std::fs::metadata("/dev/full").unwrap();
+    assert!(full.file_type().is_char_device(), "/dev/full was replaced");
+
+    let svg = temp_file(dir.path(), "p.svg", &text);
+    let o = absinthe(&[
+        "bench",
+        svg.to_str().unwrap(),
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    assert_clean_error(&o, &["p.svg is an input of this command"]);
+    assert_eq!(std::fs::read_to_string(&svg).unwrap(), text);
+
+    let out = dir.path().join("gen");
+    std::fs::create_dir_all(&out).unwrap();
+    let header = temp_file(&out, "hdiff.h", &text);
+    let o = absinthe(&[
+        "codegen",
+        header.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_clean_error(&o, &["hdiff.h is an input of this command"]);
+    assert_eq!(std::fs::read_to_string(&header).unwrap(), text);
+    assert!(!out.join("hdiff.cpp").exists());
+
+    let png = dir.path().join("new/dir/plot.png");
+    let o = absinthe(&[
+        "bench",
+        ps,
+        "--variants",
+        "naive,opt",
+        "--runs",
+        "2",
+        "--no-roofline",
+        "--plot",
+        png.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("opt"), "{}", stdout(&o));
+    assert!(std::fs::metadata(&png).unwrap().len() > 0);
+}
+
+/// A group refused by the machine's `group_arrays` limit is reported as that, not as the cache.
+#[test]
+fn the_group_arrays_limit_is_named_as_the_reason() {
+    let o = absinthe(&["solve", "configs/hdiff.yaml", "--group-arrays", "2"]);
+    assert_clean_error(
+        &o,
+        &[
+            "group_arrays: the group [out] touches 4 arrays",
+            "limit of 2",
+        ],
+    );
+    assert!(!stderr(&o).contains("cache capacity"), "{}", stderr(&o));
+}

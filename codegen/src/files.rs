@@ -38,9 +38,17 @@ impl<T> Context<T> for std::io::Result<T> {
 /// renamed into place, so that a failure (a full disk, a target that cannot be written) leaves
 /// every old file untouched and no temporary behind (a directory in the way among them). A
 /// target that is not a regular file (a FIFO, a device) is written to directly, after every
-/// temporary and before the renames.
-pub fn write_files(dir: &Path, files: &[(String, String)]) -> Result<(), WriteError> {
+/// temporary and before the renames. A file that would replace one of `inputs` (a program named
+/// like the header `codegen` writes beside it) is refused before anything is written.
+pub fn write_files(
+    dir: &Path,
+    files: &[(String, String)],
+    inputs: &[&Path],
+) -> Result<(), WriteError> {
     check_output(dir, true)?;
+    for (name, _) in files {
+        not_an_input(&dir.join(name), inputs)?;
+    }
     std::fs::create_dir_all(dir).or_say(|| format!("cannot create {}", dir.display()))?;
     let mut staged = Vec::new();
     let mut special = Vec::new();
@@ -160,6 +168,51 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), WriteError> {
     match target_of(path)? {
         Target::Special(path) => write_special(&path, contents),
         Target::Regular(path, existing) => stage(&path, contents, existing.as_ref())?.commit(),
+    }
+}
+
+/// A file another program writes for this one (the trace harness's trace): the writer is given
+/// [`Handoff::path`], an empty temporary beside a regular file (renamed over it by
+/// [`Handoff::commit`] once the writer has finished; dropped uncommitted, it is removed), or the
+/// path itself when that is a FIFO or a device, written to directly. So a failed writer leaves
+/// the old file as it was, and a device stays a device.
+pub struct Handoff {
+    staged: Option<Staged>,
+    path: PathBuf,
+}
+
+/// The [`Handoff`] of `path`, refused where [`write_atomic`] would refuse it.
+pub fn handoff(path: &Path) -> Result<Handoff, WriteError> {
+    check_output(path, false)?;
+    Ok(match target_of(path)? {
+        Target::Special(path) => Handoff { staged: None, path },
+        Target::Regular(path, existing) => {
+            let staged = stage(&path, b"", existing.as_ref())?;
+            Handoff {
+                path: staged.tmp.clone(),
+                staged: Some(staged),
+            }
+        }
+    })
+}
+
+impl Handoff {
+    /// Where the writer writes.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Puts what the writer wrote in place.
+    pub fn commit(mut self) -> Result<(), WriteError> {
+        self.staged.take().map_or(Ok(()), Staged::commit)
+    }
+}
+
+impl Drop for Handoff {
+    fn drop(&mut self) {
+        if let Some(staged) = self.staged.take() {
+            staged.discard();
+        }
     }
 }
 

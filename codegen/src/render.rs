@@ -157,6 +157,26 @@ impl Flush {
     /// No flush: the caches keep what the previous run left.
     pub const NONE: Flush = Flush::Read(0);
 
+    /// The flush the command-line flags ask for: `--flush evict` (`Some(true)`) or `--flush
+    /// read` (`Some(false)`), and `--flush-bytes`, which sizes the buffer `read` reads.
+    pub fn of_flags(evict: Option<bool>, bytes: Option<u64>) -> Result<Flush, String> {
+        match (evict, bytes) {
+            (Some(true), Some(_)) => Err(
+                "--flush-bytes sizes the buffer of `--flush read`; `--flush evict` reads none"
+                    .into(),
+            ),
+            (Some(true), None) if !Flush::CAN_EVICT => Err(
+                "--flush evict: no cache-line eviction on this architecture; use --flush read"
+                    .into(),
+            ),
+            (Some(true), None) => Ok(Flush::Evict),
+            (Some(false), bytes) | (None, bytes @ Some(_)) => {
+                Ok(Flush::Read(bytes.unwrap_or_else(default_flush_bytes)))
+            }
+            (None, None) => Ok(Flush::default()),
+        }
+    }
+
     /// As a machine file records it (`learned.flush`).
     pub fn record(self) -> absinthe_model::formats::learned::FlushKind {
         match self {

@@ -157,6 +157,14 @@ pub fn plot(path: &Path, title: &str, points: &[Point]) -> Result<(), MeasureErr
         )?;
         return absinthe_codegen::files::write_atomic(path, svg.as_bytes()).map_err(|e| failed(&e));
     }
+    // As `write_atomic` does for the SVG: the directory made, and a failure named by the path.
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| MeasureError::Plot(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    let failed = |e: &dyn std::fmt::Display| {
+        MeasureError::Plot(format!("cannot write {}: {e}", path.display()))
+    };
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
     let tmp = path.with_file_name(format!(
         ".{}.tmp{}.png",
@@ -168,6 +176,10 @@ pub fn plot(path: &Path, title: &str, points: &[Point]) -> Result<(), MeasureErr
         title,
         points,
     )
+    .map_err(|e| match e {
+        MeasureError::Plot(why) => failed(&why),
+        other => other,
+    })
     .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| failed(&e)));
     if drawn.is_err() {
         let _ = std::fs::remove_file(&tmp);

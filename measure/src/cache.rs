@@ -63,9 +63,11 @@ impl Bench {
     /// Builds `p`'s kernel with its trace harness, runs it once with this bench's threads and
     /// the harness's deterministic inputs, and writes the trace of the kernel (of the reference
     /// for `naive`) to `path`: one line per access, `THREAD R|W ADDRESS`, thread by thread,
-    /// each in execution order.
+    /// each in execution order. The file is replaced only once the run has written it whole
+    /// ([`absinthe_codegen::files::handoff`]).
     pub fn trace(&self, p: &Planned, path: &Path) -> Result<TraceRun, MeasureError> {
         self.openmp_only()?;
+        let handoff = absinthe_codegen::files::handoff(path)?;
         let (schedule, _) = self.schedule_of(p)?;
         let h = HarnessOptions {
             runs: 1,
@@ -95,7 +97,7 @@ impl Bench {
                 Code::Kernel => "kernel",
                 Code::Reference => "reference",
             })
-            .arg(path)
+            .arg(handoff.path())
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .env_remove("ABSINTHE_ARRAY_STAGGER")
             .output()
@@ -114,7 +116,10 @@ impl Bench {
                         .collect::<String>()
                 ))
             })?;
-        serde_json::from_str(line).map_err(|e| run_error(format!("bad trace line `{line}`: {e}")))
+        let run = serde_json::from_str(line)
+            .map_err(|e| run_error(format!("bad trace line `{line}`: {e}")))?;
+        handoff.commit()?;
+        Ok(run)
     }
 
     fn openmp_only(&self) -> Result<(), MeasureError> {

@@ -49,6 +49,9 @@ pub enum MeasureError {
     Cache(String),
     #[error("plot: {0}")]
     Plot(String),
+    /// An output file (the trace) could not be put in place.
+    #[error(transparent)]
+    Write(#[from] absinthe_codegen::files::WriteError),
     #[error("no configuration is feasible under the model (see `absinthe solve`)")]
     NothingFeasible,
     #[error("no candidate passed verification; nothing to write")]

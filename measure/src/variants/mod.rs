@@ -56,6 +56,20 @@ pub const BENCH_DEFAULT: [Variant; 3] = [Variant::Naive, Variant::Unfused, Varia
 /// timed.
 pub const MAX_DRAWN: usize = 4096;
 
+/// A command's input files: the program, the machine file and the solution files among
+/// `variants` (`solution:FILE`), which no output of the command may replace.
+pub fn input_files<'a>(
+    program: &'a std::path::Path,
+    machine: &'a std::path::Path,
+    variants: &'a [Variant],
+) -> Vec<&'a std::path::Path> {
+    let solutions = variants.iter().filter_map(|v| match v {
+        Variant::Solution(path) => Some(path.as_path()),
+        _ => None,
+    });
+    [program, machine].into_iter().chain(solutions).collect()
+}
+
 /// The one variant `absinthe cache` counts (`--variant`): a single configuration the model
 /// describes, so neither a set (`random:N`, `top:K`, ...) nor a sweep.
 pub fn parse_countable(text: &str) -> Result<Variant, String> {
@@ -207,7 +221,10 @@ pub(crate) fn solve_with_groups(
 ) -> Result<Option<(Configuration, f64)>, PlanError> {
     let mut options = settings.options.clone();
     if let Some(g) = groups {
-        check_group_indices(&g, analysis.stencils.len()).map_err(PlanError::Variant)?;
+        check_group_indices(&g, analysis.stencils.len()).map_err(|why| {
+            let list: Vec<String> = g.iter().map(usize::to_string).collect();
+            PlanError::Variant(format!("variant groups:{}: {why}", list.join(",")))
+        })?;
         options.space.fixed_groups = Some(g);
     }
     match optimize_with(

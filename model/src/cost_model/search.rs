@@ -633,6 +633,16 @@ pub fn explain_infeasible(
         for s in r.clone() {
             touched.extend(analysis.touched(s));
         }
+        let shape = crate::cost_model::evaluate::stream_shape(analysis);
+        if crate::cost_model::evaluate::limits_arrays(shape) && touched.len() > machine.group_arrays
+        {
+            return Some(format!(
+                "group_arrays: the group [{}] touches {} arrays, more than the machine's limit of {} arrays a group in a program streamed along y (`group_arrays` in the machine file, or --group-arrays)",
+                names.join(", "),
+                touched.len(),
+                machine.group_arrays
+            ));
+        }
         // The largest tile count that is also parallel-efficient.
         let mut best_parallel = 0u64;
         for &x in &counts[0] {

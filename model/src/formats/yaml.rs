@@ -43,8 +43,23 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, Diagnostic> {
         if let Some(rest) = message.strip_prefix(&format!("{path}: ")) {
             message = rest.to_string();
         }
-        Diagnostic::new(path, message)
+        Diagnostic::new(path, short_numbers(&message))
     })
+}
+
+/// `message` with each number quoted in backticks that is written out past 24 characters
+/// (serde writes `1e300` where a `u64` is expected as 301 digits) shown short
+/// ([`super::limits::shown`]).
+fn short_numbers(message: &str) -> String {
+    message
+        .split('`')
+        .enumerate()
+        .map(|(n, part)| match part.parse::<f64>() {
+            Ok(v) if n % 2 == 1 && part.len() > 24 => super::limits::shown(v),
+            _ => part.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("`")
 }
 
 /// serde_yaml_ng places a duplicate key of the top-level mapping at the mapping's start (line 1).
