@@ -162,7 +162,7 @@ pub fn plot(path: &Path, title: &str, points: &[Point]) -> Result<(), MeasureErr
         std::fs::create_dir_all(dir)
             .map_err(|e| MeasureError::Plot(format!("cannot create {}: {e}", dir.display())))?;
     }
-    let failed = |e: &dyn std::fmt::Display| {
+    let unwritable = |e: &dyn std::fmt::Display| {
         MeasureError::Plot(format!("cannot write {}: {e}", path.display()))
     };
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
@@ -177,10 +177,10 @@ pub fn plot(path: &Path, title: &str, points: &[Point]) -> Result<(), MeasureErr
         points,
     )
     .map_err(|e| match e {
-        MeasureError::Plot(why) => failed(&why),
+        MeasureError::Plot(why) => unwritable(&why),
         other => other,
     })
-    .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| failed(&e)));
+    .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| unwritable(&e)));
     if drawn.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
