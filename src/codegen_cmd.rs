@@ -102,7 +102,6 @@ fn chosen(args: &CodegenArgs) -> anyhow::Result<Chosen> {
         args.search.refuse_search_flags("codegen")?;
         let (original, original_analysis) = load(&args.program)?;
         let solution = Solution::load(sol)?;
-        // The solution's groups describe the program with its `inline` stencils inlined.
         let program = solution
             .program_for(&original)
             .map_err(|d| FileError::new(sol, d))?;
@@ -136,9 +135,12 @@ fn chosen(args: &CodegenArgs) -> anyhow::Result<Chosen> {
 
 fn schedule(args: &CodegenArgs, c: &Chosen) -> anyhow::Result<Schedule> {
     let cost = evaluate(&c.analysis, &c.view, &c.config);
-    // A streamed group walks z in the CUDA kernels (thread blocks own x-y tiles), in blocks of
-    // at most the device's threads (the number the model's shared-memory test used), staging
-    // inputs within the model's shared-memory capacity with --stage.
+    if let (Some(path), Some(why)) = (&args.solution, &cost.infeasible) {
+        let p = path.display();
+        eprintln!("note: {p}: the model calls this configuration infeasible ({why}); generated as written");
+    }
+    // A streamed group walks z in CUDA (blocks own x-y tiles) in blocks of at most the device's
+    // threads (as the model's shared-memory test), staging inputs within it with --stage.
     let schedule = if args.target == Target::Cuda {
         let limits = if args.stage {
             BlockLimits::staged(&c.view)

@@ -88,7 +88,7 @@ pub fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {
         Format::Yaml => print!("{}", solution_text(&solved.solution, false)?),
     }
     if let Some(out) = &args.output {
-        let json = out.extension().is_some_and(|e| e == "json");
+        let json = absinthe_model::output::solution::Solution::json_named(out);
         write_atomic(out, solution_text(&solved.solution, json)?.as_bytes())?;
         eprintln!("wrote the solution to {}", out.display());
     }

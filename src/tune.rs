@@ -143,7 +143,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<std::process::ExitCode> {
         MeasureError::NothingFeasible => anyhow::anyhow!("{}: {e}", program.display()),
         e => e.into(),
     })?;
-    let json = output.extension().is_some_and(|e| e == "json");
+    let json = absinthe_model::output::solution::Solution::json_named(&output);
     write_atomic(&output, solution_text(&tuning.solution, json)?.as_bytes())?;
     tuning.report.solution_file = output.clone();
     let report = &tuning.report;

@@ -275,7 +275,8 @@ fn machine_errors_name_the_key() {
     let o = solve_hdiff_on(&m);
     assert!(!o.status.success());
     assert!(
-        stderr(&o).contains("neg.yaml: params.fast.peel: parameters must be non-negative seconds"),
+        stderr(&o)
+            .contains("neg.yaml:5:10: params.fast.peel: parameters must be non-negative seconds"),
         "{}",
         stderr(&o)
     );
@@ -284,12 +285,12 @@ fn machine_errors_name_the_key() {
         (
             "nolimit.yaml",
             "{stream_body: 1.0e-10}",
-            "nolimit.yaml: params.crowded.row_streams: row_streams must be at least 1",
+            "nolimit.yaml:8:3: params.crowded.row_streams: row_streams must be at least 1",
         ),
         (
             "negcrowd.yaml",
             "{row_streams: 128, stream_body: -1.0e-10}",
-            "negcrowd.yaml: params.crowded.stream_body: parameters must be non-negative",
+            "negcrowd.yaml:8:31: params.crowded.stream_body: parameters must be non-negative",
         ),
     ] {
         let m = temp_file(

@@ -113,14 +113,17 @@ fn huge_domains_are_bounded_or_refused() {
         &hdiff_with("domain", "[1099511627776, 1, 1]"),
     );
     let o = absinthe(&["check", p.to_str().unwrap()]);
-    assert_clean_error(&o, &["far.yaml: domain[0]", "between 1 and 2147483647"]);
+    assert_clean_error(
+        &o,
+        &["far.yaml:3:10: domain[0]", "between 1 and 2147483647"],
+    );
     let p = temp_file(
         dir.path(),
         "cells.yaml",
         &hdiff_with("domain", "[2000000, 2000000, 1]"),
     );
     let o = absinthe(&["check", p.to_str().unwrap()]);
-    assert_clean_error(&o, &["cells.yaml: domain:", "more than the 2^40"]);
+    assert_clean_error(&o, &["cells.yaml:3:1: domain:", "more than the 2^40"]);
     // Accepted, and solved over a thinned set of tilings, saying so (progress lines on, not
     // asserted: the solve may end within their first 2 s).
     let p = temp_file(
@@ -155,12 +158,15 @@ fn halos_and_offsets_past_the_limits_are_refused() {
     let out = out.to_str().unwrap();
     for args in [vec!["check"], vec!["solve"], vec!["codegen", "-o", out]] {
         let o = absinthe(&[&args[..], &[p.to_str().unwrap()]].concat());
-        assert_clean_error(&o, &["halo.yaml: halo[0]", "between 0 and 65536"]);
+        assert_clean_error(&o, &["halo.yaml:4:8: halo[0]", "between 0 and 65536"]);
     }
     let text = "name: wrap\ndomain: [16, 16, 4]\nhalo: [4, 0, 0]\noutputs: [b]\nstencils:\n  - name: a\n    expr: in(i+2147483647, j, k)\n  - name: b\n    expr: a(i+2147483647, j, k)\n";
     let p = temp_file(dir.path(), "wrap.yaml", text);
     let o = absinthe(&["check", p.to_str().unwrap()]);
-    assert_clean_error(&o, &["wrap.yaml: stencils[0].expr", "out of range", "^^^"]);
+    assert_clean_error(
+        &o,
+        &["wrap.yaml:7:16: stencils[0].expr", "out of range", "^^^"],
+    );
     // Offsets within the bound whose inlined sum leaves the halo: the analysis refuses them.
     let text = text.replace("2147483647", "40000");
     let p = temp_file(dir.path(), "far.yaml", &text);
@@ -189,7 +195,10 @@ fn thread_and_run_counts_are_bounded() {
         "--machine",
         p.to_str().unwrap(),
     ]);
-    assert_clean_error(&o, &["many.yaml: cores: cores must be between 1 and 4096"]);
+    assert_clean_error(
+        &o,
+        &["many.yaml:2:1: cores: cores must be between 1 and 4096"],
+    );
 }
 
 fn solve_to(out: &Path) -> Output {
@@ -332,13 +341,13 @@ fn diagnostics_point_at_the_byte_and_stay_short() {
     let huge = hdiff().replace("-4.0 *", &format!("{} *", "1".repeat(1_000_000)));
     let p = temp_file(dir.path(), "literal.yaml", &huge);
     let o = absinthe(&["check", p.to_str().unwrap()]);
-    assert_clean_error(&o, &["literal.yaml: stencils[0].expr"]);
+    assert_clean_error(&o, &["literal.yaml:8:11: stencils[0].expr"]);
     assert!(stderr(&o).len() < 2000, "{} bytes", stderr(&o).len());
 
     let deep = hdiff().replace("-4.0 *", &"1 +".repeat(100_000));
     let p = temp_file(dir.path(), "deep.yaml", &deep);
     let o = absinthe(&["check", p.to_str().unwrap()]);
-    assert_clean_error(&o, &["deep.yaml: stencils[0].expr", "too deep"]);
+    assert_clean_error(&o, &["deep.yaml:8:3082: stencils[0].expr", "too deep"]);
     assert!(stderr(&o).len() < 2000, "{} bytes", stderr(&o).len());
 }
 
@@ -351,7 +360,7 @@ fn a_solution_for_another_program_is_refused() {
     let sol = sol.to_str().unwrap();
     let out = dir.path().join("out");
     let expect = [
-        "hdiff.solution.yaml: program:",
+        "hdiff.solution.yaml:1:1: program:",
         "for the program `hdiff`, not `heat4`",
     ];
     let o = absinthe(&[
@@ -401,7 +410,7 @@ fn misspelt_inputs_are_caught() {
     assert_clean_error(
         &o,
         &[
-            "declared.yaml: stencils[3].expr",
+            "declared.yaml:15:11: stencils[3].expr",
             "`wgtt` is neither a stencil nor a declared input; did you mean `wgt`?",
             "^^^",
         ],
@@ -592,22 +601,22 @@ fn time_limits_threads_and_costs_past_their_bounds_are_refused() {
         (
             "huge.yaml",
             "params:\n  fast: {peel: 1e308, body: 1e-11}\n  slow_base: {peel: 0.0, body: 0.0}\n  slow_stream: {peel: 1e-9, body: 1e-10}\n",
-            "huge.yaml: params.fast.peel: parameters must be non-negative seconds, at most 0.001",
+            "huge.yaml:5:10: params.fast.peel: parameters must be non-negative seconds, at most 0.001",
         ),
         (
             "slow.yaml",
             "params:\n  fast: {peel: 1e-10, body: 1e-11}\n  slow_base: {peel: 0.0, body: 0.0}\n  slow_stream: {peel: 1e-9, body: 1e-10}\nnetwork: {latency_us: 1.0, bandwidth_gbs: 5e-324}\n",
-            "slow.yaml: network.bandwidth_gbs: network.bandwidth_gbs must be from 0.000001",
+            "slow.yaml:8:28: network.bandwidth_gbs: network.bandwidth_gbs must be from 0.000001",
         ),
         (
             "exposed.yaml",
             "params:\n  fast: {peel: 1e-10, body: 1e-11}\n  slow_base: {peel: 0.0, body: 0.0}\n  slow_stream: {peel: 1e-9, body: 1e-10}\n  exposed: 1.5\n",
-            "exposed.yaml: params.exposed: the share of the smaller side that the larger does not hide must be in [0, 1], found 1.5",
+            "exposed.yaml:8:3: params.exposed: the share of the smaller side that the larger does not hide must be in [0, 1], found 1.5",
         ),
         (
             "unexposed.yaml",
             "params:\n  fast: {peel: 1e-10, body: 1e-11}\n  slow_base: {peel: 0.0, body: 0.0}\n  slow_stream: {peel: 1e-9, body: 1e-10}\n  exposed: .nan\n",
-            "unexposed.yaml: params.exposed: the share of the smaller side that the larger does not hide must be in [0, 1], found NaN",
+            "unexposed.yaml:8:3: params.exposed: the share of the smaller side that the larger does not hide must be in [0, 1], found NaN",
         ),
     ] {
         let m = temp_file(
@@ -656,17 +665,17 @@ fn silent_losses_and_wrong_reasons_are_errors() {
         (
             "float.yaml",
             body("", "in(i,j,k) + 1e39", "type: float\n"),
-            vec!["float.yaml: stencils[0].expr: number literal `1e39` is too large for a float"],
+            vec!["float.yaml:8:5: stencils[0].expr: number literal `1e39` is too large for a float"],
         ),
         (
             "order.yaml",
             body("", "in(k,i,j)", ""),
-            vec!["order.yaml: stencils[0].expr: an access to `in` lists its indices as i, j, k in this order"],
+            vec!["order.yaml:7:16: stencils[0].expr: an access to `in` lists its indices as i, j, k in this order"],
         ),
         (
             "long.yaml",
             body("", "in(i,j,k)", "").replace("name: p", &format!("name: {}", "a".repeat(300))),
-            vec!["long.yaml: name: the name has 300 bytes; at most 128"],
+            vec!["long.yaml:1:1: name: the name has 300 bytes; at most 128"],
         ),
         (
             "deep.yaml",
@@ -809,4 +818,160 @@ fn the_group_arrays_limit_is_named_as_the_reason() {
         ],
     );
     assert!(!stderr(&o).contains("cache capacity"), "{}", stderr(&o));
+}
+
+/// Errors point at the line and column of the file (in an expression, the caret's), and give
+/// the right reason: a misspelt function read as an array, an interval past the domain, a
+/// literal that rounds to zero, an input nothing reads.
+#[test]
+fn errors_give_the_line_column_and_right_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = |expr: &str, extra: &str| {
+        format!(
+            "name: p\ndomain: [8, 8, 4]\nhalo: [1, 1, 1]\noutputs: [out]\n{extra}stencils:\n  - name: out\n    expr: {expr}\n"
+        )
+    };
+    let interval = "name: p\ndomain: [8, 8, 4]\nhalo: [0, 0, 0]\noutputs: [out]\nstencils:\n  - name: out\n    intervals:\n      - k: [0, 5]\n        expr: \"in(i,j,k)\"\n";
+    for (name, text, needles) in [
+        (
+            "caret.yaml",
+            body("in(i,j,k) + sin(in(i,j,k))", ""),
+            vec!["caret.yaml:7:23: stencils[0].expr: unknown function `sin`"],
+        ),
+        (
+            "quoted.yaml",
+            body("\"in(i,j,k) + sin(in(i,j,k))\"", ""),
+            vec!["quoted.yaml:7:24: stencils[0].expr"],
+        ),
+        (
+            "call.yaml",
+            body("foo(in(i,j,k))", ""),
+            vec!["`foo(...)` reads the array `foo` (no function has that name", "found `in`"],
+        ),
+        (
+            "past.yaml",
+            interval.to_string(),
+            vec!["past.yaml:8:9: stencils[0].intervals[0].k: interval [0, 5] is levels [0, 5) of the domain's 4: the domain's levels are 0..4"],
+        ),
+        (
+            "tiny.yaml",
+            body("in(i,j,k) * 1e-400", ""),
+            vec!["stencils[0].expr: number literal `1e-400` is too small for a double: it rounds to zero"],
+        ),
+        (
+            "tinyfloat.yaml",
+            body("in(i,j,k) * 1e-50", "type: float\n"),
+            vec!["number literal `1e-50` is too small for a float (type: float): it rounds to zero"],
+        ),
+        (
+            "unused.yaml",
+            body("in(i,j,k)", "inputs: [in, wgt]\n"),
+            vec!["unused.yaml:5:14: inputs[1]: no stencil reads the input `wgt`"],
+        ),
+        (
+            "domain.yaml",
+            body("in(i,j,k)", "").replace("[8, 8, 4]", "[8, 0, 4]"),
+            vec!["domain.yaml:2:13: domain[1]: the domain extent along j"],
+        ),
+    ] {
+        let p = temp_file(dir.path(), name, &text);
+        let o = absinthe(&["check", p.to_str().unwrap()]);
+        assert_clean_error(&o, &needles);
+    }
+    // Zeros written as zeros are zeros.
+    let p = temp_file(
+        dir.path(),
+        "zero.yaml",
+        &body("in(i,j,k) * 0.0e-400 + 0.000", ""),
+    );
+    let o = absinthe(&["check", p.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+/// A solution file's figures are checked, an inlined stencil listed in a group is named as
+/// inlined, a configuration the model calls infeasible is generated with a note saying so, a
+/// solution named `.JSON` is JSON, and a HiGHS option that is not a number is refused.
+#[test]
+fn solution_files_are_checked_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let json = d.join("s.JSON");
+    let o = absinthe(&["solve", "configs/hdiff.yaml", "-o", json.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&json).unwrap();
+    let solution: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let yaml = d.join("s.yaml");
+    let o = absinthe(&["solve", "configs/hdiff.yaml", "-o", yaml.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let yaml_text = std::fs::read_to_string(&yaml).unwrap();
+    let verify = |path: &Path| {
+        absinthe(&[
+            "verify",
+            "configs/hdiff.yaml",
+            "-s",
+            path.to_str().unwrap(),
+            "--skip",
+            "soundness,optimality",
+        ])
+    };
+    let bad = |name: &str, from: &str, to: &str| {
+        assert!(yaml_text.contains(from), "{from} in {yaml_text}");
+        temp_file(d, name, &yaml_text.replacen(from, to, 1))
+    };
+    let status = bad("status.yaml", "status: optimal", "status: bogus");
+    assert_clean_error(
+        &verify(&status),
+        &["solver.status: `bogus` is not a status"],
+    );
+    let gap = bad("gap.yaml", "gap: 0.0", "gap: .nan");
+    assert_clean_error(&verify(&gap), &["solver.gap: must be 0 or more, found NaN"]);
+    let mut negative = solution.clone();
+    negative["estimate_seconds"] = serde_json::json!(-1.0);
+    let estimate = temp_file(d, "estimate.json", &negative.to_string());
+    assert_clean_error(
+        &verify(&estimate),
+        &[
+            "estimate.json:1:",
+            "estimate_seconds: must be a finite number of 0 or more, found -1",
+        ],
+    );
+    let inlined = bad("inlined.yaml", "- stencils:\n", "- stencils:\n  - fli\n");
+    let o = verify(&inlined);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let said = stdout(&o);
+    assert!(
+        said.contains("groups[0].stencils[0]: `fli` is inlined (`inline:`)"),
+        "{said}"
+    );
+    // One tile for two threads: infeasible for the model, generated as written.
+    let tiles = solution["groups"][0]["tiles"].clone();
+    let mut one = solution.clone();
+    one["groups"][0]["tiles"] = serde_json::json!([1, 1, 1]);
+    one["groups"][0]["stream"] = serde_json::json!(false);
+    one["groups"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("tile_size");
+    let one_path = temp_file(d, "one.json", &one.to_string());
+    assert_ne!(tiles, one["groups"][0]["tiles"]);
+    let out = d.join("gen");
+    let o = absinthe(&[
+        "codegen",
+        "configs/hdiff.yaml",
+        "--solution",
+        one_path.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the model calls this configuration infeasible (group 0: 1 tiles for 2 threads); generated as written"),
+        "{}",
+        stderr(&o)
+    );
+    let o = absinthe_env(
+        &["solve", "configs/hdiff.yaml"],
+        &[("ABSINTHE_HIGHS_OPTIONS", "mip_rel_gap=nan")],
+    );
+    assert_clean_error(&o, &["`nan` is not a finite number or a bool"]);
 }

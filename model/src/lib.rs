@@ -19,6 +19,7 @@ pub mod formats {
     pub mod gpu;
     pub mod learned;
     pub mod limits;
+    pub mod locate;
     pub mod machine;
     pub mod model_kind;
     pub mod network;

@@ -205,13 +205,14 @@ fn extra_option(pair: &str) -> Result<(&str, OptionValue), SolverError> {
     })?;
     let value = if let Ok(i) = value.parse::<i32>() {
         OptionValue::Int(i)
-    } else if let Ok(f) = value.parse::<f64>() {
+    } else if let Some(f) = value.parse::<f64>().ok().filter(|f| f.is_finite()) {
+        // HiGHS checks a float option's range with comparisons NaN passes.
         OptionValue::Float(f)
     } else if let Ok(b) = value.parse::<bool>() {
         OptionValue::Bool(b)
     } else {
         return Err(backend(format!(
-            "ABSINTHE_HIGHS_OPTIONS: `{value}` is not a number or bool"
+            "ABSINTHE_HIGHS_OPTIONS: `{value}` is not a finite number or a bool"
         )));
     };
     let name = name.trim();

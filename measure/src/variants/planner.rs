@@ -1,7 +1,7 @@
 //! Planning variants: each requested [`Variant`] solved, enumerated or drawn into the
 //! configurations to build, with their predictions.
 
-use absinthe_model::cost_model::evaluate::{evaluate, Configuration};
+use absinthe_model::cost_model::evaluate::{evaluate, Configuration, Cost};
 use absinthe_model::cost_model::inline_search::{
     apply as inline_apply, choose_inline, InlineChoice,
 };
@@ -178,10 +178,21 @@ impl Planner<'_> {
             Variant::Top(k) => self.top(*k)?,
             Variant::InlineSets(m) => self.inline_sets(*m)?,
             Variant::Solution(path) => {
-                let (inline, config, predicted) = solution_configuration(self.program, view, path)?;
+                let (inline, config, cost) = solution_configuration(self.program, view, path)?;
                 let name = path.file_name().map_or(path.display().to_string(), |n| {
                     n.to_string_lossy().into_owned()
                 });
+                // A configuration the model calls infeasible is still built and timed as
+                // written, but given no prediction: the model's figure would mean nothing.
+                let predicted = match &cost.infeasible {
+                    None => cost.total,
+                    Some(why) => {
+                        self.plan.notes.push(format!(
+                            "solution:{name}: the model calls this configuration infeasible ({why}); it is timed as written, with no prediction"
+                        ));
+                        f64::NAN
+                    }
+                };
                 let found = Some((config, predicted));
                 self.push(
                     format!("solution:{name}"),
@@ -301,13 +312,13 @@ impl Planner<'_> {
     }
 }
 
-/// The inline set (indices into `program`), configuration and prediction of the solution file
-/// at `path`, checked against `program` (errors name the file and key).
+/// The inline set (indices into `program`), configuration and cost of the solution file at
+/// `path`, checked against `program` (errors name the file and key).
 fn solution_configuration(
     program: &Program,
     view: &ModelMachine,
     path: &std::path::Path,
-) -> Result<(Vec<usize>, Configuration, f64), PlanError> {
+) -> Result<(Vec<usize>, Configuration, Cost), PlanError> {
     let file_error = |d: Vec<Diagnostic>| PlanError::File(FileError::new(path, d));
     let solution = absinthe_model::output::solution::Solution::load(path)?;
     // The groups describe the program with `inline` inlined: errors name the entry at fault.
@@ -316,6 +327,6 @@ fn solution_configuration(
         .map_err(|e| file_error(vec![Diagnostic::new("inline", e.to_string())]))?;
     let (_, analysis, _) = inline_apply(program, view.params.operations, &inline)?;
     let config = solution.configuration(&analysis).map_err(file_error)?;
-    let predicted = evaluate(&analysis, view, &config).total;
-    Ok((inline, config, predicted))
+    let cost = evaluate(&analysis, view, &config);
+    Ok((inline, config, cost))
 }

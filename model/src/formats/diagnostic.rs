@@ -13,6 +13,8 @@ pub struct Snippet {
     pub column: usize,
     /// Number of characters to underline (at least 1).
     pub len: usize,
+    /// 0-based character offset of the marked position in the whole text given.
+    pub offset: usize,
 }
 
 /// The most characters of a message or key path a diagnostic keeps.
@@ -56,6 +58,9 @@ pub struct Diagnostic {
     pub path: String,
     pub message: String,
     pub snippet: Option<Snippet>,
+    /// The 1-based line and column in the file where `path` is written (with a snippet, where
+    /// its mark is), when found ([`FileError::new`] looks it up).
+    pub at: Option<(usize, usize)>,
 }
 
 impl Diagnostic {
@@ -66,6 +71,7 @@ impl Diagnostic {
             path: shorten(escape_controls(&path.into()), MAX_MESSAGE),
             message: shorten(escape_controls(&message.into()), MAX_MESSAGE),
             snippet: None,
+            at: None,
         }
     }
 
@@ -76,6 +82,7 @@ impl Diagnostic {
     /// show as spaces.
     pub fn with_snippet(mut self, text: &str, column: usize, len: usize) -> Self {
         let mut column = column.max(1);
+        let offset = column - 1;
         let mut line_start = 0;
         let mut line_end = text.chars().count();
         for (n, c) in text.chars().enumerate() {
@@ -102,6 +109,7 @@ impl Diagnostic {
                 text: text.to_string(),
                 column,
                 len: len.min((chars.len() + 1).saturating_sub(column)).max(1),
+                offset,
             }
         } else {
             let at = (column - 1).min(chars.len());
@@ -114,6 +122,7 @@ impl Diagnostic {
                 text: format!("{head}{window}{tail}"),
                 column: at - start + head.len() + 1,
                 len: len.min(end.saturating_sub(at)).max(1),
+                offset,
             }
         };
         self.snippet = Some(snippet);
@@ -153,7 +162,8 @@ pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
 }
 
 /// All problems found in one file. Displayed one per paragraph:
-/// `error: FILE: KEY: MESSAGE` followed by the snippet and caret when there is one.
+/// `error: FILE:LINE:COLUMN: KEY: MESSAGE` (`error: FILE: KEY: MESSAGE` where the key is not
+/// found in the file) followed by the snippet and caret when there is one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileError {
     pub file: PathBuf,
@@ -161,10 +171,37 @@ pub struct FileError {
 }
 
 impl FileError {
+    /// The problems `diagnostics` of `file`. Where `file` is a regular file, each key path is
+    /// looked up in its text, so that the error gives the line and column it is written at
+    /// (a message that already gives them, as the YAML reader's do, is left as it is).
     pub fn new(file: impl Into<PathBuf>, diagnostics: Vec<Diagnostic>) -> Self {
-        FileError {
+        let mut error = FileError {
             file: file.into(),
             diagnostics,
+        };
+        error.locate();
+        error
+    }
+
+    fn locate(&mut self) {
+        let unplaced = |d: &Diagnostic| {
+            d.at.is_none() && !d.path.is_empty() && !d.message.contains(" at line ")
+        };
+        if !self.diagnostics.iter().any(unplaced) {
+            return;
+        }
+        // Only a regular file is read again: opening a named pipe would wait for a writer.
+        let regular = std::fs::metadata(&self.file).is_ok_and(|m| m.is_file());
+        let Some(text) = regular.then(|| read_text(&self.file).ok()).flatten() else {
+            return;
+        };
+        for d in self.diagnostics.iter_mut().take(MAX_SHOWN) {
+            if unplaced(d) {
+                d.at = match &d.snippet {
+                    Some(s) => super::locate::locate_in_value(&text, &d.path, s.offset),
+                    None => super::locate::locate(&text, &d.path),
+                };
+            }
         }
     }
 
@@ -184,6 +221,9 @@ impl fmt::Display for FileError {
                 writeln!(f)?;
             }
             write!(f, "error: {}", self.file.display())?;
+            if let Some((line, column)) = d.at {
+                write!(f, ":{line}:{column}")?;
+            }
             if !d.path.is_empty() {
                 write!(f, ": {}", d.path)?;
             }

@@ -81,12 +81,17 @@ pub(crate) fn check_intervals(
             levels.start,
             levels.end.map_or("null".to_string(), |e| e.to_string())
         );
-        if lo < 0 || hi > nz as i64 || lo >= hi {
+        let why = if lo < 0 || hi > nz as i64 {
+            Some(format!("the domain's levels are 0..{nz}"))
+        } else if lo >= hi {
+            Some("an interval must hold at least one level".to_string())
+        } else {
+            None
+        };
+        if let Some(why) = why {
             errors.push(Diagnostic::new(
                 format!("{base}.intervals[{m}].k"),
-                format!(
-                    "interval {written} is levels [{lo}, {hi}) of the domain's {nz}: an interval must hold at least one level of 0..{nz}"
-                ),
+                format!("interval {written} is levels [{lo}, {hi}) of the domain's {nz}: {why}"),
             ));
             return;
         }

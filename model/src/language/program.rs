@@ -276,14 +276,12 @@ impl Program {
             }
         }
         check_stencil_locals(&stencils, &mut errors);
-        if file.value_type == ValueType::Float {
-            check_float_literals(&stencils, &mut errors);
-        }
+        check_literals(&stencils, file.value_type, &mut errors);
         let fields = read_fields(&file.fields, &stencils, file.inputs.as_deref(), &mut errors);
         check_field_accesses(&fields, &stencils, &mut errors);
         check_planes(&fields, &stencils, domain[2], &mut errors);
         if let Some(inputs) = &file.inputs {
-            check_inputs(inputs, &seen, &mut errors);
+            check_inputs(inputs, &seen, &stencils, &mut errors);
         }
         check_outputs(&file.outputs, &mut errors);
         let constraints = file.constraints.unwrap_or_default();
@@ -516,10 +514,33 @@ fn read_body(
     }
 }
 
-/// A `float` program's literals fit a float: the generated code reads each as a float, and one
-/// that rounds past `FLT_MAX` would become infinity (the lexer refuses only what overflows a
-/// double).
-fn check_float_literals(stencils: &[Stencil], errors: &mut Vec<Diagnostic>) {
+/// A program's literals fit its type: the generated code reads each in it, and a `float`
+/// literal that rounds past `FLT_MAX` would become infinity (the lexer refuses only what
+/// overflows a double), one with a non-zero digit that rounds to zero (`1e-400`; `1e-50` in a
+/// float) would silently be zero.
+fn check_literals(stencils: &[Stencil], value_type: ValueType, errors: &mut Vec<Diagnostic>) {
+    let float = value_type == ValueType::Float;
+    let problem = |text: &str| {
+        let value = match float {
+            true => text.parse::<f32>().map(f64::from),
+            false => text.parse::<f64>(),
+        };
+        let mantissa = text.split(['e', 'E']).next().unwrap_or(text);
+        let nonzero = mantissa.bytes().any(|c| c.is_ascii_digit() && c != b'0');
+        let kind = if float {
+            "a float (type: float)"
+        } else {
+            "a double"
+        };
+        match value {
+            Ok(v) if v.is_infinite() || v.is_nan() => Some(format!("is too large for {kind}")),
+            Ok(v) if v == 0.0 && nonzero => {
+                Some(format!("is too small for {kind}: it rounds to zero"))
+            }
+            Ok(_) => None,
+            Err(_) => Some(format!("is not a number {kind} can hold")),
+        }
+    };
     for b in stencils.iter().flat_map(|s| &s.bodies) {
         let exprs = b
             .lets
@@ -527,10 +548,10 @@ fn check_float_literals(stencils: &[Stencil], errors: &mut Vec<Diagnostic>) {
             .map(|l| (format!("{}.let.{}", b.path, l.name), &l.expr));
         for (path, e) in exprs.chain([(format!("{}.expr", b.path), &b.expr)]) {
             e.visit_numbers(&mut |text, _| {
-                if text.parse::<f32>().map_or(true, f32::is_infinite) {
+                if let Some(why) = problem(text) {
                     errors.push(Diagnostic::new(
                         path.clone(),
-                        format!("number literal `{text}` is too large for a float (type: float)"),
+                        format!("number literal `{text}` {why}"),
                     ));
                 }
             });
@@ -718,8 +739,36 @@ fn domain_and_halo(file: &ProgramFile, errors: &mut Vec<Diagnostic>) -> ([usize;
 }
 
 /// Checks a program's declared `inputs:`: identifiers, not reserved, not written by a stencil
-/// (`stencils` maps each stencil's name to its index), each listed once.
-fn check_inputs(inputs: &[String], stencils: &BTreeMap<&str, usize>, errors: &mut Vec<Diagnostic>) {
+/// (`stencils` maps each stencil's name to its index), each listed once, each read (an input
+/// nothing reads would be allocated, filled and passed for nothing, and is most often a read
+/// forgotten or misspelt).
+fn check_inputs(
+    inputs: &[String],
+    stencils: &BTreeMap<&str, usize>,
+    bodies: &[Stencil],
+    errors: &mut Vec<Diagnostic>,
+) {
+    let mut read = HashSet::new();
+    for b in bodies.iter().flat_map(|s| &s.bodies) {
+        for e in b.lets.iter().map(|l| &l.expr).chain([&b.expr]) {
+            e.visit_accesses(&mut |name, _| {
+                read.insert(name);
+            });
+        }
+    }
+    // A read of a name neither declared nor a stencil is most often the misspelling of an
+    // input, which the analysis names with a hint: the input it misspells is not reported.
+    let misspelt = read
+        .iter()
+        .any(|r| !stencils.contains_key(r) && !inputs.iter().any(|i| i == r));
+    for (n, name) in inputs.iter().enumerate().filter(|_| !misspelt) {
+        if !read.contains(name.as_str()) && !stencils.contains_key(name.as_str()) {
+            errors.push(Diagnostic::new(
+                format!("inputs[{n}]"),
+                format!("no stencil reads the input `{name}`: read it, or drop it from `inputs:`"),
+            ));
+        }
+    }
     let mut inputs_seen = HashSet::new();
     for (n, name) in inputs.iter().enumerate() {
         let path = format!("inputs[{n}]");

@@ -212,11 +212,101 @@ impl Solution {
             .map_err(|e| vec![Diagnostic::new("inline", e.to_string())])
     }
 
+    /// Whether a solution written to `path` is JSON: its name ends in `.json`, in any case
+    /// (else it is YAML).
+    pub fn json_named(path: &Path) -> bool {
+        path.extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+    }
+
+    /// Reads a solution file: its configuration is checked against a program later
+    /// ([`Solution::configuration`]); the reported figures here.
     pub fn load(path: &Path) -> Result<Solution, FileError> {
         // JSON is YAML, so one parser reads both.
         crate::formats::diagnostic::load_file(path, |text| {
-            yaml::from_str(text).map_err(|d| vec![d])
+            let solution: Solution = yaml::from_str(text).map_err(|d| vec![d])?;
+            let errors = solution.report_problems();
+            if errors.is_empty() {
+                Ok(solution)
+            } else {
+                Err(errors)
+            }
         })
+    }
+
+    /// The statuses `solve` reports (the solvers' `Status`).
+    pub const STATUSES: [&'static str; 5] = [
+        "optimal",
+        "time_limit",
+        "no_solution",
+        "infeasible",
+        "unbounded",
+    ];
+
+    /// What is wrong with the figures the file reports: a status `solve` never writes, a
+    /// time or gap that is negative or not a number. They are read back (`verify` compares the
+    /// estimate, `tune` and the reports print them), so none is taken unchecked.
+    fn report_problems(&self) -> Vec<Diagnostic> {
+        // (key, value, whether +inf is a value it may take: a gap without a bound)
+        let mut figures: Vec<(String, f64, bool)> = Vec::new();
+        let mut errors = Vec::new();
+        if let Some(r) = &self.solver {
+            figures.push(("solver.gap".into(), r.gap, true));
+            figures.push(("solver.seconds".into(), r.seconds, false));
+            let bounds = [
+                ("objective_seconds", r.objective_seconds),
+                ("bound_seconds", r.bound_seconds),
+            ];
+            for (key, v) in bounds {
+                if let Some(v) = v.filter(|v| v.is_nan()) {
+                    errors.push(Diagnostic::new(
+                        format!("solver.{key}"),
+                        format!("must be a number, found {v}"),
+                    ));
+                }
+            }
+            if !Self::STATUSES.contains(&r.status.as_str()) {
+                errors.push(Diagnostic::new(
+                    "solver.status",
+                    format!(
+                        "`{}` is not a status `solve` reports ({})",
+                        r.status,
+                        Self::STATUSES.join(", ")
+                    ),
+                ));
+            }
+        }
+        if let Some(v) = self.estimate_seconds {
+            figures.push(("estimate_seconds".into(), v, false));
+        }
+        if let Some(t) = &self.tuned {
+            figures.push(("tuned.measured_seconds".into(), t.measured_seconds, false));
+            if let Some(v) = t.model_optimum_measured_seconds {
+                figures.push(("tuned.model_optimum_measured_seconds".into(), v, false));
+            }
+        }
+        for (name, r) in &self.stencils {
+            let terms = [
+                ("peel", r.peel),
+                ("body", r.body),
+                ("fast_peel", r.fast_peel),
+                ("fast_body", r.fast_body),
+                ("slow_peel", r.slow_peel),
+                ("slow_body", r.slow_body),
+            ];
+            figures.extend(terms.map(|(key, v)| (format!("stencils.{name}.{key}"), v, false)));
+        }
+        for (path, v, inf_ok) in figures {
+            if v.is_nan() || v < 0.0 || (v.is_infinite() && !inf_ok) {
+                let what = if inf_ok {
+                    "0 or more"
+                } else {
+                    "a finite number of 0 or more"
+                };
+                errors.push(Diagnostic::new(path, format!("must be {what}, found {v}")));
+            }
+        }
+        errors
     }
 
     /// The configuration this solution describes, checked against the program: every stencil
@@ -237,6 +327,10 @@ impl Solution {
             for (k, name) in group.stencils.iter().enumerate() {
                 let path = format!("groups[{g}].stencils[{k}]");
                 match analysis.stencils.iter().position(|s| &s.name == name) {
+                    None if self.inline.contains(name) => errors.push(Diagnostic::new(
+                        path,
+                        format!("`{name}` is inlined (`inline:`): it is computed where it is read and belongs to no group"),
+                    )),
                     None => errors.push(Diagnostic::new(path, format!("`{name}` is not a stencil of the program"))),
                     Some(i) if i != next => errors.push(Diagnostic::new(
                         path,

@@ -591,6 +591,15 @@ impl<'s> Parser<'s> {
                     (None, Some(TokenKind::RParen)) => format!(
                         "an access to `{array}` needs its indices (i, j, k, or a field's own), found `)`"
                     ),
+                    // `foo(x)`: a name that is not a function reads an array, which may be
+                    // a misspelt function.
+                    (None, _) => format!(
+                        "`{array}(...)` reads the array `{array}` (no function has that name; the \
+                         functions are {}), and an index of an access must be `i`, `j` or `k` \
+                         with an optional constant offset, found {}",
+                        Func::ALL.map(Func::name).join(", "),
+                        self.found()
+                    ),
                     _ => format!(
                         "an index of an access must be `i`, `j` or `k` with an optional constant \
                          offset, found {}",
