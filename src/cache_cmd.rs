@@ -5,8 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use absinthe_codegen::render::Flush;
-use absinthe_measure::bench::{BenchOptions, BenchTarget, Build};
+use absinthe_measure::bench::BenchOptions;
 use absinthe_measure::variants::{input_files, parse_countable, Variant};
 use anyhow::Context;
 use clap::Args;
@@ -79,12 +78,7 @@ pub fn run(args: CacheArgs) -> anyhow::Result<ExitCode> {
         &input_files(&args.program, &machine, &variants),
     )?;
     let [variant] = variants;
-    let options = BenchOptions::new(
-        1,
-        Flush::NONE,
-        Build::of_flags(false, false),
-        BenchTarget::Openmp,
-    );
+    let options = BenchOptions::untimed();
     // The scalars' values do not change which addresses a run touches: their defaults.
     let scalars = crate::args::ScalarArgs::default();
     let bench = untimed_bench_of(&args.program, &args.machine, None, &scalars, options)?;

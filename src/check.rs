@@ -12,8 +12,8 @@ use crate::output::Format;
 /// Validate a program and print its stencils with their reads, bounding boxes, fetch weights
 /// and required evaluation extents.
 ///
-/// Exit status is 0 when the program is valid, 1 otherwise; errors name the file, the key
-/// (e.g. `stencils[3].expr`) and, for expressions, the column.
+/// Exit status is 0 when the program is valid, 1 otherwise; errors name the file, the line
+/// and column, and the key (`FILE:LINE:COLUMN: stencils[3].expr: ...`).
 #[derive(Args)]
 #[command(verbatim_doc_comment)]
 pub struct CheckArgs {

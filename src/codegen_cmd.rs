@@ -103,7 +103,7 @@ fn chosen(args: &CodegenArgs) -> anyhow::Result<Chosen> {
         let (original, original_analysis) = load(&args.program)?;
         let solution = Solution::load(sol)?;
         let program = solution
-            .program_for(&original)
+            .program_on_ranks(&original, args.search.ranks)
             .map_err(|d| FileError::new(sol, d))?;
         let (_, view) = args.machine.load_for_solution(&program, solution.model)?;
         let analysis = Analysis::weighed(&program, view.params.operations)
@@ -135,7 +135,7 @@ fn chosen(args: &CodegenArgs) -> anyhow::Result<Chosen> {
 
 fn schedule(args: &CodegenArgs, c: &Chosen) -> anyhow::Result<Schedule> {
     let cost = evaluate(&c.analysis, &c.view, &c.config);
-    if let (Some(path), Some(why)) = (&args.solution, &cost.infeasible) {
+    if let (Some(path), Some(why), None) = (&args.solution, &cost.infeasible, args.search.ranks) {
         let p = path.display();
         eprintln!("note: {p}: the model calls this configuration infeasible ({why}); generated as written");
     }
@@ -172,6 +172,10 @@ pub fn run(mut args: CodegenArgs) -> anyhow::Result<ExitCode> {
     if args.target == Target::Cuda && args.search.ranks.is_some() {
         anyhow::bail!("--ranks generates OpenMP code for MPI ranks: drop --target cuda");
     }
+    let machine = Machine::load(&args.machine.path()?)?;
+    if let Some(why) = machine.target_mismatch(args.target == Target::Cuda) {
+        anyhow::bail!("{}: {why}", args.machine.path()?.display());
+    }
     let chosen = chosen(&args)?;
     let schedule = schedule(&args, &chosen)?;
     let source = &chosen.source;
@@ -205,8 +209,7 @@ pub fn run(mut args: CodegenArgs) -> anyhow::Result<ExitCode> {
         }
         (Target::Openmp, None) => renderer.openmp(&schedule, harness.as_ref())?,
         (Target::Cuda, None) => {
-            let path = args.machine.path()?;
-            let limits = GpuLimits::of_machine(&Machine::load(&path)?);
+            let limits = GpuLimits::of_machine(&machine);
             renderer.cuda(&schedule, &plan(&schedule, &limits)?, harness.as_ref())?
         }
     };

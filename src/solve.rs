@@ -77,6 +77,9 @@ pub fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {
         let [kind, file] = kind_file else {
             bail!("--emit takes a kind and a file: --emit lp FILE")
         };
+        if args.search.ranks.is_some() {
+            bail!("--emit writes the MILP of one process, and --ranks solves over ranks: drop one")
+        }
         let text = emit(&inline.analysis, &view, &options, EmitKind::parse(kind)?)?;
         write_atomic(Path::new(file), &text)?;
         eprintln!("wrote the MILP to {file}");

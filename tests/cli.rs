@@ -75,7 +75,7 @@ fn bad_files_get_file_key_and_caret() {
         ),
         (
             "stencils:\n  - name: a\n    expr: x(i,j,k)\n    colour: red\n",
-            vec!["stencils[0]", "unknown field `colour`", "line"],
+            vec!["bad3.yaml:8:5: stencils[0].colour: unknown field `colour`"],
         ),
         (
             "fields:\n  dz: [k]\nstencils:\n  - name: a\n    expr: x(i,j,k) * dz(i+1, j, k)\n",

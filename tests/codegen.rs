@@ -855,11 +855,13 @@ fn tune_refines_the_fastest_by_a_measured_sweep() {
     assert!(!o.status.success());
     let e = stderr(&o);
     assert!(
-        e.contains("\nerror: ") && !e.contains("error: error") && e.contains("tuned.yaml: "),
+        e.contains("\nerror: ") && !e.contains("error: error") && e.contains("tuned.yaml:1:1: "),
         "{e}"
     );
     assert!(
-        e.contains("tuned.yaml: program: the solution is for the program `example2`, not `hdiff`"),
+        e.contains(
+            "tuned.yaml:1:1: program: the solution is for the program `example2`, not `hdiff`"
+        ),
         "{e}"
     );
 }

@@ -645,12 +645,12 @@ fn silent_losses_and_wrong_reasons_are_errors() {
         (
             "dup.yaml",
             body("    let:\n      a: \"1.0\"\n      a: \"2.0\"\n", "a * in(i,j,k)", ""),
-            vec!["dup.yaml: stencils[0].let: the key `a` is given twice at line 8"],
+            vec!["dup.yaml:8:7: stencils[0].let: the key `a` is given twice"],
         ),
         (
             "dupfield.yaml",
             body("", "in(i,j,k) * dz(k)", "fields:\n  dz: [k]\n  dz: [k]\n"),
-            vec!["dupfield.yaml: fields: the key `dz` is given twice"],
+            vec!["dupfield.yaml:6:3: fields: the key `dz` is given twice"],
         ),
         (
             "duptop.yaml",
@@ -665,7 +665,7 @@ fn silent_losses_and_wrong_reasons_are_errors() {
         (
             "float.yaml",
             body("", "in(i,j,k) + 1e39", "type: float\n"),
-            vec!["float.yaml:8:5: stencils[0].expr: number literal `1e39` is too large for a float"],
+            vec!["float.yaml:8:24: stencils[0].expr: number literal `1e39` is too large for a float"],
         ),
         (
             "order.yaml",
@@ -974,4 +974,283 @@ fn solution_files_are_checked_and_named() {
         &[("ABSINTHE_HIGHS_OPTIONS", "mip_rel_gap=nan")],
     );
     assert_clean_error(&o, &["`nan` is not a finite number or a bool"]);
+}
+
+/// The default machine with a network (what `learn --ranks` adds), in `dir`.
+fn networked_machine(dir: &Path) -> String {
+    let default = std::fs::read_to_string(root().join("machines/default.yaml")).unwrap();
+    let text = format!("{default}\nnetwork: {{latency_us: 1.0, bandwidth_gbs: 10.0}}\n");
+    temp_file(dir, "net.yaml", &text)
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+/// A solution solved over ranks says so and is taken only on its grid; `--emit` refuses
+/// `--ranks`; an inline set that reads past a sub-domain falls back to none inlined; a 2-D
+/// stencil fused by fixed groups, a machine file of the other kind, a cache smaller than a
+/// value and a float scalar that rounds to zero are named as the reason.
+#[test]
+fn ranks_targets_and_machine_limits_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let net = networked_machine(d);
+    let ranked = d.join("ranked.yaml");
+    let o = absinthe(&[
+        "solve",
+        "configs/heat4.yaml",
+        "-m",
+        &net,
+        "--ranks",
+        "2,1",
+        "-o",
+        ranked.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&ranked).unwrap();
+    assert!(text.contains("ranks:\n- 2\n- 1\n"), "{text}");
+    let r = ranked.to_str().unwrap();
+    let o = absinthe(&["verify", "configs/heat4.yaml", "-m", &net, "-s", r]);
+    assert_clean_error(
+        &o,
+        &[
+            "ranked.yaml:",
+            "ranks: the solution was priced over 2x1 ranks",
+        ],
+    );
+    let out = d.join("gen");
+    let gen = |ranks: &[&str]| {
+        let mut args = vec!["codegen", "configs/heat4.yaml", "-m", &net, "--solution", r];
+        args.extend(ranks);
+        args.extend(["-o", out.to_str().unwrap()]);
+        absinthe(&args)
+    };
+    assert_clean_error(
+        &gen(&[]),
+        &["this command runs one process: give `codegen --ranks 2,1`"],
+    );
+    assert_clean_error(
+        &gen(&["--ranks", "1,2"]),
+        &["this command decomposes over 1x2"],
+    );
+    let o = gen(&["--ranks", "2,1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("infeasible"), "{}", stderr(&o));
+    let lp = d.join("x.lp");
+    let o = absinthe(&[
+        "solve",
+        "configs/heat4.yaml",
+        "-m",
+        &net,
+        "--ranks",
+        "2,1",
+        "--emit",
+        "lp",
+        lp.to_str().unwrap(),
+    ]);
+    assert_clean_error(&o, &["--emit writes the MILP of one process"]);
+    assert!(!lp.exists());
+    // hdiff's inlined fluxes read 2 cells out; sub-domains of one cell hold none of them.
+    let o = absinthe(&[
+        "solve",
+        "configs/hdiff.yaml",
+        "-m",
+        &net,
+        "--ranks",
+        "128,128",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("solving with nothing inlined"),
+        "{}",
+        stderr(&o)
+    );
+
+    let colpres = "configs/cosmo_colpres.yaml";
+    let reason = "the group [mass, ps] holds `ps`, a 2-D stencil, which is a group of its own";
+    for solver in ["dp", "highs"] {
+        let o = absinthe(&[
+            "solve",
+            colpres,
+            "--fix-groups",
+            "0,0,1,2",
+            "--solver",
+            solver,
+        ]);
+        assert_clean_error(&o, &[reason]);
+        assert!(!stderr(&o).contains("bug"), "{}", stderr(&o));
+    }
+    let o = absinthe(&["cache", colpres, "--variant", "groups:0,0,1,2"]);
+    assert_clean_error(
+        &o,
+        &["variant groups:0,0,1,2: infeasible: fixed groups", reason],
+    );
+
+    let o = absinthe(&[
+        "codegen",
+        "configs/heat4.yaml",
+        "-m",
+        "machines/default.yaml",
+        "--target",
+        "cuda",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_clean_error(
+        &o,
+        &["machines/default.yaml: machine `", "has no `gpu:` section"],
+    );
+    let o = absinthe(&[
+        "codegen",
+        "configs/heat4.yaml",
+        "-m",
+        "machines/h100.yaml",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_clean_error(
+        &o,
+        &["machines/h100.yaml: machine `nvidia-h100-sxm5` describes a GPU"],
+    );
+
+    let default = std::fs::read_to_string(root().join("machines/default.yaml")).unwrap();
+    let tiny = default
+        .lines()
+        .map(|l| {
+            if l.starts_with("cache_bytes:") {
+                "cache_bytes: 1"
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let tiny = temp_file(d, "tiny.yaml", &tiny);
+    let o = absinthe(&["solve", "configs/hdiff.yaml", "-m", tiny.to_str().unwrap()]);
+    assert_clean_error(
+        &o,
+        &[
+            "tiny.yaml:",
+            ": cache_bytes: cache_bytes x cache_fraction is",
+            "less than one 8-byte value",
+        ],
+    );
+
+    let smag = std::fs::read_to_string(root().join("configs/cosmo_smag_params.yaml")).unwrap();
+    let float = temp_file(
+        d,
+        "float.yaml",
+        &smag.replace("type: double", "type: float"),
+    );
+    let o = absinthe(&[
+        "codegen",
+        float.to_str().unwrap(),
+        "--harness",
+        "--scalar",
+        "dt=1e-50",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_clean_error(
+        &o,
+        &[
+            "--scalar dt: 1e-50 is too small for a float",
+            "rounds to zero",
+        ],
+    );
+}
+
+/// Errors the YAML reader makes are placed as the others (`FILE:LINE:COLUMN: KEY:`) in the
+/// reader's words; a caret marks the read that breaks a rule, not the first read of its array;
+/// a solution's entry out of order is one error, and one listed twice says so.
+#[test]
+fn reader_errors_and_carets_point_at_the_fault() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let default = std::fs::read_to_string(root().join("machines/default.yaml")).unwrap();
+    let cores = default
+        .lines()
+        .position(|l| l.starts_with("cores:"))
+        .unwrap()
+        + 1;
+    let negative = default
+        .lines()
+        .map(|l| {
+            if l.starts_with("cores:") {
+                "cores: -1"
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let m = temp_file(d, "neg.yaml", &negative);
+    let o = absinthe(&["solve", "configs/hdiff.yaml", "-m", m.to_str().unwrap()]);
+    assert_clean_error(
+        &o,
+        &[&format!(
+            "neg.yaml:{cores}:8: cores: expected a whole number of 0 or more, found integer `-1`"
+        )],
+    );
+    assert!(!stderr(&o).contains("usize"), "{}", stderr(&o));
+    for (name, text, needle) in [
+        ("seq.yaml", "- 1\n- 2\n".to_string(), "seq.yaml:1:1: expected a mapping of keys, found sequence"),
+        ("multi.yaml", format!("{}\n---\n{}", hdiff(), hdiff()), "multi.yaml: the file holds more than one YAML document"),
+        (
+            "sweep.yaml",
+            "name: p\ndomain: [8, 8, 4]\nhalo: [1, 1, 0]\noutputs: [a]\nstencils:\n  - name: a\n    computation: forward\n    intervals:\n      - k: [0, 1]\n        expr: \"1.0\"\n      - k: [1, null]\n        expr: \"a(i,j,k-1) + x(i,j,k) + a(i+1,j,k-1)\"\n".to_string(),
+            "sweep.yaml:12:40: stencils[0].intervals[1].expr: stencil `a`: `a(i+1, j, k-1)`",
+        ),
+        (
+            "reach.yaml",
+            "name: p\ndomain: [8, 8, 4]\nhalo: [1, 1, 0]\noutputs: [a]\nstencils:\n  - name: a\n    expr: \"x(i,j,k) + x(i+5,j,k)\"\n".to_string(),
+            "reach.yaml:7:23: stencils[0].expr: stencil `a` reads `x` 5 cell(s) beyond",
+        ),
+    ] {
+        let p = temp_file(d, name, &text);
+        assert_clean_error(&absinthe(&["check", p.to_str().unwrap()]), &[needle]);
+    }
+    let json = d.join("s.json");
+    let o = absinthe(&[
+        "solve",
+        "configs/heat4.yaml",
+        "--no-inline",
+        "--fix-groups",
+        "0,0,1,1",
+        "-o",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    s["groups"][0]["stencils"] = serde_json::json!(["t2", "t1"]);
+    let swapped = temp_file(d, "swapped.json", &s.to_string());
+    let o = absinthe(&[
+        "codegen",
+        "configs/heat4.yaml",
+        "--solution",
+        swapped.to_str().unwrap(),
+        "-o",
+        d.join("g").to_str().unwrap(),
+    ]);
+    assert_clean_error(
+        &o,
+        &["`t1` is stencil 0 of the program, but it comes after stencil 1 (`t2`)"],
+    );
+    assert_eq!(stderr(&o).matches("error:").count(), 2, "{}", stderr(&o));
+    s["groups"][0]["stencils"] = serde_json::json!(["t1", "t2"]);
+    s["groups"][1]["stencils"] = serde_json::json!(["t3", "t4", "t3"]);
+    let twice = temp_file(d, "twice.json", &s.to_string());
+    let o = absinthe(&[
+        "codegen",
+        "configs/heat4.yaml",
+        "--solution",
+        twice.to_str().unwrap(),
+        "-o",
+        d.join("g").to_str().unwrap(),
+    ]);
+    assert_clean_error(
+        &o,
+        &["groups[1].stencils[2]: `t3` is stencil 2 of the program, but it is listed before"],
+    );
 }

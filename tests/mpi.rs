@@ -449,7 +449,7 @@ fn bad_grids_and_narrow_sub_domains_are_refused() {
             "200 ranks along x but the domain has 128 cells",
         ),
         (
-            vec!["--ranks", "128,1"],
+            vec!["--ranks", "128,1", "--inline", "lap,fli,flj"],
             "a neighbour would have to send cells it does not own",
         ),
     ] {

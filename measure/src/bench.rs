@@ -59,6 +59,13 @@ impl BenchOptions {
             cache_model: false,
         }
     }
+
+    /// For counting, not timing (`absinthe cache`): one unflushed run of the default build of
+    /// the OpenMP kernels.
+    pub fn untimed() -> BenchOptions {
+        let build = Build::of_flags(false, false);
+        BenchOptions::new(1, Flush::NONE, build, BenchTarget::Openmp)
+    }
 }
 
 /// Targets `bench` can build and run on this machine.
@@ -327,6 +334,10 @@ impl Bench {
         renderer: Renderer,
         options: BenchOptions,
     ) -> Result<Bench, MeasureError> {
+        let gpu = options.target == BenchTarget::CudaEmulated;
+        if let Some(why) = machine.target_mismatch(gpu) {
+            return Err(MeasureError::Target(why));
+        }
         let toolchain = options.build.toolchain(Toolchain::new(
             &machine.compiler.cxx,
             &machine.compiler.flags,

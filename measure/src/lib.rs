@@ -52,6 +52,9 @@ pub enum MeasureError {
     /// An output file (the trace) could not be put in place.
     #[error(transparent)]
     Write(#[from] absinthe_codegen::files::WriteError),
+    /// The machine file describes another kind of device than the target's.
+    #[error("{0}")]
+    Target(String),
     #[error("no configuration is feasible under the model (see `absinthe solve`)")]
     NothingFeasible,
     #[error("no candidate passed verification; nothing to write")]

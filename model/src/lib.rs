@@ -33,6 +33,7 @@ pub mod formats {
 /// and benchmarks.
 pub mod language {
     pub mod analysis;
+    mod checks;
     pub mod constraints;
     pub mod expr;
     pub mod fields;

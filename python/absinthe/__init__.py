@@ -99,7 +99,11 @@ class Solution:
     inline: list
     groups: list
     solver: dict
+    # The solution file's text, as `solve --format json` printed it (JSON is YAML: every reader
+    # of solution files takes it).
     yaml: str = field(repr=False)
+    # The grid of MPI ranks it was priced over (`solve --ranks`), else None.
+    ranks: tuple | None = None
 
     def save(self, path) -> None:
         """Writes the solution file (`absinthe codegen --solution` reads it)."""
@@ -157,8 +161,9 @@ class Program:
             args += ["--machine", str(machine)]
         if model is not None:
             args += ["--model", str(model)]
-        report = json.loads(_run(*args, "--format", "json"))
-        text = _run(*args, "--format", "yaml")
+        # One run: the report and the file it writes are the same solve.
+        text = _run(*args, "--format", "json")
+        report = json.loads(text)
         return Solution(
             program=report["program"],
             machine=report["machine"],
@@ -171,6 +176,7 @@ class Program:
             ],
             solver=report["solver"],
             yaml=text,
+            ranks=tuple(report["ranks"]) if "ranks" in report else None,
         )
 
     def bench(self, machine=None, variants: str = "naive,unfused,opt", runs: int = 16,
@@ -323,13 +329,21 @@ class Kernel:
         fn.restype = None
         return cls(lib, fn, kernel.group(1), params, scalars, dtype, shape, threads, dims)
 
-    @staticmethod
-    def _scalar(name: str, value) -> float:
+    def _scalar(self, name: str, value) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
             raise ValueError(f"scalar `{name}`: expected a number, found {type(value).__name__}")
         v = float(value)
         if not math.isfinite(v):
             raise ValueError(f"scalar `{name}`: expected a finite number, found {v}")
+        if self._dtype == np.float32:
+            # The kernel takes it as a float, as `codegen --scalar` refuses: no infinity, no
+            # silent zero.
+            with np.errstate(over="ignore", under="ignore"):
+                f = np.float32(v)
+            if not np.isfinite(f):
+                raise ValueError(f"scalar `{name}`: {v!r} is too large for a float (the kernel's type)")
+            if v != 0.0 and f == 0.0:
+                raise ValueError(f"scalar `{name}`: {v!r} is too small for a float (the kernel's type): it rounds to zero")
         return v
 
     def _checked(self, name: str, array) -> np.ndarray:

@@ -86,7 +86,7 @@ def test_solution_reads_back_as_python_objects():
     assert s.model == "linear"
     published = p.solve(machine=MACHINE, solver="dp", model="absinthe")
     assert published.model == "absinthe" and published.inline == []
-    assert "model: absinthe" in published.yaml
+    assert json.loads(published.yaml)["model"] == "absinthe"
 
 
 def test_bad_arrays_are_refused_and_nothing_is_written(j3d7pt):
@@ -188,7 +188,9 @@ def test_scalars_are_arguments_of_the_kernel(vtype):
     out = np.full(k.shape, 7.0, k.dtype)
     for bad, message in [({}, "missing scalar"), ({"dt": float("nan"), "kdiff": 1.0}, "finite"),
                          ({"dt": True, "kdiff": 1.0}, "expected a number"),
-                         ({"dt": "1", "kdiff": 1.0}, "expected a number")]:
+                         ({"dt": "1", "kdiff": 1.0}, "expected a number")] + (
+            [({"dt": 1e39, "kdiff": 1.0}, "too large for a float"),
+             ({"dt": 1e-50, "kdiff": 1.0}, "rounds to zero")] if vtype == "float" else []):
         with pytest.raises(ValueError, match=message):
             k(**x, out=out, **bad)
         assert (out == 7.0).all()

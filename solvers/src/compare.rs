@@ -232,6 +232,9 @@ mod tests {
             text.starts_with("p: MILP 3 variables (2 binary), 4 constraints; relative gap 1e-4\n")
         );
         assert!(text.contains("\nz3      error    -"));
-        assert!(text.ends_with("no solution\nthe solvers DISAGREE\n"));
+        assert!(
+            text.ends_with("no solution\nno disagreement among those that solved; FAILED: z3\n")
+        );
+        assert!(apart.to_string().ends_with("the solvers DISAGREE\n"));
     }
 }

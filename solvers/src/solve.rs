@@ -67,12 +67,59 @@ pub enum SolveError {
     /// The DP over the ranked model failed.
     #[error(transparent)]
     Ranked(OptimizeError),
+    /// The sub-domains of the grid are narrower than a stencil reads beyond its own cells.
+    #[error("{0}")]
+    TooNarrow(String),
 }
 
 /// Chooses the inline set of `original` (read from `file`), solves the rewritten program and
 /// describes the optimum. `phase` names each step as it starts; `note` receives what is worth a
 /// line of its own (with ranks: what the rank model priced).
+///
+/// With ranks and the inline search, an inline set that reads further than a sub-domain holds
+/// leaves no configuration: the program is then solved with nothing inlined, which reads least
+/// far, and `note` says so.
 pub fn solve(
+    file: &str,
+    (original, original_analysis): (Program, Analysis),
+    (machine, view): (Machine, &ModelMachine),
+    settings: &Settings,
+    phase: &dyn Fn(String),
+    note: &dyn Fn(String),
+) -> Result<Solved, SolveError> {
+    let searched = settings.ranks.is_some() && settings.inline == InlinePolicy::Search;
+    let again = searched.then(|| (original.clone(), original_analysis.clone(), machine.clone()));
+    let first = solve_once(
+        file,
+        (original, original_analysis),
+        (machine, view),
+        settings,
+        phase,
+        note,
+    );
+    match (first, again) {
+        (Err(SolveError::TooNarrow(why)), Some((original, analysis, machine))) => {
+            note(format!(
+                "--ranks: with the inline set the search chose, {why}; solving with nothing inlined"
+            ));
+            let plain = Settings {
+                inline: InlinePolicy::Off,
+                ..settings.clone()
+            };
+            solve_once(
+                file,
+                (original, analysis),
+                (machine, view),
+                &plain,
+                phase,
+                note,
+            )
+        }
+        (first, _) => first,
+    }
+}
+
+fn solve_once(
     file: &str,
     (original, original_analysis): (Program, Analysis),
     (machine, view): (Machine, &ModelMachine),
@@ -128,13 +175,18 @@ pub fn solve(
         )
         .map_err(|e| SolveError::Search(file.to_string(), e))?,
     };
-    let solution = describe(
+    let mut solution = describe(
         &program.name,
         (&analysis, view),
         &machine,
         &optimum,
         &inline,
     );
+    if let Some(grid) = settings.ranks {
+        // One rank's time, halo exchanges included: what the ranked DP minimised.
+        solution.ranks = Some([grid.px, grid.py]);
+        solution.estimate_seconds = Some(optimum.objective_seconds);
+    }
     Ok(Solved {
         original,
         original_analysis,
@@ -188,7 +240,7 @@ fn optimize_ranked(
     let model = Ranked::new(analysis, view, grid.dims(), network, value_bytes);
     let optimum = optimize_dp_with(analysis, &model, &settings.options, &settings.solve_options)
         .map_err(|e| match (&e, model.too_narrow(analysis)) {
-            (OptimizeError::Infeasible(_), Some(why)) => SolveError::Ranks(why),
+            (OptimizeError::Infeasible(_), Some(why)) => SolveError::TooNarrow(why),
             _ => SolveError::Ranked(e),
         })?;
     let (largest, classes) = model.sub_domains();

@@ -169,7 +169,9 @@ impl Solved {
 /// The MILP's size, one row per solver, and whether they agree.
 impl Display for compare::Report {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        if let Some(r) = self.rows.first() {
+        // The size of the MILP the MILP backends solve (the DP's rows build none).
+        let milp = self.rows.iter().find(|r| r.variables > 0);
+        if let Some(r) = milp.or(self.rows.first()) {
             writeln!(
                 f,
                 "{}: MILP {} variables ({} binary), {} constraints; relative gap {:e}",
@@ -203,15 +205,21 @@ impl Display for compare::Report {
             "configuration",
         ];
         write!(f, "{}", table(&header, &rows))?;
-        writeln!(
-            f,
-            "{}",
-            if self.agree {
-                "all solvers agree within the gap"
-            } else {
-                "the solvers DISAGREE"
-            }
-        )
+        let failed: Vec<&str> = self
+            .rows
+            .iter()
+            .filter(|r| r.error.is_some())
+            .map(|r| r.solver.as_str())
+            .collect();
+        let verdict = match (&self.disagreement, failed.as_slice()) {
+            (Some(_), _) => "the solvers DISAGREE".to_string(),
+            (None, []) => "all solvers agree within the gap".to_string(),
+            (None, f) => format!(
+                "no disagreement among those that solved; FAILED: {}",
+                f.join(", ")
+            ),
+        };
+        writeln!(f, "{verdict}")
     }
 }
 

@@ -6,7 +6,7 @@ use absinthe_model::cost_model::inline_search::{
     apply as inline_apply, choose_inline, InlineChoice,
 };
 use absinthe_model::cost_model::options::{MilpOptions, SearchSpace};
-use absinthe_model::cost_model::search::k_best;
+use absinthe_model::cost_model::search::{explain_infeasible, k_best};
 use absinthe_model::formats::diagnostic::{Diagnostic, FileError};
 use absinthe_model::formats::machine::ModelMachine;
 use absinthe_model::language::analysis::Analysis;
@@ -123,8 +123,18 @@ impl Planner<'_> {
     /// The optimum of the program, with the groups `groups` fixed, pushed as `name`.
     fn solved(&mut self, name: &str, groups: Option<Vec<usize>>) -> Result<(), PlanError> {
         let found = solve_with_groups(self.analysis, self.view, self.settings, groups.clone())?;
-        let fallback = groups.unwrap_or_else(|| self.unfused());
+        let fallback = groups.clone().unwrap_or_else(|| self.unfused());
+        let infeasible = found.is_none();
         self.push(name.into(), &[], found, false, fallback);
+        // Why, where the constraints say it (a 2-D stencil fused, a cache too small).
+        let mut space = self.settings.options.space.clone();
+        space.fixed_groups = groups;
+        let why = infeasible
+            .then(|| explain_infeasible(self.analysis, self.view, &space))
+            .flatten();
+        if let (Some(why), Some(last)) = (why, self.plan.planned.last_mut()) {
+            last.skipped = Some(format!("infeasible: {why}"));
+        }
         Ok(())
     }
 

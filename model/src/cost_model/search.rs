@@ -622,13 +622,23 @@ pub fn explain_infeasible(
     let capacity = crate::cost_model::evaluate::cache_capacity(machine);
     let cells: u128 = analysis.domain.iter().map(|&d| d as u128).product();
     for r in groups {
-        if best_group_tiling(analysis, machine, r.clone(), options).is_some() {
-            continue;
-        }
         let names: Vec<&str> = r
             .clone()
             .map(|s| analysis.stencils[s].name.as_str())
             .collect();
+        if let Some(plane) = r
+            .clone()
+            .find(|&s| !analysis.may_group(r.clone()) && analysis.is_plane(s))
+        {
+            return Some(format!(
+                "fixed groups (constraints.groups or --fix-groups): the group [{}] holds `{}`, a 2-D stencil, which is a group of its own",
+                names.join(", "),
+                analysis.stencils[plane].name
+            ));
+        }
+        if best_group_tiling(analysis, machine, r.clone(), options).is_some() {
+            continue;
+        }
         let mut touched = std::collections::BTreeSet::new();
         for s in r.clone() {
             touched.extend(analysis.touched(s));

@@ -544,6 +544,24 @@ impl Machine {
         crate::formats::diagnostic::load_file(path, Machine::from_yaml)
     }
 
+    /// Why this machine cannot be the target of code for a GPU (`gpu`) or a CPU: a file without
+    /// `gpu:` describes a CPU, and code for a GPU tuned with it would price its two cores as
+    /// the device's parallelism; a file with `gpu:` prices the device's threads, which OpenMP
+    /// code for a CPU does not have. None when it fits.
+    pub fn target_mismatch(&self, gpu: bool) -> Option<String> {
+        match (self.gpu.is_some(), gpu) {
+            (false, true) => Some(format!(
+                "machine `{}` has no `gpu:` section: code for a GPU needs a GPU's machine file (machines/h100.yaml, or one `learn --target cuda` wrote)",
+                self.name
+            )),
+            (true, false) => Some(format!(
+                "machine `{}` describes a GPU (`gpu:`): OpenMP code for a CPU needs a CPU's machine file (machines/default.yaml, or one `learn` wrote), or --target cuda",
+                self.name
+            )),
+            _ => None,
+        }
+    }
+
     pub fn from_yaml(text: &str) -> Result<Machine, Vec<Diagnostic>> {
         let m: Machine = yaml::from_str(text).map_err(|d| vec![d])?;
         let errors = m.validate();
@@ -696,10 +714,20 @@ impl Machine {
                 "missing: run `absinthe learn --machine FILE` to measure this machine first",
             ));
         }
+        let value_bytes = self.value_bytes.unwrap_or(program_value_bytes);
+        let bytes = self.cache_bytes.unwrap_or(1) as f64 * self.cache_fraction;
+        if self.cache_bytes.is_some() && bytes < value_bytes as f64 {
+            errors.push(Diagnostic::new(
+                "cache_bytes",
+                format!(
+                    "cache_bytes x cache_fraction is {} bytes, less than one {value_bytes}-byte value: no tile would fit",
+                    limits::shown(bytes)
+                ),
+            ));
+        }
         if !errors.is_empty() {
             return Err(errors);
         }
-        let value_bytes = self.value_bytes.unwrap_or(program_value_bytes);
         Ok(ModelMachine {
             threads: self.cores.unwrap_or(1),
             cache_values: self.cache_bytes.unwrap_or(1) as f64 * self.cache_fraction

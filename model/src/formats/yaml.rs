@@ -26,12 +26,12 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, Diagnostic> {
         let path = err.path().to_string();
         let inner = err.into_inner();
         let mut message = inner.to_string();
-        // serde_yaml_ng appends " at line L column C" itself; keep it, it helps find the spot.
-        if let Some(loc) = inner.location() {
-            let suffix = format!(" at line {} column {}", loc.line(), loc.column());
-            if !message.contains(&suffix) {
-                message.push_str(&suffix);
-            }
+        // serde_yaml_ng appends " at line L column C" itself: the diagnostic gives the place
+        // before the key instead (`FILE:L:C: KEY: MESSAGE`), as every other error does.
+        let at = inner.location().map(|loc| (loc.line(), loc.column()));
+        if let Some((line, column)) = at {
+            let suffix = format!(" at line {line} column {column}");
+            message = message.replace(&suffix, "");
         }
         let path = if path == "." { String::new() } else { path };
         if path.is_empty() {
@@ -42,9 +42,68 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, Diagnostic> {
         // serde_yaml_ng may start its message with the same path; the diagnostic names it once.
         if let Some(rest) = message.strip_prefix(&format!("{path}: ")) {
             message = rest.to_string();
+        } else if let Some((head, rest)) = message.split_once(": ") {
+            // Or with the path of the mapping that holds the key at fault.
+            if !head.is_empty() && !head.contains(' ') && path.starts_with(head) {
+                message = rest.to_string();
+            }
         }
-        Diagnostic::new(path, short_numbers(&message))
+        let mut d = Diagnostic::new(path, plain_words(&short_numbers(&message)));
+        // A message that places itself (a key given twice, at two lines) keeps its own words.
+        d.at = at.filter(|_| !d.message.contains(" at line "));
+        d
     })
+}
+
+/// The YAML crate's words for the types it expected, in the words of the file's reader: a
+/// whole number, a number, a mapping, a name. A number written past a double's range is read
+/// as a string by the crate, and said to be out of range.
+fn plain_words(message: &str) -> String {
+    const WORDS: [(&str, &str); 11] = [
+        ("expected usize", "expected a whole number of 0 or more"),
+        ("expected u64", "expected a whole number of 0 or more"),
+        ("expected u32", "expected a whole number of 0 or more"),
+        ("expected u16", "expected a whole number of 0 or more"),
+        ("expected u8", "expected a whole number of 0 or more"),
+        ("expected i64", "expected a whole number"),
+        ("expected i32", "expected a whole number"),
+        ("expected f64", "expected a number"),
+        ("expected f32", "expected a number"),
+        ("expected a YAML tag starting with '!'", "expected one name"),
+        (
+            "deserializing from YAML containing more than one document is not supported",
+            "the file holds more than one YAML document (a `---` line starts another); absinthe reads one",
+        ),
+    ];
+    let mut out = message.to_string();
+    for (from, to) in WORDS {
+        out = out.replace(from, to);
+    }
+    // `expected struct ProgramFile`: the name is the reader's own.
+    if let Some(at) = out.find("expected struct ") {
+        let end = out[at + 16..]
+            .find(|c: char| !c.is_alphanumeric() && c != '_')
+            .map_or(out.len(), |e| at + 16 + e);
+        out.replace_range(at..end, "expected a mapping of keys");
+    }
+    // `invalid type: string "1e999", expected a number`: a number past a double's range.
+    if let Some(rest) = out.strip_prefix("invalid type: string \"") {
+        if let Some((text, tail)) = rest.split_once('"') {
+            if tail.starts_with(", expected a number") && text.parse::<f64>().is_ok() {
+                return format!("the number `{text}` is out of the range of a double");
+            }
+        }
+    }
+    // `invalid type: integer `-1`, expected ...`: what is expected first.
+    for kind in ["invalid type: ", "invalid value: "] {
+        if let Some((found, expected)) = out
+            .strip_prefix(kind)
+            .and_then(|rest| rest.split_once(", expected "))
+        {
+            return format!("expected {expected}, found {found}");
+        }
+    }
+    out
 }
 
 /// `message` with each number quoted in backticks that is written out past 24 characters

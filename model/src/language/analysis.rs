@@ -12,7 +12,7 @@ use crate::formats::diagnostic::{closest, edit_distance, Diagnostic};
 use crate::formats::machine::OperationWeights;
 use crate::language::expr::{AccessSpan, Dims, Expr, OperationCounts};
 use crate::language::levels::Computation;
-use crate::language::program::{access_snippet, Body, Program, DIMS};
+use crate::language::program::{access_snippet, access_snippet_by, Body, Program, DIMS};
 
 /// Index into [`Analysis::arrays`].
 pub type ArrayId = usize;
@@ -400,7 +400,9 @@ fn check_halo(
                         }
                         _ => continue,
                     };
-                    errors.push(access_error(program, n, name, message));
+                    // The read that reaches furthest on this side.
+                    let rank = |a: &AccessSpan| if side == 0 { -a.offset[d] } else { a.offset[d] };
+                    errors.push(access_error(program, n, name, message, &|a| rank(a) as i64));
                 }
             }
         }
@@ -449,26 +451,27 @@ fn check_self_reads(program: &Program, s: &StencilInfo, n: usize, errors: &mut V
                 );
                 let toward = if forward { off[2] < 0 } else { off[2] > 0 };
                 if off[0] != 0 || off[1] != 0 || !toward {
-                    problems.push(format!(
+                    problems.push((off, format!(
                         "`{written}`: a {} sweep reads its own array only at k{} (levels computed before)",
                         s.computation.name(),
                         if forward { "-1, k-2, ..." } else { "+1, k+2, ..." }
-                    ));
+                    )));
                 } else {
                     let level = if forward { lo + off[2] as i64 } else { hi - 1 + off[2] as i64 };
                     if level < 0 || level >= nz {
-                        problems.push(format!(
+                        problems.push((off, format!(
                             "`{written}` at level {} reads level {level}, outside the domain's levels 0..{nz}: the {} interval needs a body that does not read it",
                             if forward { lo } else { hi - 1 },
                             if forward { "bottom" } else { "top" }
-                        ));
+                        )));
                     }
                 }
             });
             problems.dedup();
-            for p in problems {
+            for (off, p) in problems {
                 let message = format!("stencil `{}`: {p}", s.name);
-                errors.push(located(path.clone(), message, src, spans, &s.name));
+                let at = |a: &AccessSpan| i64::from(a.offset == off);
+                errors.push(located(path.clone(), message, src, spans, (&s.name, &at)));
             }
         }
     }
@@ -507,27 +510,43 @@ fn signed(v: i32) -> String {
     }
 }
 
-/// The error `message` at stencil `n`'s first read of `name`, with a caret under it.
-fn access_error(program: &Program, n: usize, name: &str, message: String) -> Diagnostic {
+/// How to pick the read of an array an error is about, where several read it.
+type Rank<'a> = &'a dyn Fn(&AccessSpan) -> i64;
+
+/// The error `message` at stencil `n`'s read of `name` that `rank` ranks highest over all its
+/// expressions (the first on ties), with a caret under it.
+fn access_error(
+    program: &Program,
+    n: usize,
+    name: &str,
+    message: String,
+    rank: Rank,
+) -> Diagnostic {
     let st = &program.stencils[n];
-    st.bodies
-        .iter()
-        .flat_map(body_exprs)
-        .find(|(_, _, _, spans)| spans.iter().any(|a| a.array == name))
-        .map(|(path, _, src, spans)| located(path, message.clone(), src, spans, name))
-        .unwrap_or_else(|| Diagnostic::new(format!("{}.expr", st.bodies[0].path), message))
+    let mut best: Option<(i64, String, &str, &[AccessSpan])> = None;
+    for (path, _, src, spans) in st.bodies.iter().flat_map(body_exprs) {
+        let top = spans.iter().filter(|a| a.array == name).map(rank).max();
+        if let Some(r) = top.filter(|r| best.as_ref().is_none_or(|b| *r > b.0)) {
+            best = Some((r, path, src, spans));
+        }
+    }
+    match best {
+        Some((_, path, src, spans)) => located(path, message, src, spans, (name, rank)),
+        None => Diagnostic::new(format!("{}.expr", st.bodies[0].path), message),
+    }
 }
 
-/// A diagnostic at `path` with a caret under the first access of `name` in `src`.
+/// A diagnostic at `path` with a caret under the access of `name` in `src` that `rank` ranks
+/// highest.
 fn located(
     path: String,
     message: String,
     src: &str,
     spans: &[AccessSpan],
-    name: &str,
+    (name, rank): (&str, Rank),
 ) -> Diagnostic {
     let d = Diagnostic::new(path, message);
-    match access_snippet(src, spans, name) {
+    match access_snippet_by(src, spans, name, rank) {
         Some((col, len)) => d.with_snippet(src, col, len),
         None => d,
     }

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::formats::diagnostic::{Diagnostic, FileError};
 use crate::formats::limits;
 use crate::formats::yaml;
+use crate::language::checks;
 use crate::language::constraints::check_constraints;
 use crate::language::expr::{parse_expr_spanned, AccessSpan, Dims, Expr, Func};
 use crate::language::fields::{check_field_accesses, check_planes, read_fields};
@@ -212,9 +213,26 @@ fn expr_diagnostic(path: String, src: &str, err: &crate::language::expr::ParseEr
     Diagnostic::new(path, err.message.clone()).with_snippet(src, err.column(), len)
 }
 
-/// Finds the column and length of an access in a source string, for carets.
+/// Finds the column and length of the first access of `array` in a source string, for carets.
 pub fn access_snippet(src: &str, spans: &[AccessSpan], array: &str) -> Option<(usize, usize)> {
-    spans.iter().find(|a| a.array == array).map(|a| {
+    access_snippet_by(src, spans, array, &|_| 0)
+}
+
+/// [`access_snippet`] of the access of `array` that `rank` ranks highest (the first on ties):
+/// the read that breaks a rule, where several read the array.
+pub fn access_snippet_by(
+    src: &str,
+    spans: &[AccessSpan],
+    array: &str,
+    rank: &dyn Fn(&AccessSpan) -> i64,
+) -> Option<(usize, usize)> {
+    let mut best: Option<&AccessSpan> = None;
+    for a in spans.iter().filter(|a| a.array == array) {
+        if best.is_none_or(|b| rank(a) > rank(b)) {
+            best = Some(a);
+        }
+    }
+    best.map(|a| {
         let column = src
             .get(..a.span.start)
             .map(|p| p.chars().count() + 1)
@@ -276,14 +294,14 @@ impl Program {
             }
         }
         check_stencil_locals(&stencils, &mut errors);
-        check_literals(&stencils, file.value_type, &mut errors);
+        checks::check_literals(&stencils, file.value_type, &mut errors);
         let fields = read_fields(&file.fields, &stencils, file.inputs.as_deref(), &mut errors);
         check_field_accesses(&fields, &stencils, &mut errors);
         check_planes(&fields, &stencils, domain[2], &mut errors);
         if let Some(inputs) = &file.inputs {
-            check_inputs(inputs, &seen, &stencils, &mut errors);
+            checks::check_inputs(inputs, &seen, &stencils, &mut errors);
         }
-        check_outputs(&file.outputs, &mut errors);
+        checks::check_outputs(&file.outputs, &mut errors);
         let constraints = file.constraints.unwrap_or_default();
         check_constraints(&constraints, domain, stencils.len(), &mut errors);
         if !errors.is_empty() {
@@ -514,51 +532,6 @@ fn read_body(
     }
 }
 
-/// A program's literals fit its type: the generated code reads each in it, and a `float`
-/// literal that rounds past `FLT_MAX` would become infinity (the lexer refuses only what
-/// overflows a double), one with a non-zero digit that rounds to zero (`1e-400`; `1e-50` in a
-/// float) would silently be zero.
-fn check_literals(stencils: &[Stencil], value_type: ValueType, errors: &mut Vec<Diagnostic>) {
-    let float = value_type == ValueType::Float;
-    let problem = |text: &str| {
-        let value = match float {
-            true => text.parse::<f32>().map(f64::from),
-            false => text.parse::<f64>(),
-        };
-        let mantissa = text.split(['e', 'E']).next().unwrap_or(text);
-        let nonzero = mantissa.bytes().any(|c| c.is_ascii_digit() && c != b'0');
-        let kind = if float {
-            "a float (type: float)"
-        } else {
-            "a double"
-        };
-        match value {
-            Ok(v) if v.is_infinite() || v.is_nan() => Some(format!("is too large for {kind}")),
-            Ok(v) if v == 0.0 && nonzero => {
-                Some(format!("is too small for {kind}: it rounds to zero"))
-            }
-            Ok(_) => None,
-            Err(_) => Some(format!("is not a number {kind} can hold")),
-        }
-    };
-    for b in stencils.iter().flat_map(|s| &s.bodies) {
-        let exprs = b
-            .lets
-            .iter()
-            .map(|l| (format!("{}.let.{}", b.path, l.name), &l.expr));
-        for (path, e) in exprs.chain([(format!("{}.expr", b.path), &b.expr)]) {
-            e.visit_numbers(&mut |text, _| {
-                if let Some(why) = problem(text) {
-                    errors.push(Diagnostic::new(
-                        path.clone(),
-                        format!("number literal `{text}` {why}"),
-                    ));
-                }
-            });
-        }
-    }
-}
-
 /// Why `name` cannot name a `what` (a stencil, an input, a scalar): not an identifier, or a
 /// reserved word; None when it can.
 pub(crate) fn name_problem(name: &str, what: &str) -> Option<String> {
@@ -658,25 +631,6 @@ fn check_stencil_locals(stencils: &[Stencil], errors: &mut Vec<Diagnostic>) {
     }
 }
 
-/// A program has at least one output, none listed twice.
-fn check_outputs(outputs: &[String], errors: &mut Vec<Diagnostic>) {
-    let mut outputs_seen = HashSet::new();
-    for (n, o) in outputs.iter().enumerate() {
-        if !outputs_seen.insert(o) {
-            errors.push(Diagnostic::new(
-                format!("outputs[{n}]"),
-                format!("`{o}` is listed twice"),
-            ));
-        }
-    }
-    if outputs.is_empty() {
-        errors.push(Diagnostic::new(
-            "outputs",
-            "a program needs at least one output",
-        ));
-    }
-}
-
 /// The domain and halo of a program file, each number within [`limits`] (errors pushed, and a
 /// placeholder kept, for those that are not), and the stencil count's bounds.
 fn domain_and_halo(file: &ProgramFile, errors: &mut Vec<Diagnostic>) -> ([usize; 3], [usize; 3]) {
@@ -736,53 +690,6 @@ fn domain_and_halo(file: &ProgramFile, errors: &mut Vec<Diagnostic>) -> ([usize;
         ));
     }
     (domain, halo)
-}
-
-/// Checks a program's declared `inputs:`: identifiers, not reserved, not written by a stencil
-/// (`stencils` maps each stencil's name to its index), each listed once, each read (an input
-/// nothing reads would be allocated, filled and passed for nothing, and is most often a read
-/// forgotten or misspelt).
-fn check_inputs(
-    inputs: &[String],
-    stencils: &BTreeMap<&str, usize>,
-    bodies: &[Stencil],
-    errors: &mut Vec<Diagnostic>,
-) {
-    let mut read = HashSet::new();
-    for b in bodies.iter().flat_map(|s| &s.bodies) {
-        for e in b.lets.iter().map(|l| &l.expr).chain([&b.expr]) {
-            e.visit_accesses(&mut |name, _| {
-                read.insert(name);
-            });
-        }
-    }
-    // A read of a name neither declared nor a stencil is most often the misspelling of an
-    // input, which the analysis names with a hint: the input it misspells is not reported.
-    let misspelt = read
-        .iter()
-        .any(|r| !stencils.contains_key(r) && !inputs.iter().any(|i| i == r));
-    for (n, name) in inputs.iter().enumerate().filter(|_| !misspelt) {
-        if !read.contains(name.as_str()) && !stencils.contains_key(name.as_str()) {
-            errors.push(Diagnostic::new(
-                format!("inputs[{n}]"),
-                format!("no stencil reads the input `{name}`: read it, or drop it from `inputs:`"),
-            ));
-        }
-    }
-    let mut inputs_seen = HashSet::new();
-    for (n, name) in inputs.iter().enumerate() {
-        let path = format!("inputs[{n}]");
-        if let Some(problem) = name_problem(name, "an input") {
-            errors.push(Diagnostic::new(path, problem));
-        } else if let Some(&m) = stencils.get(name.as_str()) {
-            errors.push(Diagnostic::new(
-                path,
-                format!("`{name}` is written by stencils[{m}], so it is not an input"),
-            ));
-        } else if !inputs_seen.insert(name) {
-            errors.push(Diagnostic::new(path, format!("`{name}` is listed twice")));
-        }
-    }
 }
 
 fn check_locals(

@@ -57,10 +57,15 @@ impl Program {
                 ));
             }
             // A float program's harness passes the value as a float: one that rounds past
-            // FLT_MAX would become infinity.
+            // FLT_MAX would become infinity, one below the smallest float zero.
             if self.value_type == ValueType::Float && (*value as f32).is_infinite() {
                 return Err(format!(
                     "--scalar {name}: {value:e} is too large for a float (the program's type: float)"
+                ));
+            }
+            if self.value_type == ValueType::Float && *value != 0.0 && *value as f32 == 0.0 {
+                return Err(format!(
+                    "--scalar {name}: {value:e} is too small for a float (the program's type: float): it rounds to zero"
                 ));
             }
             if values[n].replace(*value).is_some() {

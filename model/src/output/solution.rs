@@ -7,6 +7,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
 use crate::cost_model::evaluate::{Configuration, Cost};
+use crate::cost_model::ranks::Grid;
 use crate::encodings::lp::MilpSize;
 use crate::formats::diagnostic::{Diagnostic, FileError};
 use crate::formats::model_kind::ModelKind;
@@ -103,9 +104,14 @@ pub struct Solution {
     pub model: ModelKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub solver: Option<SolverReport>,
-    /// `evaluate` of the configuration, in seconds.
+    /// `evaluate` of the configuration, in seconds; with `ranks`, one rank's time per run,
+    /// its halo exchanges included (what `solve --ranks` minimised).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub estimate_seconds: Option<f64>,
+    /// The grid of MPI ranks `[PX, PY]` the configuration was priced over (`solve --ranks`);
+    /// absent: one process. Only `codegen --ranks` with the same grid takes such a file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<[usize; 2]>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub milp: Option<MilpSize>,
     /// Present when `tune` chose this configuration by measurement.
@@ -170,6 +176,7 @@ impl Solution {
             model,
             solver: None,
             estimate_seconds: Some(cost.total),
+            ranks: None,
             milp: None,
             tuned: None,
             inline: Vec::new(),
@@ -182,6 +189,30 @@ impl Solution {
     /// (`model::inline`). A solution for another program (its `program:` key) is refused; errors
     /// name the key at fault.
     pub fn program_for(&self, program: &Program) -> Result<Program, Vec<Diagnostic>> {
+        self.program_on_ranks(program, None)
+    }
+
+    /// [`Solution::program_for`] for a command that decomposes over `ranks` (None: one
+    /// process). A solution priced over a grid of ranks is taken only on that grid: its
+    /// estimate and its tiles are one rank's.
+    pub fn program_on_ranks(
+        &self,
+        program: &Program,
+        ranks: Option<Grid>,
+    ) -> Result<Program, Vec<Diagnostic>> {
+        let ranks = ranks.map(|g| [g.px, g.py]);
+        if let Some([px, py]) = self.ranks.filter(|r| Some(*r) != ranks) {
+            let here = match ranks {
+                Some([x, y]) => format!("this command decomposes over {x}x{y}"),
+                None => "this command runs one process".to_string(),
+            };
+            return Err(vec![Diagnostic::new(
+                "ranks",
+                format!(
+                    "the solution was priced over {px}x{py} ranks (`solve --ranks {px},{py}`), and {here}: give `codegen --ranks {px},{py}`, or solve without --ranks"
+                ),
+            )]);
+        }
         if self.program != program.name {
             return Err(vec![Diagnostic::new(
                 "program",
@@ -317,6 +348,7 @@ impl Solution {
         let n = analysis.stencils.len();
         let mut groups = Vec::new();
         let mut next = 0usize;
+        let mut listed = vec![false; n];
         for (g, group) in self.groups.iter().enumerate() {
             if group.stencils.is_empty() {
                 errors.push(Diagnostic::new(
@@ -332,15 +364,31 @@ impl Solution {
                         format!("`{name}` is inlined (`inline:`): it is computed where it is read and belongs to no group"),
                     )),
                     None => errors.push(Diagnostic::new(path, format!("`{name}` is not a stencil of the program"))),
-                    Some(i) if i != next => errors.push(Diagnostic::new(
-                        path,
-                        format!(
-                            "`{name}` is stencil {i} of the program, but stencil {next} (`{}`) was expected here: groups list every stencil once, in program order",
-                            analysis.stencils.get(next).map_or("none", |s| s.name.as_str())
-                        ),
-                    )),
-                    Some(_) => {
+                    Some(i) if i != next => {
+                        let expected = match analysis.stencils.get(next) {
+                            _ if listed[i] => "it is listed before".to_string(),
+                            _ if i < next => format!(
+                                "it comes after stencil {} (`{}`), listed before it",
+                                next - 1,
+                                analysis.stencils[next - 1].name
+                            ),
+                            Some(s) => format!("stencil {next} (`{}`) was expected here", s.name),
+                            None => format!("every one of the program's {n} stencils is listed before it"),
+                        };
+                        errors.push(Diagnostic::new(
+                            path,
+                            format!(
+                                "`{name}` is stencil {i} of the program, but {expected}: groups list every stencil once, in program order"
+                            ),
+                        ));
+                        // Go on after the furthest listed, so that one entry out of place
+                        // is not an error at every entry after it.
+                        next = next.max(i + 1);
+                        listed[i] = true;
+                    }
+                    Some(i) => {
                         groups.push(g);
+                        listed[i] = true;
                         next += 1;
                     }
                 }
