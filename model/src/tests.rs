@@ -150,7 +150,7 @@ fn bad_programs_are_rejected_with_precise_messages() {
         ),
         (
             base("  - name: a\n    expr: x(i,j,k)\n    flavour: sweet\n", "a", "[1,1,1]"),
-            "stencils[0]: unknown field `flavour`",
+            "stencils[0].flavour: unknown field `flavour`",
         ),
     ];
     for (text, expected) in cases {

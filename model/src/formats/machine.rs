@@ -544,24 +544,6 @@ impl Machine {
         crate::formats::diagnostic::load_file(path, Machine::from_yaml)
     }
 
-    /// Why this machine cannot be the target of code for a GPU (`gpu`) or a CPU: a file without
-    /// `gpu:` describes a CPU, and code for a GPU tuned with it would price its two cores as
-    /// the device's parallelism; a file with `gpu:` prices the device's threads, which OpenMP
-    /// code for a CPU does not have. None when it fits.
-    pub fn target_mismatch(&self, gpu: bool) -> Option<String> {
-        match (self.gpu.is_some(), gpu) {
-            (false, true) => Some(format!(
-                "machine `{}` has no `gpu:` section: code for a GPU needs a GPU's machine file (machines/h100.yaml, or one `learn --target cuda` wrote)",
-                self.name
-            )),
-            (true, false) => Some(format!(
-                "machine `{}` describes a GPU (`gpu:`): OpenMP code for a CPU needs a CPU's machine file (machines/default.yaml, or one `learn` wrote), or --target cuda",
-                self.name
-            )),
-            _ => None,
-        }
-    }
-
     pub fn from_yaml(text: &str) -> Result<Machine, Vec<Diagnostic>> {
         let m: Machine = yaml::from_str(text).map_err(|d| vec![d])?;
         let errors = m.validate();
