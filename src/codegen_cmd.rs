@@ -128,7 +128,7 @@ fn chosen(args: &CodegenArgs) -> anyhow::Result<Chosen> {
             config: solved.optimum.config,
             view,
             original: (solved.original, solved.original_analysis),
-            source: format!("the {} optimum", args.solver),
+            source: format!("the {} optimum", solved.optimum.solution.solver),
         })
     }
 }
@@ -232,7 +232,7 @@ pub fn run(mut args: CodegenArgs) -> anyhow::Result<ExitCode> {
     );
     if schedule.reference.len() != schedule.configuration.groups.len() {
         eprintln!(
-            "inlined: {} (the harness verifies against the original program's reference)",
+            "inlined: {} (a harness, --harness, verifies against the original program's reference)",
             schedule.inlined_names()
         );
     }
