@@ -976,6 +976,23 @@ fn solution_files_are_checked_and_named() {
     assert_clean_error(&o, &["`nan` is not a finite number or a bool"]);
 }
 
+/// machines/default.yaml with its `key:` line replaced by `key: value`.
+fn default_machine_with(key: &str, value: &str) -> String {
+    let default = std::fs::read_to_string(root().join("machines/default.yaml")).unwrap();
+    let line = format!("{key}: {value}");
+    default
+        .lines()
+        .map(|l| {
+            if l.starts_with(&format!("{key}:")) {
+                line.as_str()
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The default machine with a network (what `learn --ranks` adds), in `dir`.
 fn networked_machine(dir: &Path) -> String {
     let default = std::fs::read_to_string(root().join("machines/default.yaml")).unwrap();
@@ -1113,19 +1130,7 @@ fn ranks_targets_and_machine_limits_are_named() {
         &["machines/h100.yaml: machine `nvidia-h100-sxm5` describes a GPU"],
     );
 
-    let default = std::fs::read_to_string(root().join("machines/default.yaml")).unwrap();
-    let tiny = default
-        .lines()
-        .map(|l| {
-            if l.starts_with("cache_bytes:") {
-                "cache_bytes: 1"
-            } else {
-                l
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    let tiny = temp_file(d, "tiny.yaml", &tiny);
+    let tiny = temp_file(d, "tiny.yaml", &default_machine_with("cache_bytes", "1"));
     let o = absinthe(&["solve", "configs/hdiff.yaml", "-m", tiny.to_str().unwrap()]);
     assert_clean_error(
         &o,
@@ -1173,18 +1178,7 @@ fn reader_errors_and_carets_point_at_the_fault() {
         .position(|l| l.starts_with("cores:"))
         .unwrap()
         + 1;
-    let negative = default
-        .lines()
-        .map(|l| {
-            if l.starts_with("cores:") {
-                "cores: -1"
-            } else {
-                l
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    let m = temp_file(d, "neg.yaml", &negative);
+    let m = temp_file(d, "neg.yaml", &default_machine_with("cores", "-1"));
     let o = absinthe(&["solve", "configs/hdiff.yaml", "-m", m.to_str().unwrap()]);
     assert_clean_error(
         &o,

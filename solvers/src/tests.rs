@@ -706,3 +706,29 @@ mod files_read_by_solvers {
         }
     }
 }
+
+/// The model crate checks a solution file's `solver.status` against its own list: it must be
+/// exactly the statuses `solve` writes.
+#[test]
+fn solution_files_accept_every_status_solve_writes() {
+    use absinthe_model::output::solution::Solution;
+    let all = [
+        Status::Optimal,
+        Status::TimeLimit,
+        Status::NoSolution,
+        Status::Infeasible,
+        Status::Unbounded,
+    ];
+    // A status added to the enum fails to compile here until it is listed above.
+    for s in all {
+        match s {
+            Status::Optimal
+            | Status::TimeLimit
+            | Status::NoSolution
+            | Status::Infeasible
+            | Status::Unbounded => {}
+        }
+    }
+    let written: Vec<String> = all.iter().map(|s| s.to_string()).collect();
+    assert_eq!(written, Solution::STATUSES);
+}

@@ -626,10 +626,8 @@ pub fn explain_infeasible(
             .clone()
             .map(|s| analysis.stencils[s].name.as_str())
             .collect();
-        if let Some(plane) = r
-            .clone()
-            .find(|&s| !analysis.may_group(r.clone()) && analysis.is_plane(s))
-        {
+        let fused = !analysis.may_group(r.clone());
+        if let Some(plane) = r.clone().find(|&s| fused && analysis.is_plane(s)) {
             return Some(format!(
                 "fixed groups (constraints.groups or --fix-groups): the group [{}] holds `{}`, a 2-D stencil, which is a group of its own",
                 names.join(", "),

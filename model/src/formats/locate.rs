@@ -95,9 +95,7 @@ impl Finder<'_> {
         self.frames.pop();
         self.matched = self.matched.min(self.frames.len());
     }
-}
 
-impl Finder<'_> {
     fn event(&mut self, ev: Event, mark: Marker) {
         let key_next = matches!(self.frames.last(), Some(Frame::Map(None)));
         match ev {

@@ -712,8 +712,7 @@ impl Machine {
         }
         Ok(ModelMachine {
             threads: self.cores.unwrap_or(1),
-            cache_values: self.cache_bytes.unwrap_or(1) as f64 * self.cache_fraction
-                / value_bytes as f64,
+            cache_values: bytes / value_bytes as f64,
             slack: self.slack,
             params: self.params.unwrap_or(Params::ZERO),
             streams: true,
