@@ -38,7 +38,8 @@ use absinthe_measure::progress::Progress;
 ///   absinthe cache configs/hdiff.yaml --solution hdiff.solution.yaml --format json
 ///   absinthe cache configs/heat4.yaml --variant groups:0,0,1,1 --trace heat4.trace
 #[derive(Args, Clone)]
-#[command(verbatim_doc_comment)]
+// `--ranks` comes with the search flags; this command refuses it, so its help leaves it out.
+#[command(verbatim_doc_comment, mut_arg("ranks", |a| a.hide(true)))]
 pub struct CacheArgs {
     /// The program file.
     pub program: PathBuf,

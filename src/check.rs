@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use absinthe_model::output::check::Report;
+use absinthe_model::FileError;
 use clap::Args;
 
 use crate::args::load;
@@ -27,8 +28,9 @@ pub struct CheckArgs {
 pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let (program, analysis) = load(&args.program)?;
     let r = Report::new(&program, &analysis);
-    for w in &r.warnings {
-        eprintln!("warning: {}: {w}", args.program.display());
+    let warnings = absinthe_model::output::check::warnings(&program, &analysis);
+    if !warnings.is_empty() {
+        eprintln!("{}", FileError::new(&args.program, warnings).warnings());
     }
     match args.format {
         Format::Table => print!("{r}"),

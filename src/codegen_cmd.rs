@@ -74,8 +74,8 @@ pub struct CodegenArgs {
     /// than the exchange it hid, docs/decisions/0031-mpi-decomposition.md).
     #[arg(long, requires = "ranks")]
     pub overlap: bool,
-    /// Timed runs the harness does by default (the first quarter is discarded).
-    #[arg(long, default_value_t = 64, value_parser = crate::args::parse_runs)]
+    /// Timed runs the harness does by default (the first quarter is discarded); with --harness.
+    #[arg(long, default_value_t = 64, value_parser = crate::args::parse_runs, requires = "harness")]
     pub runs: usize,
     /// Read templates from this directory first (a copy of codegen/templates).
     #[arg(long, value_name = "DIR")]
@@ -171,6 +171,9 @@ pub fn run(mut args: CodegenArgs) -> anyhow::Result<ExitCode> {
     let renderer = renderer(args.templates.as_deref())?;
     if args.target == Target::Cuda && args.search.ranks.is_some() {
         anyhow::bail!("--ranks generates OpenMP code for MPI ranks: drop --target cuda");
+    }
+    if args.stage && args.target != Target::Cuda {
+        anyhow::bail!("--stage stages inputs in a CUDA block's shared memory: add --target cuda");
     }
     let machine = Machine::load(&args.machine.path()?)?;
     if let Some(why) = machine.target_mismatch(args.target == Target::Cuda) {

@@ -26,7 +26,8 @@ use crate::solving::inline_choice;
 ///   absinthe compare configs/heat4.yaml --encoding digits --time-limit 60
 ///   absinthe compare configs/hdiff.yaml --solvers cbc,highs --time-limit 60 --format json
 #[derive(Args, Clone)]
-#[command(verbatim_doc_comment)]
+// `--ranks` comes with the search flags; this command refuses it, so its help leaves it out.
+#[command(verbatim_doc_comment, mut_arg("ranks", |a| a.hide(true)))]
 pub struct CompareArgs {
     /// The program file.
     pub program: PathBuf,

@@ -64,7 +64,8 @@ use absinthe_measure::accuracy::check_plot_path;
 ///   absinthe tune configs/heat4.yaml --format json
 ///   absinthe tune configs/cosmo_pgrad.yaml --refine 0     # the model's best only
 #[derive(Args, Clone)]
-#[command(verbatim_doc_comment)]
+// `--ranks` comes with the search flags; this command refuses it, so its help leaves it out.
+#[command(verbatim_doc_comment, mut_arg("ranks", |a| a.hide(true)))]
 pub struct TuneArgs {
     /// The program file.
     pub program: PathBuf,

@@ -25,7 +25,14 @@ use crate::output::TableOrJson;
 ///   absinthe verify configs/hdiff.yaml --solution hdiff.solution.yaml
 ///   absinthe verify configs/heat4.yaml --solution s.yaml --skip soundness --time-limit 30
 #[derive(Args, Clone)]
-#[command(verbatim_doc_comment)]
+// `--ranks`, `--inline` and `--no-inline` come with the search flags; verify refuses them, so
+// its help leaves them out.
+#[command(
+    verbatim_doc_comment,
+    mut_arg("ranks", |a| a.hide(true)),
+    mut_arg("inline", |a| a.hide(true)),
+    mut_arg("no_inline", |a| a.hide(true))
+)]
 pub struct VerifyArgs {
     /// The program file.
     pub program: PathBuf,

@@ -427,14 +427,59 @@ fn misspelt_inputs_are_caught() {
     let p = temp_file(dir.path(), "undeclared.yaml", &undeclared);
     let o = absinthe(&["check", p.to_str().unwrap(), "--format", "json"]);
     assert!(o.status.success(), "{}", stderr(&o));
+    // The warning is located at the first read of the misspelt name, like an error.
+    let err = stderr(&o);
     assert!(
-        stderr(&o).contains("warning:")
-            && stderr(&o).contains("`lapp` is one letter away from the stencil `lap`"),
-        "{}",
-        stderr(&o)
+        err.contains("warning: ")
+            && err.contains("undeclared.yaml:8:")
+            && err.contains(
+                ": stencils[0].expr: the input `lapp` is one letter away from the stencil `lap`"
+            )
+            && err.contains("^^^"),
+        "{err}"
     );
     let report: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(report["warnings"].as_array().map(Vec::len), Some(1));
+}
+
+/// Options a command would ignore or refuse: not in its `--help`, refused when given.
+#[test]
+fn help_lists_only_what_a_command_takes() {
+    for (command, hidden) in [
+        ("cache", &["--ranks"][..]),
+        ("compare", &["--ranks"]),
+        ("tune", &["--ranks"]),
+        ("verify", &["--ranks", "--inline ", "--no-inline"]),
+    ] {
+        let help = stdout(&absinthe(&[command, "--help"]));
+        for h in hidden {
+            assert!(!help.contains(h), "{command} --help lists {h}: {help}");
+        }
+    }
+    assert!(stdout(&absinthe(&["solve", "--help"])).contains("--ranks"));
+    let o = absinthe(&["cache", "configs/hdiff.yaml", "--ranks", "2,1"]);
+    assert_clean_error(&o, &["cache does not take --ranks"]);
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let out = out.to_str().unwrap();
+    let o = absinthe(&["codegen", "configs/hdiff.yaml", "--runs", "3", "-o", out]);
+    assert_clean_error(&o, &["--harness"]);
+    let o = absinthe(&["codegen", "configs/hdiff.yaml", "--stage", "-o", out]);
+    assert_clean_error(&o, &["--stage", "add --target cuda"]);
+    // A template that is not a regular file is an error, not a silent fallback (a FIFO would
+    // block the read), and a template's errors name the user's copy.
+    let templates = dir.path().join("templates");
+    std::fs::create_dir(&templates).unwrap();
+    std::fs::create_dir(templates.join("kernel.cpp.j2")).unwrap();
+    let t = templates.to_str().unwrap();
+    let o = absinthe(&["codegen", "configs/hdiff.yaml", "--templates", t, "-o", out]);
+    assert_clean_error(&o, &["kernel.cpp.j2 is not a regular file"]);
+    std::fs::remove_dir(templates.join("kernel.cpp.j2")).unwrap();
+    std::fs::write(templates.join("kernel.cpp.j2"), "{{ s.x }").unwrap();
+    let o = absinthe(&["codegen", "configs/hdiff.yaml", "--templates", t, "-o", out]);
+    assert_clean_error(&o, &[&format!("{t}/kernel.cpp.j2: syntax error")]);
+    assert!(!Path::new(out).exists());
 }
 
 /// Compiler flags that would reach the compiler as empty arguments, or more candidates than

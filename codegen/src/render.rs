@@ -251,6 +251,8 @@ pub struct BundleCase<'a> {
 /// The template environment.
 pub struct Renderer {
     env: Environment<'static>,
+    /// `--templates`, where a user's copies are read first.
+    dir: Option<PathBuf>,
 }
 
 impl Renderer {
@@ -272,9 +274,17 @@ impl Renderer {
 
     fn with_dir(dir: Option<PathBuf>) -> Renderer {
         let mut env = template_environment();
+        let own = dir.clone();
         env.set_loader(move |name| {
-            if let Some(dir) = &dir {
+            if let Some(dir) = &own {
                 let path = dir.join(name);
+                if path.exists() && !path.is_file() {
+                    // A FIFO would block, a directory cannot be read: neither falls back.
+                    return Err(minijinja::Error::new(
+                        minijinja::ErrorKind::InvalidOperation,
+                        format!("{} is not a regular file", path.display()),
+                    ));
+                }
                 if path.is_file() {
                     return std::fs::read_to_string(&path).map(Some).map_err(|e| {
                         minijinja::Error::new(
@@ -289,17 +299,25 @@ impl Renderer {
                 .find(|(n, _)| *n == name)
                 .map(|(_, t)| t.to_string()))
         });
-        Renderer { env }
+        Renderer { env, dir }
+    }
+
+    /// The template's name in errors: its path where `--templates` holds a copy of it.
+    fn shown(&self, name: &str) -> String {
+        match &self.dir {
+            Some(dir) if dir.join(name).exists() => dir.join(name).display().to_string(),
+            _ => name.to_string(),
+        }
     }
 
     pub(crate) fn render(&self, name: &str, ctx: minijinja::Value) -> Result<String, CodegenError> {
         let template = self
             .env
             .get_template(name)
-            .map_err(|e| CodegenError::Template(format!("{name}: {e:#}")))?;
+            .map_err(|e| CodegenError::Template(format!("{}: {e:#}", self.shown(name))))?;
         template
             .render(ctx)
-            .map_err(|e| CodegenError::Template(format!("{name}: {e:#}")))
+            .map_err(|e| CodegenError::Template(format!("{}: {e:#}", self.shown(name))))
     }
 
     /// The OpenMP kernel (`<program>.h`, `<program>.cpp`) and, with harness options, the

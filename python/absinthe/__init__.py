@@ -230,13 +230,17 @@ _CXX_FLAGS = ["-O3", "-march=native", "-fopenmp", "-ffp-contract=off", "-fno-tra
               "-fno-math-errno", "-fPIC", "-shared"]
 
 
-_CORES = re.compile(r"^cores:[ \t]*(\d+)[ \t]*(?:#.*)?$", re.M)
+_CORES = re.compile(r"^cores:[ \t]*\+?(0x[0-9a-fA-F]+|0o[0-7]+|\d+)[ \t]*(?:#.*)?$", re.M)
 
 
 def _machine_cores(machine) -> int:
-    """A machine file's `cores` (the CLI has read and checked the file by then), else 0."""
+    """A machine file's `cores` (the CLI has read and checked the file by then), else 0. The
+    integer forms are YAML 1.2's, as the CLI reads them: decimal, `0x` hexadecimal, `0o` octal."""
     found = _CORES.search(Path(machine).read_text())
-    return int(found.group(1)) if found else 0
+    if not found:
+        return 0
+    text = found.group(1)
+    return int(text, 0) if text[:2] in ("0x", "0o") else int(text, 10)
 
 
 def _address(array: np.ndarray) -> int:

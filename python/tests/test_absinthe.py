@@ -121,6 +121,10 @@ def test_threads_come_from_the_machine_file_unless_given(tmp_path):
     assert p.compile(machine=one, threads=2).threads == 2
     x = inputs_for(p.compile(machine=one), 7)
     assert np.array_equal(p.compile(machine=one)(**x)["out"], p.compile(machine=one, threads=2)(**x)["out"])
+    # The integer forms the CLI reads (YAML 1.2) give the same count.
+    for written in ("0x3", "0o3", "+3"):
+        one.write_text(re.sub(r"^cores: \d+", f"cores: {written}  # three", text, flags=re.M))
+        assert p.compile(machine=one).threads == 3, written
 
 
 def test_cli_errors_are_exceptions_with_the_file_key_and_column(tmp_path):

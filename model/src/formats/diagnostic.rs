@@ -214,13 +214,18 @@ impl FileError {
 /// repeated names would otherwise print a million lines.
 pub const MAX_SHOWN: usize = 50;
 
-impl fmt::Display for FileError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl FileError {
+    /// The diagnostics as warnings (`warning: FILE:LINE:COLUMN: KEY: MESSAGE`), not errors.
+    pub fn warnings(&self) -> impl fmt::Display + '_ {
+        Labelled(self, "warning")
+    }
+
+    fn write_labelled(&self, f: &mut fmt::Formatter<'_>, label: &str) -> fmt::Result {
         for (n, d) in self.diagnostics.iter().enumerate().take(MAX_SHOWN) {
             if n > 0 {
                 writeln!(f)?;
             }
-            write!(f, "error: {}", self.file.display())?;
+            write!(f, "{label}: {}", self.file.display())?;
             if let Some((line, column)) = d.at {
                 write!(f, ":{line}:{column}")?;
             }
@@ -237,9 +242,23 @@ impl fmt::Display for FileError {
         if self.diagnostics.len() > MAX_SHOWN {
             let more = self.diagnostics.len() - MAX_SHOWN;
             let file = self.file.display();
-            write!(f, "\nerror: {file}: {more} more error(s) not shown")?;
+            write!(f, "\n{label}: {file}: {more} more {label}(s) not shown")?;
         }
         Ok(())
+    }
+}
+
+struct Labelled<'a>(&'a FileError, &'static str);
+
+impl fmt::Display for Labelled<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.write_labelled(f, self.1)
+    }
+}
+
+impl fmt::Display for FileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write_labelled(f, "error")
     }
 }
 

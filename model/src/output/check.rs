@@ -7,8 +7,9 @@ use std::fmt;
 
 use serde::Serialize;
 
+use crate::formats::diagnostic::Diagnostic;
 use crate::language::analysis::Analysis;
-use crate::language::program::{Program, DIMS};
+use crate::language::program::{access_snippet, Program, DIMS};
 use crate::output::text::table;
 
 /// A program's summary.
@@ -127,20 +128,63 @@ impl Report {
                     extent: s.extent,
                 })
                 .collect(),
-            warnings: if program.inputs.is_some() {
-                Vec::new()
-            } else {
-                a.near_miss_inputs()
+            warnings: warnings(program, a)
                 .into_iter()
-                .map(|(input, stencil)| {
-                    format!(
-                        "the input `{input}` is one letter away from the stencil `{stencil}`: a misspelling? Declare the inputs (`inputs: [...]`) to have undeclared names refused"
-                    )
-                })
-                .collect()
-            },
+                .map(|d| format!("{}: {}", d.path, d.message))
+                .collect(),
         }
     }
+}
+
+/// Likely mistakes that leave the program valid, each at the first read it concerns (key path
+/// and caret): inputs one letter away from a stencil's name, where the program declares no
+/// `inputs:` to have such names refused.
+pub fn warnings(program: &Program, analysis: &Analysis) -> Vec<Diagnostic> {
+    if program.inputs.is_some() {
+        return Vec::new();
+    }
+    analysis
+        .near_miss_inputs()
+        .into_iter()
+        .map(|(input, stencil)| {
+            let message = format!(
+                "the input `{input}` is one letter away from the stencil `{stencil}`: a misspelling? Declare the inputs (`inputs: [...]`) to have undeclared names refused"
+            );
+            first_read(program, &input).map_or_else(
+                || Diagnostic::new("", message.clone()),
+                |(path, src, at)| Diagnostic::new(path, message.clone()).with_snippet(src, at.0, at.1),
+            )
+        })
+        .collect()
+}
+
+/// The key path, text and (column, length) of the first read of `array` in `program`.
+fn first_read<'p>(program: &'p Program, array: &str) -> Option<(String, &'p str, (usize, usize))> {
+    program
+        .stencils
+        .iter()
+        .flat_map(|s| &s.bodies)
+        .find_map(|b| {
+            let lets = b.lets.iter().zip(&b.sources.lets);
+            let mut texts =
+                lets.map(|(l, (src, spans))| (format!("{}.let.{}", b.path, l.name), src, spans));
+            let expr = (
+                format!("{}.expr", b.path),
+                &b.sources.expr,
+                &b.sources.expr_accesses,
+            );
+            texts
+                .find_map(|(p, src, spans)| {
+                    Some((p, src.as_str(), access_snippet(src, spans, array)?))
+                })
+                .or_else(|| {
+                    Some((
+                        expr.0,
+                        expr.1.as_str(),
+                        access_snippet(expr.1, expr.2, array)?,
+                    ))
+                })
+        })
 }
 
 fn range(lo: i32, hi: i32) -> String {
