@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use absinthe_measure::accuracy::check_plot_path;
 use absinthe_measure::bench::{BenchOptions, BenchTarget, Build};
 use absinthe_measure::variants::{input_files, parse_variants, Variant, BENCH_DEFAULT};
-use absinthe_model::formats::yaml;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
 
@@ -126,11 +125,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<std::process::ExitCode> {
     if args.format != Format::Table {
         eprint!("{}", report.warnings());
     }
-    match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        Format::Yaml => print!("{}", yaml::to_string(&report).map_err(anyhow::Error::msg)?),
-        Format::Table => print!("{}", report.text()),
-    }
+    crate::output::print(args.format, &report, report.text())?;
     if let (false, Some(summary)) = (args.format == Format::Table, report.accuracy_summary()) {
         eprintln!("{summary}");
     }

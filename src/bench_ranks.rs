@@ -6,7 +6,6 @@ use absinthe_model::cost_model::ranks::Grid;
 
 use crate::args::{bench_of, plan_on};
 use crate::bench::BenchArgs;
-use crate::output::Format;
 use crate::solving::solve_program;
 
 pub fn run(args: &BenchArgs, grid: Grid) -> anyhow::Result<std::process::ExitCode> {
@@ -33,9 +32,6 @@ pub fn run(args: &BenchArgs, grid: Grid) -> anyhow::Result<std::process::ExitCod
         single: (&s.program, &s.analysis, &s.inline.inline, &s.optimum.config),
     };
     let report = run.time(planned, &|line: &str| eprintln!("{line}"))?;
-    match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report.json())?),
-        Format::Table | Format::Yaml => print!("{report}"),
-    }
+    crate::output::print(args.format, &report.json(), &report)?;
     Ok(std::process::ExitCode::SUCCESS)
 }

@@ -129,9 +129,6 @@ pub fn run(args: CacheArgs) -> anyhow::Result<ExitCode> {
             anyhow::bail!("the traced run did not verify against the reference");
         }
     }
-    match args.format {
-        TableOrJson::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        TableOrJson::Table => print!("{}", report.text(args.accesses)),
-    }
+    crate::output::print(args.format, &report, report.text(args.accesses))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -32,13 +32,6 @@ pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     if !warnings.is_empty() {
         eprintln!("{}", FileError::new(&args.program, warnings).warnings());
     }
-    match args.format {
-        Format::Table => print!("{r}"),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&r)?),
-        Format::Yaml => print!(
-            "{}",
-            absinthe_model::formats::yaml::to_string(&r).map_err(anyhow::Error::msg)?
-        ),
-    }
+    crate::output::print(args.format, &r, &r)?;
     Ok(ExitCode::SUCCESS)
 }

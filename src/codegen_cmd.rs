@@ -163,6 +163,8 @@ fn schedule(args: &CodegenArgs, c: &Chosen) -> anyhow::Result<Schedule> {
 pub const DEFAULT_GPU_MACHINE: &str = "machines/h100.yaml";
 
 pub fn run(mut args: CodegenArgs) -> anyhow::Result<ExitCode> {
+    // Checked even where a solution file makes no solve run: a bad value is a mistake.
+    args.search.solve_options()?;
     if args.target == Target::Cuda && args.machine.machine.is_none() {
         let gpu = crate::output::shipped_file(DEFAULT_GPU_MACHINE)
             .context("--target cuda without --machine uses the shipped H100 file")?;

@@ -45,6 +45,11 @@ pub struct CompareArgs {
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     args.search.refuse_ranks("compare")?;
+    if let Some(solvers) = &args.solvers {
+        if let Some(n) = (1..solvers.len()).find(|&n| solvers[..n].contains(&solvers[n])) {
+            anyhow::bail!("--solvers names {} twice", solvers[n]);
+        }
+    }
     let (original, original_analysis, _, view) = load_on(&args.program, &args.machine)?;
     let options = args.search.milp_options(&original)?;
     let solve_options = args.search.solve_options()?;
@@ -56,10 +61,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
         &args.solvers.clone().unwrap_or_else(Method::available),
         &|n| eprintln!("{n}"),
     );
-    match args.format {
-        TableOrJson::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        TableOrJson::Table => print!("{report}"),
-    }
+    crate::output::print(args.format, &report, &report)?;
     if let Some(error) = report.error() {
         eprintln!("error: {error}");
         return Ok(ExitCode::from(1));

@@ -65,7 +65,18 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = Cli::parse();
+    // A compiler or timed run started here ends with absinthe (`kill PID`, Ctrl-C).
+    absinthe_codegen::children::forward_signals();
+    // Help, the version or a usage error: clap's text and status, unless it cannot be written.
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => match e.print() {
+            Ok(()) => return ExitCode::from(e.exit_code().clamp(0, 255) as u8),
+            Err(w) => {
+                return output::failed(&format!("error: cannot write to standard output: {w}"))
+            }
+        },
+    };
     let result = match cli.command {
         Command::Check(args) => check::run(args),
         Command::Solve(args) => solve::run(args),
@@ -81,11 +92,5 @@ fn main() -> ExitCode {
         Command::Tune(args) => tune::run(args),
         Command::Learn(args) => learn_cmd::run(args),
     };
-    match result {
-        Ok(code) => code,
-        Err(err) => {
-            eprintln!("{}", output::format_error(&err));
-            ExitCode::from(1)
-        }
-    }
+    result.unwrap_or_else(|err| output::failed(&output::format_error(&err)))
 }

@@ -22,6 +22,48 @@ pub enum TableOrJson {
     Json,
 }
 
+/// Writes a command's result to standard output. A write that fails (a full disk, a closed
+/// descriptor) is an error naming standard output, where `print!` would panic.
+pub fn emit(text: std::fmt::Arguments) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_fmt(text)
+        .and_then(|()| out.flush())
+        .map_err(|e| anyhow::anyhow!("cannot write to standard output: {e}"))
+}
+
+/// Prints a command's result as `format` asks: `table` for people, else `data` as JSON or YAML.
+pub fn print(
+    format: impl Into<Format>,
+    data: &impl serde::Serialize,
+    table: impl std::fmt::Display,
+) -> anyhow::Result<()> {
+    match format.into() {
+        Format::Table => emit(format_args!("{table}")),
+        Format::Json => emit(format_args!("{}\n", serde_json::to_string_pretty(data)?)),
+        Format::Yaml => emit(format_args!("{}", yaml_text(data)?)),
+    }
+}
+
+fn yaml_text(data: &impl serde::Serialize) -> anyhow::Result<String> {
+    absinthe_model::formats::yaml::to_string(data).map_err(anyhow::Error::msg)
+}
+
+impl From<TableOrJson> for Format {
+    fn from(f: TableOrJson) -> Format {
+        match f {
+            TableOrJson::Table => Format::Table,
+            TableOrJson::Json => Format::Json,
+        }
+    }
+}
+
+/// Prints `message` (an `error: ...` line) to standard error: the exit status 1.
+pub fn failed(message: &str) -> std::process::ExitCode {
+    eprintln!("{message}");
+    std::process::ExitCode::from(1)
+}
+
 /// Prints an error chain: a `FileError` already carries file, key and caret; other errors get
 /// an `error:` prefix and their causes.
 pub fn format_error(err: &anyhow::Error) -> String {

@@ -68,6 +68,8 @@ pub fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {
         &[args.output.as_deref(), emitted],
         &[&args.program, &machine],
     )?;
+    // Every flag is checked before anything is written.
+    args.search.solve_options()?;
     if let Some(kind_file) = args.emit.as_deref() {
         // The problem of the program `solve` solves (the chosen stencils inlined), written
         // before solving, so that an infeasible or slow problem can still be inspected.
@@ -85,10 +87,10 @@ pub fn run(args: SolveArgs) -> anyhow::Result<ExitCode> {
         eprintln!("wrote the MILP to {file}");
     }
     let solved = solve_program(&args.program, &args.machine, &args.search, args.solver)?;
+    let json = args.format == Format::Json;
     match args.format {
-        Format::Table => print!("{solved}"),
-        Format::Json => print!("{}", solution_text(&solved.solution, true)?),
-        Format::Yaml => print!("{}", solution_text(&solved.solution, false)?),
+        Format::Table => crate::output::emit(format_args!("{solved}"))?,
+        _ => crate::output::emit(format_args!("{}", solution_text(&solved.solution, json)?))?,
     }
     if let Some(out) = &args.output {
         let json = absinthe_model::output::solution::Solution::json_named(out);

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use absinthe_measure::bench::{BenchOptions, BenchTarget, Build};
 use absinthe_measure::tune::{default_solution_path, parse_refine, tune, Refine, TuneOptions};
 use absinthe_measure::MeasureError;
-use absinthe_model::formats::yaml;
 use absinthe_solvers::method::Method;
 use clap::Args;
 
@@ -148,11 +147,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<std::process::ExitCode> {
     write_atomic(&output, solution_text(&tuning.solution, json)?.as_bytes())?;
     tuning.report.solution_file = output.clone();
     let report = &tuning.report;
-    match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(report)?),
-        Format::Yaml => print!("{}", yaml::to_string(report).map_err(anyhow::Error::msg)?),
-        Format::Table => print!("{}", report.text(&bench.flush_phrase())),
-    }
+    crate::output::print(args.format, report, report.text(&bench.flush_phrase()))?;
     eprintln!("wrote the solution to {}", output.display());
     // Last, so that a plot that cannot be drawn loses neither the solution nor the report.
     if let Some(path) = &args.plot {

@@ -108,10 +108,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         (&search.milp_options(&program)?, &search.solve_options()?),
         checks,
     )?;
-    match args.format {
-        TableOrJson::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        TableOrJson::Table => print!("{report}"),
-    }
+    crate::output::print(args.format, &report, &report)?;
     Ok(match report.verdict() {
         Verdict::Certified => ExitCode::SUCCESS,
         Verdict::Rejected => ExitCode::from(1),

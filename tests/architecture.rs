@@ -428,10 +428,11 @@ fn lib_rs_re_exports_no_module_and_renames_nothing() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-/// The binary's sources, every line counted (comments and argument docs too).
-const BINARY_LINES: usize = 2000;
+/// The binary's code lines: comments, argument docs (the `--help` text, which is the binary's
+/// own job) and blank lines not counted.
+const BINARY_LINES: usize = 1400;
 
-/// The binary parses arguments and prints what the libraries render: its sources stay under
+/// The binary parses arguments and prints what the libraries render: its code stays under
 /// [`BINARY_LINES`] lines, so that the work lives where a library user (the Python package, a
 /// test) can call it.
 #[test]
@@ -449,13 +450,19 @@ fn the_binary_only_parses_and_prints() {
             }
         }
     }
+    let code = |text: String| {
+        text.lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with("//"))
+            .count()
+    };
     let lines: usize = files
         .iter()
-        .map(|f| std::fs::read_to_string(f).unwrap().lines().count())
+        .map(|f| code(std::fs::read_to_string(f).unwrap()))
         .sum();
     assert!(
         lines < BINARY_LINES,
-        "src/ has {lines} lines in {} files; it keeps argument parsing and printing only, under {BINARY_LINES}",
+        "src/ has {lines} lines of code in {} files; it keeps argument parsing and printing only, under {BINARY_LINES}",
         files.len()
     );
 }

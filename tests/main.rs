@@ -17,6 +17,7 @@ mod mpi;
 mod names;
 mod outputs;
 mod reference;
+mod robustness;
 mod setup;
 #[cfg(feature = "z3")]
 mod verify;

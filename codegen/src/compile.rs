@@ -11,6 +11,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Deserialize;
 
@@ -52,21 +53,54 @@ fn is_harness(name: &str) -> bool {
 
 /// `$ABSINTHE_CACHE_DIR`, else `$XDG_CACHE_HOME/absinthe/build`, else
 /// `$HOME/.cache/absinthe/build`, else a directory under the system temporary directory.
-/// A relative `ABSINTHE_CACHE_DIR` is taken from the current directory.
+/// A relative `ABSINTHE_CACHE_DIR` is taken from the current directory; a variable set to the
+/// empty string counts as unset.
 pub fn default_cache_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("ABSINTHE_CACHE_DIR") {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(d) = var("ABSINTHE_CACHE_DIR") {
         return absolute(PathBuf::from(d));
     }
-    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+    if let Some(d) = var("XDG_CACHE_HOME") {
         return PathBuf::from(d).join("absinthe").join("build");
     }
-    if let Some(d) = std::env::var_os("HOME") {
+    if let Some(d) = var("HOME") {
         return PathBuf::from(d)
             .join(".cache")
             .join("absinthe")
             .join("build");
     }
     std::env::temp_dir().join("absinthe-build")
+}
+
+/// Builds started by this process: each one's temporaries are named by its number.
+static BUILDS: AtomicU64 = AtomicU64::new(0);
+
+/// Removes from a build directory the temporaries (`a.out.tmpPID.N`, `a.out.stamp.tmpPID.N`,
+/// `SOURCE.PID.N.o`) of processes no longer running: an interrupted build leaves them.
+fn sweep_stale_temporaries(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let pid = if let Some(rest) = name.strip_prefix("a.out.tmp") {
+            rest.split('.').next()
+        } else if let Some(rest) = name.strip_prefix("a.out.stamp.tmp") {
+            rest.split('.').next()
+        } else if let Some(stem) = name.strip_suffix(".o") {
+            stem.rsplit('.').nth(1)
+        } else {
+            None
+        };
+        let Some(pid) = pid.and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        let alive = Path::new("/proc").join(pid.to_string()).exists();
+        if !alive && Path::new("/proc/self").exists() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// `dir` from the current directory when relative: the compiler runs inside the cache
@@ -211,8 +245,14 @@ impl Toolchain {
             std::fs::write(&p, t).map_err(|e| io(e, &p))?;
         }
         // Two builds of the same sources may run at once (identical variants of one bench):
-        // each writes its own temporaries and the last rename wins.
-        let unique = format!("{}.{:?}", std::process::id(), std::thread::current().id());
+        // each writes its own temporaries and the last rename wins. Those of a process that
+        // ended before renaming them (killed) are removed.
+        sweep_stale_temporaries(&dir);
+        let unique = format!(
+            "{}.{}",
+            std::process::id(),
+            BUILDS.fetch_add(1, Ordering::Relaxed)
+        );
         let tmp = dir.join(format!("a.out.tmp{unique}"));
         let sources = files.iter().filter(|(n, _)| n.ends_with(".cpp"));
         if split {
@@ -269,7 +309,7 @@ impl Toolchain {
     /// Runs one compiler command in `dir`; its stderr (the first 8000 characters) on failure.
     fn run_compiler(&self, mut cmd: Command, dir: &Path) -> Result<(), CodegenError> {
         let shown = format!("{cmd:?}");
-        let out = cmd.output().map_err(|e| CodegenError::Compile {
+        let out = crate::children::output(&mut cmd).map_err(|e| CodegenError::Compile {
             command: shown.clone(),
             stderr: format!("cannot start {}: {e}", self.cxx),
         })?;
@@ -335,7 +375,7 @@ pub fn run_harness(
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = cmd.output().map_err(|e| CodegenError::Run {
+    let out = crate::children::output(&mut cmd).map_err(|e| CodegenError::Run {
         program: exe.display().to_string(),
         message: e.to_string(),
     })?;
@@ -490,7 +530,7 @@ fn measurement_result<T: serde::de::DeserializeOwned>(
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = cmd.output().map_err(|e| failed(e.to_string()))?;
+    let out = crate::children::output(&mut cmd).map_err(|e| failed(e.to_string()))?;
     if !out.status.success() {
         return Err(failed(format!(
             "exited with {}: {}",

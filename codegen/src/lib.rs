@@ -20,6 +20,7 @@
 //! ```
 
 pub mod cexpr;
+pub mod children;
 pub mod compile;
 pub mod cuda;
 pub mod files;

@@ -67,6 +67,12 @@ fn constant_bytes(config: &Configuration) -> usize {
         .map(|&g| 2 * config.tiles[g].iter().sum::<usize>() * std::mem::size_of::<i32>())
         .sum()
 }
+/// The shortest and longest median a case may report: a nanosecond (a launch takes
+/// microseconds) and 1000 s. Outside them a time is a corrupt file, and reaches the fit's LP as
+/// a coefficient it cannot take.
+pub const MIN_SECONDS: f64 = 1e-9;
+pub const MAX_SECONDS: f64 = 1e3;
+
 /// The manifest's format version.
 pub const FORMAT: u32 = 1;
 
@@ -136,7 +142,51 @@ pub fn parse_manifest(text: &str) -> Result<Manifest, LearnError> {
             manifest.format
         )));
     }
+    check_manifest(&manifest)?;
     Ok(manifest)
+}
+
+/// What a manifest `emit` wrote satisfies: the domain it writes, runs in range, each bundle of
+/// a known family and every case label once (a timing is matched to its case by label).
+fn check_manifest(manifest: &Manifest) -> Result<(), LearnError> {
+    let fail = |what: String| Err(LearnError::Run(format!("manifest: {what}")));
+    if manifest.domain != DOMAIN {
+        return fail(format!(
+            "domain {:?}: `emit` writes {DOMAIN:?}, the domain the training programs run on",
+            manifest.domain
+        ));
+    }
+    let max = absinthe_model::formats::limits::MAX_RUNS;
+    if !(1..=max).contains(&manifest.runs) {
+        return fail(format!(
+            "runs: expected 1 to {max}, found {}",
+            manifest.runs
+        ));
+    }
+    let mut labels = std::collections::HashSet::new();
+    for b in &manifest.bundles {
+        if !["fast", "slow"].contains(&b.family.as_str()) {
+            return fail(format!(
+                "bundle {}: family `{}`: expected fast or slow",
+                b.file, b.family
+            ));
+        }
+        for label in b.cases.iter().map(|c| &c.label) {
+            if !labels.insert(label.as_str()) {
+                return fail(format!("the case {label} is listed twice"));
+            }
+        }
+    }
+    for label in manifest
+        .kernels
+        .iter()
+        .flat_map(|k| k.cases.iter().map(|c| &c.label))
+    {
+        if !labels.insert(label.as_str()) {
+            return fail(format!("the case {label} is listed twice"));
+        }
+    }
+    Ok(())
 }
 
 /// The GPU view of `machine` for the training programs (doubles). A file without `params` is
@@ -371,6 +421,8 @@ pub struct Timing {
 /// timing line is left out; a malformed line is an error naming its line number.
 pub fn parse_output(text: &str) -> Result<Vec<Timing>, LearnError> {
     let mut verified: HashMap<String, bool> = HashMap::new();
+    // The line of each label's timing.
+    let mut timed: HashMap<String, usize> = HashMap::new();
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let json = |tag: &str| -> Result<Option<serde_json::Value>, LearnError> {
@@ -392,6 +444,12 @@ pub fn parse_output(text: &str) -> Result<Vec<Timing>, LearnError> {
             verified.insert(label, ok);
         } else if let Some(v) = json("ABSINTHE_CUDA_TIMING ")? {
             let label = field(&v, "label")?.as_str().unwrap_or_default().to_string();
+            if let Some(first) = timed.insert(label.clone(), n + 1) {
+                return Err(LearnError::Run(format!(
+                    "line {}: a second timing of {label} (the first is on line {first})",
+                    n + 1
+                )));
+            }
             let seconds = field(&v, "median")?.as_f64().ok_or_else(|| {
                 LearnError::Run(format!("line {}: `median` is not a number", n + 1))
             })?;
@@ -468,9 +526,9 @@ fn checked<'a>(
             "{label}: the kernel's output differs from the CPU reference"
         )));
     }
-    if !(t.seconds > 0.0 && t.seconds.is_finite()) {
+    if !(MIN_SECONDS..=MAX_SECONDS).contains(&t.seconds) {
         return Err(LearnError::Run(format!(
-            "{label}: median {} s is not a time",
+            "{label}: median {} s is outside [{MIN_SECONDS:e} s, {MAX_SECONDS} s], the times a launch on {DOMAIN:?} takes",
             t.seconds
         )));
     }

@@ -101,6 +101,13 @@ pub fn learn<E: From<LearnError>>(
 ) -> Result<GpuOutcome, E> {
     let started = Instant::now();
     check_machine(machine, path)?;
+    if let Some(dir) = timings {
+        let inputs = [dir.join(MANIFEST), dir.join(OUTPUT)];
+        let inputs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+        outputs
+            .apart_from(&inputs)
+            .map_err(|e| LearnError::Invalid(e.to_string()))?;
+    }
     // Measured here (all in one), or read back from a directory a GPU machine filled.
     let dir = match timings {
         Some(dir) => dir.to_path_buf(),
@@ -156,9 +163,7 @@ fn check_machine(machine: &Machine, path: &Path) -> Result<(), LearnError> {
 /// failing).
 fn scratch_dir() -> Result<PathBuf, LearnError> {
     let nvcc = std::env::var("NVCC").unwrap_or_else(|_| "nvcc".into());
-    let found = Command::new(&nvcc)
-        .arg("--version")
-        .output()
+    let found = absinthe_codegen::children::output(Command::new(&nvcc).arg("--version"))
         .is_ok_and(|o| o.status.success());
     if !found {
         return Err(LearnError::Invalid(format!(
@@ -178,10 +183,10 @@ fn run_bundles(dir: &Path, bundles: &Bundles, events: &dyn Fn(Event)) -> Result<
         kernel_cases,
         dir: dir.to_path_buf(),
     }));
-    let status = Command::new("sh")
-        .arg(dir.join(RUN_SCRIPT))
-        .status()
-        .map_err(|e| LearnError::Spawn("sh".into(), e))?;
+    // In a process group of its own, ended with absinthe (its output goes to output.txt).
+    let status = absinthe_codegen::children::output(Command::new("sh").arg(dir.join(RUN_SCRIPT)))
+        .map_err(|e| LearnError::Spawn("sh".into(), e))?
+        .status;
     if !status.success() {
         events(Event::Warning(format!(
             "{RUN_SCRIPT} exited with {status}; fitting what it measured"
@@ -258,7 +263,10 @@ pub fn fit_dir(
     };
     let in_file = |name: &str| {
         let path = dir.join(name).display().to_string();
-        move |e: LearnError| LearnError::Run(format!("{path}: {e}"))
+        move |e: LearnError| match e {
+            LearnError::Run(m) => LearnError::Run(format!("{path}: {m}")),
+            e => LearnError::Run(format!("{path}: {e}")),
+        }
     };
     let manifest = gpu::parse_manifest(&read(MANIFEST)?).map_err(in_file(MANIFEST))?;
     if manifest.machine != machine.name {

@@ -96,39 +96,41 @@ pub fn measure(ranks: usize, dir: &Path) -> Result<NetworkMeasurement, LearnErro
     let exe = dir.join("network");
     std::fs::write(&cpp, source)
         .map_err(|e| LearnError::Run(format!("cannot write {}: {e}", cpp.display())))?;
-    let built = Command::new("mpicxx")
-        .args(["-O2", "-fopenmp", "-o"])
-        .arg(&exe)
-        .arg(&cpp)
-        .output()
-        .map_err(|e| {
-            LearnError::Run(format!(
-                "cannot run mpicxx ({e}): scripts/setup.sh installs libopenmpi-dev"
-            ))
-        })?;
+    let built = absinthe_codegen::children::output(
+        Command::new("mpicxx")
+            .args(["-O2", "-fopenmp", "-o"])
+            .arg(&exe)
+            .arg(&cpp),
+    )
+    .map_err(|e| {
+        LearnError::Run(format!(
+            "cannot run mpicxx ({e}): scripts/setup.sh installs libopenmpi-dev"
+        ))
+    })?;
     if !built.status.success() {
         return Err(LearnError::Run(format!(
             "mpicxx failed:\n{}",
             String::from_utf8_lossy(&built.stderr)
         )));
     }
-    let run = Command::new("timeout")
-        .args([
-            "600",
-            "mpirun",
-            "--allow-run-as-root",
-            "--oversubscribe",
-            "-np",
-        ])
-        .arg(ranks.to_string())
-        .arg(&exe)
-        .env("OMP_NUM_THREADS", "1")
-        .output()
-        .map_err(|e| {
-            LearnError::Run(format!(
-                "cannot run mpirun ({e}): scripts/setup.sh installs openmpi-bin"
-            ))
-        })?;
+    let run = absinthe_codegen::children::output(
+        Command::new("timeout")
+            .args([
+                "600",
+                "mpirun",
+                "--allow-run-as-root",
+                "--oversubscribe",
+                "-np",
+            ])
+            .arg(ranks.to_string())
+            .arg(&exe)
+            .env("OMP_NUM_THREADS", "1"),
+    )
+    .map_err(|e| {
+        LearnError::Run(format!(
+            "cannot run mpirun ({e}): scripts/setup.sh installs openmpi-bin"
+        ))
+    })?;
     let stdout = String::from_utf8_lossy(&run.stdout);
     if !run.status.success() {
         return Err(LearnError::Run(format!(

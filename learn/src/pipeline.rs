@@ -162,6 +162,13 @@ impl<'a> Outputs<'a> {
         })
     }
 
+    /// Refuses outputs that would replace one of `inputs` (the timings `learn --target cuda
+    /// --timings DIR` reads: measurements made on another machine), or each other.
+    pub fn apart_from(&self, inputs: &[&Path]) -> Result<(), absinthe_codegen::files::WriteError> {
+        let csv = self.keep_data.map(|d| d.join("measurements.csv"));
+        absinthe_codegen::files::outputs_apart(&[Some(self.out), csv.as_deref()], inputs)
+    }
+
     /// Writes the raw `measurements` (with `keep_data`), then the machine file's new `text`,
     /// each with `write` (the caller's atomic write); returns the file written.
     pub fn write<E: From<LearnError>>(

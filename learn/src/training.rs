@@ -272,10 +272,16 @@ pub fn programs(domain: [usize; 3]) -> Result<Vec<TrainingProgram>, LearnError> 
 
 /// A generated program, parsed and analysed.
 fn parsed(family: Family, text: String) -> Result<TrainingProgram, LearnError> {
-    let program =
-        Program::from_yaml(&text).map_err(|d| LearnError::Program(format!("{d:?}\n{text}")))?;
-    let analysis =
-        Analysis::new(&program).map_err(|d| LearnError::Program(format!("{d:?}\n{text}")))?;
+    // A diagnostic here is a bug of the generator, shown with the program it wrote.
+    let shown = |d: Vec<absinthe_model::Diagnostic>| {
+        let lines: Vec<String> = d
+            .iter()
+            .map(|d| format!("{}: {}", d.path, d.message))
+            .collect();
+        LearnError::Program(format!("{}\n{text}", lines.join("\n")))
+    };
+    let program = Program::from_yaml(&text).map_err(shown)?;
+    let analysis = Analysis::new(&program).map_err(shown)?;
     Ok(TrainingProgram {
         family,
         text,

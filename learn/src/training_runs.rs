@@ -129,11 +129,12 @@ pub fn run_shapes(
         .iter()
         .map(|&s| training::tile_counts(s, domain))
         .collect();
-    let out = Command::new(exe)
-        .args(runtime_tiles::arguments(repeats, flush, verify, &tiles))
-        .env("OMP_NUM_THREADS", threads.to_string())
-        .output()
-        .map_err(|e| LearnError::Run(format!("{}: {e}", exe.display())))?;
+    let out = absinthe_codegen::children::output(
+        Command::new(exe)
+            .args(runtime_tiles::arguments(repeats, flush, verify, &tiles))
+            .env("OMP_NUM_THREADS", threads.to_string()),
+    )
+    .map_err(|e| LearnError::Run(format!("{}: {e}", exe.display())))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let results = runtime_tiles::parse_tile_results(&stdout)?;
     if results.len() != tiles.len() {

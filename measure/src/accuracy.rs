@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use image::ImageEncoder;
 use plotters::prelude::*;
 
 use crate::MeasureError;
@@ -143,48 +144,33 @@ fn plot_kind(path: &Path) -> Result<bool, MeasureError> {
 }
 
 /// Draws predicted against measured seconds (log-log, the diagonal and ±20% lines, the optimum
-/// marked) into `path`, a .png or .svg file, written whole: the SVG is drawn in memory, the
-/// PNG into a temporary beside the file and renamed over it.
+/// marked) into `path`, a .png or .svg file, drawn in memory and written whole
+/// (`write_atomic`: a failed write names the file and leaves no part of it).
 pub fn plot(path: &Path, title: &str, points: &[Point]) -> Result<(), MeasureError> {
-    let size = (900, 720);
+    let size = (900u32, 720u32);
     let failed = |e: &dyn std::fmt::Display| MeasureError::Plot(e.to_string());
-    if !plot_kind(path)? {
+    let bytes = if plot_kind(path)? {
+        let mut rgb = vec![0u8; size.0 as usize * size.1 as usize * 3];
+        draw(
+            BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area(),
+            title,
+            points,
+        )?;
+        let mut png = Vec::new();
+        image::codecs::png::PngEncoder::new(&mut png)
+            .write_image(&rgb, size.0, size.1, image::ColorType::Rgb8)
+            .map_err(|e| failed(&e))?;
+        png
+    } else {
         let mut svg = String::new();
         draw(
             SVGBackend::with_string(&mut svg, size).into_drawing_area(),
             title,
             points,
         )?;
-        return absinthe_codegen::files::write_atomic(path, svg.as_bytes()).map_err(|e| failed(&e));
-    }
-    // As `write_atomic` does for the SVG: the directory made, and a failure named by the path.
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| MeasureError::Plot(format!("cannot create {}: {e}", dir.display())))?;
-    }
-    let unwritable = |e: &dyn std::fmt::Display| {
-        MeasureError::Plot(format!("cannot write {}: {e}", path.display()))
+        svg.into_bytes()
     };
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-    let tmp = path.with_file_name(format!(
-        ".{}.tmp{}.png",
-        name.unwrap_or_default(),
-        std::process::id()
-    ));
-    let drawn = draw(
-        BitMapBackend::new(&tmp, size).into_drawing_area(),
-        title,
-        points,
-    )
-    .map_err(|e| match e {
-        MeasureError::Plot(why) => unwritable(&why),
-        other => other,
-    })
-    .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| unwritable(&e)));
-    if drawn.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    drawn
+    absinthe_codegen::files::write_atomic(path, &bytes).map_err(|e| failed(&e))
 }
 
 /// An axis label: seconds as milliseconds with two or three significant digits.

@@ -91,17 +91,17 @@ impl Bench {
                 message,
             },
         };
-        let out = Command::new(&exe)
-            .args(["1", "0"])
+        let mut cmd = Command::new(&exe);
+        cmd.args(["1", "0"])
             .arg(match code_of(p) {
                 Code::Kernel => "kernel",
                 Code::Reference => "reference",
             })
             .arg(handoff.path())
             .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .env_remove("ABSINTHE_ARRAY_STAGGER")
-            .output()
-            .map_err(|e| run_error(e.to_string()))?;
+            .env_remove("ABSINTHE_ARRAY_STAGGER");
+        let out =
+            absinthe_codegen::children::output(&mut cmd).map_err(|e| run_error(e.to_string()))?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         let line = stdout
             .lines()

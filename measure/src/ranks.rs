@@ -333,17 +333,18 @@ impl RankReport {
 /// Runs an MPI harness on `ranks` ranks of `threads` threads each, bound to cores, under a
 /// 10-minute limit; its result line.
 pub fn run_mpi(exe: &Path, ranks: usize, threads: usize) -> Result<MpiResult, MeasureError> {
-    let out = Command::new("timeout")
-        .args(["600", "mpirun", "--allow-run-as-root", "--oversubscribe"])
-        .args(["--bind-to", if threads == 1 { "core" } else { "none" }])
-        .args(["-np", &ranks.to_string()])
-        .arg(exe)
-        .env("OMP_NUM_THREADS", threads.to_string())
-        .output()
-        .map_err(|e| CodegenError::Run {
-            program: "mpirun".into(),
-            message: format!("{e} (scripts/setup.sh installs openmpi-bin)"),
-        })?;
+    let out = absinthe_codegen::children::output(
+        Command::new("timeout")
+            .args(["600", "mpirun", "--allow-run-as-root", "--oversubscribe"])
+            .args(["--bind-to", if threads == 1 { "core" } else { "none" }])
+            .args(["-np", &ranks.to_string()])
+            .arg(exe)
+            .env("OMP_NUM_THREADS", threads.to_string()),
+    )
+    .map_err(|e| CodegenError::Run {
+        program: "mpirun".into(),
+        message: format!("{e} (scripts/setup.sh installs openmpi-bin)"),
+    })?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let line = stdout
         .lines()

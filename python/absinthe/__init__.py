@@ -201,6 +201,10 @@ class Program:
         """The OpenMP kernel of `solution` (default: solve on `machine` first) as a shared library.
         `threads`: the OpenMP threads each call runs with; by default the machine file's `cores`
         when `machine` is given and has them, else 0 (OpenMP's own default)."""
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, (int, np.integer))
+                                    or not 0 <= threads <= _MAX_THREADS):
+            raise ValueError(f"threads: expected a whole number from 0 (OpenMP's default) to "
+                             f"{_MAX_THREADS}, found {threads!r}")
         with tempfile.TemporaryDirectory() as tmp:
             args = ["codegen", str(self.path), "-o", tmp]
             if machine is not None:
@@ -217,7 +221,7 @@ class Program:
             source = header.with_suffix(".cpp")
             if threads is None:
                 threads = _machine_cores(machine) if machine is not None else 0
-            return Kernel._build(header.read_text(), source.read_text(), header.name, threads)
+            return Kernel._build(header.read_text(), source.read_text(), header.name, int(threads))
 
 
 _PARAM = re.compile(r"^(const )?(double|float)\* __restrict a_(\w+),? // (input|output|temporary)"
@@ -229,6 +233,9 @@ _SCALAR = re.compile(r"^    , const (double|float) sc_(\w+) // scalar `(\w+)`$")
 _CXX_FLAGS = ["-O3", "-march=native", "-fopenmp", "-ffp-contract=off", "-fno-trapping-math",
               "-fno-math-errno", "-fPIC", "-shared"]
 
+
+# The most threads a kernel runs with: the CLI's bound on a machine file's `cores`.
+_MAX_THREADS = 4096
 
 _CORES = re.compile(r"^cores:[ \t]*\+?(0x[0-9a-fA-F]+|0o[0-7]+|\d+)[ \t]*(?:#.*)?$", re.M)
 
@@ -336,7 +343,10 @@ class Kernel:
     def _scalar(self, name: str, value) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
             raise ValueError(f"scalar `{name}`: expected a number, found {type(value).__name__}")
-        v = float(value)
+        try:
+            v = float(value)
+        except OverflowError:
+            raise ValueError(f"scalar `{name}`: {value!r} is too large for a double") from None
         if not math.isfinite(v):
             raise ValueError(f"scalar `{name}`: expected a finite number, found {v}")
         if self._dtype == np.float32:
@@ -353,8 +363,15 @@ class Kernel:
     def _checked(self, name: str, array) -> np.ndarray:
         if not isinstance(array, np.ndarray):
             raise ValueError(f"array `{name}`: expected a numpy.ndarray, found {type(array).__name__}")
+        if isinstance(array, np.ma.MaskedArray):
+            raise ValueError(f"array `{name}`: a masked array, whose mask the kernel would ignore; "
+                             f"pass its .filled(value) or .data")
         if array.dtype is not self._dtype and array.dtype != self._dtype:
-            raise ValueError(f"array `{name}`: expected dtype {np.dtype(self.dtype).name}, found {array.dtype.name}")
+            found = array.dtype.name
+            if found == self._dtype.name:
+                found = f"{found} in {'big' if array.dtype.byteorder == '>' else 'little'}-endian byte order"
+            raise ValueError(f"array `{name}`: expected dtype {np.dtype(self.dtype).name} in this machine's "
+                             f"byte order, found {found}")
         want = self.shapes[name]
         if array.shape != want:
             axes = ", ".join("zyx"[2 - d] for d in (2, 1, 0) if "ijk"[d] in self.dims.get(name, "ijk"))

@@ -100,6 +100,8 @@ def test_bad_arrays_are_refused_and_nothing_is_written(j3d7pt):
         ({}, "missing input array(s) in"),
         (dict(x, nope=x["in"]), "unknown argument(s) nope"),
         (dict(x, out=x["in"]), "shares memory with `in`"),
+        (dict(x, **{"in": x["in"].astype(">f8")}), "found float64 in big-endian byte order"),
+        (dict(x, **{"in": np.ma.masked_array(x["in"], mask=x["in"] > 0)}), "a masked array"),
     ]
     for arrays, message in cases:
         call = dict(arrays)
@@ -121,6 +123,10 @@ def test_threads_come_from_the_machine_file_unless_given(tmp_path):
     assert p.compile(machine=one, threads=2).threads == 2
     x = inputs_for(p.compile(machine=one), 7)
     assert np.array_equal(p.compile(machine=one)(**x)["out"], p.compile(machine=one, threads=2)(**x)["out"])
+    # Threads the OpenMP runtime would misread (wrapped to a C int, a float, negative, huge).
+    for bad in (-5, 4.5, 2**32 + 1, 10**30, True, "2"):
+        with pytest.raises(ValueError, match="threads: expected a whole number"):
+            p.compile(machine=one, threads=bad)
     # The integer forms the CLI reads (YAML 1.2) give the same count.
     for written in ("0x3", "0o3", "+3"):
         one.write_text(re.sub(r"^cores: \d+", f"cores: {written}  # three", text, flags=re.M))
@@ -192,7 +198,8 @@ def test_scalars_are_arguments_of_the_kernel(vtype):
     out = np.full(k.shape, 7.0, k.dtype)
     for bad, message in [({}, "missing scalar"), ({"dt": float("nan"), "kdiff": 1.0}, "finite"),
                          ({"dt": True, "kdiff": 1.0}, "expected a number"),
-                         ({"dt": "1", "kdiff": 1.0}, "expected a number")] + (
+                         ({"dt": "1", "kdiff": 1.0}, "expected a number"),
+                         ({"dt": 10**400, "kdiff": 1.0}, "too large for a double")] + (
             [({"dt": 1e39, "kdiff": 1.0}, "too large for a float"),
              ({"dt": 1e-50, "kdiff": 1.0}, "rounds to zero")] if vtype == "float" else []):
         with pytest.raises(ValueError, match=message):
@@ -398,6 +405,9 @@ def test_the_harness_runs_on_inputs_from_outside(tmp_path):
             np.testing.assert_allclose(got[:, j, i], np.linalg.solve(m, t[hz:hz + nz, j, i]),
                                        rtol=1e-12, atol=1e-14)
     (inputs / "scalars.json").write_text(json.dumps({"dz": 1.0}))
+    run = subprocess.run([str(exe), "2"], env=env, capture_output=True, text=True)
+    assert run.returncode == 2 and "`dz` is not a scalar of the program (its scalars: dt)" in run.stderr
+    (inputs / "scalars.json").write_text(json.dumps({}))
     run = subprocess.run([str(exe), "2"], env=env, capture_output=True, text=True)
     assert run.returncode == 2 and "has no number for the scalar `dt`" in run.stderr
     (inputs / "scalars.json").write_text(json.dumps({"dt": dt}))

@@ -244,6 +244,17 @@ fn optimize_ranked(
             _ => SolveError::Ranked(e),
         })?;
     let (largest, classes) = model.sub_domains();
+    let ranks = grid.px * grid.py;
+    let cores = view.threads;
+    if ranks > cores {
+        note(format!(
+            "ranks {}x{}: {ranks} ranks on one node of {} cores oversubscribe it; the estimate assumes a core per rank, as on {} nodes (the machine file describes one node)",
+            grid.px,
+            grid.py,
+            cores,
+            ranks.div_ceil(cores.max(1))
+        ));
+    }
     note(format!(
         "ranks {}x{}: priced each group on the slowest of {classes} rank class(es) (largest sub-domain {largest:?}) with {} thread(s) per rank: {:.1} us per run, at most {:.1} us of it in one rank's halo exchanges (the exact DP)",
         grid.px,

@@ -18,6 +18,6 @@ pub fn run(args: &LearnArgs) -> anyhow::Result<ExitCode> {
     let dirs = (args.timings.as_deref(), args.emit.as_deref());
     let events = |e| bar.event(e);
     let outcome = gpu_fit::learn(file, &request(args), dirs, &outputs(args), &events, &write)?;
-    print!("{outcome}");
+    crate::output::emit(format_args!("{outcome}"))?;
     Ok(ExitCode::SUCCESS)
 }

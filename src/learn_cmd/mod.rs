@@ -211,7 +211,7 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
     let learning = pipeline::run(&machine, &text, host, &options, &steps, &|e| bar.event(e))?;
     let out = outputs.write(&learning.text, &learning.result.measurements, &write)?;
     let seconds = started.elapsed().as_secs_f64();
-    print!("{}", learning.report(&machine, seconds, out));
+    crate::output::emit(format_args!("{}", learning.report(&machine, seconds, out)))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -249,6 +249,6 @@ fn write(path: &Path, text: &str) -> anyhow::Result<()> {
 /// Writes `text` to `path` atomically and prints the path.
 fn write_listed(path: &Path, text: &str) -> anyhow::Result<()> {
     write(path, text)?;
-    println!("{}", path.display());
+    crate::output::emit(format_args!("{}\n", path.display()))?;
     Ok(())
 }

@@ -16,6 +16,6 @@ pub fn run(args: &LearnArgs, ranks: usize) -> anyhow::Result<ExitCode> {
     }
     let out = outputs(args).out;
     let measured = learn(&text, ranks, out, &write)?;
-    print!("{}", measured.report(out));
+    crate::output::emit(format_args!("{}", measured.report(out)))?;
     Ok(ExitCode::SUCCESS)
 }

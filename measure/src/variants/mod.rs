@@ -153,7 +153,35 @@ pub fn parse_variants(list: &str) -> Result<Vec<Variant>, String> {
     if out.is_empty() {
         return Err("no variant given".into());
     }
+    // The same variant twice would build and time it twice under two rows.
+    if let Some(twice) = (1..out.len()).find(|&n| out[..n].contains(&out[n])) {
+        return Err(format!(
+            "`{list}` names the variant `{}` twice",
+            token_of(&out[twice])
+        ));
+    }
     Ok(out)
+}
+
+/// A variant as `--variants` writes it.
+fn token_of(v: &Variant) -> String {
+    match v {
+        Variant::Opt => "opt".into(),
+        Variant::Naive => "naive".into(),
+        Variant::Unfused => "unfused".into(),
+        Variant::Fused => "fused".into(),
+        Variant::Unstreamed => "unstreamed".into(),
+        Variant::NoInline => "noinline".into(),
+        Variant::Autotune => "autotune".into(),
+        Variant::Groups(g) => {
+            let g: Vec<String> = g.iter().map(usize::to_string).collect();
+            format!("groups:{}", g.join(","))
+        }
+        Variant::Random(n) => format!("random:{n}"),
+        Variant::Top(k) => format!("top:{k}"),
+        Variant::Solution(p) => format!("solution:{}", p.display()),
+        Variant::InlineSets(m) => format!("sets:{m}"),
+    }
 }
 
 /// A variant ready to build.

@@ -137,6 +137,7 @@ impl Finder<'_> {
 /// missing key belongs to). None where `path` is not a key path, nothing of it is in the text,
 /// or the text does not parse.
 pub fn locate(text: &str, path: &str) -> Option<(usize, usize)> {
+    let text = without_bom(text);
     let target = steps(path)?;
     let finder = find(text, &target);
     finder.best.map(|(_, m)| (m.line(), m.col() + 1))
@@ -146,10 +147,17 @@ pub fn locate(text: &str, path: &str) -> Option<(usize, usize)> {
 /// `path`, where the file writes that scalar on one line as it reads (plain, or quoted without
 /// escapes before the offset); else what [`locate`] finds.
 pub fn locate_in_value(text: &str, path: &str, offset: usize) -> Option<(usize, usize)> {
+    let text = without_bom(text);
     let target = steps(path)?;
     let finder = find(text, &target);
     if let Some((mark, value)) = &finder.value {
-        let source = text.get(mark.index()..).unwrap_or("");
+        // The marker counts characters; a byte order mark or any other character of several
+        // bytes before the value makes that differ from the byte offset.
+        let byte = text
+            .char_indices()
+            .nth(mark.index())
+            .map_or(text.len(), |(b, _)| b);
+        let source = text.get(byte..).unwrap_or("");
         let quoted = source.starts_with(['"', '\'']);
         let source = if quoted { &source[1..] } else { source };
         let head: String = value.chars().take(offset).collect();
@@ -158,6 +166,12 @@ pub fn locate_in_value(text: &str, path: &str, offset: usize) -> Option<(usize, 
         }
     }
     finder.best.map(|(_, m)| (m.line(), m.col() + 1))
+}
+
+/// `text` without a leading byte order mark, which the readers skip and the event parser does
+/// not: an editor shows no column for it.
+fn without_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
 }
 
 fn find<'a>(text: &str, target: &'a [Step]) -> Finder<'a> {
@@ -217,6 +231,19 @@ mod tests {
         );
         let folded = "stencils:\n  - expr: >\n      a +\n      b\n";
         assert_eq!(locate_in_value(folded, "stencils[0].expr", 4), Some((2, 5)));
+        // Characters of several bytes before the value (a byte order mark, a comment).
+        for wide in [
+            "# Über 𝛼\nstencils:\n  - expr: a + b\n",
+            "\u{feff}stencils:\n  - expr: a + b\n",
+            "\u{feff}# Über 𝛼\nstencils:\n  - expr: a + b\n",
+        ] {
+            let line = wide.lines().position(|l| l.contains("expr")).unwrap() + 1;
+            assert_eq!(
+                locate_in_value(wide, "stencils[0].expr", 4),
+                Some((line, 15)),
+                "{wide:?}"
+            );
+        }
     }
 
     #[test]

@@ -59,7 +59,8 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, Diagnostic> {
 /// whole number, a number, a mapping, a name. A number written past a double's range is read
 /// as a string by the crate, and said to be out of range.
 fn plain_words(message: &str) -> String {
-    const WORDS: [(&str, &str); 11] = [
+    const WORDS: [(&str, &str); 12] = [
+        ("unit value", "null"),
         ("expected usize", "expected a whole number of 0 or more"),
         ("expected u64", "expected a whole number of 0 or more"),
         ("expected u32", "expected a whole number of 0 or more"),
@@ -326,9 +327,75 @@ fn control_character(text: &str) -> Option<Diagnostic> {
     })
 }
 
-/// Serializes to YAML text.
+/// Serializes to YAML text. A plain key or scalar that YAML 1.1 reads as a boolean (`on`,
+/// `no`, ...; a stencil may be named so) is quoted, so that readers of YAML 1.1 such as PyYAML
+/// read the name, as YAML 1.2 does.
 pub fn to_string<T: Serialize>(value: &T) -> Result<String, String> {
-    serde_yaml_ng::to_string(value).map_err(|e| e.to_string())
+    let text = serde_yaml_ng::to_string(value).map_err(|e| e.to_string())?;
+    Ok(quote_yaml11_booleans(&text))
+}
+
+/// The words YAML 1.1 (PyYAML's resolver) reads as booleans where YAML 1.2 reads strings.
+const YAML11_BOOLEANS: [&str; 12] = [
+    "yes", "Yes", "YES", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF",
+];
+
+/// `text` (serde_yaml_ng's block style) with each such plain word quoted where it is a whole
+/// key (`on:`), a whole sequence item (`- on`) or a whole value (`: on`).
+fn quote_yaml11_booleans(text: &str) -> String {
+    let quoted = |w: &str| format!("'{w}'");
+    let fix = |line: &str| -> Option<String> {
+        let body = line.trim_start();
+        let indent = &line[..line.len() - body.len()];
+        let (dash, rest) = match body.strip_prefix("- ") {
+            Some(r) => ("- ", r),
+            None => ("", body),
+        };
+        if YAML11_BOOLEANS.contains(&rest) {
+            return Some(format!("{indent}{dash}{}", quoted(rest)));
+        }
+        let (key, value) = rest.split_once(':')?;
+        if !(value.is_empty() || value.starts_with(' ')) {
+            return None;
+        }
+        let key = if YAML11_BOOLEANS.contains(&key) {
+            quoted(key)
+        } else {
+            key.to_string()
+        };
+        let v = value.trim_start();
+        let value = if YAML11_BOOLEANS.contains(&v) {
+            format!(" {}", quoted(v))
+        } else {
+            value.to_string()
+        };
+        Some(format!("{indent}{dash}{key}:{value}"))
+    };
+    let indent_of = |l: &str| l.len() - l.trim_start().len();
+    let mut out = String::with_capacity(text.len());
+    // Inside a block scalar (`|`, `>`): the indentation of the line that opened it.
+    let mut block: Option<usize> = None;
+    for line in text.split_inclusive('\n') {
+        let (content, end) = line.strip_suffix('\n').map_or((line, ""), |c| (c, "\n"));
+        if block.is_some_and(|b| content.trim().is_empty() || indent_of(content) > b) {
+            out.push_str(line);
+            continue;
+        }
+        block = None;
+        let opener = content.trim_end();
+        if ["|", "|-", "|+", ">", ">-", ">+"]
+            .iter()
+            .any(|b| opener.ends_with(&format!(" {b}")))
+        {
+            block = Some(indent_of(content));
+        }
+        match fix(content) {
+            Some(fixed) => out.push_str(&fixed),
+            None => out.push_str(content),
+        }
+        out.push_str(end);
+    }
+    out
 }
 
 /// Parses untyped YAML (used to rewrite a file while preserving keys we do not own).
@@ -366,4 +433,20 @@ where
         }
     }
     de.deserialize_map(Keys(std::marker::PhantomData))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Words YAML 1.1 reads as booleans are quoted as keys, items and values; a block scalar's
+    /// lines and every other word are left as written.
+    #[test]
+    fn yaml11_booleans_are_quoted() {
+        let text = "stencils:\n  on:\n    group: 0\n  out: 1\ninline:\n- no\n- lap\nname: off\nnote: |-\n  on\n  no: x\nlast: yes\n";
+        let want = "stencils:\n  'on':\n    group: 0\n  out: 1\ninline:\n- 'no'\n- lap\nname: 'off'\nnote: |-\n  on\n  no: x\nlast: 'yes'\n";
+        assert_eq!(quote_yaml11_booleans(text), want);
+        let v: Value = serde_yaml_ng::from_str(want).unwrap();
+        assert!(v["stencils"].get("on").is_some());
+    }
 }

@@ -17,6 +17,7 @@ pub fn parse_assignment(text: &str) -> Result<(String, f64), String> {
     if !crate::language::program::is_identifier(name) {
         return Err(format!("`{name}` is not a scalar name"));
     }
+    let value_text = value;
     let value: f64 = value
         .trim()
         .parse()
@@ -24,6 +25,14 @@ pub fn parse_assignment(text: &str) -> Result<(String, f64), String> {
     if !value.is_finite() {
         return Err(format!(
             "the value of `{name}` must be finite, found {value}"
+        ));
+    }
+    // A non-zero digit that parses to zero (`1e-400`) is smaller than any double.
+    let text = value_text.trim();
+    let mantissa = text.split(['e', 'E']).next().unwrap_or(text);
+    if value == 0.0 && mantissa.bytes().any(|c| c.is_ascii_digit() && c != b'0') {
+        return Err(format!(
+            "the value of `{name}`, {text}, is too small for a double: it rounds to zero"
         ));
     }
     Ok((name.to_string(), value))
