@@ -407,3 +407,67 @@ fn a_signal_ends_the_compilers_and_their_temporaries_go() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(!stale.exists(), "{}", stdout(&o));
 }
+
+/// More ranks than the node has cores is said, and a stencil named as YAML 1.1 reads a boolean
+/// is quoted in the solution file (PyYAML, which the bench scripts use, would read `True`).
+#[test]
+fn oversubscribed_ranks_and_boolean_names_are_said_and_quoted() {
+    let dir = tempfile::tempdir().unwrap();
+    let default = std::fs::read_to_string(root().join("machines/default.yaml")).unwrap();
+    let machine = temp_file(
+        dir.path(),
+        "m.yaml",
+        &format!("{default}\nnetwork: {{latency_us: 1.0, bandwidth_gbs: 5.0}}\n"),
+    );
+    let m = machine.to_str().unwrap();
+    let ranked = |grid| {
+        absinthe(&[
+            "solve",
+            "configs/hdiff.yaml",
+            "--machine",
+            m,
+            "--ranks",
+            grid,
+        ])
+    };
+    let o = ranked("2,2");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("4 ranks on one node of 2 cores oversubscribe it"),
+        "{err}"
+    );
+    assert!(!stderr(&ranked("2,1")).contains("oversubscribe"));
+
+    let hdiff = std::fs::read_to_string(root().join("configs/hdiff.yaml")).unwrap();
+    let renamed = hdiff.replace("lap", "on");
+    let p = temp_file(dir.path(), "on.yaml", &renamed);
+    let sol = dir.path().join("s.yaml");
+    let args = [
+        "solve",
+        p.to_str().unwrap(),
+        "--no-inline",
+        "--solver",
+        "dp",
+        "-o",
+        sol.to_str().unwrap(),
+    ];
+    let o = absinthe(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&sol).unwrap();
+    assert!(
+        text.contains("'on'") && !text.lines().any(|l| l.trim_start().starts_with("on:")),
+        "{text}"
+    );
+    // The file reads back.
+    let out = dir.path().join("gen");
+    let o = absinthe(&[
+        "codegen",
+        p.to_str().unwrap(),
+        "--solution",
+        sol.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
