@@ -76,8 +76,11 @@ pub fn default_cache_dir() -> PathBuf {
 static BUILDS: AtomicU64 = AtomicU64::new(0);
 
 /// Removes from a build directory the temporaries (`a.out.tmpPID.N`, `a.out.stamp.tmpPID.N`,
-/// `SOURCE.PID.N.o`) of processes no longer running: an interrupted build leaves them.
+/// `SOURCE.PID.N.o`) an interrupted build left: those of a process not running here, last
+/// written over an hour ago. The age keeps those of a build on another host sharing the
+/// directory (a home directory on NFS), whose PID means nothing here.
 fn sweep_stale_temporaries(dir: &Path) {
+    const STALE: std::time::Duration = std::time::Duration::from_secs(3600);
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -97,7 +100,11 @@ fn sweep_stale_temporaries(dir: &Path) {
             continue;
         };
         let alive = Path::new("/proc").join(pid.to_string()).exists();
-        if !alive && Path::new("/proc/self").exists() {
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > STALE));
+        if !alive && old && Path::new("/proc/self").exists() {
             let _ = std::fs::remove_file(entry.path());
         }
     }
