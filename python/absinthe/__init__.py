@@ -199,8 +199,9 @@ class Program:
 
     def compile(self, solution: Solution | None = None, machine=None, threads: int | None = None) -> "Kernel":
         """The OpenMP kernel of `solution` (default: solve on `machine` first) as a shared library.
-        `threads`: the OpenMP threads each call runs with; by default the machine file's `cores`
-        when `machine` is given and has them, else 0 (OpenMP's own default)."""
+        `threads`: the OpenMP threads each call runs with, a whole number from 0 (OpenMP's own
+        default) to 4096, else `ValueError`; by default the machine file's `cores` when `machine`
+        is given and has them, else 0."""
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, (int, np.integer))
                                     or not 0 <= threads <= _MAX_THREADS):
             raise ValueError(f"threads: expected a whole number from 0 (OpenMP's default) to "
