@@ -75,6 +75,14 @@ pub fn default_cache_dir() -> PathBuf {
 /// Builds started by this process: each one's temporaries are named by its number.
 static BUILDS: AtomicU64 = AtomicU64::new(0);
 
+/// The suffix of a new build's temporaries in `dir` (`PID.N`), once those interrupted builds
+/// left there are removed.
+fn unique_suffix(dir: &Path) -> String {
+    sweep_stale_temporaries(dir);
+    let n = BUILDS.fetch_add(1, Ordering::Relaxed);
+    format!("{}.{n}", std::process::id())
+}
+
 /// Removes from a build directory the temporaries (`a.out.tmpPID.N`, `a.out.stamp.tmpPID.N`,
 /// `SOURCE.PID.N.o`) an interrupted build left: those of a process not running here, last
 /// written over an hour ago. The age keeps those of a build on another host sharing the
@@ -252,14 +260,8 @@ impl Toolchain {
             std::fs::write(&p, t).map_err(|e| io(e, &p))?;
         }
         // Two builds of the same sources may run at once (identical variants of one bench):
-        // each writes its own temporaries and the last rename wins. Those of a process that
-        // ended before renaming them (killed) are removed.
-        sweep_stale_temporaries(&dir);
-        let unique = format!(
-            "{}.{}",
-            std::process::id(),
-            BUILDS.fetch_add(1, Ordering::Relaxed)
-        );
+        // each writes its own temporaries and the last rename wins.
+        let unique = unique_suffix(&dir);
         let tmp = dir.join(format!("a.out.tmp{unique}"));
         let sources = files.iter().filter(|(n, _)| n.ends_with(".cpp"));
         if split {
