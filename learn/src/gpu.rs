@@ -163,25 +163,26 @@ fn check_manifest(manifest: &Manifest) -> Result<(), LearnError> {
             manifest.runs
         ));
     }
-    let mut labels = std::collections::HashSet::new();
-    for b in &manifest.bundles {
-        if !["fast", "slow"].contains(&b.family.as_str()) {
-            return fail(format!(
-                "bundle {}: family `{}`: expected fast or slow",
-                b.file, b.family
-            ));
-        }
-        for label in b.cases.iter().map(|c| &c.label) {
-            if !labels.insert(label.as_str()) {
-                return fail(format!("the case {label} is listed twice"));
-            }
-        }
+    if let Some(b) = manifest
+        .bundles
+        .iter()
+        .find(|b| !["fast", "slow"].contains(&b.family.as_str()))
+    {
+        return fail(format!(
+            "bundle {}: family `{}`: expected fast or slow",
+            b.file, b.family
+        ));
     }
-    for label in manifest
+    let training = manifest
+        .bundles
+        .iter()
+        .flat_map(|b| b.cases.iter().map(|c| &c.label));
+    let kernels = manifest
         .kernels
         .iter()
-        .flat_map(|k| k.cases.iter().map(|c| &c.label))
-    {
+        .flat_map(|k| k.cases.iter().map(|c| &c.label));
+    let mut labels = std::collections::HashSet::new();
+    for label in training.chain(kernels) {
         if !labels.insert(label.as_str()) {
             return fail(format!("the case {label} is listed twice"));
         }

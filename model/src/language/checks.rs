@@ -6,6 +6,13 @@ use std::collections::{BTreeMap, HashSet};
 use crate::formats::diagnostic::Diagnostic;
 use crate::language::program::{name_problem, Stencil, ValueType};
 
+/// Whether the number `text` (`1e-400`, `0.0`) has a non-zero digit before its exponent: a value
+/// that parses to zero though written as non-zero is too small for its type.
+pub(crate) fn nonzero_digits(text: &str) -> bool {
+    let mantissa = text.split(['e', 'E']).next().unwrap_or(text);
+    mantissa.bytes().any(|c| c.is_ascii_digit() && c != b'0')
+}
+
 /// A program's literals fit its type: the generated code reads each in it, and a `float`
 /// literal that rounds past `FLT_MAX` would become infinity (the lexer refuses only what
 /// overflows a double), one with a non-zero digit that rounds to zero (`1e-400`; `1e-50` in a
@@ -21,8 +28,7 @@ pub(crate) fn check_literals(
             true => text.parse::<f32>().map(f64::from),
             false => text.parse::<f64>(),
         };
-        let mantissa = text.split(['e', 'E']).next().unwrap_or(text);
-        let nonzero = mantissa.bytes().any(|c| c.is_ascii_digit() && c != b'0');
+        let nonzero = nonzero_digits(text);
         let kind = if float {
             "a float (type: float)"
         } else {

@@ -29,8 +29,7 @@ pub fn parse_assignment(text: &str) -> Result<(String, f64), String> {
     }
     // A non-zero digit that parses to zero (`1e-400`) is smaller than any double.
     let text = value_text.trim();
-    let mantissa = text.split(['e', 'E']).next().unwrap_or(text);
-    if value == 0.0 && mantissa.bytes().any(|c| c.is_ascii_digit() && c != b'0') {
+    if value == 0.0 && crate::language::checks::nonzero_digits(text) {
         return Err(format!(
             "the value of `{name}`, {text}, is too small for a double: it rounds to zero"
         ));

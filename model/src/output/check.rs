@@ -150,10 +150,12 @@ pub fn warnings(program: &Program, analysis: &Analysis) -> Vec<Diagnostic> {
             let message = format!(
                 "the input `{input}` is one letter away from the stencil `{stencil}`: a misspelling? Declare the inputs (`inputs: [...]`) to have undeclared names refused"
             );
-            first_read(program, &input).map_or_else(
-                || Diagnostic::new("", message.clone()),
-                |(path, src, at)| Diagnostic::new(path, message.clone()).with_snippet(src, at.0, at.1),
-            )
+            match first_read(program, &input) {
+                Some((path, src, (column, len))) => {
+                    Diagnostic::new(path, message).with_snippet(src, column, len)
+                }
+                None => Diagnostic::new("", message),
+            }
         })
         .collect()
 }
@@ -166,24 +168,16 @@ fn first_read<'p>(program: &'p Program, array: &str) -> Option<(String, &'p str,
         .flat_map(|s| &s.bodies)
         .find_map(|b| {
             let lets = b.lets.iter().zip(&b.sources.lets);
-            let mut texts =
+            let lets =
                 lets.map(|(l, (src, spans))| (format!("{}.let.{}", b.path, l.name), src, spans));
             let expr = (
                 format!("{}.expr", b.path),
                 &b.sources.expr,
                 &b.sources.expr_accesses,
             );
-            texts
-                .find_map(|(p, src, spans)| {
-                    Some((p, src.as_str(), access_snippet(src, spans, array)?))
-                })
-                .or_else(|| {
-                    Some((
-                        expr.0,
-                        expr.1.as_str(),
-                        access_snippet(expr.1, expr.2, array)?,
-                    ))
-                })
+            lets.chain([expr]).find_map(|(path, src, spans)| {
+                Some((path, src.as_str(), access_snippet(src, spans, array)?))
+            })
         })
 }
 
