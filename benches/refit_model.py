@@ -14,13 +14,13 @@ rank correlation and the share of variants predicted within 20% of measured:
 - `fit on --fit-on`: fitted to other programs' measurements (`--fit-on JSON`), scored on
   these.
 
-Example (numpy and scipy: `build/halide-venv/bin/python` has them):
+Example (needs numpy, scipy and pyyaml: `python3 -m venv V && V/bin/pip install numpy scipy pyyaml`):
 
     for P in hdiff heat4 chain8 cosmo_hdiff4 cosmo_adv5 cosmo_pgrad; do
       absinthe bench configs/$P.yaml --machine m.yaml --variants opt,random:32 \
           --runs 32 --no-roofline --format json > $P.json
     done
-    build/halide-venv/bin/python benches/refit_model.py --machine m.yaml *.json
+    V/bin/python benches/refit_model.py --machine m.yaml *.json
 """
 
 import argparse
