@@ -38,8 +38,12 @@ for spec in "${networks[@]}"; do
       p="$work/program.yaml"
       sed "s/^domain: .*/domain: [$dx, $dy, $nz]/" "$program" > "$p"
       line=$("$absinthe" solve "$p" --machine "$m" --solver dp "${inline_args[@]}" --ranks "$grid" 2>&1 >/dev/null | grep '^ranks ' || true)
-      est=$(sed -n 's/.*thread(s): \([0-9.]*\) us per run.*/\1/p' <<<"$line")
-      exch=$(sed -n 's/.*run, \([0-9.]*\) us of it.*/\1/p' <<<"$line")
+      est=$(sed -n 's/.* per rank: \([0-9.]*\) us per run.*/\1/p' <<<"$line")
+      exch=$(sed -n 's/.*at most \([0-9.]*\) us of it.*/\1/p' <<<"$line")
+      if [ -z "$est" ] && [ "$grid" = 1,1 ]; then
+        # One rank is never refused: the solve failed, or its line changed.
+        echo "error: solve --ranks 1,1 on ${dx}x${dy}x${nz} gave no estimate: ${line:-no 'ranks' line}" >&2; exit 1
+      fi
       if [ -z "$est" ]; then echo "| $name | $scaling | ${px}x${py} | ${dx}x${dy}x${nz} | refused | |"; continue; fi
       share=$(awk -v e="$exch" -v t="$est" 'BEGIN { printf "%.1f%%", 100 * e / t }')
       echo "| $name | $scaling | ${px}x${py} | ${dx}x${dy}x${nz} | $est us | $share |"

@@ -24,6 +24,10 @@ use clap::Args;
 /// The machine file used when `--machine` is not given.
 pub const DEFAULT_MACHINE: &str = "machines/default.yaml";
 
+/// The GPU machine used by `codegen --target cuda` and `bench --target cuda-emulated` when no
+/// `--machine` is given.
+pub const DEFAULT_GPU_MACHINE: &str = "machines/h100.yaml";
+
 /// Code generation targets (`codegen --target`, `learn --target`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Target {
@@ -397,11 +401,11 @@ pub fn untimed_bench_of(
     options.scalars = scalars.values(&program)?;
     let renderer = renderer(templates)?;
     if options.roofline {
-        eprintln!("measuring streaming bandwidth ...");
+        crate::output::step("measuring streaming bandwidth ...");
     }
     Ok(
         Bench::new((program, analysis), (machine_file, view), renderer, options)?
-            .on_progress(|line| eprintln!("{line}")),
+            .on_progress(crate::output::step),
     )
 }
 
@@ -412,7 +416,7 @@ pub fn plan_on(
     variants: &[Variant],
     settings: &PlanSettings,
 ) -> anyhow::Result<Vec<Planned>> {
-    eprintln!("planning variants of {} ...", bench.program.name);
+    crate::output::step(&format!("planning variants of {} ...", bench.program.name));
     let plan = bench.plan(variants, settings).map_err(|e| match e {
         PlanError::File(f) => anyhow::Error::new(f),
         e => e.into(),

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use absinthe_measure::accuracy::check_plot_path;
 use absinthe_measure::bench::{BenchOptions, BenchTarget, Build};
 use absinthe_measure::variants::{input_files, parse_variants, Variant, BENCH_DEFAULT};
+use anyhow::Context;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
 
@@ -81,8 +82,9 @@ pub struct BenchArgs {
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     /// Build for bit-exact verification (`-ffp-contract=off`, every value compared bit for bit)
-    /// instead of the timed build (FMA contraction allowed, values compared within 1024 ulps
-    /// of each array's largest magnitude).
+    /// instead of the timed build (FMA contraction allowed, most divisions by a literal made
+    /// through its reciprocal with a correction, correctly rounded; values compared within 1024
+    /// ulps of each array's largest magnitude).
     #[arg(long)]
     pub exact: bool,
     /// Build the kernels with relaxed floating-point math: the timed build plus
@@ -96,7 +98,7 @@ pub struct BenchArgs {
     pub relaxed_math: bool,
     /// What to build: the OpenMP kernels, or the host emulation of the CUDA kernels (one
     /// block at a time on the CPU; it verifies the GPU index arithmetic, its times are not GPU
-    /// times).
+    /// times). `cuda-emulated` without `--machine` uses machines/h100.yaml.
     #[arg(long, default_value = "openmp", value_parser = PossibleValuesParser::new(BenchTarget::NAMES).try_map(|s| s.parse::<BenchTarget>()))]
     pub target: BenchTarget,
 }
@@ -105,7 +107,12 @@ pub struct BenchArgs {
 #[derive(Clone, Debug)]
 pub struct Variants(pub Vec<Variant>);
 
-pub fn run(args: BenchArgs) -> anyhow::Result<std::process::ExitCode> {
+pub fn run(mut args: BenchArgs) -> anyhow::Result<std::process::ExitCode> {
+    if args.target == BenchTarget::CudaEmulated && args.machine.machine.is_none() {
+        let gpu = crate::output::shipped_file(crate::args::DEFAULT_GPU_MACHINE)
+            .context("--target cuda-emulated without --machine uses the shipped H100 file")?;
+        args.machine.machine = Some(gpu);
+    }
     let build = Build::of_flags(args.exact, args.relaxed_math);
     let options = BenchOptions {
         warm: args.warm,

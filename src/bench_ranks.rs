@@ -31,7 +31,7 @@ pub fn run(args: &BenchArgs, grid: Grid) -> anyhow::Result<std::process::ExitCod
         ranked: (&ranked.inline.inline, &ranked.optimum.config),
         single: (&s.program, &s.analysis, &s.inline.inline, &s.optimum.config),
     };
-    let report = run.time(planned, &|line: &str| eprintln!("{line}"))?;
+    let report = run.time(planned, &crate::output::step)?;
     crate::output::print(args.format, &report.json(), &report)?;
     Ok(std::process::ExitCode::SUCCESS)
 }

@@ -90,12 +90,12 @@ pub fn run(args: CacheArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("variant {}: {why}", p.name);
     }
     let levels = bench.cache_levels()?;
-    eprintln!(
+    crate::output::step(&format!(
         "counting the accesses of {} ({}) with {} thread(s) ...",
         bench.program.name,
         p.name,
         bench.threads()
-    );
+    ));
     let started = Instant::now();
     let report = {
         let _progress = Progress::start(format!("counting {}", p.name));
@@ -109,7 +109,7 @@ pub fn run(args: CacheArgs) -> anyhow::Result<ExitCode> {
         started.elapsed().as_secs_f64()
     );
     if let Some(path) = &args.trace {
-        eprintln!("building and running the trace build ...");
+        crate::output::step("building and running the trace build ...");
         let run = {
             let _progress = Progress::start(format!("tracing {}", p.name));
             bench.trace(p, path)?

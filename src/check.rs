@@ -15,6 +15,10 @@ use crate::output::Format;
 ///
 /// Exit status is 0 when the program is valid, 1 otherwise; errors name the file, the line
 /// and column, and the key (`FILE:LINE:COLUMN: stencils[3].expr: ...`).
+///
+/// Examples:
+///   absinthe check configs/hdiff.yaml
+///   absinthe check configs/cosmo_vdiff_implicit.yaml --format json   # fields, sweeps, intervals
 #[derive(Args)]
 #[command(verbatim_doc_comment)]
 pub struct CheckArgs {

@@ -38,8 +38,10 @@ use absinthe_codegen::files::write_files;
 ///   g++ -O3 -march=native -fopenmp -ffp-contract=off -fno-trapping-math -fno-math-errno \
 ///       out/*.cpp -o hdiff && ./hdiff 64
 ///   absinthe codegen configs/hdiff.yaml --target cuda --harness -o cu/
-///   nvcc -O3 -arch=sm_90 -DABSINTHE_FMA_BUILD -Xcompiler -fopenmp cu/hdiff.cu -lgomp -o hdiff_cuda && ./hdiff_cuda 64
-///   nvcc -O3 -arch=sm_90 --fmad=false -Xcompiler -fopenmp,-ffp-contract=off cu/hdiff.cu -lgomp -o hdiff_exact
+///   nvcc -O3 -arch=sm_90 -DABSINTHE_FMA_BUILD -Xcompiler -fopenmp cu/hdiff.cu -lgomp \
+///       -o hdiff_cuda && ./hdiff_cuda 64
+///   nvcc -O3 -arch=sm_90 --fmad=false -Xcompiler -fopenmp,-ffp-contract=off cu/hdiff.cu \
+///       -lgomp -o hdiff_exact
 #[derive(Args, Clone)]
 #[command(verbatim_doc_comment)]
 pub struct CodegenArgs {
@@ -159,14 +161,11 @@ fn schedule(args: &CodegenArgs, c: &Chosen) -> anyhow::Result<Schedule> {
     Ok(schedule.with_reference(&c.original.0, &c.original.1))
 }
 
-/// The GPU machine used by `--target cuda` when no `--machine` is given.
-pub const DEFAULT_GPU_MACHINE: &str = "machines/h100.yaml";
-
 pub fn run(mut args: CodegenArgs) -> anyhow::Result<ExitCode> {
     // Checked even where a solution file makes no solve run: a bad value is a mistake.
     args.search.solve_options()?;
     if args.target == Target::Cuda && args.machine.machine.is_none() {
-        let gpu = crate::output::shipped_file(DEFAULT_GPU_MACHINE)
+        let gpu = crate::output::shipped_file(crate::args::DEFAULT_GPU_MACHINE)
             .context("--target cuda without --machine uses the shipped H100 file")?;
         args.machine.machine = Some(gpu);
     }

@@ -25,13 +25,14 @@ use clap::{Parser, Subcommand};
 /// performance model, and emits tiled OpenMP C++ or CUDA for that choice.
 ///
 /// Typical session:
-///   absinthe learn --machine machines/mybox.yaml          # once per machine
+///   absinthe learn --machine machines/template.yaml --out mybox.yaml   # once per machine
 ///   absinthe check configs/hdiff.yaml
-///   absinthe solve configs/hdiff.yaml --machine machines/mybox.yaml -o hdiff.solution.yaml
-///   absinthe verify configs/hdiff.yaml --machine machines/mybox.yaml --solution hdiff.solution.yaml
-///   absinthe codegen configs/hdiff.yaml --machine machines/mybox.yaml --solution hdiff.solution.yaml --harness -o out/
-///   absinthe bench configs/hdiff.yaml --machine machines/mybox.yaml --variants naive,unfused,opt
-///   absinthe tune configs/hdiff.yaml --machine machines/mybox.yaml --top 8   # time the model's best 8, then refine
+///   absinthe solve configs/hdiff.yaml --machine mybox.yaml -o hdiff.solution.yaml
+///   absinthe verify configs/hdiff.yaml --machine mybox.yaml --solution hdiff.solution.yaml
+///   absinthe codegen configs/hdiff.yaml --machine mybox.yaml --solution hdiff.solution.yaml \
+///       --harness -o out/
+///   absinthe bench configs/hdiff.yaml --machine mybox.yaml --variants naive,unfused,opt
+///   absinthe tune configs/hdiff.yaml --machine mybox.yaml --top 8   # the model's best 8, refined
 ///
 /// Without --machine, commands use machines/default.yaml (hand-made for a 2-core Xeon; its
 /// parameters are the original work's, an order of magnitude only). Neither it nor

@@ -58,6 +58,14 @@ impl From<TableOrJson> for Format {
     }
 }
 
+/// Prints a step line (what a command is doing now) to standard error, unless
+/// `ABSINTHE_PROGRESS=0` hides them.
+pub fn step(line: &str) {
+    if !absinthe_measure::progress::steps_hidden() {
+        eprintln!("{line}");
+    }
+}
+
 /// Prints `message` (an `error: ...` line) to standard error: the exit status 1.
 pub fn failed(message: &str) -> std::process::ExitCode {
     eprintln!("{message}");

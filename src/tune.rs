@@ -131,7 +131,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<std::process::ExitCode> {
     outputs_apart(&[Some(&output), args.plot.as_deref()], &[program, &machine])?;
     args.plot.as_deref().map(check_plot_path).transpose()?;
     let bench = bench_of(program, &args.machine, templates, &args.scalars, options)?;
-    eprintln!("planning variants of {} ...", bench.program.name);
+    crate::output::step(&format!("planning variants of {} ...", bench.program.name));
     let options = TuneOptions {
         top: args.top as usize,
         inline_sets: args.inline_sets as usize,

@@ -568,3 +568,42 @@ fn flags_a_command_would_ignore_are_refused() {
     }
     assert!(!std::path::Path::new(out).exists());
 }
+
+/// Every command's `--help` teaches by example, and its example commands stay whole where clap
+/// wraps help text (at 100 columns when standard output is not a terminal): a longer command
+/// is continued with a backslash on its next line. Rendered unwrapped (`COLUMNS`), every line
+/// that starts a command fits in 100 columns.
+#[test]
+fn every_help_has_examples_that_are_not_wrapped() {
+    let commands = [
+        "", "check", "solve", "verify", "compare", "codegen", "bench", "tune", "learn", "cache",
+    ];
+    for command in commands {
+        let args: Vec<&str> = [command, "--help"]
+            .into_iter()
+            .filter(|a| !a.is_empty())
+            .collect();
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_absinthe"))
+            .args(&args)
+            .env("COLUMNS", "1000")
+            .output()
+            .unwrap();
+        let help = stdout(&o);
+        assert!(
+            help.contains("Examples:") || help.contains("Typical session:"),
+            "`absinthe {command} --help` has no examples:\n{help}"
+        );
+        for line in help.lines() {
+            let text = line.trim_start();
+            if ["absinthe ", "g++ ", "nvcc ", "mpirun "]
+                .iter()
+                .any(|c| text.starts_with(c))
+            {
+                assert!(
+                    line.len() <= 100,
+                    "`absinthe {command} --help` wraps: {line}"
+                );
+            }
+        }
+    }
+}

@@ -1396,14 +1396,16 @@ fn stream_bandwidth_builds_runs_and_reads_back() {
 /// `bench` with its roofline puts the divider's roof beside the bandwidth bound: the program's
 /// compulsory divisions (`q` over its reader's box, one more cell along i, and `out` over the
 /// domain) at a measured time each; none in the relaxed-math build, which multiplies by the
-/// literals' reciprocals.
+/// literals' reciprocals. The literals (49, 77) are divisors whose rounded reciprocal is too
+/// far from exact for the FMA build to divide through it (`divisor_reciprocal`), so it divides;
+/// by 3 or 7 it would not, and the roof would count nothing.
 #[test]
 fn bench_reports_the_dividers_roof() {
     let dir = tempfile::tempdir().unwrap();
     let program = temp_file(
         dir.path(),
         "divs.yaml",
-        "name: divs\ndomain: [16, 8, 4]\nhalo: [1, 0, 0]\noutputs: [out]\nstencils:\n  - name: q\n    expr: \"u(i,j,k) / 3.0\"\n  - name: out\n    expr: \"q(i,j,k) - q(i-1,j,k) / 7.0\"\n",
+        "name: divs\ndomain: [16, 8, 4]\nhalo: [1, 0, 0]\noutputs: [out]\nstencils:\n  - name: q\n    expr: \"u(i,j,k) / 49.0\"\n  - name: out\n    expr: \"q(i,j,k) - q(i-1,j,k) / 77.0\"\n",
     );
     let program = program.to_str().unwrap();
     let run = |extra: &[&str]| quick_bench_roofline(program, "opt", extra)[0].clone();
@@ -1563,4 +1565,135 @@ fn a_harness_told_verified_skips_the_comparison() {
         );
         assert_eq!(r.times.len(), 2);
     }
+}
+
+/// The FMA build divides by a literal through its reciprocal (`absinthe_divide_by` in every
+/// generated header, `divisor_reciprocal` choosing the divisors): the quotient is IEEE
+/// division's, bit for bit, for every float of one binade (every significand; elsewhere in the
+/// normal range the exponent only scales) by float divisors, and for random doubles and doubles
+/// next to multiples of the divisor by double divisors, with signed zeros, infinities and NaN
+/// as IEEE. Divisors whose reciprocal is too far from exact keep the division.
+#[test]
+fn division_by_a_literal_through_its_reciprocal_is_correctly_rounded() {
+    use absinthe_model::language::expr::{divisor_reciprocal, Expr};
+    use absinthe_model::language::program::ValueType;
+    let literal = |v: f64| Expr::Number {
+        text: format!("{v:?}"),
+        value: v,
+    };
+    let x = Expr::Local("x".into());
+    let z = |y: f64, vt: ValueType| divisor_reciprocal(&x, &literal(y), vt);
+    // Powers of two multiply in every build, a literal over a literal is folded, and 49 (whose
+    // reciprocal rounds too far) divides.
+    assert_eq!(z(64.0, ValueType::Double), None);
+    assert_eq!(
+        divisor_reciprocal(&literal(3.0), &literal(60.0), ValueType::Double),
+        None
+    );
+    assert_eq!(z(49.0, ValueType::Double), None);
+    let doubles: Vec<(f64, f64)> = [60.0, 12.0, 3.0, 7.0, 10.0, 0.3, 1e-3, 2200.0, 1.1, -60.0]
+        .iter()
+        .map(|&y| {
+            (
+                y,
+                z(y, ValueType::Double).expect("a divisor that qualifies"),
+            )
+        })
+        .collect();
+    let floats: Vec<(f64, f64)> = [3.0, 10.0, 12.0, 0.3, 1.1, 2200.0, -3.0]
+        .iter()
+        .filter_map(|&y| Some((y, z(y, ValueType::Float)?)))
+        .collect();
+    assert!(floats.len() >= 4, "{floats:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let program = temp_file(
+        dir.path(),
+        "p.yaml",
+        "name: p\ndomain: [8, 8, 2]\nhalo: [0, 0, 0]\noutputs: [out]\nstencils:\n  - name: out\n    expr: \"u(i,j,k) / 60.0\"\n",
+    );
+    let out = absinthe(&[
+        "codegen",
+        program.to_str().unwrap(),
+        "-o",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let header = std::fs::read_to_string(dir.path().join("p.h")).unwrap();
+    let pairs = |v: &[(f64, f64)], t: &str| {
+        v.iter()
+            .map(|(y, z)| format!("{{({t}){y:?}, ({t}){z:?}}}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let main = format!(
+        r#"#include "p.h"
+#include <cstring>
+#include <vector>
+template <typename T, typename B> static bool same(T a, T b)
+{{
+    B x, y;
+    std::memcpy(&x, &a, sizeof a);
+    std::memcpy(&y, &b, sizeof b);
+    return x == y || (a != a && b != b);
+}}
+template <typename T, typename B> static long check(const std::vector<T>& xs, T y, T z)
+{{
+    std::vector<T> fast(xs.size()), ieee(xs.size());
+    #pragma omp simd
+    for (size_t n = 0; n < xs.size(); ++n) fast[n] = ABSINTHE_DIVIDE_BY(xs[n], y, z);
+    for (size_t n = 0; n < xs.size(); ++n) ieee[n] = xs[n] / y;
+    long bad = 0;
+    for (size_t n = 0; n < xs.size(); ++n)
+        if (!same<T, B>(fast[n], ieee[n])) {{
+            if (bad++ < 3) std::printf("%a / %a: %a against %a\n", (double)xs[n], (double)y, (double)fast[n], (double)ieee[n]);
+        }}
+    return bad;
+}}
+int main()
+{{
+    const double doubles[][2] = {{ {doubles} }};
+    const float floats[][2] = {{ {floats} }};
+    unsigned long long s = 88172645463325252ULL;
+    auto next = [&]() {{ s ^= s << 13; s ^= s >> 7; s ^= s << 17; return s; }};
+    long bad = 0;
+    for (auto& d : doubles) {{
+        std::vector<double> xs = {{0.0, -0.0, INFINITY, -INFINITY, NAN, 1.0, -1.0, d[0], 3 * d[0]}};
+        for (int n = 0; n < 1000000; ++n) {{
+            unsigned long long bits = (next() & ((1ULL << 52) - 1)) | ((unsigned long long)(next() % 1200 + 400) << 52);
+            double x;
+            std::memcpy(&x, &bits, 8);
+            xs.push_back(next() & 1 ? -x : x);
+            xs.push_back(std::nextafter((double)(next() % 1000000 + 1) * d[0], next() & 1 ? INFINITY : -INFINITY));
+        }}
+        bad += check<double, unsigned long long>(xs, d[0], d[1]);
+    }}
+    for (auto& f : floats) {{
+        std::vector<float> xs = {{0.0f, -0.0f, INFINITY, -INFINITY, NAN}};
+        for (unsigned m = 0; m < (1u << 23); ++m) {{
+            unsigned bits = (127u << 23) | m;
+            float x;
+            std::memcpy(&x, &bits, 4);
+            xs.push_back(x);
+        }}
+        bad += check<float, unsigned>(xs, f[0], f[1]);
+    }}
+    std::printf("%ld\n", bad);
+    return bad != 0;
+}}
+"#,
+        doubles = pairs(&doubles, "double"),
+        floats = pairs(&floats, "float"),
+    );
+    let tc = toolchain(&["-O3", "-march=native", "-fopenmp"]).fused_multiply_add();
+    let exe = tc
+        .build(&[("p.h".into(), header), ("main.cpp".into(), main)], &[])
+        .unwrap();
+    let run = std::process::Command::new(&exe).output().unwrap();
+    assert!(
+        run.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&run.stdout).trim(), "0");
 }

@@ -9,7 +9,7 @@
 //! division) ever happens; `abs` is the floating-point absolute value; `min`/`max` are
 //! `a < b ? a : b` / `a > b ? a : b`, which the compiler must keep exact when it vectorises.
 
-use absinthe_model::language::expr::{BinaryOp, Expr, Func, UnaryOp};
+use absinthe_model::language::expr::{divisor_reciprocal, BinaryOp, Expr, Func, UnaryOp};
 use absinthe_model::language::program::ValueType;
 
 /// A literal of the program's type: `value` rounded to it.
@@ -113,6 +113,21 @@ fn write_expr(
                 out.push_str("))");
             }
         },
+        Expr::Binary { op, lhs, rhs }
+            if let Some(z) = (*op == BinaryOp::Div)
+                .then(|| divisor_reciprocal(lhs, rhs, vt))
+                .flatten() =>
+        {
+            // A literal divisor the FMA build divides by with its reciprocal (the prelude's
+            // `ABSINTHE_DIVIDE_BY`; every other build divides).
+            out.push_str("ABSINTHE_DIVIDE_BY(");
+            sub(out, lhs);
+            out.push_str(", ");
+            sub(out, rhs);
+            out.push_str(", ");
+            out.push_str(&literal(z, vt));
+            out.push(')');
+        }
         Expr::Binary { op, lhs, rhs } => {
             let logical = !matches!(
                 op,

@@ -1,6 +1,7 @@
 //! Progress lines for work that may be slow (a solve, an inline search): after 2 s, one line on
 //! standard error every 5 s saying what runs and for how long, and a closing line. Shown when
-//! standard error is a terminal, or when `ABSINTHE_PROGRESS=1`; `ABSINTHE_PROGRESS=0` hides them.
+//! standard error is a terminal, or when `ABSINTHE_PROGRESS=1`; `ABSINTHE_PROGRESS=0` hides them,
+//! and the commands' step lines as well ([`steps_hidden`]).
 
 use std::io::IsTerminal;
 use std::sync::{Arc, Condvar, Mutex};
@@ -24,6 +25,12 @@ pub struct Progress {
     thread: Option<JoinHandle<()>>,
     what: String,
     start: Instant,
+}
+
+/// Whether `ABSINTHE_PROGRESS=0` hides the step lines a command prints as it goes (`compiling
+/// ...`, `[round 1/4, 2/3] running opt ...`), which are shown otherwise, to a terminal or not.
+pub fn steps_hidden() -> bool {
+    std::env::var("ABSINTHE_PROGRESS").as_deref() == Ok("0")
 }
 
 /// Whether progress lines are shown.

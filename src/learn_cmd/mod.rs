@@ -53,7 +53,7 @@ use absinthe_codegen::files::write_atomic;
 /// other key stay as written.
 ///
 /// Examples:
-///   absinthe learn --machine machines/mybox.yaml
+///   absinthe learn --machine machines/template.yaml --out mybox.yaml
 ///   absinthe learn --machine machines/default.yaml --out machines/learned.yaml --keep-data data/
 ///   absinthe learn --machine machines/h100.yaml --target cuda --out gpu.yaml   (nvcc and a GPU here)
 ///   absinthe learn --machine machines/h100.yaml --target cuda --emit bundles/  (then sh bundles/run.sh
@@ -124,7 +124,8 @@ pub struct LearnArgs {
     /// example programs (j3d7pt, example2, streams8, chain16: each one's optimum and 8 random
     /// configurations, 8 runs each, caches flushed, every run verified) and refits the parameters to the
     /// training programs and these kernels together, each kernel stencil through the model's
-    /// max of its fast and slow sides (docs/decisions/0011-kernel-refit-four-kernels.md). About 40
+    /// `max + 0.25 min` of its fast and slow sides (docs/decisions/0011-kernel-refit-four-kernels.md,
+    /// 0047-exposed-share.md). About 40
     /// seconds. With --target cuda the kernels run in the bundles on the GPU; this flag leaves
     /// them out of --emit's bundles, or out of --timings' fit.
     #[arg(long)]
@@ -166,7 +167,7 @@ pub struct LearnArgs {
     /// Measure only the MPI transport between N ranks (`mpirun -np N`: a ping-pong, then the
     /// generated code's halo exchange on a Cartesian grid of the N ranks) and write the machine
     /// file's `network:` section (latency, bandwidth), which `solve --ranks` prices exchanges
-    /// with; the rest of the file stays as it is. About 10 seconds.
+    /// with; the rest of the file stays as it is. A few seconds.
     #[arg(long, value_name = "N")]
     pub ranks: Option<usize>,
     /// The form of the model to fit: `linear` (the default, every step above) or `absinthe`,

@@ -12,7 +12,7 @@ use crate::formats::diagnostic::{closest, edit_distance, Diagnostic};
 use crate::formats::machine::OperationWeights;
 use crate::language::expr::{AccessSpan, Dims, Expr, OperationCounts};
 use crate::language::levels::Computation;
-use crate::language::program::{access_snippet, access_snippet_by, Body, Program, DIMS};
+use crate::language::program::{access_snippet, access_snippet_by, Body, Program, ValueType, DIMS};
 
 /// Index into [`Analysis::arrays`].
 pub type ArrayId = usize;
@@ -208,7 +208,7 @@ fn stencil_infos(
             array: n,
             fetch_weight: 1 + reads.len() as u64,
             operations: 0,
-            operation_counts: operation_counts(s, program.domain[2]),
+            operation_counts: operation_counts(s, program.domain[2], program.value_type),
             column_operations: column_operations(s, program),
             accesses: reads.into_iter().collect(),
             bounds,
@@ -225,25 +225,33 @@ fn stencil_infos(
 }
 
 /// The operations of one evaluation of body `b` of `s`, its `let`s included.
-fn body_operations(s: &crate::language::program::Stencil, b: usize) -> OperationCounts {
+fn body_operations(
+    s: &crate::language::program::Stencil,
+    b: usize,
+    vt: ValueType,
+) -> OperationCounts {
     let body = &s.bodies[b];
     body.lets
         .iter()
-        .map(|l| l.expr.operation_counts())
+        .map(|l| l.expr.operation_counts_in(vt))
         .sum::<OperationCounts>()
-        + body.expr.operation_counts()
+        + body.expr.operation_counts_in(vt)
 }
 
 /// The operations of one evaluation of `s`: those of its body on the most levels (an interval
 /// stencil's interior), its `let`s included.
-fn operation_counts(s: &crate::language::program::Stencil, nz: usize) -> OperationCounts {
+fn operation_counts(
+    s: &crate::language::program::Stencil,
+    nz: usize,
+    vt: ValueType,
+) -> OperationCounts {
     let widest = (0..s.bodies.len())
         .max_by_key(|&b| {
             let (lo, hi) = s.body_levels(b, nz);
             (hi - lo, std::cmp::Reverse(b))
         })
         .unwrap_or(0);
-    body_operations(s, widest)
+    body_operations(s, widest, vt)
 }
 
 /// The operations of `s` over one column of the domain's levels (one level when it is 2-D):
@@ -255,7 +263,7 @@ fn column_operations(s: &crate::language::program::Stencil, program: &Program) -
         .map(|b| {
             let (lo, hi) = s.body_levels(b, nz);
             let levels = if three_d { (hi - lo).max(0) as u64 } else { 1 };
-            body_operations(s, b).times(levels)
+            body_operations(s, b, program.value_type).times(levels)
         })
         .sum()
 }

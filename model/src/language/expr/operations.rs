@@ -2,6 +2,7 @@
 
 use super::{BinaryOp, Expr, Func, UnaryOp};
 use crate::formats::machine::OperationWeights;
+use crate::language::program::ValueType;
 
 /// The operations an expression does per evaluation, by kind: `simple` counts `+ - *`,
 /// negation, comparisons, logic, selections, `min`, `max`, `fabs`, `abs`, `floor` and `ceil`
@@ -63,8 +64,15 @@ impl Expr {
             .weighed(&OperationWeights::default())
     }
 
-    /// The operations of [`Expr::operations`], by kind.
+    /// The operations of [`Expr::operations`], by kind, in a program of doubles.
     pub fn operation_counts(&self) -> OperationCounts {
+        self.operation_counts_in(ValueType::Double)
+    }
+
+    /// The operations of [`Expr::operations`], by kind, in a program of values `vt`: a division
+    /// by a literal that the FMA build computes with its reciprocal ([`divisor_reciprocal`])
+    /// counts [`RECIPROCAL_DIVISION_OPERATIONS`] simple operations, not a division.
+    pub fn operation_counts_in(&self, vt: ValueType) -> OperationCounts {
         let mut n = OperationCounts::default();
         self.visit(&mut |e| match e {
             Expr::Number { .. } | Expr::Local(_) | Expr::Scalar(_) | Expr::Access { .. } => {}
@@ -76,6 +84,13 @@ impl Expr {
             Expr::Unary { .. } | Expr::Ternary { .. } => n.simple += 1,
             // A division by a literal whose reciprocal is exact (a power of two) is a multiply
             // under any flags, and one of two literals is folded: each weighs one add.
+            Expr::Binary {
+                op: BinaryOp::Div,
+                lhs,
+                rhs,
+            } if divisor_reciprocal(lhs, rhs, vt).is_some() => {
+                n.simple += RECIPROCAL_DIVISION_OPERATIONS
+            }
             Expr::Binary {
                 op: BinaryOp::Div,
                 lhs,
@@ -109,4 +124,70 @@ fn exact_reciprocal(e: &Expr) -> bool {
 
 fn both_literals(a: &Expr, b: &Expr) -> bool {
     matches!(a, Expr::Number { .. }) && matches!(b, Expr::Number { .. })
+}
+
+/// What a division by a literal costs in the FMA build when it multiplies by the reciprocal
+/// ([`divisor_reciprocal`]): a multiply, two FMAs, a sign copy, a comparison and a selection,
+/// each at an add's throughput.
+pub const RECIPROCAL_DIVISION_OPERATIONS: u64 = 6;
+
+/// The literal divisor of `lhs / rhs` as the program's type `vt` holds it, when that is a finite,
+/// normal value that is not a power of two (whose reciprocal is exact and any build multiplies)
+/// and `lhs` is not a literal (the compiler folds the quotient).
+fn literal_divisor(lhs: &Expr, rhs: &Expr, vt: ValueType) -> Option<f64> {
+    if exact_reciprocal(rhs) || both_literals(lhs, rhs) {
+        return None;
+    }
+    let (text, value, negative) = match rhs {
+        Expr::Number { text, value } => (text, *value, false),
+        Expr::Unary {
+            op: UnaryOp::Neg,
+            operand,
+        } => match &**operand {
+            Expr::Number { text, value } => (text, *value, true),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    // As `cexpr::number` prints it: a float literal is its decimal text rounded once to float.
+    let y = match vt {
+        ValueType::Double => value,
+        ValueType::Float => text.parse::<f32>().map_or(value as f32, |f| f) as f64,
+    };
+    let y = if negative { -y } else { y };
+    let normal = match vt {
+        ValueType::Double => y.is_normal(),
+        ValueType::Float => (y as f32).is_normal(),
+    };
+    normal.then_some(y)
+}
+
+/// The reciprocal `z` of the literal divisor `y` of `lhs / rhs`, rounded to `vt`, when the FMA
+/// build computes the quotient as `q = x z`, `r = x - q y` (exact), `q + r z` (the generated
+/// `absinthe_divide_by`): when `z y` differs from 1 by at most 2^-(p+1) (p the type's
+/// precision, 53 or 24). Then `x z` is within one unit in the last place of `x / y` for every
+/// `x`: its error is under half a unit, and its rounding adds at most half of one. With `z`
+/// the correctly rounded reciprocal, the correction step rounds to the correctly rounded
+/// quotient (Markstein's theorem) wherever nothing underflows or overflows. Most divisors
+/// qualify (of the 192 integers from 3 to 200 that are not powers of two, 169 as doubles and 143
+/// as floats; 60 and 12 do, 49 does not); the others keep the division.
+pub fn divisor_reciprocal(lhs: &Expr, rhs: &Expr, vt: ValueType) -> Option<f64> {
+    let y = literal_divisor(lhs, rhs, vt)?;
+    let (z, error, bound) = match vt {
+        ValueType::Double => {
+            let z = 1.0 / y;
+            // z y - 1 is exact in one FMA: |z y - 1| < 2^-52 and z y's bits end at 2^-105.
+            (z, z.mul_add(y, -1.0).abs(), 2f64.powi(-54))
+        }
+        ValueType::Float => {
+            let z = 1.0f32 / y as f32;
+            // A product of two floats is exact in a double, and so is its difference from 1.
+            (z as f64, (z as f64 * y - 1.0).abs(), 2f64.powi(-25))
+        }
+    };
+    let normal = match vt {
+        ValueType::Double => z.is_normal(),
+        ValueType::Float => (z as f32).is_normal(),
+    };
+    (normal && error <= bound).then_some(z)
 }
