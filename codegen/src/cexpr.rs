@@ -113,11 +113,11 @@ fn write_expr(
                 out.push_str("))");
             }
         },
-        Expr::Binary { op, lhs, rhs }
-            if let Some(z) = (*op == BinaryOp::Div)
-                .then(|| divisor_reciprocal(lhs, rhs, vt))
-                .flatten() =>
-        {
+        Expr::Binary {
+            op: BinaryOp::Div,
+            lhs,
+            rhs,
+        } if let Some(z) = divisor_reciprocal(lhs, rhs, vt) => {
             // A literal divisor the FMA build divides by with its reciprocal (the prelude's
             // `ABSINTHE_DIVIDE_BY`; every other build divides).
             out.push_str("ABSINTHE_DIVIDE_BY(");

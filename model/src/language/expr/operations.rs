@@ -155,11 +155,15 @@ fn literal_divisor(lhs: &Expr, rhs: &Expr, vt: ValueType) -> Option<f64> {
         ValueType::Float => text.parse::<f32>().map_or(value as f32, |f| f) as f64,
     };
     let y = if negative { -y } else { y };
-    let normal = match vt {
-        ValueType::Double => y.is_normal(),
-        ValueType::Float => (y as f32).is_normal(),
-    };
-    normal.then_some(y)
+    normal_in(y, vt).then_some(y)
+}
+
+/// Whether `v` (a value of type `vt`) is a normal number of that type.
+fn normal_in(v: f64, vt: ValueType) -> bool {
+    match vt {
+        ValueType::Double => v.is_normal(),
+        ValueType::Float => (v as f32).is_normal(),
+    }
 }
 
 /// The reciprocal `z` of the literal divisor `y` of `lhs / rhs`, rounded to `vt`, when the FMA
@@ -185,9 +189,5 @@ pub fn divisor_reciprocal(lhs: &Expr, rhs: &Expr, vt: ValueType) -> Option<f64> 
             (z as f64, (z as f64 * y - 1.0).abs(), 2f64.powi(-25))
         }
     };
-    let normal = match vt {
-        ValueType::Double => z.is_normal(),
-        ValueType::Float => (z as f32).is_normal(),
-    };
-    (normal && error <= bound).then_some(z)
+    (normal_in(z, vt) && error <= bound).then_some(z)
 }
