@@ -476,6 +476,82 @@ fn final_outputs_of_memory_bound_single_loop_groups_stream_out_and_verify() {
     check_bundles(&cases, cases.len(), &[], &[]);
 }
 
+/// In a group of one row loop, whether final outputs are stored non-temporally is decided for
+/// the loop, not per stencil: the model's slow bodies of the group summed above its fast bodies.
+/// Here `p` loads the three inputs (memory-bound alone) and `q`, which reads what `p`'s loads
+/// brought in at many offsets, is priced by its fast side alone; the loop is memory-bound, so
+/// both stream out. A group whose arithmetic outweighs its memory stores neither so. The kernels
+/// match the reference bit for bit.
+#[test]
+fn a_single_loop_group_stores_its_final_outputs_non_temporally_as_one_loop() {
+    let text = |q: &str| {
+        format!(
+            "name: nt_loop\ndomain: [300, 6, 5]\nhalo: [1, 1, 1]\noutputs: [p, q]\ntype: double\n\
+             stencils:\n  - name: p\n    expr: \"a(i,j,k) + b(i,j,k) + c(i,j,k)\"\n  \
+             - name: q\n    expr: \"{q}\"\n"
+        )
+    };
+    // Sums of one array's reads over a box of offsets: many distinct reads, little else.
+    let reads = |array: &str, r: [i32; 3]| {
+        let mut terms = Vec::new();
+        for dk in -r[2]..=r[2] {
+            for dj in -r[1]..=r[1] {
+                for di in -r[0]..=r[0] {
+                    terms.push(format!("{array}(i{di:+},j{dj:+},k{dk:+})"));
+                }
+            }
+        }
+        terms.join(" + ")
+    };
+    // 19 distinct reads: priced by its accesses in fast memory alone, but fewer than the loop's
+    // memory is worth.
+    let light = format!(
+        "{} + {} + c(i,j,k)",
+        reads("a", [1, 1, 0]),
+        reads("b", [1, 1, 0])
+    );
+    // 57: more than the loop's memory is worth.
+    let heavy = format!(
+        "{} + {} + {}",
+        reads("a", [1, 1, 1]),
+        reads("b", [1, 1, 1]),
+        reads("c", [1, 0, 0])
+    );
+    let config = Configuration {
+        groups: vec![0, 0],
+        tiles: vec![[1, 2, 1]],
+        stream: vec![0],
+    };
+    let mut cases = Vec::new();
+    for (q, loop_bound) in [(light, true), (heavy, false)] {
+        let program = Program::from_yaml(&text(&q)).unwrap();
+        let analysis = Analysis::new(&program).unwrap();
+        let cost = evaluate(&analysis, &machine(), &config);
+        let [p_cost, q_cost]: [_; 2] = cost.stencils().collect::<Vec<_>>().try_into().unwrap();
+        assert!(
+            p_cost.slow_body > p_cost.fast_body,
+            "{q}: p is memory-bound alone"
+        );
+        assert!(
+            q_cost.slow_body < q_cost.fast_body,
+            "{q}: q is priced by its fast side"
+        );
+        let slow = p_cost.slow_body + q_cost.slow_body;
+        let fast = p_cost.fast_body + q_cost.fast_body;
+        assert_eq!(slow > fast, loop_bound, "{q}: the loop's sides");
+        let schedule = lowered(&program, &analysis, &config);
+        assert_eq!(schedule.groups[0].loops.len(), 1, "{q}: one row loop");
+        let flags: Vec<bool> = schedule.groups[0]
+            .steps
+            .iter()
+            .map(|s| s.nontemporal)
+            .collect();
+        assert_eq!(flags, [loop_bound, loop_bound], "{q}");
+        cases.push((q.to_string(), schedule));
+    }
+    check_bundles(&cases, cases.len(), &[], &[]);
+}
+
 /// Every row loop of the generated kernels vectorises (GCC's `-fopt-info-vec-optimized`
 /// reports each `#pragma omp simd` loop), streamed groups and whole tiles alike, built with the
 /// flags the toolchain builds with: cosmo_smag's `sqrt` only with `-fno-math-errno`.

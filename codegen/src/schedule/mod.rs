@@ -172,11 +172,28 @@ struct Lowering<'a> {
     stream_dim: usize,
     /// The 3-D arrays' allocated extents (a field's strides come from them).
     alloc: [usize; 3],
-    /// Per stencil, whether the OpenMP kernel may store it non-temporally: the model prices its
-    /// body's memory above its compute (`StencilCost::slow_body` above `fast_body`; a machine
-    /// of zero parameters, as learn's training kernels are lowered on, prices neither); none
-    /// on the other targets ([`row_loops::nontemporal_steps`] says which of these do).
+    /// Per stencil, whether the OpenMP kernel may store it non-temporally
+    /// ([`memory_bound_groups`]; [`row_loops::nontemporal_steps`] says which of these do).
     memory_bound: Vec<bool>,
+}
+
+/// Per stencil, whether the model prices its group's bodies' memory above their compute: the
+/// slow bodies of the group's stencils summed above their fast bodies (`StencilCost::slow_body`,
+/// `fast_body`; a machine of zero parameters, as learn's training kernels are lowered on,
+/// prices neither). The stencils of a group of one row loop share one loop body, whose memory
+/// and arithmetic overlap across them: a stencil that reads only what another's loads brought
+/// in is priced by its arithmetic alone, yet stores into a loop bound by memory. None on the
+/// other targets.
+fn memory_bound_groups(cost: &Cost, target: Target) -> Vec<bool> {
+    cost.groups
+        .iter()
+        .flat_map(|g| {
+            let slow: f64 = g.stencils.iter().map(|c| c.slow_body).sum();
+            let fast: f64 = g.stencils.iter().map(|c| c.fast_body).sum();
+            let bound = target == Target::OpenMp && slow > fast;
+            g.stencils.iter().map(move |_| bound)
+        })
+        .collect()
 }
 
 fn lower_with(
@@ -206,10 +223,7 @@ fn lower_with(
             Target::OpenMp | Target::Plain => stream_shape(analysis).dim,
         },
         alloc: allocation.alloc,
-        memory_bound: cost
-            .stencils()
-            .map(|c| target == Target::OpenMp && c.slow_body > c.fast_body)
-            .collect(),
+        memory_bound: memory_bound_groups(cost, target),
     };
     let arrays = global_arrays(analysis, &lowering.stored, &allocation);
     let reference = reference_stencils(program, analysis, allocation.alloc);

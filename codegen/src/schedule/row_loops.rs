@@ -172,8 +172,8 @@ pub(super) fn stream_prefetches<'a>(
 /// Marks the steps of a group whose values the OpenMP kernel stores with non-temporal stores,
 /// and returns per row loop the store of its first such step (whose lines the loop's blocks
 /// follow), if any. A step qualifies when the group is one row loop (which prefetches nothing,
-/// so no write prefetch brings the line in), the model calls the step's stencil memory-bound
-/// (`memory_bound`, per stencil), and it stores a 3-D array that no stencil reads (a final
+/// so no write prefetch brings the line in), the model calls the group memory-bound
+/// (`memory_bound`, per stencil, the same for every stencil of a group), and it stores a 3-D array that no stencil reads (a final
 /// output), not as a sweep.
 ///
 /// Why: an ordinary store first reads the line it writes (write-allocate), so a loop bound by
