@@ -1472,16 +1472,16 @@ fn stream_bandwidth_builds_runs_and_reads_back() {
 /// `bench` with its roofline puts the divider's roof beside the bandwidth bound: the program's
 /// compulsory divisions (`q` over its reader's box, one more cell along i, and `out` over the
 /// domain) at a measured time each; none in the relaxed-math build, which multiplies by the
-/// literals' reciprocals. The literals (49, 77) are divisors whose rounded reciprocal is too
-/// far from exact for the FMA build to divide through it (`divisor_reciprocal`), so it divides;
-/// by 3 or 7 it would not, and the roof would count nothing.
+/// literals' reciprocals. The literal (1e300) is a divisor whose reciprocal's rest is subnormal,
+/// so the FMA build divides by it (`divisor_reciprocal`); by 3 or 49 it would not, and the roof
+/// would count nothing.
 #[test]
 fn bench_reports_the_dividers_roof() {
     let dir = tempfile::tempdir().unwrap();
     let program = temp_file(
         dir.path(),
         "divs.yaml",
-        "name: divs\ndomain: [16, 8, 4]\nhalo: [1, 0, 0]\noutputs: [out]\nstencils:\n  - name: q\n    expr: \"u(i,j,k) / 49.0\"\n  - name: out\n    expr: \"q(i,j,k) - q(i-1,j,k) / 77.0\"\n",
+        "name: divs\ndomain: [16, 8, 4]\nhalo: [1, 0, 0]\noutputs: [out]\nstencils:\n  - name: q\n    expr: \"u(i,j,k) / 1e300\"\n  - name: out\n    expr: \"q(i,j,k) - q(i-1,j,k) / 1e300\"\n",
     );
     let program = program.to_str().unwrap();
     let run = |extra: &[&str]| quick_bench_roofline(program, "opt", extra)[0].clone();
@@ -1644,14 +1644,15 @@ fn a_harness_told_verified_skips_the_comparison() {
 }
 
 /// The FMA build divides by a literal through its reciprocal (`absinthe_divide_by` in every
-/// generated header, `divisor_reciprocal` choosing the divisors): the quotient is IEEE
-/// division's, bit for bit, for every float of one binade (every significand; elsewhere in the
-/// normal range the exponent only scales) by float divisors, and for random doubles and doubles
-/// next to multiples of the divisor by double divisors, with signed zeros, infinities and NaN
-/// as IEEE. Divisors whose reciprocal is too far from exact keep the division.
+/// generated header, `divisor_reciprocal` choosing the divisors and whether the reciprocal's
+/// rest joins it): the quotient is IEEE division's, bit for bit, for every float of one binade
+/// (every significand; elsewhere in the normal range the exponent only scales) by float
+/// divisors, and for random doubles and doubles next to multiples of the divisor by double
+/// divisors, with signed zeros, infinities, NaN and quotients that overflow as IEEE. Divisors
+/// whose reciprocal's rest falls below the normal range keep the division.
 #[test]
 fn division_by_a_literal_through_its_reciprocal_is_correctly_rounded() {
-    use absinthe_model::language::expr::{divisor_reciprocal, Expr};
+    use absinthe_model::language::expr::{divisor_reciprocal, Expr, Reciprocal};
     use absinthe_model::language::program::ValueType;
     let literal = |v: f64| Expr::Number {
         text: format!("{v:?}"),
@@ -1659,28 +1660,53 @@ fn division_by_a_literal_through_its_reciprocal_is_correctly_rounded() {
     };
     let x = Expr::Local("x".into());
     let z = |y: f64, vt: ValueType| divisor_reciprocal(&x, &literal(y), vt);
-    // Powers of two multiply in every build, a literal over a literal is folded, and 49 (whose
-    // reciprocal rounds too far) divides.
+    // Powers of two multiply in every build, a literal over a literal is folded, 60's
+    // reciprocal alone is near enough, 49's needs its rest, and 1e300's rest is subnormal: it
+    // divides.
     assert_eq!(z(64.0, ValueType::Double), None);
     assert_eq!(
         divisor_reciprocal(&literal(3.0), &literal(60.0), ValueType::Double),
         None
     );
-    assert_eq!(z(49.0, ValueType::Double), None);
-    let doubles: Vec<(f64, f64)> = [60.0, 12.0, 3.0, 7.0, 10.0, 0.3, 1e-3, 2200.0, 1.1, -60.0]
-        .iter()
-        .map(|&y| {
-            (
-                y,
-                z(y, ValueType::Double).expect("a divisor that qualifies"),
-            )
-        })
-        .collect();
-    let floats: Vec<(f64, f64)> = [3.0, 10.0, 12.0, 0.3, 1.1, 2200.0, -3.0]
-        .iter()
-        .filter_map(|&y| Some((y, z(y, ValueType::Float)?)))
-        .collect();
-    assert!(floats.len() >= 4, "{floats:?}");
+    assert_eq!(z(60.0, ValueType::Double).map(|r| r.low), Some(0.0));
+    assert!(z(49.0, ValueType::Double).is_some_and(|r| r.low != 0.0));
+    assert_eq!(z(1e300, ValueType::Double), None);
+    let split = |v: &[(f64, Reciprocal)]| v.iter().filter(|(_, r)| r.low != 0.0).count();
+    let doubles: Vec<(f64, Reciprocal)> = [
+        60.0,
+        12.0,
+        3.0,
+        7.0,
+        10.0,
+        0.3,
+        1e-3,
+        2200.0,
+        1.1,
+        -60.0,
+        49.0,
+        77.0,
+        1e5,
+        std::f64::consts::PI,
+        -49.0,
+        0.7e-3,
+    ]
+    .iter()
+    .map(|&y| {
+        let r = z(y, ValueType::Double).expect("a divisor through its reciprocal");
+        (y, r)
+    })
+    .collect();
+    assert!(split(&doubles) >= 5, "{doubles:?}");
+    let floats: Vec<(f64, Reciprocal)> = [
+        3.0, 10.0, 12.0, 0.3, 1.1, 2200.0, -3.0, 1000.0, 1e-3, 7.0, -7.0,
+    ]
+    .iter()
+    .map(|&y| {
+        let r = z(y, ValueType::Float).expect("a divisor through its reciprocal");
+        (y, r)
+    })
+    .collect();
+    assert!(split(&floats) >= 2, "{floats:?}");
     let dir = tempfile::tempdir().unwrap();
     let program = temp_file(
         dir.path(),
@@ -1695,14 +1721,15 @@ fn division_by_a_literal_through_its_reciprocal_is_correctly_rounded() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let header = std::fs::read_to_string(dir.path().join("p.h")).unwrap();
-    let pairs = |v: &[(f64, f64)], t: &str| {
+    let triples = |v: &[(f64, Reciprocal)], t: &str| {
         v.iter()
-            .map(|(y, z)| format!("{{({t}){y:?}, ({t}){z:?}}}"))
+            .map(|(y, r)| format!("{{({t}){y:?}, ({t}){:?}, ({t}){:?}}}", r.z, r.low))
             .collect::<Vec<_>>()
             .join(", ")
     };
     let main = format!(
         r#"#include "p.h"
+#include <cfloat>
 #include <cstring>
 #include <vector>
 template <typename T, typename B> static bool same(T a, T b)
@@ -1712,11 +1739,11 @@ template <typename T, typename B> static bool same(T a, T b)
     std::memcpy(&y, &b, sizeof b);
     return x == y || (a != a && b != b);
 }}
-template <typename T, typename B> static long check(const std::vector<T>& xs, T y, T z)
+template <typename T, typename B> static long check(const std::vector<T>& xs, T y, T z, T low)
 {{
     std::vector<T> fast(xs.size()), ieee(xs.size());
     #pragma omp simd
-    for (size_t n = 0; n < xs.size(); ++n) fast[n] = ABSINTHE_DIVIDE_BY(xs[n], y, z);
+    for (size_t n = 0; n < xs.size(); ++n) fast[n] = ABSINTHE_DIVIDE_BY(xs[n], y, z, low);
     for (size_t n = 0; n < xs.size(); ++n) ieee[n] = xs[n] / y;
     long bad = 0;
     for (size_t n = 0; n < xs.size(); ++n)
@@ -1727,13 +1754,13 @@ template <typename T, typename B> static long check(const std::vector<T>& xs, T 
 }}
 int main()
 {{
-    const double doubles[][2] = {{ {doubles} }};
-    const float floats[][2] = {{ {floats} }};
+    const double doubles[][3] = {{ {doubles} }};
+    const float floats[][3] = {{ {floats} }};
     unsigned long long s = 88172645463325252ULL;
     auto next = [&]() {{ s ^= s << 13; s ^= s >> 7; s ^= s << 17; return s; }};
     long bad = 0;
     for (auto& d : doubles) {{
-        std::vector<double> xs = {{0.0, -0.0, INFINITY, -INFINITY, NAN, 1.0, -1.0, d[0], 3 * d[0]}};
+        std::vector<double> xs = {{0.0, -0.0, INFINITY, -INFINITY, NAN, 1.0, -1.0, d[0], 3 * d[0], DBL_MAX, -DBL_MAX, 1e300}};
         for (int n = 0; n < 1000000; ++n) {{
             unsigned long long bits = (next() & ((1ULL << 52) - 1)) | ((unsigned long long)(next() % 1200 + 400) << 52);
             double x;
@@ -1741,24 +1768,24 @@ int main()
             xs.push_back(next() & 1 ? -x : x);
             xs.push_back(std::nextafter((double)(next() % 1000000 + 1) * d[0], next() & 1 ? INFINITY : -INFINITY));
         }}
-        bad += check<double, unsigned long long>(xs, d[0], d[1]);
+        bad += check<double, unsigned long long>(xs, d[0], d[1], d[2]);
     }}
     for (auto& f : floats) {{
-        std::vector<float> xs = {{0.0f, -0.0f, INFINITY, -INFINITY, NAN}};
+        std::vector<float> xs = {{0.0f, -0.0f, INFINITY, -INFINITY, NAN, FLT_MAX, -FLT_MAX, 1e38f}};
         for (unsigned m = 0; m < (1u << 23); ++m) {{
             unsigned bits = (127u << 23) | m;
             float x;
             std::memcpy(&x, &bits, 4);
             xs.push_back(x);
         }}
-        bad += check<float, unsigned>(xs, f[0], f[1]);
+        bad += check<float, unsigned>(xs, f[0], f[1], f[2]);
     }}
     std::printf("%ld\n", bad);
     return bad != 0;
 }}
 "#,
-        doubles = pairs(&doubles, "double"),
-        floats = pairs(&floats, "float"),
+        doubles = triples(&doubles, "double"),
+        floats = triples(&floats, "float"),
     );
     let tc = toolchain(&["-O3", "-march=native", "-fopenmp"]).fused_multiply_add();
     let exe = tc

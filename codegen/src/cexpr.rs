@@ -117,7 +117,7 @@ fn write_expr(
             op: BinaryOp::Div,
             lhs,
             rhs,
-        } if let Some(z) = divisor_reciprocal(lhs, rhs, vt) => {
+        } if let Some(reciprocal) = divisor_reciprocal(lhs, rhs, vt) => {
             // A literal divisor the FMA build divides by with its reciprocal (the prelude's
             // `ABSINTHE_DIVIDE_BY`; every other build divides).
             out.push_str("ABSINTHE_DIVIDE_BY(");
@@ -125,7 +125,9 @@ fn write_expr(
             out.push_str(", ");
             sub(out, rhs);
             out.push_str(", ");
-            out.push_str(&literal(z, vt));
+            out.push_str(&literal(reciprocal.z, vt));
+            out.push_str(", ");
+            out.push_str(&literal(reciprocal.low, vt));
             out.push(')');
         }
         Expr::Binary { op, lhs, rhs } => {

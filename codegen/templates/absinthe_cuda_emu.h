@@ -120,7 +120,7 @@ inline std::vector<unsigned char> shared_memory;
 template <typename T> ABS_HD static inline T absinthe_min(T a, T b) { return a < b ? a : b; }
 template <typename T> ABS_HD static inline T absinthe_max(T a, T b) { return a > b ? a : b; }
 // CUDA code divides by literals (the OpenMP prelude's timed build may not: `absinthe_divide_by`).
-#define ABSINTHE_DIVIDE_BY(x, y, z) ((x) / (y))
+#define ABSINTHE_DIVIDE_BY(x, y, z, low) ((x) / (y))
 // The slot of line q in a rolling buffer of w lines (q may be negative: halo planes).
 template <typename I> ABS_HD static inline I absinthe_slot(I q, int w)
 {

@@ -533,10 +533,12 @@ fn gpu_counts_fast_and_compute_bodies_per_lane_slot() {
 #[test]
 fn operations_count_arithmetic_by_its_weight_lets_included() {
     use crate::formats::machine::{CALL_OPERATION, DIVIDE_OPERATION, SQRT_OPERATION};
-    use crate::language::expr::{parse_expr, RECIPROCAL_DIVISION_OPERATIONS};
+    use crate::language::expr::{
+        parse_expr, RECIPROCAL_DIVISION_OPERATIONS, SPLIT_RECIPROCAL_DIVISION_OPERATIONS,
+    };
     use crate::language::program::ValueType;
     let e = parse_expr(
-        "a(i,j,k) / 49.0 + sqrt(b(i,j,k)) * -c(i,j,k) > 0.0 ? exp(a(i,j,k)) : min(a(i,j,k), 1.0)",
+        "a(i,j,k) / 1e300 + sqrt(b(i,j,k)) * -c(i,j,k) > 0.0 ? exp(a(i,j,k)) : min(a(i,j,k), 1.0)",
     )
     .unwrap();
     // / + sqrt * neg > ?: exp min
@@ -544,19 +546,25 @@ fn operations_count_arithmetic_by_its_weight_lets_included() {
     assert_eq!(e.operations(), expected);
     // A division by a power of two is a multiply, one of two literals folded; one by a literal
     // whose rounded reciprocal is close enough a multiply and two FMAs (and three more simple
-    // operations); by anything else (a variable, 49, whose reciprocal rounds too far), a
-    // division. Whether a literal qualifies depends on the type it is rounded to.
-    let r = RECIPROCAL_DIVISION_OPERATIONS;
+    // operations); one by a literal whose reciprocal needs its rest (49) a multiply and an FMA
+    // more; by anything else (a variable, 1e300, whose reciprocal's rest is subnormal), a
+    // division. Which way a literal goes depends on the type it is rounded to.
+    let (r, split) = (
+        RECIPROCAL_DIVISION_OPERATIONS,
+        SPLIT_RECIPROCAL_DIVISION_OPERATIONS,
+    );
     for (text, vt, divisions, simple) in [
         ("a(i,j,k) / 2.0", ValueType::Double, 0, 1),
         ("a(i,j,k) / -0.25", ValueType::Double, 0, 1),
         ("6.0 / 3.0", ValueType::Double, 0, 1),
         ("1.0 / a(i,j,k)", ValueType::Double, 1, 0),
-        ("a(i,j,k) / 49.0", ValueType::Double, 1, 0),
+        ("a(i,j,k) / 1e300", ValueType::Double, 1, 0),
+        ("a(i,j,k) / 49.0", ValueType::Double, 0, split),
         ("a(i,j,k) / 0.3", ValueType::Double, 0, r),
         ("a(i,j,k) / -60.0", ValueType::Double, 0, r),
         ("a(i,j,k) / 3.0", ValueType::Float, 0, r),
-        ("a(i,j,k) / 7.0", ValueType::Float, 1, 0),
+        ("a(i,j,k) / 7.0", ValueType::Float, 0, split),
+        ("a(i,j,k) / 3e38", ValueType::Float, 1, 0),
     ] {
         let counts = parse_expr(text).unwrap().operation_counts_in(vt);
         assert_eq!(

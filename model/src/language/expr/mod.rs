@@ -15,7 +15,10 @@ mod tests;
 
 pub use dims::Dims;
 pub use lexer::Span;
-pub use operations::{divisor_reciprocal, OperationCounts, RECIPROCAL_DIVISION_OPERATIONS};
+pub use operations::{
+    divisor_reciprocal, OperationCounts, Reciprocal, RECIPROCAL_DIVISION_OPERATIONS,
+    SPLIT_RECIPROCAL_DIVISION_OPERATIONS,
+};
 pub use parser::{
     parse_expr, parse_expr_spanned, AccessSpan, ParseError, MAX_NESTING, MAX_TREE_DEPTH,
 };

@@ -71,7 +71,7 @@ impl Expr {
 
     /// The operations of [`Expr::operations`], by kind, in a program of values `vt`: a division
     /// by a literal that the FMA build computes with its reciprocal ([`divisor_reciprocal`])
-    /// counts [`RECIPROCAL_DIVISION_OPERATIONS`] simple operations, not a division.
+    /// counts [`Reciprocal::operations`] simple operations, not a division.
     pub fn operation_counts_in(&self, vt: ValueType) -> OperationCounts {
         let mut n = OperationCounts::default();
         self.visit(&mut |e| match e {
@@ -88,8 +88,8 @@ impl Expr {
                 op: BinaryOp::Div,
                 lhs,
                 rhs,
-            } if divisor_reciprocal(lhs, rhs, vt).is_some() => {
-                n.simple += RECIPROCAL_DIVISION_OPERATIONS
+            } if let Some(reciprocal) = divisor_reciprocal(lhs, rhs, vt) => {
+                n.simple += reciprocal.operations()
             }
             Expr::Binary {
                 op: BinaryOp::Div,
@@ -127,9 +127,12 @@ fn both_literals(a: &Expr, b: &Expr) -> bool {
 }
 
 /// What a division by a literal costs in the FMA build when it multiplies by the reciprocal
-/// ([`divisor_reciprocal`]): a multiply, two FMAs, a sign copy, a comparison and a selection,
-/// each at an add's throughput.
+/// alone ([`divisor_reciprocal`]): a multiply, two FMAs, a sign copy, a comparison and a
+/// selection, each at an add's throughput.
 pub const RECIPROCAL_DIVISION_OPERATIONS: u64 = 6;
+
+/// The same with the reciprocal's rest: a multiply by it and an FMA more.
+pub const SPLIT_RECIPROCAL_DIVISION_OPERATIONS: u64 = 8;
 
 /// The literal divisor of `lhs / rhs` as the program's type `vt` holds it, when that is a finite,
 /// normal value that is not a power of two (whose reciprocal is exact and any build multiplies)
@@ -166,28 +169,65 @@ fn normal_in(v: f64, vt: ValueType) -> bool {
     }
 }
 
-/// The reciprocal `z` of the literal divisor `y` of `lhs / rhs`, rounded to `vt`, when the FMA
-/// build computes the quotient as `q = x z`, `r = x - q y` (exact), `q + r z` (the generated
-/// `absinthe_divide_by`): when `z y` differs from 1 by at most 2^-(p+1) (p the type's
-/// precision, 53 or 24). Then `x z` is within one unit in the last place of `x / y` for every
-/// `x`: its error is under half a unit, and its rounding adds at most half of one. With `z`
-/// the correctly rounded reciprocal, the correction step rounds to the correctly rounded
-/// quotient (Markstein's theorem) wherever nothing underflows or overflows. Most divisors
-/// qualify (of the 192 integers from 3 to 200 that are not powers of two, 169 as doubles and 143
-/// as floats; 60 and 12 do, 49 does not); the others keep the division.
-pub fn divisor_reciprocal(lhs: &Expr, rhs: &Expr, vt: ValueType) -> Option<f64> {
+/// How the FMA build divides by a literal `y`: through `z`, its reciprocal rounded to the
+/// program's type, and `low`, the rest `1/y - z` rounded to the type where `z` alone is not
+/// near enough (else 0). See [`divisor_reciprocal`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Reciprocal {
+    pub z: f64,
+    pub low: f64,
+}
+
+impl Reciprocal {
+    /// Its simple operations in the generated `absinthe_divide_by`.
+    pub fn operations(&self) -> u64 {
+        if self.low == 0.0 {
+            RECIPROCAL_DIVISION_OPERATIONS
+        } else {
+            SPLIT_RECIPROCAL_DIVISION_OPERATIONS
+        }
+    }
+}
+
+/// How the FMA build divides `lhs` by the literal divisor `y` of `lhs / rhs` (the generated
+/// `absinthe_divide_by`): `q` within one unit in the last place of `x / y` for every `x`, then
+/// `r = x - q y` (exact) and `q + r z`, which is the correctly rounded quotient (Markstein's
+/// theorem, `z` being the correctly rounded reciprocal) wherever nothing underflows or
+/// overflows. With `p` the type's precision (53 or 24):
+/// - where `z y` differs from 1 by at most 2^-(p+1), `q = x z`: its error before rounding is
+///   under half a unit, and its rounding adds at most half of one (`low` is 0; of the 192
+///   integers from 3 to 200 that are not powers of two, 169 as doubles and 143 as floats; 60 and
+///   12, not 49);
+/// - otherwise `q = x z + x low` in one FMA, `low` the rest `1/y - z` rounded: `z + low` is
+///   within about 2^-2p of `1/y` in relative terms, so `q` is within half a unit and a sliver,
+///   when `low` is a normal number (every divisor but those whose rest falls below the normal
+///   range, such as 1e300, which keep the division).
+pub fn divisor_reciprocal(lhs: &Expr, rhs: &Expr, vt: ValueType) -> Option<Reciprocal> {
     let y = literal_divisor(lhs, rhs, vt)?;
-    let (z, error, bound) = match vt {
+    let (z, error, bound, low) = match vt {
         ValueType::Double => {
             let z = 1.0 / y;
             // z y - 1 is exact in one FMA: |z y - 1| < 2^-52 and z y's bits end at 2^-105.
-            (z, z.mul_add(y, -1.0).abs(), 2f64.powi(-54))
+            let rest = z.mul_add(-y, 1.0);
+            (z, rest.abs(), 2f64.powi(-54), rest / y)
         }
         ValueType::Float => {
             let z = 1.0f32 / y as f32;
             // A product of two floats is exact in a double, and so is its difference from 1.
-            (z as f64, (z as f64 * y - 1.0).abs(), 2f64.powi(-25))
+            let rest = 1.0 - z as f64 * y;
+            (
+                z as f64,
+                rest.abs(),
+                2f64.powi(-25),
+                (rest / y) as f32 as f64,
+            )
         }
     };
-    (normal_in(z, vt) && error <= bound).then_some(z)
+    if !normal_in(z, vt) {
+        return None;
+    }
+    if error <= bound {
+        return Some(Reciprocal { z, low: 0.0 });
+    }
+    normal_in(low, vt).then_some(Reciprocal { z, low })
 }
