@@ -1673,21 +1673,7 @@ fn division_by_a_literal_through_its_reciprocal_is_correctly_rounded() {
     assert_eq!(z(1e300, ValueType::Double), None);
     let split = |v: &[(f64, Reciprocal)]| v.iter().filter(|(_, r)| r.low != 0.0).count();
     let doubles: Vec<(f64, Reciprocal)> = [
-        60.0,
-        12.0,
-        3.0,
-        7.0,
-        10.0,
-        0.3,
-        1e-3,
-        2200.0,
-        1.1,
-        -60.0,
-        49.0,
-        77.0,
-        1e5,
-        std::f64::consts::PI,
-        -49.0,
+        60.0, 12.0, 3.0, 7.0, 10.0, 0.3, 1e-3, 2200.0, 1.1, -60.0, 49.0, 77.0, 1e5, 1e9, -49.0,
         0.7e-3,
     ]
     .iter()
@@ -1696,7 +1682,7 @@ fn division_by_a_literal_through_its_reciprocal_is_correctly_rounded() {
         (y, r)
     })
     .collect();
-    assert!(split(&doubles) >= 5, "{doubles:?}");
+    assert!(split(&doubles) >= 6, "{doubles:?}");
     let floats: Vec<(f64, Reciprocal)> = [
         3.0, 10.0, 12.0, 0.3, 1.1, 2200.0, -3.0, 1000.0, 1e-3, 7.0, -7.0,
     ]

@@ -547,8 +547,8 @@ fn operations_count_arithmetic_by_its_weight_lets_included() {
     // A division by a power of two is a multiply, one of two literals folded; one by a literal
     // whose rounded reciprocal is close enough a multiply and two FMAs (and three more simple
     // operations); one by a literal whose reciprocal needs its rest (49) a multiply and an FMA
-    // more; by anything else (a variable, 1e300, whose reciprocal's rest is subnormal), a
-    // division. Which way a literal goes depends on the type it is rounded to.
+    // more; by anything else (a variable, 1e300 or, as a float, 1e31, whose reciprocal's rest is
+    // subnormal, or 3e38, whose reciprocal is), a division. Which way a literal goes depends on the type it is rounded to.
     let (r, split) = (
         RECIPROCAL_DIVISION_OPERATIONS,
         SPLIT_RECIPROCAL_DIVISION_OPERATIONS,
@@ -564,6 +564,7 @@ fn operations_count_arithmetic_by_its_weight_lets_included() {
         ("a(i,j,k) / -60.0", ValueType::Double, 0, r),
         ("a(i,j,k) / 3.0", ValueType::Float, 0, r),
         ("a(i,j,k) / 7.0", ValueType::Float, 0, split),
+        ("a(i,j,k) / 1e31", ValueType::Float, 1, 0),
         ("a(i,j,k) / 3e38", ValueType::Float, 1, 0),
     ] {
         let counts = parse_expr(text).unwrap().operation_counts_in(vt);

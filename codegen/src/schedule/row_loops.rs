@@ -173,8 +173,8 @@ pub(super) fn stream_prefetches<'a>(
 /// and returns per row loop the store of its first such step (whose lines the loop's blocks
 /// follow), if any. A step qualifies when the group is one row loop (which prefetches nothing,
 /// so no write prefetch brings the line in), the model calls the group memory-bound
-/// (`memory_bound`, per stencil, the same for every stencil of a group), and it stores a 3-D array that no stencil reads (a final
-/// output), not as a sweep.
+/// (`memory_bound`, per stencil, the same for every stencil of a group), and it stores a 3-D
+/// array that no stencil reads (a final output), not as a sweep.
 ///
 /// Why: an ordinary store first reads the line it writes (write-allocate), so a loop bound by
 /// memory that writes one array for every few it reads moves a quarter or more of its bytes
