@@ -1672,26 +1672,26 @@ fn division_by_a_literal_through_its_reciprocal_is_correctly_rounded() {
     assert!(z(49.0, ValueType::Double).is_some_and(|r| r.low != 0.0));
     assert_eq!(z(1e300, ValueType::Double), None);
     let split = |v: &[(f64, Reciprocal)]| v.iter().filter(|(_, r)| r.low != 0.0).count();
-    let doubles: Vec<(f64, Reciprocal)> = [
-        60.0, 12.0, 3.0, 7.0, 10.0, 0.3, 1e-3, 2200.0, 1.1, -60.0, 49.0, 77.0, 1e5, 1e9, -49.0,
-        0.7e-3,
-    ]
-    .iter()
-    .map(|&y| {
-        let r = z(y, ValueType::Double).expect("a divisor through its reciprocal");
-        (y, r)
-    })
-    .collect();
+    // Each divisor with the constants the FMA build divides by it through.
+    let through = |ys: &[f64], vt: ValueType| -> Vec<(f64, Reciprocal)> {
+        ys.iter()
+            .map(|&y| (y, z(y, vt).expect("a divisor through its reciprocal")))
+            .collect()
+    };
+    let doubles = through(
+        &[
+            60.0, 12.0, 3.0, 7.0, 10.0, 0.3, 1e-3, 2200.0, 1.1, -60.0, 49.0, 77.0, 1e5, 1e9, -49.0,
+            0.7e-3,
+        ],
+        ValueType::Double,
+    );
     assert!(split(&doubles) >= 6, "{doubles:?}");
-    let floats: Vec<(f64, Reciprocal)> = [
-        3.0, 10.0, 12.0, 0.3, 1.1, 2200.0, -3.0, 1000.0, 1e-3, 7.0, -7.0,
-    ]
-    .iter()
-    .map(|&y| {
-        let r = z(y, ValueType::Float).expect("a divisor through its reciprocal");
-        (y, r)
-    })
-    .collect();
+    let floats = through(
+        &[
+            3.0, 10.0, 12.0, 0.3, 1.1, 2200.0, -3.0, 1000.0, 1e-3, 7.0, -7.0,
+        ],
+        ValueType::Float,
+    );
     assert!(split(&floats) >= 2, "{floats:?}");
     let dir = tempfile::tempdir().unwrap();
     let program = temp_file(

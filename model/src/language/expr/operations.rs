@@ -200,8 +200,8 @@ impl Reciprocal {
 ///   12, not 49);
 /// - otherwise `q = x z + x low` in one FMA, `low` the rest `1/y - z` rounded: `z + low` is
 ///   within about 2^-2p of `1/y` in relative terms, so `q` is within half a unit and a sliver,
-///   when `low` is a normal number (every divisor but those whose rest falls below the normal
-///   range, such as 1e300, which keep the division).
+///   when `low` is a normal number (every divisor but those whose reciprocal or rest falls below
+///   the normal range, such as 1e300, which keep the division).
 pub fn divisor_reciprocal(lhs: &Expr, rhs: &Expr, vt: ValueType) -> Option<Reciprocal> {
     let y = literal_divisor(lhs, rhs, vt)?;
     let (z, error, bound, low) = match vt {
