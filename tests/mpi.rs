@@ -5,9 +5,11 @@
 //! of the cells it reads; refusals with messages.
 
 use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
 use std::path::Path;
 use std::process::Command;
 
+use absinthe_codegen::children;
 use absinthe_codegen::ranks::{decompose, Decomposition, Grid, RankOptions};
 use absinthe_codegen::render::{HarnessOptions, Renderer};
 use absinthe_model::cost_model::evaluate::{group_shape, Configuration, STORE_WEIGHT};
@@ -68,17 +70,14 @@ fn build_and_run(d: &Decomposition, dir: &Path, env: &[(&str, &str)]) -> (String
         dir.display(),
         String::from_utf8_lossy(&built.stderr)
     );
-    let ranks = d.grid.ranks().to_string();
-    let mut run = Command::new("timeout");
-    run.args(["120", "mpirun", "--allow-run-as-root", "--oversubscribe"])
-        .args(["-np", &ranks])
-        .arg(&exe)
-        .env("OMP_NUM_THREADS", "1");
-    for (k, v) in env {
-        run.env(k, v);
-    }
-    let out = run
-        .output()
+    // Each variable reaches the ranks through `mpirun -x NAME=VALUE`.
+    let exports: Vec<OsString> = env
+        .iter()
+        .flat_map(|(k, v)| ["-x".into(), format!("{k}={v}").into()])
+        .chain([exe.into_os_string()])
+        .collect();
+    let args: Vec<&OsStr> = exports.iter().map(OsString::as_os_str).collect();
+    let out = children::mpirun(120, d.grid.ranks(), 1, &args)
         .expect("mpirun (scripts/setup.sh installs openmpi-bin)");
     assert_ne!(out.status.code(), Some(124), "{} deadlocked", dir.display());
     let text = format!(

@@ -6,6 +6,7 @@
 //! a job scheduler sends) ended absinthe but left its compilers (g++ and the cc1plus under it)
 //! or a timed run going; Ctrl-C at a terminal reached them only because they shared its group.
 
+use std::ffi::OsStr;
 use std::io;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Output, Stdio};
@@ -36,6 +37,25 @@ pub fn output(cmd: &mut Command) -> io::Result<Output> {
         s.store(0, Ordering::SeqCst);
     }
     out
+}
+
+/// Runs `mpirun -np ranks ARGS` under `timeout seconds`, as [`output`] runs a child, with
+/// `OMP_NUM_THREADS=threads` and Open MPI's session directory in a temporary directory of its
+/// own, removed afterwards. Without one, every `mpirun` of the user makes its session
+/// directory under the same `/tmp/ompi.HOST.UID`, and two started at once (two runs of
+/// absinthe, or the tests) race to create it: the loser fails in `orte_init` with
+/// "mkdir ... File exists" before any rank starts.
+pub fn mpirun(seconds: u32, ranks: usize, threads: usize, args: &[&OsStr]) -> io::Result<Output> {
+    let session = tempfile::Builder::new().prefix("absinthe-mpi").tempdir()?;
+    output(
+        Command::new("timeout")
+            .arg(seconds.to_string())
+            .args(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np"])
+            .arg(ranks.to_string())
+            .args(args)
+            .env("OMP_NUM_THREADS", threads.to_string())
+            .env("TMPDIR", session.path()),
+    )
 }
 
 /// Ends the children's groups (SIGTERM) when absinthe receives SIGINT, SIGTERM or SIGHUP, then
@@ -70,6 +90,7 @@ extern "C" fn on_signal(signal: libc::c_int) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     /// A child's output is captured as `Command::output` captures it.
     #[test]
@@ -79,5 +100,38 @@ mod tests {
         assert_eq!(String::from_utf8_lossy(&out.stdout), "out\n");
         assert_eq!(String::from_utf8_lossy(&out.stderr), "err\n");
         assert_eq!(out.status.code(), Some(3));
+    }
+
+    /// Each `mpirun` keeps its session directory (`ompi.HOST.UID` under `TMPDIR`) in a directory
+    /// of its own, so that runs started at once do not race to create one shared directory.
+    #[test]
+    fn mpirun_runs_in_a_session_directory_of_its_own() {
+        let script = "ls -d \"$TMPDIR\"/ompi.* \"$TMPDIR\"/prte.* 2>/dev/null | head -1";
+        let runs: Vec<String> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..3)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let args = ["sh".as_ref(), "-c".as_ref(), OsStr::new(script)];
+                        let out = mpirun(60, 1, 1, &args).expect("mpirun (scripts/setup.sh)");
+                        assert!(out.status.success(), "{out:?}");
+                        String::from_utf8_lossy(&out.stdout).trim().to_string()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let tmp = std::env::temp_dir();
+        for (i, dir) in runs.iter().enumerate() {
+            let dir = Path::new(dir);
+            assert!(
+                dir.parent()
+                    .is_some_and(|p| p.starts_with(&tmp) && p != tmp),
+                "{runs:?}"
+            );
+            assert!(runs[..i]
+                .iter()
+                .all(|other| Path::new(other).parent() != dir.parent()));
+            assert!(!dir.exists(), "{} outlived its run", dir.display());
+        }
     }
 }

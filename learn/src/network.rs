@@ -113,24 +113,12 @@ pub fn measure(ranks: usize, dir: &Path) -> Result<NetworkMeasurement, LearnErro
             String::from_utf8_lossy(&built.stderr)
         )));
     }
-    let run = absinthe_codegen::children::output(
-        Command::new("timeout")
-            .args([
-                "600",
-                "mpirun",
-                "--allow-run-as-root",
-                "--oversubscribe",
-                "-np",
-            ])
-            .arg(ranks.to_string())
-            .arg(&exe)
-            .env("OMP_NUM_THREADS", "1"),
-    )
-    .map_err(|e| {
-        LearnError::Run(format!(
-            "cannot run mpirun ({e}): scripts/setup.sh installs openmpi-bin"
-        ))
-    })?;
+    let run =
+        absinthe_codegen::children::mpirun(600, ranks, 1, &[exe.as_os_str()]).map_err(|e| {
+            LearnError::Run(format!(
+                "cannot run mpirun ({e}): scripts/setup.sh installs openmpi-bin"
+            ))
+        })?;
     let stdout = String::from_utf8_lossy(&run.stdout);
     if !run.status.success() {
         return Err(LearnError::Run(format!(

@@ -6,7 +6,6 @@
 //! generated run does not add to the computation, over the exchanges' own time.
 
 use std::path::Path;
-use std::process::Command;
 
 use absinthe_codegen::compile::{run_harness, Toolchain};
 use absinthe_codegen::ranks::{decompose, Grid, RankOptions};
@@ -333,13 +332,12 @@ impl RankReport {
 /// Runs an MPI harness on `ranks` ranks of `threads` threads each, bound to cores, under a
 /// 10-minute limit; its result line.
 pub fn run_mpi(exe: &Path, ranks: usize, threads: usize) -> Result<MpiResult, MeasureError> {
-    let out = absinthe_codegen::children::output(
-        Command::new("timeout")
-            .args(["600", "mpirun", "--allow-run-as-root", "--oversubscribe"])
-            .args(["--bind-to", if threads == 1 { "core" } else { "none" }])
-            .args(["-np", &ranks.to_string()])
-            .arg(exe)
-            .env("OMP_NUM_THREADS", threads.to_string()),
+    let bind = if threads == 1 { "core" } else { "none" };
+    let out = absinthe_codegen::children::mpirun(
+        600,
+        ranks,
+        threads,
+        &["--bind-to".as_ref(), bind.as_ref(), exe.as_os_str()],
     )
     .map_err(|e| CodegenError::Run {
         program: "mpirun".into(),
