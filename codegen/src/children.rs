@@ -39,14 +39,17 @@ pub fn output(cmd: &mut Command) -> io::Result<Output> {
     out
 }
 
-/// Runs `mpirun -np ranks ARGS` under `timeout seconds`, as [`output`] runs a child, with
-/// `OMP_NUM_THREADS=threads` and Open MPI's session directory in a temporary directory of its
-/// own, removed afterwards. Without one, every `mpirun` of the user makes its session
+/// Runs `mpirun --allow-run-as-root --oversubscribe -np ranks ARGS` under `timeout seconds`, as
+/// [`output`] runs a child, with `OMP_NUM_THREADS=threads` and Open MPI's session directory
+/// (`ompi.HOST.UID`; `prte.HOST.UID` from Open MPI 5) under a temporary directory of its own
+/// (`TMPDIR`), removed afterwards. Without one, every `mpirun` of the user makes its session
 /// directory under the same `/tmp/ompi.HOST.UID`, and two started at once (two runs of
 /// absinthe, or the tests) race to create it: the loser fails in `orte_init` with
-/// "mkdir ... File exists" before any rank starts.
+/// "mkdir ... File exists" before any rank starts. A signal that ends absinthe
+/// ([`forward_signals`]) ends `mpirun`, which removes its session directory, but leaves the
+/// empty directory above it.
 pub fn mpirun(seconds: u32, ranks: usize, threads: usize, args: &[&OsStr]) -> io::Result<Output> {
-    let session = tempfile::Builder::new().prefix("absinthe-mpi").tempdir()?;
+    let session = tempfile::Builder::new().prefix("absinthe-mpi-").tempdir()?;
     output(
         Command::new("timeout")
             .arg(seconds.to_string())
@@ -131,7 +134,8 @@ mod tests {
             assert!(runs[..i]
                 .iter()
                 .all(|other| Path::new(other).parent() != dir.parent()));
-            assert!(!dir.exists(), "{} outlived its run", dir.display());
+            let session = dir.parent().unwrap();
+            assert!(!session.exists(), "{} outlived its run", session.display());
         }
     }
 }
