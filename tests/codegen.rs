@@ -1786,3 +1786,60 @@ int main()
     );
     assert_eq!(String::from_utf8_lossy(&run.stdout).trim(), "0");
 }
+
+/// How the timed build divides by literals follows the machine file's `compiler.division`
+/// (`Toolchain::of`): through the reciprocal by default, with a division where it says `divide`;
+/// the exact build divides either way.
+#[test]
+fn the_timed_build_divides_as_the_machine_file_says() {
+    use absinthe_model::formats::machine::Division;
+    let dir = tempfile::tempdir().unwrap();
+    let program = temp_file(
+        dir.path(),
+        "p.yaml",
+        "name: p\ndomain: [8, 8, 2]\nhalo: [0, 0, 0]\noutputs: [out]\nstencils:\n  - name: out\n    expr: \"u(i,j,k) / 60.0\"\n",
+    );
+    let out = absinthe(&[
+        "codegen",
+        program.to_str().unwrap(),
+        "-o",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let header = std::fs::read_to_string(dir.path().join("p.h")).unwrap();
+    assert!(header.contains("ABSINTHE_DIVIDE_BY("), "{header}");
+    // The macro's expansion, as text.
+    let main = "#include \"p.h\"\n#include <cstdio>\n#define ABSINTHE_TEXT(...) #__VA_ARGS__\n#define ABSINTHE_SHOW(...) ABSINTHE_TEXT(__VA_ARGS__)\nint main() { std::puts(ABSINTHE_SHOW(ABSINTHE_DIVIDE_BY(x, y, z, low))); return 0; }\n";
+    let expansion = |tc: Toolchain| {
+        let exe = tc
+            .with_cache_dir(root().join("target/absinthe-test-cache"))
+            .build(
+                &[
+                    ("p.h".into(), header.clone()),
+                    ("main.cpp".into(), main.into()),
+                ],
+                &[],
+            )
+            .unwrap();
+        let run = std::process::Command::new(&exe).output().unwrap();
+        assert!(run.status.success());
+        String::from_utf8_lossy(&run.stdout).trim().to_string()
+    };
+    let machine = |division: &str| {
+        Machine::from_yaml(&format!(
+            "name: m\ncompiler: {{cxx: g++, flags: [-O1]{division}}}\n"
+        ))
+        .unwrap()
+    };
+    let reciprocal = machine("");
+    assert_eq!(reciprocal.compiler.division, Division::Reciprocal);
+    let divide = machine(", division: divide");
+    assert_eq!(divide.compiler.division, Division::Divide);
+    let through = "absinthe_divide_by((x), (y), (z), (low))";
+    let division = "((x) / (y))";
+    let timed = |m: &Machine| expansion(Toolchain::of(&m.compiler).fused_multiply_add());
+    assert_eq!(timed(&reciprocal), through);
+    assert_eq!(timed(&divide), division);
+    assert_eq!(expansion(Toolchain::of(&divide.compiler)), division);
+    assert_eq!(expansion(Toolchain::of(&reciprocal.compiler)), division);
+}

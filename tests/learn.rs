@@ -38,6 +38,7 @@ fn learn_command_with(
         .args((!extra.contains(&"--calibration-domain")).then_some("--keep-cache-fraction"))
         .args((!extra.contains(&"--calibration-domain")).then_some("--keep-group-arrays"))
         .args((!extra.contains(&"--kernel-variants")).then_some("--no-kernel-refit"))
+        .args((!extra.contains(&"--division-rounds")).then_some("--keep-division"))
         .env(
             "ABSINTHE_CACHE_DIR",
             root().join("target/absinthe-test-cache"),
@@ -246,6 +247,61 @@ fn learn_chooses_the_compiler_flags_by_measurement() {
     let m = Machine::load(&path).unwrap();
     assert_eq!(m.compiler.flags, ["-O1", "-fopenmp"]);
     assert!(m.learned.unwrap().flag_calibration.is_none());
+}
+
+/// Without `--keep-division`, learn times its division kernel built to divide by literals
+/// through the reciprocal and with a division, records both times and the ratios round by
+/// round, and writes the form `flags::choose` picks from them into `compiler.division` (absent:
+/// the reciprocal); `--keep-division` keeps the file's form, `divide` included.
+#[test]
+fn learn_chooses_the_division_by_measurement() {
+    use absinthe_model::formats::machine::Division;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny.yaml");
+    std::fs::write(&path, MACHINE).unwrap();
+    let out = learn_command(&path, "2", &["--keep-flags", "--division-rounds", "3"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    let m = Machine::load(&path).unwrap();
+    let c = m
+        .learned
+        .clone()
+        .unwrap()
+        .division_calibration
+        .expect("the choice recorded");
+    assert_eq!(c.kernels, ["learn_divide"]);
+    assert!(
+        c.reciprocal_seconds > 0.0 && c.divide_seconds > 0.0,
+        "{c:?}"
+    );
+    assert_eq!(c.ratios.len(), 3, "{c:?}");
+    let ratios = [Some(vec![1.0; 3]), Some(c.ratios.clone())];
+    let chosen = absinthe_learn::division::FORMS[absinthe_learn::flags::choose(&ratios)];
+    assert_eq!(m.compiler.division, chosen, "{c:?}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(
+        text.contains("division: divide"),
+        chosen == Division::Divide,
+        "{text}"
+    );
+    let report = stdout(&out);
+    assert!(report.contains("compiler.division: "), "{report}");
+    assert!(report.contains("learn_divide"), "{report}");
+    // --keep-division keeps a file's `divide` and records no choice.
+    let dividing = MACHINE.replace(
+        "flags: [-O1, -fopenmp]}",
+        "flags: [-O1, -fopenmp], division: divide}",
+    );
+    assert_ne!(dividing, MACHINE);
+    std::fs::write(&path, &dividing).unwrap();
+    let out = learn_command(&path, "2", &["--keep-flags"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let m = Machine::load(&path).unwrap();
+    assert_eq!(m.compiler.division, Division::Divide);
+    assert!(m.learned.unwrap().division_calibration.is_none());
 }
 
 /// Without `--keep-cache-fraction`, learn times the model's optima of the calibration programs

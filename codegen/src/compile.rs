@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use absinthe_model::formats::machine::{Compiler, Division};
 use serde::Deserialize;
 
 use crate::CodegenError;
@@ -30,6 +31,9 @@ pub struct Toolchain {
     /// The relaxed-math build (only with `exact` false): the kernel files, not the harness with
     /// its reference, are also compiled with [`RELAXED_MATH_FLAGS`].
     pub relaxed: bool,
+    /// The FMA build divides by literals with a division instruction, not through their
+    /// reciprocal (`-DABSINTHE_TRUE_DIVISION`; the machine file's `compiler.division`).
+    pub divide: bool,
 }
 
 /// What the relaxed-math build adds for the kernels: the compiler may reassociate and
@@ -160,7 +164,20 @@ impl Toolchain {
             cache_dir: default_cache_dir(),
             exact: true,
             relaxed: false,
+            divide: false,
         }
+    }
+
+    /// A machine file's compiler: its command, its flags and how its timed build divides by
+    /// literals.
+    pub fn of(compiler: &Compiler) -> Toolchain {
+        Toolchain::new(&compiler.cxx, &compiler.flags).dividing(compiler.division)
+    }
+
+    /// The timed build divides by literals as `division` says (exact builds always divide).
+    pub fn dividing(mut self, division: Division) -> Toolchain {
+        self.divide = division == Division::Divide;
+        self
     }
 
     /// The timed build: contraction into FMA allowed, verification within a tolerance.
@@ -213,6 +230,9 @@ impl Toolchain {
         } else {
             f.push("-ffp-contract=fast".into());
             f.push("-DABSINTHE_FMA_BUILD".into());
+            if self.divide {
+                f.push("-DABSINTHE_TRUE_DIVISION".into());
+            }
         }
         f
     }
@@ -639,6 +659,7 @@ impl OperationTimes {
             divide: divide?,
             sqrt: sqrt?,
             call: call?,
+            divide_literals: false,
         })
     }
 }

@@ -111,6 +111,67 @@ pub fn choose_flags(
     rounds: usize,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<FlagChoice, LearnError> {
+    let sets = compiler.flag_sets();
+    let toolchains: Vec<Toolchain> = sets
+        .iter()
+        .map(|flags| {
+            Toolchain::new(&compiler.cxx, flags)
+                .dividing(compiler.division)
+                .fused_multiply_add()
+        })
+        .collect();
+    let timed = time_builds(
+        &FLAG_KERNELS,
+        machine,
+        &toolchains,
+        options,
+        rounds,
+        progress,
+    )?;
+    let seconds: Vec<Option<f64>> = timed
+        .times
+        .iter()
+        .map(|t| t.as_ref().and_then(|t| geometric_mean(t)))
+        .collect();
+    let chosen = choose(&timed.ratios);
+    Ok(FlagChoice {
+        sets: sets.into_iter().zip(seconds).collect(),
+        chosen,
+        refused: timed
+            .refused
+            .into_iter()
+            .map(|(n, e)| (compiler.candidates[n - 1].clone(), e))
+            .collect(),
+        kernels: timed.kernels,
+        times: timed.times,
+        ratios: timed.ratios,
+    })
+}
+
+/// What [`time_builds`] measured: the kernels timed, per build each one's fastest median, per
+/// build and round the geometric mean of its kernels' medians over the first build's (None
+/// where the compiler refused the build), and each refused build's index and the compiler's
+/// error.
+pub struct BuildTimes {
+    pub kernels: Vec<String>,
+    pub times: PerSet,
+    pub ratios: PerSet,
+    pub refused: Vec<(usize, String)>,
+}
+
+/// Times `kernels` (name, YAML) built with each of `toolchains` (timed builds) on `machine`
+/// (whose cores and cache the kernels are solved for; the shipped default parameters where it
+/// has none: the optimum is only a representative kernel here), with `options`' flush and
+/// threads, in `rounds` rounds. The first build is the base: its failure is learn's failure; a
+/// later one the compiler refuses is left out.
+pub fn time_builds(
+    kernels: &[(&str, &str)],
+    machine: &Machine,
+    toolchains: &[Toolchain],
+    options: &LearnOptions,
+    rounds: usize,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<BuildTimes, LearnError> {
     let solved = match machine.params {
         Some(_) => machine.clone(),
         None => {
@@ -122,12 +183,7 @@ pub fn choose_flags(
             }
         }
     };
-    let bundles = kernel_bundles(
-        programs_of(&FLAG_KERNELS)?,
-        &solved,
-        &[Variant::Opt],
-        options,
-    )?;
+    let bundles = kernel_bundles(programs_of(kernels)?, &solved, &[Variant::Opt], options)?;
     // The kernels with a feasible optimum on this machine.
     let mut names = Vec::new();
     let mut sources = Vec::new();
@@ -144,48 +200,41 @@ pub fn choose_flags(
             cases.push(case);
         }
     }
-    let sets = compiler.flag_sets();
-    // One bar for the whole choice: a build per kernel and set, then each round a run of each.
+    // One bar for the whole choice: a build per kernel and toolchain, then each round a run of
+    // each.
     progress(Progress::Start {
-        total: (1 + rounds) * sets.len() * names.len(),
+        total: (1 + rounds) * toolchains.len() * names.len(),
     });
     let step = |p: Progress| {
         if !matches!(p, Progress::Start { .. }) {
             progress(p)
         }
     };
-    let set_options = |flags: &[String]| LearnOptions {
-        toolchain: Toolchain::new(&compiler.cxx, flags).fused_multiply_add(),
-        ..options.clone()
-    };
-    // Per set, the kernels' executables; None where the compiler refused the set.
+    // Per build, the kernels' executables; None where the compiler refused the build.
     let mut exes = Vec::new();
     let mut refused = Vec::new();
-    for (n, flags) in sets.iter().enumerate() {
-        match build_cases(&sources, &set_options(flags), &step) {
+    for (n, toolchain) in toolchains.iter().enumerate() {
+        let built_with = LearnOptions {
+            toolchain: toolchain.clone(),
+            ..options.clone()
+        };
+        match build_cases(&sources, &built_with, &step) {
             Ok(built) => exes.push(Some(built)),
-            // The base flags are the file's own: a failure there is learn's failure.
+            // The base build is the file's own: a failure there is learn's failure.
             Err(e) if n == 0 => return Err(e),
             Err(e) => {
-                refused.push((compiler.candidates[n - 1].clone(), compiler_error(&e)));
+                refused.push((n, compiler_error(&e)));
                 exes.push(None);
             }
         }
     }
     let medians = time_rounds(&names, &cases, &exes, options, rounds, &step)?;
     let (times, ratios) = fastest_and_ratios(&medians, names.len());
-    let seconds: Vec<Option<f64>> = times
-        .iter()
-        .map(|t| t.as_ref().and_then(|t| geometric_mean(t)))
-        .collect();
-    let chosen = choose(&ratios);
-    Ok(FlagChoice {
-        sets: sets.into_iter().zip(seconds).collect(),
-        chosen,
-        refused,
+    Ok(BuildTimes {
         kernels: names,
         times,
         ratios,
+        refused,
     })
 }
 

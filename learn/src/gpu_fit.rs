@@ -323,6 +323,7 @@ pub fn fit_dir(
         wall_seconds,
         flush: None,
         flag_calibration: None,
+        division_calibration: None,
         cache_calibration: None,
         group_arrays_calibration: None,
         crowding_calibration: Some(result.crowding.clone()),

@@ -15,6 +15,7 @@
 //! - [`text`]: the reports of a run as text for people, and the progress bar on standard error.
 
 pub mod calibrate;
+pub mod division;
 pub mod fit;
 pub mod flags;
 pub mod gpu;

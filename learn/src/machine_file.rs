@@ -133,6 +133,17 @@ fn records(learned: &Learned) -> String {
         ));
         text.push_str(&lists("ratios", &c.ratios, |x| format!("{x:.9}")));
     }
+    if let Some(c) = &learned.division_calibration {
+        let names: Vec<String> = c.kernels.iter().map(|n| quoted(n)).collect();
+        let ratios: Vec<String> = c.ratios.iter().map(|x| format!("{x:.9}")).collect();
+        text.push_str(&format!(
+            "  division_calibration:\n    kernels: [{}]\n    reciprocal_seconds: {:.9e}\n    divide_seconds: {:.9e}\n    ratios: [{}]\n",
+            names.join(", "),
+            c.reciprocal_seconds,
+            c.divide_seconds,
+            ratios.join(", "),
+        ));
+    }
     if let Some(c) = &learned.crowding_calibration {
         let list = |v: Vec<String>| v.join(", ");
         text.push_str(&format!(
@@ -348,17 +359,17 @@ pub fn utc_timestamp(seconds: u64) -> String {
     )
 }
 
-/// `compiler` with `flags` as a machine file's `compiler:` value, in flow style on one line, each
-/// string quoted.
-pub fn compiler_yaml(
-    compiler: &absinthe_model::formats::machine::Compiler,
-    flags: &[String],
-) -> String {
+/// `compiler` as a machine file's `compiler:` value, in flow style on one line, each string
+/// quoted.
+pub fn compiler_yaml(compiler: &absinthe_model::formats::machine::Compiler) -> String {
     let mut text = format!(
         "{{cxx: {}, flags: {}",
         quoted(&compiler.cxx),
-        quoted_list(flags)
+        quoted_list(&compiler.flags)
     );
+    if !compiler.division.is_default() {
+        text.push_str(&format!(", division: {}", compiler.division.name()));
+    }
     if !compiler.candidates.is_empty() {
         let sets: Vec<String> = compiler.candidates.iter().map(|c| quoted_list(c)).collect();
         text.push_str(&format!(", candidates: [{}]", sets.join(", ")));

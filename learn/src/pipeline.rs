@@ -11,11 +11,12 @@ use absinthe_codegen::compile::{operation_times, OperationTimes, Toolchain};
 use absinthe_codegen::host::l2_cache_bytes;
 use absinthe_codegen::render::{Flush, Renderer};
 use absinthe_model::formats::learned::{FitQuality, Learned};
-use absinthe_model::formats::machine::{Machine, Params};
+use absinthe_model::formats::machine::{Compiler, Machine, Params};
 use absinthe_model::formats::model_kind::ModelKind;
 use absinthe_solvers::method::Backend;
 
 use crate::calibrate::{self, Calibration, LimitCalibration};
+use crate::division::{self, DivisionChoice};
 use crate::flags::{self, FlagChoice};
 use crate::kernels::{self, KernelRow, Refit};
 use crate::machine_file::{self, host_description, utc_timestamp};
@@ -50,6 +51,10 @@ pub struct Request {
     pub compiler_flags: bool,
     /// Rounds of that choice (None: [`flags::FLAG_ROUNDS`]).
     pub flag_rounds: Option<usize>,
+    /// Choose `compiler.division` by measurement.
+    pub division: bool,
+    /// Rounds of that choice (None: [`division::DIVISION_ROUNDS`]).
+    pub division_rounds: Option<usize>,
     /// Choose `group_arrays` by measurement.
     pub group_arrays: bool,
     /// The calibration programs' extents, three per domain (empty: the defaults).
@@ -83,7 +88,7 @@ impl Request {
             threads: host.threads,
             tile_bytes: host.cache_bytes as f64 * machine.cache_fraction,
             flush,
-            toolchain: Toolchain::new(&machine.compiler.cxx, &machine.compiler.flags),
+            toolchain: Toolchain::of(&machine.compiler),
             solver: self.solver,
             jobs: host.cpus,
             kernels: if self.generated_kernels {
@@ -99,6 +104,9 @@ impl Request {
             compiler_flags: self
                 .compiler_flags
                 .then(|| self.flag_rounds.unwrap_or(flags::FLAG_ROUNDS)),
+            division: self
+                .division
+                .then(|| self.division_rounds.unwrap_or(division::DIVISION_ROUNDS)),
             kernel_refit: (full && self.kernel_refit).then(|| self.refit_variants()),
             cache_fraction: full && self.cache_fraction,
             group_arrays: full && self.group_arrays,
@@ -218,6 +226,8 @@ pub struct Steps {
     /// Choose `compiler.flags` among the file's candidates first, in this many rounds (None:
     /// keep the file's).
     pub compiler_flags: Option<usize>,
+    /// Then choose `compiler.division`, in this many rounds (None: keep the file's).
+    pub division: Option<usize>,
     /// Refit to real kernels with this many random configurations each (None: no refit).
     pub kernel_refit: Option<usize>,
     /// Choose `cache_fraction`.
@@ -249,6 +259,8 @@ pub enum Step {
     CompilerFlags {
         sets: usize,
     },
+    /// Choosing `compiler.division` (`division::choose_division`).
+    Division,
     /// The training programs are timed, built with `flags` (after the flags were chosen).
     Training {
         flags: Vec<String>,
@@ -279,6 +291,8 @@ pub struct Learning {
     pub result: LearnResult,
     /// How `compiler.flags` were chosen, when the file lists candidates.
     pub flag_choice: Option<FlagChoice>,
+    /// How `compiler.division` was chosen, when it was.
+    pub division_choice: Option<DivisionChoice>,
     /// The operation-weight timings (None on a GPU machine, whose weights stay).
     pub operations: Option<OperationTimes>,
     /// The refit and the kernel rows it fitted.
@@ -308,7 +322,23 @@ pub fn run(
         Some(rounds) => compiler_flags(machine, host, options, rounds, events)?,
         None => (None, options.clone()),
     };
+    let (division_choice, chosen_options) = match steps.division {
+        Some(rounds) => division(machine, host, &chosen_options, rounds, events)?,
+        None => (None, chosen_options),
+    };
     let options = &chosen_options;
+    // The later steps solve with the division chosen, as they build with it.
+    let learned_machine = Machine {
+        compiler: Compiler {
+            division: division_choice
+                .as_ref()
+                .map_or(machine.compiler.division, |c| c.chosen),
+            ..machine.compiler.clone()
+        },
+        ..machine.clone()
+    };
+    let original = machine;
+    let machine = &learned_machine;
     if let Some(choice) = &flag_choice {
         events(Event::Step(Step::Training {
             flags: choice.flags().to_vec(),
@@ -376,6 +406,7 @@ pub fn run(
     let mut learning = Learning {
         result,
         flag_choice,
+        division_choice,
         operations,
         refit,
         synthetic_r2,
@@ -384,7 +415,7 @@ pub fn run(
         text: String::new(),
         wall_seconds: started.elapsed().as_secs_f64(),
     };
-    learning.text = rewritten(machine, text, (threads, cache_bytes), options, &learning)?;
+    learning.text = rewritten(original, text, (threads, cache_bytes), options, &learning)?;
     Ok(learning)
 }
 
@@ -469,7 +500,42 @@ fn compiler_flags(
         )));
     }
     let chosen = LearnOptions {
-        toolchain: Toolchain::new(&compiler.cxx, choice.flags()),
+        toolchain: Toolchain::new(&compiler.cxx, choice.flags()).dividing(compiler.division),
+        ..options.clone()
+    };
+    Ok((Some(choice), chosen))
+}
+
+/// How the timed build divides by literals, chosen after the flags (`options` build with them;
+/// not on a GPU machine, whose CUDA code divides), and the options everything after builds
+/// with.
+fn division(
+    machine: &Machine,
+    host: Host,
+    options: &LearnOptions,
+    rounds: usize,
+    events: &(dyn Fn(Event) + Sync),
+) -> Result<(Option<DivisionChoice>, LearnOptions), LearnError> {
+    if machine.gpu.is_some() {
+        return Ok((None, options.clone()));
+    }
+    events(Event::Step(Step::Division));
+    let solved = Machine {
+        cores: Some(host.threads),
+        cache_bytes: Some(host.cache_bytes),
+        ..machine.clone()
+    };
+    let progress = |p| events(Event::Progress(p));
+    let choice =
+        division::choose_division(&options.toolchain, &solved, options, rounds, &progress)?;
+    let Some(choice) = choice else {
+        events(Event::Warning(
+            "no division kernel was feasible on this machine; compiler.division stays".into(),
+        ));
+        return Ok((None, options.clone()));
+    };
+    let chosen = LearnOptions {
+        toolchain: options.toolchain.clone().dividing(choice.chosen),
         ..options.clone()
     };
     Ok((Some(choice), chosen))
@@ -552,6 +618,10 @@ fn rewritten(
         group_arrays_calibration: learning.limit_calibration.as_ref().map(|c| c.record()),
         crowding_calibration: Some(result.crowding.clone()),
         flag_calibration: learning.flag_choice.as_ref().map(FlagChoice::record),
+        division_calibration: learning
+            .division_choice
+            .as_ref()
+            .map(DivisionChoice::record),
         kernel_refit: learning
             .refit
             .as_ref()
@@ -567,11 +637,25 @@ fn rewritten(
         extra.push(("caches", machine_file::caches_yaml(&levels)));
     }
     let mut new_text = machine_file::rewrite(text, &result.params, &learned, &extra)?;
-    if let Some(choice) = &learning.flag_choice {
-        if choice.flags() != machine.compiler.flags.as_slice() {
-            let compiler = machine_file::compiler_yaml(&machine.compiler, choice.flags());
-            new_text = machine_file::set_top_level(&new_text, "compiler", &compiler);
-        }
+    let flags = learning
+        .flag_choice
+        .as_ref()
+        .map_or(machine.compiler.flags.as_slice(), FlagChoice::flags);
+    let division = learning
+        .division_choice
+        .as_ref()
+        .map_or(machine.compiler.division, |c| c.chosen);
+    if flags != machine.compiler.flags.as_slice() || division != machine.compiler.division {
+        let compiler = Compiler {
+            flags: flags.to_vec(),
+            division,
+            ..machine.compiler.clone()
+        };
+        new_text = machine_file::set_top_level(
+            &new_text,
+            "compiler",
+            &machine_file::compiler_yaml(&compiler),
+        );
     }
     if let Some(c) = &learning.calibration {
         if c.chosen != machine.cache_fraction {

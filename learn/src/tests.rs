@@ -260,6 +260,7 @@ fn learned() -> (Params, Learned) {
             divide: 24,
             sqrt: 61,
             call: 250,
+            divide_literals: false,
         },
         exposed: 0.0,
     };
@@ -275,6 +276,7 @@ fn learned() -> (Params, Learned) {
         wall_seconds: Some(281.5),
         flush: Some(absinthe_model::formats::learned::FlushKind::Evict),
         flag_calibration: None,
+        division_calibration: None,
         cache_calibration: Some(CacheCalibration {
             fractions: vec![0.25, 0.5, 1.0],
             seconds: vec![Some(5.25e-3), None, Some(4.5e-3)],

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use absinthe_codegen::compile::OperationTimes;
 use absinthe_model::formats::learned::{CrowdingCalibration, FitQuality};
-use absinthe_model::formats::machine::{Machine, OperationWeights, Params};
+use absinthe_model::formats::machine::{Division, Machine, OperationWeights, Params};
 use absinthe_model::output::text::{human_seconds, table};
 
 use crate::calibrate::{Calibration, LimitCalibration};
@@ -45,6 +45,9 @@ impl Learning {
         let mut text = String::new();
         if let Some(c) = &self.flag_choice {
             text.push_str(&flag_choice(c, &machine.compiler.flags));
+        }
+        if let Some(c) = &self.division_choice {
+            text.push_str(&division_choice(c, machine.compiler.division));
         }
         text.push_str(&params_table(&result.params));
         let _ = writeln!(
@@ -131,6 +134,11 @@ fn step_phrase(step: &Step) -> String {
         Step::CompilerFlags { sets } => format!(
             "choosing compiler flags: the optima of {} built with each of {sets} flag sets ...",
             program_names(&crate::flags::FLAG_KERNELS)
+        ),
+        Step::Division => format!(
+            "choosing how to divide by literals: the optima of {} built to divide through the \
+             reciprocal and with a division ...",
+            program_names(&crate::division::DIVISION_KERNELS)
         ),
         Step::Training { flags } => format!(
             "timing the training programs, built with {} ...",
@@ -272,6 +280,40 @@ fn flag_choice(c: &FlagChoice, current: &[String]) -> String {
             "compiler.flags: {} (was {})",
             chosen.join(" "),
             current.join(" ")
+        )
+    };
+    text
+}
+
+/// The division choice: each form's time and the division's over the reciprocal's, round by
+/// round, and the form written against the file's own (`current`).
+fn division_choice(c: &crate::division::DivisionChoice, current: Division) -> String {
+    let paired = crate::stats::paired(&c.ratios);
+    let rows = vec![vec![
+        c.kernels.join(", "),
+        human_seconds(c.seconds[0]),
+        human_seconds(c.seconds[1]),
+        paired.map_or_else(|| "-".into(), |p| format!("{:.3}", p.0)),
+        paired.map_or_else(|| "-".into(), |p| format!("{:.3}", p.1)),
+    ]];
+    let mut text = table(
+        &[
+            "division kernels",
+            "reciprocal",
+            "divide",
+            "divide / reciprocal",
+            "at most (95%)",
+        ],
+        &rows,
+    );
+    let _ = if c.chosen == current {
+        writeln!(text, "compiler.division: kept {}", c.chosen.name())
+    } else {
+        writeln!(
+            text,
+            "compiler.division: {} (was {})",
+            c.chosen.name(),
+            current.name()
         )
     };
     text

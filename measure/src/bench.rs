@@ -338,10 +338,7 @@ impl Bench {
         if let Some(why) = machine.target_mismatch(gpu) {
             return Err(MeasureError::Target(why));
         }
-        let toolchain = options.build.toolchain(Toolchain::new(
-            &machine.compiler.cxx,
-            &machine.compiler.flags,
-        ));
+        let toolchain = options.build.toolchain(Toolchain::of(&machine.compiler));
         // The CUDA kernels stream along z (thread blocks own x-y tiles).
         let stream_dim = match options.target {
             BenchTarget::Openmp => stream_shape(&analysis).dim,
@@ -603,8 +600,17 @@ impl Bench {
     /// roots share the divider and add up; calls run beside it (the larger of the two).
     pub fn divider_seconds(&self) -> Option<f64> {
         let ops = &self.operations;
+        let divisions = self.divisions() as f64;
         self.divider
-            .map(|[d, s, c]| (ops.divide as f64 * d + ops.sqrt as f64 * s).max(ops.call as f64 * c))
+            .map(|[d, s, c]| (divisions * d + ops.sqrt as f64 * s).max(ops.call as f64 * c))
+    }
+
+    /// The program's compulsory divisions as the timed build computes them: those by literals
+    /// too where the machine file says it divides (`compiler.division`).
+    pub fn divisions(&self) -> u64 {
+        let ops = &self.operations;
+        let literal = self.view.params.operations.divide_literals;
+        ops.divide + if literal { ops.literal_divide } else { 0 }
     }
 
     /// The row of `p` from its pooled runs (per flush, one case each).

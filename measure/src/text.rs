@@ -105,7 +105,7 @@ impl BenchReport<'_> {
             let _ = writeln!(
                 out,
                 "divider: {:.1} M divisions, {:.1} M square roots, {:.1} M calls (each stencil once over its box) at {:.2}, {:.2}, {:.2} ns each, measured here (a lower bound; calls run beside the divider) -> at least {}",
-                ops.divide as f64 / 1e6,
+                bench.divisions() as f64 / 1e6,
                 ops.sqrt as f64 / 1e6,
                 ops.call as f64 / 1e6,
                 t[0] * 1e9,

@@ -569,10 +569,12 @@ fn operations_count_arithmetic_by_its_weight_lets_included() {
     ] {
         let counts = parse_expr(text).unwrap().operation_counts_in(vt);
         assert_eq!(
-            (counts.divide, counts.simple),
+            (counts.divide, counts.simple + counts.literal_simple),
             (divisions, simple),
             "{text}"
         );
+        // A division through the reciprocal is counted apart, to be weighed as the build does.
+        assert_eq!(counts.literal_divide, u64::from(simple > 1), "{text}");
     }
     assert_eq!(parse_expr("a(i,j,k)").unwrap().operations(), 0);
     // hdiff: lap = -4.0 * in + 4 neighbours: 1 mul + 4 adds (a negative literal is a number).
@@ -599,13 +601,15 @@ fn operations_are_counted_by_kind_and_weighed_with_the_machines_weights() {
             simple: 2,
             divide: 2,
             sqrt: 1,
-            call: 2
+            call: 2,
+            ..OperationCounts::default()
         }
     );
     let w = OperationWeights {
         divide: 7,
         sqrt: 11,
         call: 13,
+        divide_literals: false,
     };
     assert_eq!(counts.weighed(&w), 2 + 2 * 7 + 11 + 2 * 13);
     assert_eq!(e.operations(), counts.weighed(&OperationWeights::default()));
@@ -643,7 +647,8 @@ fn machine_operation_weights_read_default_and_are_validated() {
         OperationWeights {
             divide: 12,
             sqrt: 40,
-            call: 900
+            call: 900,
+            divide_literals: false,
         }
     );
     let view = with.model_view(8).unwrap();
@@ -695,6 +700,59 @@ fn the_compute_part_prices_divisions_with_the_machines_weight() {
     }
     assert_eq!(bodies[0], (2 * 30 + 1) * 512);
     assert_eq!(bodies[1], (2 * 300 + 1) * 512);
+}
+
+/// A division by a literal weighs as the build computes it: the reciprocal's simple operations,
+/// or the machine's division weight where its file says the timed build divides
+/// (`compiler.division: divide`) and on a GPU, whose CUDA code divides. The weight is not
+/// written to the file.
+#[test]
+fn a_division_by_a_literal_weighs_as_the_build_divides() {
+    use crate::formats::machine::Division;
+    use crate::language::expr::{parse_expr, RECIPROCAL_DIVISION_OPERATIONS};
+    let e = parse_expr("a(i,j,k) / 60.0 + a(i,j,k) / b(i,j,k)").unwrap();
+    let counts = e.operation_counts();
+    assert_eq!(
+        (
+            counts.divide,
+            counts.literal_divide,
+            counts.literal_simple,
+            counts.simple
+        ),
+        (1, 1, RECIPROCAL_DIVISION_OPERATIONS, 1)
+    );
+    let base = "name: hand\ncores: 4\ncache_bytes: 1048576\nparams:\n  fast: {peel: 3.0e-10, body: 2.0e-11}\n  slow_base: {peel: 1.0e-10, body: 1.0e-11}\n  slow_stream: {peel: 1.0e-9, body: 1.0e-10}\n  operations: {divide: 12, sqrt: 40, call: 900}\n";
+    let weight = |text: &str| {
+        let m = Machine::from_yaml(text).unwrap();
+        let w = m.model_view(8).unwrap().params.operations;
+        (m.compiler.division, counts.weighed(&w))
+    };
+    assert_eq!(
+        weight(base),
+        (
+            Division::Reciprocal,
+            1 + RECIPROCAL_DIVISION_OPERATIONS + 12
+        )
+    );
+    let reciprocal = format!("{base}compiler: {{cxx: g++, division: reciprocal}}\n");
+    assert_eq!(
+        weight(&reciprocal).1,
+        1 + RECIPROCAL_DIVISION_OPERATIONS + 12
+    );
+    let divide = format!("{base}compiler: {{cxx: g++, division: divide}}\n");
+    assert_eq!(weight(&divide), (Division::Divide, 1 + 12 + 12));
+    let gpu = format!(
+        "{base}gpu: {{sm_count: 132, shared_bytes_per_block: 232448, registers_per_thread: 255, max_threads_per_block: 1024}}\n"
+    );
+    assert_eq!(weight(&gpu), (Division::Reciprocal, 1 + 12 + 12));
+    // Not a weight: the file's operations read and write as before.
+    let m = Machine::from_yaml(&divide).unwrap();
+    let written = serde_yaml_ng::to_string(&m).unwrap();
+    assert!(written.contains("division: divide"), "{written}");
+    assert!(!written.contains("divide_literals"), "{written}");
+    let d = Machine::from_yaml(&format!("{base}compiler: {{cxx: g++, division: halve}}\n"))
+        .unwrap_err();
+    assert!(d.iter().any(|d| d.path.contains("compiler")), "{d:?}");
 }
 
 #[test]

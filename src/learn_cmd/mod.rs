@@ -112,6 +112,17 @@ pub struct LearnArgs {
     /// Rounds of the flag choice (2-64) [default: 12].
     #[arg(long, hide = true, value_parser = clap::value_parser!(u64).range(2..=64))]
     pub flag_rounds: Option<u64>,
+    /// Keep `compiler.division` instead of choosing it by measurement. By default, after the
+    /// flags, `learn` builds a kernel of its own that divides by literals (learn_divide) to
+    /// divide through the reciprocal and with a division instruction, times both in 12 rounds,
+    /// every run verified, and writes `division: divide` when the division ran faster round by
+    /// round with 95% confidence; else the reciprocal (the default) stays. Both forms give the
+    /// correctly rounded quotient. About 20 seconds.
+    #[arg(long)]
+    pub keep_division: bool,
+    /// Rounds of the division choice (2-64) [default: 12].
+    #[arg(long, hide = true, value_parser = clap::value_parser!(u64).range(2..=64))]
+    pub division_rounds: Option<u64>,
     /// Keep the machine file's `group_arrays` (the most arrays one group may touch in a
     /// program streamed along y) instead of choosing it by measurement. By default, after the
     /// cache fraction, `learn` solves the calibration programs and four fields sharing one
@@ -231,6 +242,8 @@ fn request(args: &LearnArgs) -> Request {
         cache_fraction: !args.keep_cache_fraction,
         compiler_flags: !args.keep_flags,
         flag_rounds: args.flag_rounds.map(|r| r as usize),
+        division: !args.keep_division,
+        division_rounds: args.division_rounds.map(|r| r as usize),
         group_arrays: !args.keep_group_arrays,
         calibration_domain: args.calibration_domain.clone(),
     }

@@ -86,6 +86,9 @@ pub struct Learned {
     /// How `learn` chose `compiler.flags`, when the file lists candidates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flag_calibration: Option<FlagCalibration>,
+    /// How `learn` chose `compiler.division`, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub division_calibration: Option<DivisionCalibration>,
     /// The form of the model the parameters were fitted for (`learn --model`; absent:
     /// `linear`). Commands price with it unless `--model` says otherwise.
     #[serde(default, skip_serializing_if = "ModelKind::is_default")]
@@ -164,4 +167,17 @@ pub struct FlagCalibration {
     pub seconds: Vec<Option<f64>>,
     #[serde(default)]
     pub ratios: Vec<Option<Vec<f64>>>,
+}
+
+/// The measurements behind a learned `compiler.division`: the kernels timed, the geometric mean
+/// of their fastest medians built to divide by literals through the reciprocal and with a
+/// division, in seconds, and per round the division's time over the reciprocal's (the geometric
+/// mean over the kernels), from which the choice is made (`learn::division`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DivisionCalibration {
+    pub kernels: Vec<String>,
+    pub reciprocal_seconds: f64,
+    pub divide_seconds: f64,
+    pub ratios: Vec<f64>,
 }

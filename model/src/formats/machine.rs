@@ -36,12 +36,18 @@ pub const CALL_OPERATION: u64 = 300;
 /// (`params.operations` in the machine file); files without them, and programs analysed
 /// without a machine, get the defaults ([`DIVIDE_OPERATION`], [`SQRT_OPERATION`],
 /// [`CALL_OPERATION`]), measured on an AVX-512 Xeon.
+///
+/// `divide_literals` is not a weight and is not written: [`Machine::model_view`] sets it from
+/// the build, true where a division by a literal is a division ([`Division::Divide`], and CUDA
+/// code), false where it goes through its reciprocal (`expr::divisor_reciprocal`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OperationWeights {
     pub divide: u64,
     pub sqrt: u64,
     pub call: u64,
+    #[serde(skip)]
+    pub divide_literals: bool,
 }
 
 impl Default for OperationWeights {
@@ -56,11 +62,15 @@ impl OperationWeights {
         divide: DIVIDE_OPERATION,
         sqrt: SQRT_OPERATION,
         call: CALL_OPERATION,
+        divide_literals: false,
     };
 
-    /// Whether these are the defaults (a machine file then need not write them).
+    /// Whether the weights are the defaults (a machine file then need not write them).
     pub fn is_default(&self) -> bool {
-        *self == OperationWeights::default()
+        OperationWeights {
+            divide_literals: false,
+            ..*self
+        } == OperationWeights::default()
     }
 }
 
@@ -287,6 +297,33 @@ impl Default for Slack {
     }
 }
 
+/// How the timed (FMA) build divides by a literal that is not a power of two
+/// (docs/decisions/0054-division-by-a-literal-through-its-reciprocal.md). Both give the correctly
+/// rounded quotient; which is faster depends on the CPU, and `learn` measures it
+/// (`learn::division`). Exact builds, the reference and CUDA code always divide.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Division {
+    /// Through the reciprocal and FMAs (`absinthe_divide_by` in the generated prelude).
+    #[default]
+    Reciprocal,
+    /// A division instruction (`x / y`).
+    Divide,
+}
+
+impl Division {
+    pub fn is_default(&self) -> bool {
+        *self == Division::Reciprocal
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Division::Reciprocal => "reciprocal",
+            Division::Divide => "divide",
+        }
+    }
+}
+
 /// How generated code is compiled by `learn` and `bench`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -294,6 +331,9 @@ pub struct Compiler {
     pub cxx: String,
     #[serde(default)]
     pub flags: Vec<String>,
+    /// How the timed build divides by literals; `learn` chooses it by measurement.
+    #[serde(default, skip_serializing_if = "Division::is_default")]
+    pub division: Division,
     /// Flags `learn` may add to [`Compiler::base_flags`]: it times learn's kernels built with
     /// the base flags and with each candidate added, and writes the fastest set into `flags`
     /// (`learn::flags`). Empty: `flags` stay as they are.
@@ -306,6 +346,7 @@ impl Default for Compiler {
         Compiler {
             cxx: "g++".into(),
             flags: vec!["-O3".into(), "-march=native".into(), "-fopenmp".into()],
+            division: Division::Reciprocal,
             candidates: Vec::new(),
         }
     }
@@ -665,6 +706,9 @@ impl Machine {
                 )]);
             };
             let value_bytes = self.value_bytes.unwrap_or(program_value_bytes);
+            // CUDA code divides by literals.
+            let mut params = params;
+            params.operations.divide_literals = true;
             return Ok(ModelMachine {
                 threads: gpu.model_threads(),
                 cache_values: gpu.shared_bytes_per_block as f64 * self.cache_fraction
@@ -710,11 +754,13 @@ impl Machine {
         if !errors.is_empty() {
             return Err(errors);
         }
+        let mut params = self.params.unwrap_or(Params::ZERO);
+        params.operations.divide_literals = self.compiler.division == Division::Divide;
         Ok(ModelMachine {
             threads: self.cores.unwrap_or(1),
             cache_values: bytes / value_bytes as f64,
             slack: self.slack,
-            params: self.params.unwrap_or(Params::ZERO),
+            params,
             streams: true,
             group_arrays: self.group_arrays.unwrap_or(usize::MAX),
             gpu: false,
@@ -738,6 +784,7 @@ mod compiler_tests {
         let c = Compiler {
             cxx: "g++".into(),
             flags: learned.split(' ').map(String::from).collect(),
+            division: super::Division::Reciprocal,
             candidates: vec![
                 strings(&["-mtune=x", "-mprefer-vector-width=512"]),
                 strings(&["-O2"]),

@@ -13,6 +13,12 @@ pub struct OperationCounts {
     pub divide: u64,
     pub sqrt: u64,
     pub call: u64,
+    /// Divisions by a literal that the FMA build may compute through the reciprocal
+    /// ([`divisor_reciprocal`]), and the simple operations that takes ([`Reciprocal::operations`]):
+    /// weighed as those, or as divisions where the build divides
+    /// (`OperationWeights::divide_literals`).
+    pub literal_divide: u64,
+    pub literal_simple: u64,
 }
 
 impl OperationCounts {
@@ -23,12 +29,19 @@ impl OperationCounts {
             divide: self.divide * n,
             sqrt: self.sqrt * n,
             call: self.call * n,
+            literal_divide: self.literal_divide * n,
+            literal_simple: self.literal_simple * n,
         }
     }
 
-    /// The counts' weight in adds.
+    /// The counts' weight in adds: the divisions by literals as the build computes them.
     pub fn weighed(&self, w: &OperationWeights) -> u64 {
-        self.simple + self.divide * w.divide + self.sqrt * w.sqrt + self.call * w.call
+        let literal = if w.divide_literals {
+            self.literal_divide * w.divide
+        } else {
+            self.literal_simple
+        };
+        self.simple + literal + self.divide * w.divide + self.sqrt * w.sqrt + self.call * w.call
     }
 }
 
@@ -40,6 +53,8 @@ impl std::ops::Add for OperationCounts {
             divide: self.divide + o.divide,
             sqrt: self.sqrt + o.sqrt,
             call: self.call + o.call,
+            literal_divide: self.literal_divide + o.literal_divide,
+            literal_simple: self.literal_simple + o.literal_simple,
         }
     }
 }
@@ -70,8 +85,9 @@ impl Expr {
     }
 
     /// The operations of [`Expr::operations`], by kind, in a program of values `vt`: a division
-    /// by a literal that the FMA build computes with its reciprocal ([`divisor_reciprocal`])
-    /// counts [`Reciprocal::operations`] simple operations, not a division.
+    /// by a literal that the FMA build may compute with its reciprocal ([`divisor_reciprocal`])
+    /// is counted apart, with its [`Reciprocal::operations`] simple operations
+    /// ([`OperationCounts::literal_divide`]); [`Expr::operations`] weighs it as those.
     pub fn operation_counts_in(&self, vt: ValueType) -> OperationCounts {
         let mut n = OperationCounts::default();
         self.visit(&mut |e| match e {
@@ -89,7 +105,8 @@ impl Expr {
                 lhs,
                 rhs,
             } if let Some(reciprocal) = divisor_reciprocal(lhs, rhs, vt) => {
-                n.simple += reciprocal.operations()
+                n.literal_divide += 1;
+                n.literal_simple += reciprocal.operations();
             }
             Expr::Binary {
                 op: BinaryOp::Div,
