@@ -34,14 +34,19 @@ impl OperationCounts {
         }
     }
 
-    /// The counts' weight in adds: the divisions by literals as the build computes them.
+    /// The counts' weight in adds: the divisions by literals as the build computes them. The
+    /// divider (divisions and square roots) works beside the pipes that do the rest, so the
+    /// weight is the larger of the two: the measured weights are each operation's time once
+    /// its unit is the bottleneck (`compile::operation_times`).
     pub fn weighed(&self, w: &OperationWeights) -> u64 {
-        let literal = if w.divide_literals {
-            self.literal_divide * w.divide
+        let (literal_divider, literal_pipes) = if w.divide_literals {
+            (self.literal_divide * w.divide, 0)
         } else {
-            self.literal_simple
+            (0, self.literal_simple)
         };
-        self.simple + literal + self.divide * w.divide + self.sqrt * w.sqrt + self.call * w.call
+        let divider = self.divide * w.divide + self.sqrt * w.sqrt + literal_divider;
+        let pipes = self.simple + literal_pipes + self.call * w.call;
+        divider.max(pipes)
     }
 }
 
@@ -72,8 +77,10 @@ impl Expr {
     /// multiply) or of two literals (folded); any other division [`DIVIDE_OPERATION`](crate::formats::machine::DIVIDE_OPERATION) and
     /// `sqrt` [`SQRT_OPERATION`](crate::formats::machine::SQRT_OPERATION) (their vector throughput is tens of times an add's); `exp`,
     /// `log` and `pow` [`CALL_OPERATION`](crate::formats::machine::CALL_OPERATION) (a scalar library call per lane). Loads and literals
-    /// (negative ones too) count nothing: the fast part of the model counts accesses. This is
-    /// the weight of the model's compute part (`formula::Part::Compute`).
+    /// (negative ones too) count nothing: the fast part of the model counts accesses. The
+    /// divisions and square roots run on the divider beside the rest: the weight is the larger
+    /// of the two sums ([`OperationCounts::weighed`]). This is the weight of the model's compute
+    /// part (`formula::Part::Compute`).
     pub fn operations(&self) -> u64 {
         self.operation_counts()
             .weighed(&OperationWeights::default())
