@@ -318,26 +318,11 @@ pub fn run(
 ) -> Result<Learning, LearnError> {
     let (threads, cache_bytes) = (host.threads, host.cache_bytes);
     let started = Instant::now();
-    let (flag_choice, chosen_options) = match steps.compiler_flags {
-        Some(rounds) => compiler_flags(machine, host, options, rounds, events)?,
-        None => (None, options.clone()),
-    };
-    let (division_choice, chosen_options) = match steps.division {
-        Some(rounds) => division(machine, host, &chosen_options, rounds, events)?,
-        None => (None, chosen_options),
-    };
+    let (flag_choice, division_choice, chosen_options) =
+        compiler_choices(machine, host, options, steps, events)?;
     let options = &chosen_options;
     // The later steps solve with the division chosen, as they build with it.
-    let learned_machine = Machine {
-        compiler: Compiler {
-            division: division_choice
-                .as_ref()
-                .map_or(machine.compiler.division, |c| c.chosen),
-            ..machine.compiler.clone()
-        },
-        ..machine.clone()
-    };
-    let original = machine;
+    let (original, learned_machine) = (machine, dividing_as(machine, division_choice.as_ref()));
     let machine = &learned_machine;
     if let Some(choice) = &flag_choice {
         events(Event::Step(Step::Training {
@@ -468,6 +453,37 @@ fn calibrations(
         None
     };
     Ok((calibration, limit_calibration))
+}
+
+/// `machine` with the division `choice` chose (its own without one).
+fn dividing_as(machine: &Machine, choice: Option<&DivisionChoice>) -> Machine {
+    Machine {
+        compiler: Compiler {
+            division: choice.map_or(machine.compiler.division, |c| c.chosen),
+            ..machine.compiler.clone()
+        },
+        ..machine.clone()
+    }
+}
+
+/// The compiler's flags and then its division, each chosen where `steps` ask; the options
+/// everything after builds with.
+fn compiler_choices(
+    machine: &Machine,
+    host: Host,
+    options: &LearnOptions,
+    steps: &Steps,
+    events: &(dyn Fn(Event) + Sync),
+) -> Result<(Option<FlagChoice>, Option<DivisionChoice>, LearnOptions), LearnError> {
+    let (flag_choice, chosen) = match steps.compiler_flags {
+        Some(rounds) => compiler_flags(machine, host, options, rounds, events)?,
+        None => (None, options.clone()),
+    };
+    let (division_choice, chosen) = match steps.division {
+        Some(rounds) => division(machine, host, &chosen, rounds, events)?,
+        None => (None, chosen),
+    };
+    Ok((flag_choice, division_choice, chosen))
 }
 
 /// The compiler flags, chosen first when the machine file lists candidates (not on a GPU
