@@ -15,6 +15,7 @@
 /// Input formats: the machine file (with the model's view of it), the YAML reader, file-located
 /// errors, and the bounds on every number a user supplies.
 pub mod formats {
+    pub mod compiler;
     pub mod diagnostic;
     pub mod gpu;
     pub mod learned;
