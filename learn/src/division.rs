@@ -4,10 +4,11 @@
 //! The timed build computes `x / y` for a literal `y` through the reciprocal of `y` and FMAs
 //! (`absinthe_divide_by`), or with a division instruction; both give the correctly rounded
 //! quotient. Which is faster depends on the CPU: on an AVX-512 Xeon the reciprocal ran the
-//! dividing programs in 0.78-0.94 of the division's time, on a Zen 3 EPYC the division ran them
-//! in 0.62-0.92 of the reciprocal's, its divider working beside the floating-point pipes that
-//! the reciprocal's operations load. So `learn` times [`DIVISION_KERNELS`], kernels of its own
-//! that divide by literals, built both ways with the flags chosen before
+//! dividing programs in 0.78-0.94 of the division's time; on a Zen 3 EPYC the division ran most
+//! of them faster (0.62-0.92 of the reciprocal's time on upwind31 at 256x256x60, either way on
+//! upwind51), its divider working beside the floating-point pipes that the reciprocal's
+//! operations load. So `learn` times [`DIVISION_KERNELS`], kernels of its own that divide by
+//! literals, built both ways with the flags chosen before
 //! ([`crate::flags::time_builds`]: [`DIVISION_ROUNDS`] rounds, each running both builds of a
 //! kernel one after the other, every other round in reverse order, every run verified), and
 //! writes `compiler.division: divide` when the division is faster with 95% confidence over the
@@ -24,8 +25,8 @@ use crate::{LearnError, LearnOptions, Progress};
 /// Rounds of the choice, each timing every kernel once per form.
 pub const DIVISION_ROUNDS: usize = 12;
 
-/// The kernels timed: each divides by literals in every stencil, one of them inside selections.
-/// None is a program results are reported on.
+/// The kernels timed: learn_divide, every stencil of which divides by a literal (two of them
+/// inside selections). None is a program results are reported on.
 pub const DIVISION_KERNELS: [(&str, &str); 1] = [(
     "learn_divide",
     include_str!("../programs/learn_divide.yaml"),
