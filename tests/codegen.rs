@@ -1643,6 +1643,23 @@ fn a_harness_told_verified_skips_the_comparison() {
     }
 }
 
+/// The header `absinthe codegen` writes into `dir` for a program that divides by 60 (`p.h`).
+fn header_dividing_by_60(dir: &std::path::Path) -> String {
+    let program = temp_file(
+        dir,
+        "p.yaml",
+        "name: p\ndomain: [8, 8, 2]\nhalo: [0, 0, 0]\noutputs: [out]\nstencils:\n  - name: out\n    expr: \"u(i,j,k) / 60.0\"\n",
+    );
+    let out = absinthe(&[
+        "codegen",
+        program.to_str().unwrap(),
+        "-o",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    std::fs::read_to_string(dir.join("p.h")).unwrap()
+}
+
 /// The FMA build divides by a literal through its reciprocal (`absinthe_divide_by` in every
 /// generated header, `divisor_reciprocal` choosing the divisors and whether the reciprocal's
 /// rest joins it): the quotient is IEEE division's, bit for bit, for every float of one binade
@@ -1694,19 +1711,7 @@ fn division_by_a_literal_through_its_reciprocal_is_correctly_rounded() {
     );
     assert!(split(&floats) >= 2, "{floats:?}");
     let dir = tempfile::tempdir().unwrap();
-    let program = temp_file(
-        dir.path(),
-        "p.yaml",
-        "name: p\ndomain: [8, 8, 2]\nhalo: [0, 0, 0]\noutputs: [out]\nstencils:\n  - name: out\n    expr: \"u(i,j,k) / 60.0\"\n",
-    );
-    let out = absinthe(&[
-        "codegen",
-        program.to_str().unwrap(),
-        "-o",
-        dir.path().to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let header = std::fs::read_to_string(dir.path().join("p.h")).unwrap();
+    let header = header_dividing_by_60(dir.path());
     let triples = |v: &[(f64, Reciprocal)], t: &str| {
         v.iter()
             .map(|(y, r)| format!("{{({t}){y:?}, ({t}){:?}, ({t}){:?}}}", r.z, r.low))
@@ -1794,19 +1799,7 @@ int main()
 fn the_timed_build_divides_as_the_machine_file_says() {
     use absinthe_model::formats::machine::Division;
     let dir = tempfile::tempdir().unwrap();
-    let program = temp_file(
-        dir.path(),
-        "p.yaml",
-        "name: p\ndomain: [8, 8, 2]\nhalo: [0, 0, 0]\noutputs: [out]\nstencils:\n  - name: out\n    expr: \"u(i,j,k) / 60.0\"\n",
-    );
-    let out = absinthe(&[
-        "codegen",
-        program.to_str().unwrap(),
-        "-o",
-        dir.path().to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let header = std::fs::read_to_string(dir.path().join("p.h")).unwrap();
+    let header = header_dividing_by_60(dir.path());
     assert!(header.contains("ABSINTHE_DIVIDE_BY("), "{header}");
     // The macro's expansion, as text.
     let main = "#include \"p.h\"\n#include <cstdio>\n#define ABSINTHE_TEXT(...) #__VA_ARGS__\n#define ABSINTHE_SHOW(...) ABSINTHE_TEXT(__VA_ARGS__)\nint main() { std::puts(ABSINTHE_SHOW(ABSINTHE_DIVIDE_BY(x, y, z, low))); return 0; }\n";

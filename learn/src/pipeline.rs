@@ -126,6 +126,16 @@ pub struct Host {
 }
 
 impl Host {
+    /// `machine` with this host's threads and cache: what the compiler choices solve their
+    /// kernels with.
+    fn solving(&self, machine: &Machine) -> Machine {
+        Machine {
+            cores: Some(self.threads),
+            cache_bytes: Some(self.cache_bytes),
+            ..machine.clone()
+        }
+    }
+
     /// This machine as `machine` describes it: its `cores` (default: this machine's CPUs) and
     /// `cache_bytes` (default: the L2 size sysfs reports).
     pub fn of(machine: &Machine) -> Result<Host, LearnError> {
@@ -501,11 +511,7 @@ fn compiler_flags(
     }
     let sets = compiler.flag_sets().len();
     events(Event::Step(Step::CompilerFlags { sets }));
-    let solved = Machine {
-        cores: Some(host.threads),
-        cache_bytes: Some(host.cache_bytes),
-        ..machine.clone()
-    };
+    let solved = host.solving(machine);
     let progress = |p| events(Event::Progress(p));
     let choice = flags::choose_flags(compiler, &solved, options, rounds, &progress)?;
     for (flags, error) in &choice.refused {
@@ -536,11 +542,7 @@ fn division(
         return Ok((None, options.clone()));
     }
     events(Event::Step(Step::Division));
-    let solved = Machine {
-        cores: Some(host.threads),
-        cache_bytes: Some(host.cache_bytes),
-        ..machine.clone()
-    };
+    let solved = host.solving(machine);
     let progress = |p| events(Event::Progress(p));
     let choice =
         division::choose_division(&options.toolchain, &solved, options, rounds, &progress)?;
