@@ -17,6 +17,7 @@
 
 use serde::Serialize;
 
+use crate::behind::{includes, Behind};
 use crate::fold::{Distinct, Foldings};
 use crate::levels::ThreadLevel;
 use crate::lru::{Sets, Stack};
@@ -65,12 +66,22 @@ struct ClassLevel {
     sets: Sets,
 }
 
+/// A set-associative level counted behind the class's first level ([`crate::behind`]).
+struct BehindLevel {
+    level: usize,
+    zone: usize,
+    cache: Behind,
+}
+
 /// The levels of one line size: their fully associative caches (with the lines seen), each
 /// level's set-associative one, and the row counting's state.
 struct Class {
     shift: u32,
     stack: Stack,
+    /// The levels that keep their own sets; when `behind` has any, the first is the one they
+    /// are counted behind.
     levels: Vec<ClassLevel>,
+    behind: Vec<BehindLevel>,
     /// Whether a level keeps no ways yet and may have to ([`Sets::admits`]).
     lazy: bool,
     /// How many levels there are in all (each site's counts).
@@ -126,16 +137,28 @@ impl Class {
             self.stack.touch(x)
         };
         let mut all = true;
-        for l in &mut self.levels {
+        // What the first level evicted, when it missed.
+        let mut missed = None;
+        for (k, l) in self.levels.iter_mut().enumerate() {
             if first && self.lazy {
                 l.sets.admit(x);
             }
-            let hit_sa = if join {
+            let (hit_sa, evicted) = if join {
                 l.sets.enter(x)
             } else {
                 l.sets.touch(x)
             };
+            if k == 0 && (first || !hit_sa) {
+                missed = Some(evicted);
+            }
             all &= record(&mut counts[l.level], first, found <= l.zone, hit_sa);
+        }
+        for b in &mut self.behind {
+            if first && self.lazy {
+                b.cache.admit(x);
+            }
+            let hit_sa = missed.is_none_or(|evicted| b.cache.missed(x, first, evicted));
+            all &= record(&mut counts[b.level], first, found <= b.zone, hit_sa);
         }
         all
     }
@@ -164,7 +187,16 @@ impl Class {
                     l.sets.fill(self.stack.lines(), self.stack.prefix_len());
                 }
             }
-            self.lazy = self.levels.iter().any(|l| l.sets.lazy());
+            // A level behind fills after the first level, which then keeps its ways: a set
+            // behind holds lines of one of its sets, at least as many ways.
+            for b in &mut self.behind {
+                if !b.cache.admits(x) {
+                    let f = &self.levels[0].sets;
+                    b.cache.fill(self.stack.lines(), |y| f.holds(y));
+                }
+            }
+            self.lazy = self.levels.iter().any(|l| l.sets.lazy())
+                || self.behind.iter().any(|b| b.cache.lazy());
         }
     }
 
@@ -198,6 +230,59 @@ impl Class {
             None => Some(1),
             Some(s) if s <= line && line.is_multiple_of(s) => Some(line / s),
             Some(_) => None,
+        }
+    }
+}
+
+impl Class {
+    /// The caches of the levels of line `1 << shift` for the `lines` dense lines from
+    /// absolute line `first`, empty. With `inclusion`, a level whose sets are a multiple of the
+    /// smallest level's, with at least its ways, is counted behind it.
+    fn new(
+        levels: &[ThreadLevel],
+        shift: u32,
+        (first, lines): (u64, usize),
+        inclusion: bool,
+    ) -> Class {
+        let mut mine: Vec<(usize, &ThreadLevel)> = levels
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.line.trailing_zeros() == shift)
+            .collect();
+        let mut capacities: Vec<u64> = mine.iter().map(|(_, l)| l.lines()).collect();
+        capacities.sort_unstable();
+        // Its rank among its class's capacities (equal ones: the first zone of that capacity;
+        // the zones between equal capacities hold nothing).
+        let zone = |l: &ThreadLevel| capacities.iter().filter(|&&c| c < l.lines()).count();
+        // The smallest first: the one the others may be counted behind.
+        mine.sort_by_key(|(level, l)| (l.sets * l.ways, *level));
+        let (f_sets, f_ways) = (mine[0].1.sets, mine[0].1.ways);
+        let (mut own, mut behind) = (Vec::new(), Vec::new());
+        for (k, &(level, l)) in mine.iter().enumerate() {
+            if inclusion && k > 0 && includes(l.sets, l.ways, f_sets, f_ways) {
+                let cache = Behind::new(l.sets, l.ways, first, lines as u64);
+                let zone = zone(l);
+                behind.push(BehindLevel { level, zone, cache });
+            } else {
+                let sets = Sets::new(l.sets, l.ways, first, lines as u64);
+                let zone = zone(l);
+                own.push(ClassLevel { level, zone, sets });
+            }
+        }
+        Class {
+            shift,
+            lazy: own.iter().any(|l| l.sets.lazy()) || behind.iter().any(|b| b.cache.lazy()),
+            stack: Stack::new(&capacities, lines),
+            levels: own,
+            behind,
+            width: levels.len(),
+            scratch: Scratch::default(),
+            #[cfg(test)]
+            whole: 0,
+            #[cfg(test)]
+            stops: 0,
+            #[cfg(test)]
+            straddled: 0,
         }
     }
 }
@@ -447,45 +532,25 @@ pub struct Counter {
 impl Counter {
     /// Empty caches for addresses in `[base, end)` and `sites` access sites.
     pub fn new(levels: &[ThreadLevel], base: u64, end: u64, sites: usize) -> Counter {
-        let lines_of = |shift: u32| ((end - base) >> shift) as usize + 1;
+        Counter::counting(levels, (base, end), sites, true)
+    }
+
+    /// As [`Counter::new`]; `inclusion`: count the levels that include a smaller one of their
+    /// line size behind it ([`crate::behind`]), else every level by its own sets.
+    fn counting(
+        levels: &[ThreadLevel],
+        (base, end): (u64, u64),
+        sites: usize,
+        inclusion: bool,
+    ) -> Counter {
         let mut shifts: Vec<u32> = levels.iter().map(|l| l.line.trailing_zeros()).collect();
         shifts.sort_unstable();
         shifts.dedup();
         let classes = shifts
             .iter()
             .map(|&shift| {
-                let lines = lines_of(shift);
-                let mine = || {
-                    levels
-                        .iter()
-                        .enumerate()
-                        .filter(move |(_, l)| l.line.trailing_zeros() == shift)
-                };
-                let mut capacities: Vec<u64> = mine().map(|(_, l)| l.lines()).collect();
-                capacities.sort_unstable();
-                let class_levels = mine()
-                    .map(|(level, l)| ClassLevel {
-                        level,
-                        // Its rank among its class's capacities (equal ones: the first zone of
-                        // that capacity; the zones between equal capacities hold nothing).
-                        zone: capacities.iter().filter(|&&c| c < l.lines()).count(),
-                        sets: Sets::new(l.sets, l.ways, base >> shift, lines as u64),
-                    })
-                    .collect::<Vec<ClassLevel>>();
-                Class {
-                    shift,
-                    lazy: class_levels.iter().any(|l| l.sets.lazy()),
-                    stack: Stack::new(&capacities, lines),
-                    levels: class_levels,
-                    width: levels.len(),
-                    scratch: Scratch::default(),
-                    #[cfg(test)]
-                    whole: 0,
-                    #[cfg(test)]
-                    stops: 0,
-                    #[cfg(test)]
-                    straddled: 0,
-                }
+                let lines = ((end - base) >> shift) as usize + 1;
+                Class::new(levels, shift, (base >> shift, lines), inclusion)
             })
             .collect();
         Counter {
@@ -586,6 +651,8 @@ mod tests {
     #[test]
     fn counting_per_line_entered_equals_counting_access_by_access() {
         let (mut stopped, mut whole, mut straddled, mut reused) = (0, 0, 0, 0);
+        // Levels counted behind another, and those of them that came to evict.
+        let (mut behind, mut keeping) = (0, 0);
         for seed in 0..400u64 {
             let mut rng = Rng::new(seed);
             let lines = [32u64, 64, 128];
@@ -623,7 +690,7 @@ mod tests {
             let (base, span) = (1u64 << 21, 8192u64);
             let sites = 16;
             let mut fast = Counter::new(&levels, base, base + span, sites);
-            let mut slow = Counter::new(&levels, base, base + span, sites);
+            let mut slow = Counter::counting(&levels, (base, base + span), sites, false);
             let mut plain = Plain::new(&levels, sites);
             // The last row made afresh, and its first cell.
             let mut last: (Vec<RowAccess>, i64) = (Vec::new(), 0);
@@ -647,13 +714,15 @@ mod tests {
                 stopped += class.stops;
                 whole += class.whole;
                 straddled += class.straddled;
+                behind += class.behind.len();
+                keeping += class.behind.iter().filter(|b| b.cache.keeps()).count();
             }
             reused += fast.foldings.reused;
         }
         assert!(
-            stopped > 500 && whole > 500 && straddled > 500 && reused > 500,
+            stopped > 500 && whole > 500 && straddled > 500 && reused > 500 && behind > 150 && keeping > 120,
             "{stopped} rows stopped ({straddled} between the first and last access of an \
-             address), {whole} whole, {reused} foldings reused"
+             address), {whole} whole, {reused} foldings reused, {behind} levels behind another ({keeping} evicting)"
         );
     }
 

@@ -11,6 +11,7 @@
 //! The test suite checks it against a trace of the compiled kernel replayed through a separate
 //! simulator.
 
+mod behind;
 pub mod count;
 mod fold;
 pub mod layout;

@@ -3,7 +3,7 @@
 //! for the counting of rows (`count::Class::row`): lines at the front in any order among
 //! themselves, all more recent than the rest, which stays in exact recency order.
 
-const NONE: u32 = u32::MAX;
+pub(crate) const NONE: u32 = u32::MAX;
 /// The zone of a line that is in no level.
 const ABSENT: u8 = u8::MAX;
 /// [`Node::flags`]: the line was accessed; it is in the recent prefix.
@@ -260,7 +260,7 @@ pub struct Sets {
 
 /// The set of absolute line `first + x` of a cache of `sets` sets, for dense lines `x`.
 #[derive(Clone, Copy, Debug)]
-enum SetIndex {
+pub(crate) enum SetIndex {
     /// `sets` is a power of two: `(first + x) & (sets - 1)`.
     Mask { first: u64, mask: u64 },
     /// `sets` and every `first mod sets + x` are below `2^32`: `(first mod sets + x) mod sets`
@@ -276,7 +276,7 @@ enum SetIndex {
 }
 
 impl SetIndex {
-    fn new(sets: u64, first: u64, lines: u64) -> SetIndex {
+    pub(crate) fn new(sets: u64, first: u64, lines: u64) -> SetIndex {
         if sets.is_power_of_two() {
             SetIndex::Mask {
                 first,
@@ -295,7 +295,7 @@ impl SetIndex {
 
     /// The set of dense line `x`.
     #[inline]
-    fn set(self, x: u32) -> usize {
+    pub(crate) fn set(self, x: u32) -> usize {
         (match self {
             SetIndex::Mask { first, mask } => (first + u64::from(x)) & mask,
             SetIndex::Reciprocal {
@@ -378,14 +378,22 @@ impl Sets {
         self.tags.is_empty() || (self.prefix[self.set_of(x)] as usize) < self.ways
     }
 
-    /// Line `x`, outside the prefix, is accessed and joins it: whether it hit.
-    pub fn enter(&mut self, x: u32) -> bool {
-        let hit = self.touch(x);
+    /// Line `x`, outside the prefix, is accessed and joins it: as [`Sets::touch`].
+    pub fn enter(&mut self, x: u32) -> (bool, u32) {
+        let touched = self.touch(x);
         if !self.tags.is_empty() {
             let set = self.set_of(x);
             self.prefix[set] += 1;
         }
-        hit
+        touched
+    }
+
+    /// Whether line `x` is held (once seen, every line is while nothing was evicted).
+    pub fn holds(&self, x: u32) -> bool {
+        self.tags.is_empty() || {
+            let set = self.set_of(x);
+            position(&self.tags[set * self.ways..(set + 1) * self.ways], x).is_some()
+        }
     }
 
     /// Line `x` of the prefix leaves it: it becomes its set's most recent line behind the
@@ -418,23 +426,23 @@ impl Sets {
     }
 
     /// Accesses line `x`: whether it hit (a first access is counted by the caller whatever
-    /// this says).
-    pub fn touch(&mut self, x: u32) -> bool {
+    /// this says), and the line it evicted (`NONE` if none).
+    pub fn touch(&mut self, x: u32) -> (bool, u32) {
         if self.tags.is_empty() {
-            return true;
+            return (true, NONE);
         }
         let set = self.set_of(x);
         let ways = &mut self.tags[set * self.ways..(set + 1) * self.ways];
         if ways[0] == x {
-            return true;
+            return (true, NONE);
         }
         // To the front; on a miss the last way's line is evicted.
         let at = position(ways, x);
-        let hit = at.is_some();
         let end = at.unwrap_or(ways.len() - 1);
+        let evicted = if at.is_some() { NONE } else { ways[end] };
         ways.copy_within(0..end, 1);
         ways[0] = x;
-        hit
+        (at.is_some(), evicted)
     }
 }
 
@@ -442,7 +450,7 @@ impl Sets {
 /// without an early exit: the compares need no branch, which the search's mispredictions
 /// cost more than the ways after a hit.
 #[inline(always)]
-fn position(ways: &[u32], x: u32) -> Option<usize> {
+pub(crate) fn position(ways: &[u32], x: u32) -> Option<usize> {
     let at = ways
         .iter()
         .enumerate()
