@@ -95,6 +95,9 @@ struct Class {
     /// Rows that stopped between the first and the last access of an address.
     #[cfg(test)]
     straddled: u64,
+    /// Periods replayed.
+    #[cfg(test)]
+    replayed: u64,
 }
 
 /// The row counting's buffers, kept between rows.
@@ -109,7 +112,19 @@ struct Scratch {
     order: Vec<u32>,
     /// Per distinct access, its line at the cell before (where counting stopped).
     then: Vec<u32>,
+    /// The lookups and leaves of the row's first period, in order ([`Class::replay`]).
+    ops: Vec<PeriodOp>,
 }
+
+/// A lookup of line `x` entered by distinct access `e`; or with `e` = [`LEAVES`], line `x`
+/// leaving the prefix.
+#[derive(Clone, Copy, Debug)]
+struct PeriodOp {
+    x: u32,
+    e: u32,
+}
+
+const LEAVES: u32 = u32::MAX;
 
 /// Counts a miss or hit of one level (`first`: the line's first access): whether it hit in
 /// both caches.
@@ -283,6 +298,8 @@ impl Class {
             stops: 0,
             #[cfg(test)]
             straddled: 0,
+            #[cfg(test)]
+            replayed: 0,
         }
     }
 }
@@ -362,6 +379,12 @@ impl Class {
     }
 
     /// The row counted per line entered, until the room runs out (then where it stopped).
+    ///
+    /// When every access moves, each moves on by one line a period, and so does every line of
+    /// the prefix: the lookups and leaves of a period are those of the period before, each
+    /// line one further. The first period is counted and its lookups and leaves recorded; the
+    /// whole periods after it replay them ([`Class::replay`]), and the cells left over are
+    /// counted again.
     fn prefix_row(
         &mut self,
         (rows, distinct): (&[RowAccess], &Distinct),
@@ -372,31 +395,26 @@ impl Class {
         sc: &mut Scratch,
     ) -> Option<Stop> {
         let n = self.width;
-        let Scratch {
-            line,
-            buckets,
-            left,
-            order,
-            ..
-        } = sc;
         let first = |e: usize| &rows[distinct.first[e] as usize];
-        line.clear();
-        left.clear();
-        buckets.resize_with(period as usize, Vec::new);
-        buckets.iter_mut().for_each(Vec::clear);
+        sc.line.clear();
+        sc.left.clear();
+        sc.ops.clear();
+        sc.buckets.resize_with(period as usize, Vec::new);
+        sc.buckets.iter_mut().for_each(Vec::clear);
         for e in 0..distinct.len() {
             let a = first(e);
             let at = offset(a, lo, base);
             let x = (at >> self.shift) as u32;
-            line.push(x);
+            sc.line.push(x);
             *self.stack.holders(x) += 1;
             if a.step != 0 {
                 // Cells to its next line (the step and the period are powers of two).
                 let k = period - ((at >> a.step.trailing_zeros()) & (period - 1));
-                buckets[((lo + k as i64) as u64 & (period - 1)) as usize].push(e as u32);
+                sc.buckets[((lo + k as i64) as u64 & (period - 1)) as usize].push(e as u32);
             }
         }
-        for (e, &x) in line.iter().enumerate() {
+        for e in 0..sc.line.len() {
+            let x = sc.line[e];
             if !self.stack.is_recent(x) {
                 if !self.has_room(x) {
                     return Some((lo, distinct.first[e] as usize));
@@ -405,48 +423,149 @@ impl Class {
                 self.stack.set_recent(x, true);
             }
         }
-        // Cell `i`'s place in the period.
-        let mut place = (lo as u64 & (period - 1)) as usize;
-        for i in lo + 1..hi {
-            place = if place + 1 == buckets.len() {
-                0
+        let p = period as i64;
+        // Whether whole periods are replayed after the first: every access moves, and a
+        // whole period follows it.
+        let replays = rows.iter().all(|r| r.step != 0) && (hi - 1 - lo) / p >= 2;
+        let mut i = lo + 1;
+        while i < hi {
+            let place = (i as u64 & (period - 1)) as usize;
+            let record = replays && i - lo <= p;
+            if let Some(stop) = self.enter_cell((rows, distinct), i, place, counts, sc, record) {
+                return Some(stop);
+            }
+            if record && i - lo == p {
+                // The first period is recorded: whole periods replayed, then the rest.
+                i = self.replay((rows, distinct), (lo, hi), period, counts, sc);
             } else {
-                place + 1
-            };
-            let bucket = &buckets[place];
-            if bucket.is_empty() {
-                continue;
-            }
-            left.clear();
-            for &e in bucket {
-                let e = e as usize;
-                let (old, new) = (line[e], line[e] + 1);
-                if !self.stack.is_recent(new) {
-                    if !self.has_room(new) {
-                        return Some((i, distinct.first[e] as usize));
-                    }
-                    self.visit(new, true, site(counts, first(e).site, n));
-                    self.stack.set_recent(new, true);
-                }
-                line[e] = new;
-                *self.stack.holders(old) -= 1;
-                *self.stack.holders(new) += 1;
-                left.push((old, e as u32));
-            }
-            // The lines no access is in any more leave, the least recently accessed first: in
-            // the order of the last accesses that were in them.
-            distinct.by_last_access(left);
-            order.clear();
-            for &(x, _) in left.iter().rev() {
-                if *self.stack.holders(x) == 0 {
-                    self.take_recent(x, order);
-                }
-            }
-            for &x in order.iter().rev() {
-                self.leave(x);
+                i += 1;
             }
         }
         None
+    }
+
+    /// Cell `i` (at `place` in the period) counted per line entered: the accesses that enter
+    /// their next line there move, a line that is not recent is looked up and joins the
+    /// prefix, and the lines no access is in any more leave. With `record`, its lookups and
+    /// leaves are recorded in `ops`.
+    fn enter_cell(
+        &mut self,
+        (rows, distinct): (&[RowAccess], &Distinct),
+        i: i64,
+        place: usize,
+        counts: &mut [Counts],
+        sc: &mut Scratch,
+        record: bool,
+    ) -> Option<Stop> {
+        let n = self.width;
+        let Scratch {
+            line,
+            buckets,
+            left,
+            order,
+            ops,
+            ..
+        } = sc;
+        let bucket = &buckets[place];
+        if bucket.is_empty() {
+            return None;
+        }
+        left.clear();
+        for &e in bucket {
+            let e = e as usize;
+            let (old, new) = (line[e], line[e] + 1);
+            if !self.stack.is_recent(new) {
+                if !self.has_room(new) {
+                    return Some((i, distinct.first[e] as usize));
+                }
+                let a = &rows[distinct.first[e] as usize];
+                self.visit(new, true, site(counts, a.site, n));
+                self.stack.set_recent(new, true);
+                if record {
+                    ops.push(PeriodOp {
+                        x: new,
+                        e: e as u32,
+                    });
+                }
+            }
+            line[e] = new;
+            *self.stack.holders(old) -= 1;
+            *self.stack.holders(new) += 1;
+            left.push((old, e as u32));
+        }
+        // The lines no access is in any more leave, the least recently accessed first: in
+        // the order of the last accesses that were in them.
+        distinct.by_last_access(left);
+        order.clear();
+        for &(x, _) in left.iter().rev() {
+            if *self.stack.holders(x) == 0 {
+                self.take_recent(x, order);
+            }
+        }
+        for &x in order.iter().rev() {
+            self.leave(x);
+            if record {
+                ops.push(PeriodOp { x, e: LEAVES });
+            }
+        }
+        None
+    }
+
+    /// After the row's first period (cells `lo + 1 ..= lo + period`, recorded in `ops`), the
+    /// whole periods that fit before `hi` by the recorded lookups and leaves, each line one
+    /// further a period: the next cell to count. Exact: with every access moving on by one line
+    /// a period, the lines entered and left, recent or not, and their order repeat, one line
+    /// further; the lookups go through the caches as the cells counted one by one would.
+    ///
+    /// The room never runs out in a replayed period when it did not in the first. The fully
+    /// associative list's prefix has the same length a period later. A set-associative level
+    /// that keeps its ways has the same number of prefix lines in the set of a line as it had
+    /// in the set of that line's counterpart a period before (every line one further, every set
+    /// one further). One that kept no ways in the first period held every line seen, at most its
+    /// ways in a set, so the prefix lines in a set, with the line entering it, were never more
+    /// than its ways there; they are as many now.
+    fn replay(
+        &mut self,
+        (rows, distinct): (&[RowAccess], &Distinct),
+        (lo, hi): (i64, i64),
+        period: u64,
+        counts: &mut [Counts],
+        sc: &mut Scratch,
+    ) -> i64 {
+        let (n, p) = (self.width, period as i64);
+        // Period m covers cells lo + m p + 1 ..= lo + (m + 1) p; the last ends before hi.
+        let periods = (hi - 1 - lo) / p - 1;
+        for m in 1..=periods {
+            #[cfg(test)]
+            {
+                self.replayed += 1;
+            }
+            for k in 0..sc.ops.len() {
+                let op = sc.ops[k];
+                let x = op.x + m as u32;
+                if op.e == LEAVES {
+                    self.stack.set_recent(x, false);
+                    self.leave(x);
+                    continue;
+                }
+                debug_assert!(self.has_room(x), "the room ran out in a replayed period");
+                let a = &rows[distinct.first[op.e as usize] as usize];
+                self.visit(x, true, site(counts, a.site, n));
+                self.stack.set_recent(x, true);
+            }
+        }
+        // Each access's line, and the counts of accesses in the lines, as the cells counted one
+        // by one leave them: `periods` lines on from the end of the first period.
+        for &x in &sc.line {
+            *self.stack.holders(x) = 0;
+        }
+        for x in sc.line.iter_mut() {
+            *x += periods as u32;
+        }
+        for &x in &sc.line {
+            *self.stack.holders(x) += 1;
+        }
+        lo + (periods + 1) * p + 1
     }
 
     /// Ends the prefix when counting stopped before access `p` of the current cell: the recent
@@ -653,6 +772,7 @@ mod tests {
         let (mut stopped, mut whole, mut straddled, mut reused) = (0, 0, 0, 0);
         // Levels counted behind another, and those of them that came to evict.
         let (mut behind, mut keeping) = (0, 0);
+        let mut replayed = 0;
         for seed in 0..400u64 {
             let mut rng = Rng::new(seed);
             let lines = [32u64, 64, 128];
@@ -715,14 +835,15 @@ mod tests {
                 whole += class.whole;
                 straddled += class.straddled;
                 behind += class.behind.len();
+                replayed += class.replayed;
                 keeping += class.behind.iter().filter(|b| b.cache.keeps()).count();
             }
             reused += fast.foldings.reused;
         }
         assert!(
-            stopped > 500 && whole > 500 && straddled > 500 && reused > 500 && behind > 150 && keeping > 120,
+            stopped > 500 && whole > 500 && straddled > 500 && reused > 500 && behind > 150 && keeping > 120 && replayed > 10000,
             "{stopped} rows stopped ({straddled} between the first and last access of an \
-             address), {whole} whole, {reused} foldings reused, {behind} levels behind another ({keeping} evicting)"
+             address), {whole} whole, {reused} foldings reused, {behind} levels behind another ({keeping} evicting), {replayed} periods replayed"
         );
     }
 
