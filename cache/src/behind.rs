@@ -10,8 +10,8 @@
 //! - then the lines `f` evicted, in the order it evicted them: an `f` set evicts its least
 //!   recent line, so it evicts in the order of last accesses.
 //!
-//! So `h` need only know how many of each set's lines `f` holds, and the lines it evicted,
-//! most recent first, as many as the set's ways leave room for ([`Behind`]). An access that
+//! So `h` need only know how many of each set's lines `f` holds, and the lines `f` evicted, in
+//! that order, as many as the set's ways leave room for ([`Behind`]). An access that
 //! hits in `f` hits in `h` and changes nothing `h` keeps; only a miss in `f` is looked up.
 //! The row counting's recent prefix (`count::Class::row`) lies wholly in `f`, so its
 //! reordering changes nothing `h` keeps either.
@@ -96,6 +96,7 @@ impl Behind {
         self.tags = vec![NONE; self.sets as usize * self.ways];
         self.behind = vec![0; self.sets as usize];
         self.resident = vec![0; self.sets as usize];
+        // Oldest first, as the lines `f` evicted are kept.
         let seen: Vec<u32> = seen.collect();
         for &y in seen.iter().rev() {
             let set = self.set_of(y);
