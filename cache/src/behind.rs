@@ -16,7 +16,7 @@
 //! The row counting's recent prefix (`count::Class::row`) lies wholly in `f`, so its
 //! reordering changes nothing `h` keeps either.
 
-use crate::lru::{position, SetIndex, NONE};
+use crate::lru::{position, Held, SetIndex, NONE};
 
 /// One set-associative level behind a smaller one of its line size, `f`.
 pub struct Behind {
@@ -30,9 +30,7 @@ pub struct Behind {
     /// Per set, how many of them there are, and how many lines `f` holds.
     behind: Vec<u32>,
     resident: Vec<u32>,
-    /// While nothing was evicted and a set may yet receive more lines than its ways: how many
-    /// lines each set holds. Empty otherwise.
-    held: Vec<u32>,
+    held: Held,
 }
 
 /// Whether a level of `sets` sets of `ways` ways can be counted behind one of `f_sets` sets
@@ -45,7 +43,6 @@ impl Behind {
     /// As [`crate::lru::Sets::new`]: `sets` sets of `ways` lines for the `lines` consecutive
     /// lines from absolute line `first`.
     pub fn new(sets: u64, ways: u64, first: u64, lines: u64) -> Behind {
-        let bounded = lines.div_ceil(sets) <= ways;
         Behind {
             sets,
             index: SetIndex::new(sets, first, lines),
@@ -53,7 +50,7 @@ impl Behind {
             tags: Vec::new(),
             behind: Vec::new(),
             resident: Vec::new(),
-            held: vec![0; if bounded { 0 } else { sets as usize }],
+            held: Held::new(sets, ways, lines),
         }
     }
 
@@ -63,12 +60,12 @@ impl Behind {
 
     /// As [`crate::lru::Sets::admits`].
     pub fn admits(&self, x: u32) -> bool {
-        self.held.is_empty() || (self.held[self.set_of(x)] as usize) < self.ways
+        self.held.admits(self.set_of(x))
     }
 
     /// As [`crate::lru::Sets::lazy`].
     pub fn lazy(&self) -> bool {
-        !self.held.is_empty()
+        self.held.lazy()
     }
 
     /// Whether it keeps its sets (some set was asked to hold more lines than its ways).
@@ -79,9 +76,9 @@ impl Behind {
 
     /// As [`crate::lru::Sets::admit`].
     pub fn admit(&mut self, x: u32) {
-        if !self.held.is_empty() {
+        if self.held.lazy() {
             let set = self.set_of(x);
-            self.held[set] += 1;
+            self.held.admit(set);
         }
     }
 
@@ -89,10 +86,10 @@ impl Behind {
     /// `f` holds a line. Exact because nothing was evicted here: each set holds its lines of
     /// `seen`, those `f` holds first, the others in the order of `seen`.
     pub fn fill(&mut self, seen: impl Iterator<Item = u32>, in_f: impl Fn(u32) -> bool) {
-        if self.held.is_empty() {
+        if !self.held.lazy() {
             return;
         }
-        self.held = Vec::new();
+        self.held.end();
         self.tags = vec![NONE; self.sets as usize * self.ways];
         self.behind = vec![0; self.sets as usize];
         self.resident = vec![0; self.sets as usize];

@@ -253,9 +253,49 @@ pub struct Sets {
     tags: Vec<u32>,
     /// Per set, how many of its first ways hold lines of the recent prefix.
     prefix: Vec<u32>,
-    /// While nothing was evicted and a set may yet receive more lines than its ways: how many
-    /// lines each set holds. Empty otherwise.
-    held: Vec<u32>,
+    held: Held,
+}
+
+/// A set-associative level's lines per set while nothing was evicted and a set may yet
+/// receive more lines than its ways (it is lazy); nothing otherwise.
+pub(crate) struct Held {
+    per_set: Vec<u32>,
+    ways: u32,
+}
+
+impl Held {
+    /// For `sets` sets of `ways` lines and `lines` consecutive lines: lazy unless no set can
+    /// receive more lines than its ways (at most `ceil(lines / sets)` map to one).
+    pub(crate) fn new(sets: u64, ways: u64, lines: u64) -> Held {
+        let bounded = lines.div_ceil(sets) <= ways;
+        Held {
+            per_set: vec![0; if bounded { 0 } else { sets as usize }],
+            ways: ways as u32,
+        }
+    }
+
+    pub(crate) fn lazy(&self) -> bool {
+        !self.per_set.is_empty()
+    }
+
+    /// Whether a line new to set `set` leaves every line seen held.
+    pub(crate) fn admits(&self, set: usize) -> bool {
+        self.per_set.is_empty() || self.per_set[set] < self.ways
+    }
+
+    /// A line new to set `set` is held.
+    pub(crate) fn admit(&mut self, set: usize) {
+        if let Some(n) = self.per_set.get_mut(set) {
+            *n += 1;
+        }
+    }
+
+    /// No longer lazy: the per-set counts, zeroed, for the caller's use.
+    pub(crate) fn end(&mut self) -> Vec<u32> {
+        let mut per_set = std::mem::take(&mut self.per_set);
+        per_set.iter_mut().for_each(|h| *h = 0);
+        per_set
+    }
 }
 
 /// The set of absolute line `first + x` of a cache of `sets` sets, for dense lines `x`.
@@ -316,33 +356,32 @@ impl Sets {
     /// line `first`, empty. When no set can receive more lines than its ways (at most
     /// `ceil(lines / sets)` map to one), nothing is ever evicted and nothing is kept.
     pub fn new(sets: u64, ways: u64, first: u64, lines: u64) -> Sets {
-        let bounded = lines.div_ceil(sets) <= ways;
         Sets {
             sets,
             index: SetIndex::new(sets, first, lines),
             ways: ways as usize,
             tags: Vec::new(),
             prefix: Vec::new(),
-            held: vec![0; if bounded { 0 } else { sets as usize }],
+            held: Held::new(sets, ways, lines),
         }
     }
 
     /// Whether the first access of line `x` leaves every line seen held: true once the ways
     /// are kept, since then the caller's [`Sets::touch`] evicts as it must.
     pub fn admits(&self, x: u32) -> bool {
-        self.held.is_empty() || (self.held[self.set_of(x)] as usize) < self.ways
+        self.held.admits(self.set_of(x))
     }
 
     /// Whether it keeps no ways yet and may have to.
     pub fn lazy(&self) -> bool {
-        !self.held.is_empty()
+        self.held.lazy()
     }
 
     /// Line `x` is accessed for the first time (and [`Sets::admits`] it).
     pub fn admit(&mut self, x: u32) {
-        if !self.held.is_empty() {
+        if self.held.lazy() {
             let set = self.set_of(x);
-            self.held[set] += 1;
+            self.held.admit(set);
         }
     }
 
@@ -350,11 +389,10 @@ impl Sets {
     /// first `prefix` form the recent prefix (in any order among themselves). Exact because
     /// nothing was evicted: each set holds its lines of `seen`, in that order.
     pub fn fill(&mut self, seen: impl Iterator<Item = u32>, prefix: u64) {
-        if self.held.is_empty() {
+        if !self.held.lazy() {
             return;
         }
-        let mut held = std::mem::take(&mut self.held);
-        held.iter_mut().for_each(|h| *h = 0);
+        let mut held = self.held.end();
         self.tags = vec![NONE; self.sets as usize * self.ways];
         self.prefix = vec![0; self.sets as usize];
         for (n, y) in seen.enumerate() {
