@@ -20,7 +20,8 @@ pub struct Layout {
     /// Per group, per step: per thread, the address of the thread's tile buffer (its element
     /// 0), when the step has one.
     pub buffers: Vec<Vec<Option<Vec<u64>>>>,
-    /// One past the last byte of any allocation.
+    /// One past the last byte of the kernel's allocations (its arrays and buffers), and of any.
+    pub kernel_end: u64,
     pub end: u64,
 }
 
@@ -59,15 +60,6 @@ impl Layout {
             let base = allocate(a.cells as u64 * vb + 8192) + (slot * step) % 4096;
             origin.push(base + a.origin_offset as u64 * vb);
         }
-        // The reference's arrays take the slots after the inputs too.
-        let reference = (0..schedule.stencil_arrays.len() as u64)
-            .map(|n| {
-                let slot = inputs as u64 + n;
-                allocate(cells * vb + 8192)
-                    + (slot * step) % 4096
-                    + schedule.stencil_origins[n as usize] as u64 * vb
-            })
-            .collect();
         // Each buffer's arena is per thread and holds every thread's slice; a thread uses its
         // own (`kernel_body.j2`).
         let buffers = schedule
@@ -88,10 +80,22 @@ impl Layout {
                     .collect()
             })
             .collect();
+        // The reference's arrays take the slots after the inputs too; they follow the kernel's
+        // allocations, so that the kernel's lines are counted over its own span alone.
+        let kernel_end = allocate(0);
+        let reference = (0..schedule.stencil_arrays.len() as u64)
+            .map(|n| {
+                let slot = inputs as u64 + n;
+                allocate(cells * vb + 8192)
+                    + (slot * step) % 4096
+                    + schedule.stencil_origins[n as usize] as u64 * vb
+            })
+            .collect();
         Layout {
             origin,
             reference,
             buffers,
+            kernel_end,
             end: next,
         }
     }

@@ -289,7 +289,10 @@ fn kernel_ops(schedule: &Schedule, layout: &Layout) -> Ops {
 impl Walk<'_> {
     /// One past the highest address any access can have.
     pub fn end(&self) -> u64 {
-        self.layout.end
+        match self.code {
+            Code::Kernel => self.layout.kernel_end,
+            Code::Reference => self.layout.end,
+        }
     }
 
     /// Every access thread `t` makes, in order, to `sink`.
