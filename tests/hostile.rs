@@ -144,6 +144,179 @@ fn huge_domains_are_bounded_or_refused() {
     assert!(stdout(&o).contains("estimated"), "{}", stdout(&o));
 }
 
+/// The cache model's work is bounded before it starts: the state of every thread filled (many
+/// cores), the accesses counted (a domain that large lines let past the state's bound), and the
+/// accesses traced.
+#[test]
+fn cache_model_work_is_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let default = std::fs::read_to_string(root().join("machines/default.yaml")).unwrap();
+    let eight: Vec<String> = (0..8)
+        .map(|n| format!("{{name: L{n}, bytes: {}, line: 8, ways: 1}}", 4096u64 << n))
+        .collect();
+    let many = temp_file(
+        dir.path(),
+        "many.yaml",
+        &format!(
+            "{}caches: [{}]\n",
+            default.replace("cores: 2", "cores: 4096"),
+            eight.join(", ")
+        ),
+    );
+    let wide = temp_file(
+        dir.path(),
+        "wide.yaml",
+        &format!("{default}caches: [{{name: L1, bytes: 1048576, line: 4096, ways: 1}}]\n"),
+    );
+    let cube = temp_file(
+        dir.path(),
+        "cube.yaml",
+        &hdiff_with("domain", "[2048, 2048, 2048]"),
+    );
+    let big = temp_file(
+        dir.path(),
+        "big.yaml",
+        &hdiff_with("domain", "[512, 256, 64]"),
+    );
+    let trace = dir.path().join("big.trace");
+    for (args, needle) in [
+        (
+            vec![
+                "configs/hdiff.yaml",
+                "--machine",
+                many.to_str().unwrap(),
+                "--variant",
+                "naive",
+            ],
+            "4096 threads, each keeping state for",
+        ),
+        (
+            vec![
+                cube.to_str().unwrap(),
+                "--machine",
+                wide.to_str().unwrap(),
+                "--variant",
+                "naive",
+            ],
+            "the model counts at most 34359738368",
+        ),
+        (
+            vec![
+                big.to_str().unwrap(),
+                "--machine",
+                "machines/default.yaml",
+                "--trace",
+                trace.to_str().unwrap(),
+            ],
+            "a trace is built for at most 134217728",
+        ),
+    ] {
+        let o = absinthe(&[&["cache"][..], &args].concat());
+        assert_clean_error(&o, &[needle]);
+    }
+    assert!(!trace.exists());
+    // `bench` says why a row has no cache counts.
+    let fine = temp_file(
+        dir.path(),
+        "fine.yaml",
+        &format!("{default}caches: [{}]\n", eight.join(", ")),
+    );
+    let mid = temp_file(
+        dir.path(),
+        "mid.yaml",
+        &hdiff_with("domain", "[256, 256, 64]"),
+    );
+    let o = absinthe(&[
+        "bench",
+        mid.to_str().unwrap(),
+        "--machine",
+        fine.to_str().unwrap(),
+        "--variants",
+        "naive",
+        "--runs",
+        "1",
+        "--no-roofline",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("\"cache_error\""), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains(
+            "warning: naive: no cache counts: cache model: the arrays' lines times the levels"
+        ),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// A trace is put in place only when its run verified, ended well and wrote every access it
+/// reported: a stand-in compiler builds programs that fall short of each.
+#[test]
+fn a_trace_that_falls_short_leaves_the_file_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let default = std::fs::read_to_string(root().join("machines/default.yaml")).unwrap();
+    let trace = temp_file(dir.path(), "keep.trace", "ORIGINAL\n");
+    for (name, verified, end, needle) in [
+        ("unverified", "false", "", "did not verify"),
+        ("crashes", "true", "kill -SEGV $$", "SIGSEGV"),
+        (
+            "short",
+            "true",
+            "",
+            "reported 27648 accesses but wrote 1 lines",
+        ),
+    ] {
+        // The program it "compiles" writes one line to the trace, prints the result line and
+        // ends as `end` says.
+        let program = format!(
+            "#!/bin/sh\necho '0 R 8' > \"$4\"\necho 'ABSINTHE_TRACE {{\"verified\":{verified},\"threads\":2,\"accesses\":27648}}'\n{end}\n"
+        );
+        let cxx = temp_file(
+            dir.path(),
+            &format!("{name}.sh"),
+            &format!(
+                "#!/bin/sh\nout=\"\"; prev=\"\"\nfor a in \"$@\"; do [ \"$prev\" = \"-o\" ] && out=$a; prev=$a; done\ncat > \"$out\" <<'EOF'\n{program}EOF\nchmod +x \"$out\"\n"
+            ),
+        );
+        std::fs::set_permissions(&cxx, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let m = temp_file(
+            dir.path(),
+            &format!("{name}.yaml"),
+            &default.replace("cxx: g++", &format!("cxx: {}", cxx.display())),
+        );
+        let cache = dir.path().join(format!("build-{name}"));
+        let o = absinthe_env(
+            &[
+                "cache",
+                "configs/hdiff.yaml",
+                "--machine",
+                m.to_str().unwrap(),
+                "--trace",
+                trace.to_str().unwrap(),
+            ],
+            &[("ABSINTHE_CACHE_DIR", cache.to_str().unwrap())],
+        );
+        assert_clean_error(&o, &[needle]);
+        assert_eq!(
+            std::fs::read_to_string(&trace).unwrap(),
+            "ORIGINAL\n",
+            "{name}"
+        );
+        let left = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .contains(".tmp")
+            })
+            .count();
+        assert_eq!(left, 0, "{name}: a temporary was left");
+    }
+}
+
 /// A halo so large that the generated code's pointer offsets overflowed, and offsets whose
 /// inlined sum wrapped.
 #[test]
@@ -550,6 +723,11 @@ fn cache_levels_out_of_range_are_refused() {
         ("sets.yaml", "[{name: L1, bytes: 1000, line: 64, ways: 2}]", "caches[0].bytes"),
         ("huge.yaml", "[{name: L1, bytes: 18446744073709551615, line: 64, ways: 1}]", "caches[0].bytes"),
         ("none.yaml", "[]", "caches must list 1 to 8 levels"),
+        (
+            "control.yaml",
+            r#"[{name: "L1\e[31m", bytes: 1024, line: 64, ways: 2}]"#,
+            "caches[0].name holds the control character U+001B",
+        ),
         (
             "twice.yaml",
             "[{name: L1, bytes: 1024, line: 64, ways: 2}, {name: L1, bytes: 4096, line: 64, ways: 2}]",

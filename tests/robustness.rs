@@ -300,6 +300,69 @@ fn the_harness_refuses_what_it_would_misread() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
+/// A signal while `cache --trace FILE` builds its trace removes the temporary the trace was to
+/// be written to, and leaves FILE as it was.
+#[test]
+fn a_signal_during_a_trace_leaves_no_temporary() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("compiler.pid");
+    let compiler = temp_file(
+        dir.path(),
+        "slowcxx",
+        &format!(
+            "#!/bin/sh\necho $$ > {}\nexec sleep 60\n",
+            pidfile.display()
+        ),
+    );
+    std::fs::set_permissions(&compiler, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let default = std::fs::read_to_string(root().join("machines/default.yaml")).unwrap();
+    let machine = temp_file(
+        dir.path(),
+        "m.yaml",
+        &default.replace("cxx: g++", &format!("cxx: {}", compiler.display())),
+    );
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let trace = temp_file(&out, "hdiff.trace", "ORIGINAL\n");
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let _ = std::fs::remove_file(&pidfile);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_absinthe"))
+            .args(["cache", "configs/hdiff.yaml", "--machine"])
+            .arg(&machine)
+            .arg("--trace")
+            .arg(&trace)
+            .current_dir(root())
+            .env("ABSINTHE_CACHE_DIR", dir.path().join("build"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while !pidfile.exists() || std::fs::read_to_string(&pidfile).unwrap().trim().is_empty() {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "the compiler never started"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // SAFETY: sends a signal to the child this test started.
+        unsafe {
+            libc::kill(child.id() as i32, signal);
+        }
+        let status = child.wait().unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(signal)
+        );
+        let left: Vec<PathBuf> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(left, vec![trace.clone()], "signal {signal}");
+        assert_eq!(std::fs::read_to_string(&trace).unwrap(), "ORIGINAL\n");
+    }
+}
+
 /// `kill PID` (SIGTERM, what a job scheduler sends) to absinthe while it compiles ends the
 /// compiler too, and a build interrupted so leaves temporaries the next build removes; an
 /// empty `ABSINTHE_CACHE_DIR` is unset.

@@ -1,8 +1,9 @@
 //! Where every array and tile buffer of a generated kernel (and the reference's arrays) lies,
-//! as the trace build places them: each allocation on its own 2 MiB boundary, the harness's arrays staggered within
-//! their first page, each thread's tile buffers in its own arena slice. Within a 2 MiB span
-//! (every L1 and L2 set index, and most L3 ones) the addresses are the trace build's, modulo
-//! that span; which line an element falls in never depends on it.
+//! as the trace build places them: each allocation on its own 2 MiB boundary, the harness's
+//! arrays staggered within their first page, each thread's tile buffers in its own arena slice.
+//! Within a 2 MiB span the addresses are the trace build's, modulo that span: which line an
+//! element falls in never depends on it, nor the set of a level whose sets times its line
+//! divide 2 MiB. Beyond it the placement is the model's own.
 
 use absinthe_codegen::schedule::Role;
 use absinthe_codegen::Schedule;

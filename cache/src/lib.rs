@@ -68,10 +68,19 @@ pub struct CacheReport {
     pub accesses: Vec<AccessReport>,
 }
 
-/// The most (line, level) pairs the counting keeps state for: the lines the arrays span times
-/// the levels (per thread, 12 bytes a line for each line size and at most 4 a line for each
-/// level: 4.3 GB at the limit with one level, less with more).
+/// The most (line, level) pairs the counting keeps state for at once: the lines the arrays
+/// span times the levels, per thread counted, times the threads counted at a time (12 bytes
+/// a line for each line size and at most 4 a line for each level: 4.3 GB at the limit with
+/// one level, less with more). Fewer threads are counted at a time where more would pass it.
 pub const MAX_LINE_STATES: u64 = 1 << 28;
+
+/// The most (line, level) pairs filled over all threads: each thread's counting starts with
+/// its own state for every line (about 2 ns a pair).
+pub const MAX_THREAD_LINE_STATES: u64 = 1 << 33;
+
+/// The most accesses counted (over all threads): at the rate of cosmo_hdiff4 at 256x256x60
+/// (0.4-0.6 G a second on two cores) about a minute, at the slowest schedules' about ten.
+pub const MAX_ACCESSES: u64 = 1 << 35;
 
 /// Why the model cannot run.
 #[derive(Debug, PartialEq, Eq)]
@@ -80,6 +89,10 @@ pub enum CacheError {
     TooManyLevels(usize),
     /// The arrays span this many lines times levels, past [`MAX_LINE_STATES`].
     TooLarge(u64),
+    /// The threads and the (line, level) pairs each keeps, past [`MAX_THREAD_LINE_STATES`].
+    TooManyThreads(usize, u64),
+    /// At most this many accesses, past [`MAX_ACCESSES`].
+    TooManyAccesses(u128),
 }
 
 impl std::fmt::Display for CacheError {
@@ -93,6 +106,15 @@ impl std::fmt::Display for CacheError {
             CacheError::TooLarge(n) => write!(
                 f,
                 "the arrays' lines times the levels are {n}; the model keeps state for at most {MAX_LINE_STATES} (a smaller domain has the same per-cell behaviour away from the boundaries)"
+            ),
+            CacheError::TooManyThreads(threads, n) => write!(
+                f,
+                "{threads} threads, each keeping state for {n} (line, level) pairs, {} in all; the model fills at most {MAX_THREAD_LINE_STATES} (fewer `cores` in the machine file, or a smaller domain, which has the same per-cell behaviour away from the boundaries)",
+                *threads as u128 * u128::from(*n)
+            ),
+            CacheError::TooManyAccesses(n) => write!(
+                f,
+                "the kernel makes up to {n} accesses; the model counts at most {MAX_ACCESSES} (a smaller domain has the same per-cell behaviour away from the boundaries)"
             ),
 
         }
@@ -126,8 +148,16 @@ pub fn model(
     if states > MAX_LINE_STATES {
         return Err(CacheError::TooLarge(states));
     }
+    if u128::from(states) * threads as u128 > u128::from(MAX_THREAD_LINE_STATES) {
+        return Err(CacheError::TooManyThreads(threads, states));
+    }
+    let accesses = walk.accesses_at_most();
+    if accesses > u128::from(MAX_ACCESSES) {
+        return Err(CacheError::TooManyAccesses(accesses));
+    }
     let sites = walk.sites.len();
-    let counted = parallel_map(threads, jobs.clamp(1, threads), |t| {
+    let at_once = (MAX_LINE_STATES / states.max(1)).max(1) as usize;
+    let counted = parallel_map(threads, jobs.clamp(1, threads).min(at_once), |t| {
         let mut counter = count::Counter::new(&per_thread, layout::ALIGN, walk.end(), sites);
         walk.run(t, &mut counter);
         counter.counts
@@ -139,6 +169,15 @@ pub fn model(
             sum.add(c);
         }
     }
+    debug_assert!(
+        per_site
+            .iter()
+            .step_by(n)
+            .map(|c| u128::from(c.accesses))
+            .sum::<u128>()
+            <= accesses,
+        "more accesses counted than the bound"
+    );
     Ok(report(
         &schedule.program,
         &walk,

@@ -295,6 +295,46 @@ impl Walk<'_> {
         }
     }
 
+    /// At least as many accesses as all threads make together, without walking: per row loop,
+    /// the cells of its first step's loop box over every tile (the boxes of a grid's tiles
+    /// are products, so their volumes sum to the product of each dimension's sum) times the
+    /// accesses per cell of its steps; a stored, buffered step's store is counted over its
+    /// whole loop box. For the reference, each stencil's region times its reads and store.
+    pub fn accesses_at_most(&self) -> u128 {
+        let volume = |boxes: [u128; 3]| boxes.iter().product::<u128>();
+        let len = |i: &[i64; 2]| (i[1] - i[0]).max(0) as u128;
+        if self.code == Code::Reference {
+            return self
+                .schedule
+                .reference
+                .iter()
+                .zip(&self.ops)
+                .map(|(r, ops)| {
+                    let per_cell = ops[0].reads.len() + usize::from(ops[0].store.is_some());
+                    volume(r.region.each_ref().map(len)) * per_cell as u128
+                })
+                .sum();
+        }
+        let mut total = 0u128;
+        for (g, ops) in self.schedule.groups.iter().zip(&self.ops) {
+            for lp in &g.loops {
+                let st = &g.steps[lp[0]];
+                let cells = volume(st.loop_box.each_ref().map(|b| b.iter().map(len).sum()));
+                let per_cell: usize = lp
+                    .iter()
+                    .map(|&n| {
+                        let o = &ops[n];
+                        o.reads.len()
+                            + usize::from(o.buffer_write.is_some())
+                            + usize::from(o.store.is_some())
+                    })
+                    .sum();
+                total += cells * per_cell as u128;
+            }
+        }
+        total
+    }
+
     /// Every access thread `t` makes, in order, to `sink`.
     pub fn run<S: Sink>(&self, t: usize, sink: &mut S) {
         if self.code == Code::Reference {

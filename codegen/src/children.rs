@@ -5,18 +5,56 @@
 //! recorded group before absinthe itself ends by the same signal. Without it, `kill PID` (what
 //! a job scheduler sends) ended absinthe but left its compilers (g++ and the cc1plus under it)
 //! or a timed run going; Ctrl-C at a terminal reached them only because they shared its group.
+//! The handler also removes the temporaries of the writes in progress, which the writes'
+//! own clean-up (on drop) never reaches when a signal ends the process.
 
-use std::ffi::OsStr;
+use std::ffi::{CString, OsStr};
 use std::io;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
 
-/// The most children recorded at once; more still run, unrecorded.
+/// The most children recorded at once; more still run, unrecorded. The same for files.
 const SLOTS: usize = 64;
 
 /// The process groups of the running children (0: a free slot).
 static GROUPS: [AtomicI32; SLOTS] = [const { AtomicI32::new(0) }; SLOTS];
+
+/// The files a signal that ends absinthe removes: the temporaries of writes in progress
+/// (`files::handoff`, `files::write_atomic`), absolute, as C strings (null: a free slot).
+static FILES: [AtomicPtr<libc::c_char>; SLOTS] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
+
+/// Records `path` (which need not exist yet) to be removed if a signal ends absinthe: its
+/// slot, for [`keep_on_signal`], or `None` when every slot is taken.
+pub(crate) fn remove_on_signal(path: &Path) -> Option<usize> {
+    let path = std::path::absolute(path).ok()?;
+    let raw = CString::new(path.as_os_str().as_bytes()).ok()?.into_raw();
+    let slot = FILES.iter().position(|s| {
+        s.compare_exchange(
+            std::ptr::null_mut(),
+            raw,
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        )
+        .is_ok()
+    });
+    if slot.is_none() {
+        // SAFETY: `raw` came from `into_raw` above and was never shared.
+        drop(unsafe { CString::from_raw(raw) });
+    }
+    slot
+}
+
+/// Forgets the file recorded in `slot`. Its path is not freed: a handler on another thread may
+/// be reading it (a few dozen bytes a write).
+pub(crate) fn keep_on_signal(slot: Option<usize>) {
+    if let Some(k) = slot {
+        FILES[k].store(std::ptr::null_mut(), Ordering::SeqCst);
+    }
+}
 
 /// Runs `cmd` to its end, as [`Command::output`] does (standard input closed, output and
 /// errors captured), in a process group of its own that a signal to absinthe ends too.
@@ -61,12 +99,13 @@ pub fn mpirun(seconds: u32, ranks: usize, threads: usize, args: &[&OsStr]) -> io
     )
 }
 
-/// Ends the children's groups (SIGTERM) when absinthe receives SIGINT, SIGTERM or SIGHUP, then
-/// ends absinthe by that signal, as it would have ended without the handler.
+/// Removes the temporaries of writes in progress and ends the children's groups (SIGTERM) when
+/// absinthe receives SIGINT, SIGTERM or SIGHUP, then ends absinthe by that signal, as it would
+/// have ended without the handler.
 pub fn forward_signals() {
     for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: installs a handler that calls only async-signal-safe functions (`kill`,
-        // `signal`, `raise`) and reads atomics.
+        // SAFETY: installs a handler that calls only async-signal-safe functions (`unlink`,
+        // `kill`, `signal`, `raise`) and reads atomics.
         unsafe {
             libc::signal(signal, on_signal as *const () as libc::sighandler_t);
         }
@@ -74,6 +113,15 @@ pub fn forward_signals() {
 }
 
 extern "C" fn on_signal(signal: libc::c_int) {
+    for slot in &FILES {
+        let path = slot.load(Ordering::SeqCst);
+        if !path.is_null() {
+            // SAFETY: `unlink` is async-signal-safe; `path` is a C string that is never freed.
+            unsafe {
+                libc::unlink(path);
+            }
+        }
+    }
     for slot in &GROUPS {
         let group = slot.load(Ordering::SeqCst);
         if group > 0 {

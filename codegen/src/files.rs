@@ -258,12 +258,15 @@ fn write_special(path: &Path, contents: &[u8]) -> Result<(), WriteError> {
 struct Staged {
     tmp: PathBuf,
     path: PathBuf,
+    /// Its record among the files a signal that ends absinthe removes
+    /// ([`crate::children::remove_on_signal`]).
+    on_signal: Option<usize>,
 }
 
 impl Staged {
     /// Renames the temporary over the file (removing the temporary if that fails).
     fn commit(self) -> Result<(), WriteError> {
-        std::fs::rename(&self.tmp, &self.path).or_else(|e| {
+        let renamed = std::fs::rename(&self.tmp, &self.path).or_else(|e| {
             let _ = std::fs::remove_file(&self.tmp);
             Err(e).or_say(|| {
                 format!(
@@ -272,12 +275,15 @@ impl Staged {
                     self.path.display()
                 )
             })
-        })
+        });
+        crate::children::keep_on_signal(self.on_signal);
+        renamed
     }
 
     /// Removes the temporary, leaving the file as it was.
     fn discard(self) {
         let _ = std::fs::remove_file(&self.tmp);
+        crate::children::keep_on_signal(self.on_signal);
     }
 }
 
@@ -304,9 +310,12 @@ fn stage(
         file_name.to_string_lossy(),
         std::process::id()
     ));
+    // Recorded before it exists, so that a signal that ends absinthe from now on removes it.
+    let on_signal = crate::children::remove_on_signal(&tmp);
     let staged = Staged {
         tmp,
         path: path.to_path_buf(),
+        on_signal,
     };
     match write_temporary(&staged.tmp, contents, existing) {
         Ok(()) => Ok(staged),

@@ -231,6 +231,9 @@ pub struct Row {
     /// absent for skipped variants.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache: Option<Vec<absinthe_cache::LevelReport>>,
+    /// Why the cache model gave no `cache` for a variant it was asked to count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_error: Option<String>,
 }
 
 /// The model's counts of one variant (`evaluate::evaluate` on the program it runs, inlined
@@ -566,14 +569,19 @@ impl Bench {
         Ok((schedule, counts))
     }
 
-    /// The cache model's levels of `p` when the options ask for them; None for skipped
-    /// variants and where no cache levels are known.
-    fn row_cache(&self, p: &Planned) -> Option<Vec<absinthe_cache::LevelReport>> {
+    /// The cache model's levels of `p` when the options ask for them, or why it could not
+    /// count them; neither for skipped variants.
+    fn row_cache(&self, p: &Planned) -> (Option<Vec<absinthe_cache::LevelReport>>, Option<String>) {
         if !self.options.cache_model || p.skipped.is_some() {
-            return None;
+            return (None, None);
         }
-        let levels = self.cache_levels().ok()?;
-        self.cache_model(p, &levels).ok().map(|r| r.levels)
+        match self
+            .cache_levels()
+            .and_then(|levels| self.cache_model(p, &levels))
+        {
+            Ok(r) => (Some(r.levels), None),
+            Err(e) => (None, Some(e.to_string())),
+        }
     }
 
     /// Seconds per cell of a division, a square root and a call (`exp`'s) with every core
@@ -629,6 +637,7 @@ impl Bench {
             .iter()
             .map(|&s| self.program.stencils[s].name.clone())
             .collect();
+        let (cache, cache_error) = self.row_cache(p);
         let mut row = Row {
             variant: p.name.clone(),
             of: p.variant.clone(),
@@ -652,7 +661,8 @@ impl Bench {
             roofline_fraction: None,
             divider_seconds: self.divider_seconds(),
             model,
-            cache: self.row_cache(p),
+            cache,
+            cache_error,
         };
         let mut flushes = pooled
             .into_iter()

@@ -16,6 +16,11 @@ use crate::bench::{Bench, BenchTarget};
 use crate::variants::Planned;
 use crate::MeasureError;
 
+/// The most accesses a trace is built for: the trace build keeps every access in memory (8
+/// bytes each, in vectors that may double) until the run ends, then writes a line of about 20
+/// bytes for each: at the limit about 2 GiB of memory and 3 GB of text.
+pub const MAX_TRACE_ACCESSES: u64 = 1 << 27;
+
 /// What a trace build's run printed (its `ABSINTHE_TRACE` line).
 #[derive(Clone, Debug, Deserialize)]
 pub struct TraceRun {
@@ -116,8 +121,34 @@ impl Bench {
                         .collect::<String>()
                 ))
             })?;
-        let run = serde_json::from_str(line)
+        let run: TraceRun = serde_json::from_str(line)
             .map_err(|e| run_error(format!("bad trace line `{line}`: {e}")))?;
+        if !out.status.success() {
+            return Err(run_error(format!(
+                "{} after its result line: the trace may be cut short",
+                out.status
+            )));
+        }
+        if !run.verified {
+            return Err(MeasureError::Cache(format!(
+                "variant {}: the traced run did not verify against the reference; {} was left as it was",
+                p.name,
+                path.display()
+            )));
+        }
+        let written = count_lines(handoff.path()).map_err(|e| {
+            run_error(format!(
+                "cannot read the trace back from {}: {e}",
+                handoff.path().display()
+            ))
+        })?;
+        if written.is_some_and(|w| w != run.accesses) {
+            return Err(run_error(format!(
+                "the run reported {} accesses but wrote {} lines",
+                run.accesses,
+                written.unwrap_or(0)
+            )));
+        }
         handoff.commit()?;
         Ok(run)
     }
@@ -129,6 +160,25 @@ impl Bench {
                 "the cache model follows the OpenMP kernels only".into(),
             )),
         }
+    }
+}
+
+/// The lines of the regular file at `path`; `None` for a FIFO or a device, which the run wrote
+/// to directly and which cannot be read back.
+fn count_lines(path: &Path) -> std::io::Result<Option<u64>> {
+    use std::io::Read;
+    if !std::fs::metadata(path)?.is_file() {
+        return Ok(None);
+    }
+    let mut f = std::fs::File::open(path)?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut lines = 0u64;
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            return Ok(Some(lines));
+        }
+        lines += buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
     }
 }
 

@@ -136,9 +136,14 @@ impl BenchReport<'_> {
     }
 
     /// A warning line for each variant measured faster than the bandwidth bound allows (the
-    /// table marks those `(!)` instead).
+    /// table marks those `(!)` instead), and for each the cache model could not count.
     pub fn warnings(&self) -> String {
         let mut out = String::new();
+        for r in &self.rows {
+            if let Some(e) = &r.cache_error {
+                let _ = writeln!(out, "warning: {}: no cache counts: {e}", r.variant);
+            }
+        }
         for r in self.rows.iter().filter(|r| disturbed(r)) {
             let _ = writeln!(
                 out,

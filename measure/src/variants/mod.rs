@@ -73,7 +73,15 @@ pub fn input_files<'a>(
 /// The one variant `absinthe cache` counts (`--variant`): a single configuration the model
 /// describes, so neither a set (`random:N`, `top:K`, ...) nor a sweep.
 pub fn parse_countable(text: &str) -> Result<Variant, String> {
-    match parse_variants(text)?[..] {
+    let one_of = "--variant takes one of opt, naive, unfused, fused, unstreamed, noinline or groups:G,G,... (a solution file with --solution)";
+    let parsed = parse_variants(text).map_err(|e| {
+        if e.starts_with("unknown variant") {
+            format!("{one_of}; found `{text}`")
+        } else {
+            e
+        }
+    })?;
+    match parsed[..] {
         [ref one @ (Variant::Opt
         | Variant::Naive
         | Variant::Unfused
@@ -81,9 +89,7 @@ pub fn parse_countable(text: &str) -> Result<Variant, String> {
         | Variant::Unstreamed
         | Variant::NoInline
         | Variant::Groups(_))] => Ok(one.clone()),
-        _ => Err(format!(
-            "--variant takes one of opt, naive, unfused, fused, unstreamed, noinline or groups:G,G,...; found `{text}`"
-        )),
+        _ => Err(format!("{one_of}; found `{text}`")),
     }
 }
 
@@ -97,6 +103,12 @@ pub fn parse_variants(list: &str) -> Result<Vec<Variant>, String> {
         if token.is_empty() {
             return Err(format!(
                 "`{list}` has an empty entry (two commas in a row, or one at an end)"
+            ));
+        }
+        let negative = token.parse::<i64>().is_ok() && token.parse::<usize>().is_err();
+        if negative && matches!(out.last(), Some(Variant::Groups(_))) {
+            return Err(format!(
+                "group index `{token}`: the indices after `groups:` are whole numbers from 0"
             ));
         }
         if let Ok(n) = token.parse::<usize>() {

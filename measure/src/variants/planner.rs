@@ -192,13 +192,13 @@ impl Planner<'_> {
                 let name = path.file_name().map_or(path.display().to_string(), |n| {
                     n.to_string_lossy().into_owned()
                 });
-                // A configuration the model calls infeasible is still built and timed as
+                // A configuration the model calls infeasible is still built (and timed, or counted) as
                 // written, but given no prediction: the model's figure would mean nothing.
                 let predicted = match &cost.infeasible {
                     None => cost.total,
                     Some(why) => {
                         self.plan.notes.push(format!(
-                            "solution:{name}: the model calls this configuration infeasible ({why}); it is timed as written, with no prediction"
+                            "solution:{name}: the model calls this configuration infeasible ({why}); it is used as written, with no prediction"
                         ));
                         f64::NAN
                     }

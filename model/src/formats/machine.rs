@@ -365,10 +365,19 @@ impl CacheLevel {
     /// Range checks of one level, `key` its place in the file (`caches[1]`).
     fn validate(&self, key: &str, errors: &mut Vec<Diagnostic>) {
         let name_key = format!("{key}.name");
-        if self.name.trim().is_empty() || self.name.len() > 32 {
+        if self.name.trim().is_empty() || self.name.chars().count() > 32 {
             errors.push(Diagnostic::new(
                 &name_key,
                 format!("{name_key} must be 1 to 32 characters"),
+            ));
+        }
+        if let Some(c) = self.name.chars().find(|c| c.is_control()) {
+            errors.push(Diagnostic::new(
+                &name_key,
+                format!(
+                    "{name_key} holds the control character U+{:04X}; a level's name is printed as it is",
+                    c as u32
+                ),
             ));
         }
         let line_key = format!("{key}.line");
