@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use absinthe_measure::bench::BenchOptions;
-use absinthe_measure::cache::MAX_TRACE_ACCESSES;
 use absinthe_measure::variants::{input_files, parse_countable, Variant};
 use anyhow::Context;
 use clap::Args;
@@ -35,8 +34,8 @@ use absinthe_measure::progress::Progress;
 /// it through any LRU simulator gives the fully associative counts above, and the
 /// set-associative ones of each level whose sets times its line divide 2 MiB; other levels'
 /// sets depend on where the arrays lie beyond 2 MiB, which the model fixes and a run does not
-/// (docs/MODEL.md, "Cache model"). The trace build keeps every access in memory: at most
-/// 134,217,728 accesses are traced.
+/// (docs/MODEL.md, "Cache model"). The trace build keeps every access in memory: a variant of
+/// more than 134,217,728 accesses is not traced.
 ///
 /// Examples:
 ///   absinthe cache configs/hdiff.yaml
@@ -115,17 +114,10 @@ pub fn run(args: CacheArgs) -> anyhow::Result<ExitCode> {
         started.elapsed().as_secs_f64()
     );
     if let Some(path) = &args.trace {
-        let accesses = report.levels[0].counts.accesses;
-        if accesses > MAX_TRACE_ACCESSES {
-            anyhow::bail!(
-                "--trace {}: the variant makes {accesses} accesses; a trace is built for at most {MAX_TRACE_ACCESSES} (the trace build keeps each in memory, and the file takes about 20 bytes a line): trace a smaller domain, whose cells away from the boundaries behave the same",
-                path.display()
-            );
-        }
         crate::output::step("building and running the trace build ...");
         let run = {
             let _progress = Progress::start(format!("tracing {}", p.name));
-            bench.trace(p, path)?
+            bench.trace(p, path, report.levels[0].counts.accesses)?
         };
         eprintln!(
             "wrote {} accesses of {} thread(s) to {} (the run verified)",

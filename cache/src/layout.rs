@@ -21,8 +21,9 @@ pub struct Layout {
     /// Per group, per step: per thread, the address of the thread's tile buffer (its element
     /// 0), when the step has one.
     pub buffers: Vec<Vec<Option<Vec<u64>>>>,
-    /// One past the last byte of the kernel's allocations (its arrays and buffers), and of any.
+    /// One past the last byte of the kernel's allocations (its arrays and tile buffers).
     pub kernel_end: u64,
+    /// One past the last byte of any allocation.
     pub end: u64,
 }
 

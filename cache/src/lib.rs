@@ -75,7 +75,7 @@ pub struct CacheReport {
 pub const MAX_LINE_STATES: u64 = 1 << 28;
 
 /// The most (line, level) pairs filled over all threads: each thread's counting starts with
-/// its own state for every line (about 2 ns a pair).
+/// its own state for every line (up to about 2 ns a pair, page faults included).
 pub const MAX_THREAD_LINE_STATES: u64 = 1 << 33;
 
 /// The most accesses counted (over all threads): at the rate of cosmo_hdiff4 at 256x256x60
@@ -95,6 +95,9 @@ pub enum CacheError {
     TooManyAccesses(u128),
 }
 
+/// What to do about a count past a bound that scales with the domain.
+const SMALLER: &str = "a smaller domain has the same per-cell behaviour away from the boundaries";
+
 impl std::fmt::Display for CacheError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -105,16 +108,16 @@ impl std::fmt::Display for CacheError {
             ),
             CacheError::TooLarge(n) => write!(
                 f,
-                "the arrays' lines times the levels are {n}; the model keeps state for at most {MAX_LINE_STATES} (a smaller domain has the same per-cell behaviour away from the boundaries)"
+                "the arrays' lines times the levels are {n}; the model keeps state for at most {MAX_LINE_STATES} ({SMALLER})"
             ),
             CacheError::TooManyThreads(threads, n) => write!(
                 f,
-                "{threads} threads, each keeping state for {n} (line, level) pairs, {} in all; the model fills at most {MAX_THREAD_LINE_STATES} (fewer `cores` in the machine file, or a smaller domain, which has the same per-cell behaviour away from the boundaries)",
+                "{threads} threads, each keeping state for {n} (line, level) pairs, {} in all; the model fills at most {MAX_THREAD_LINE_STATES} (fewer `cores` in the machine file, or a smaller domain: {SMALLER})",
                 *threads as u128 * u128::from(*n)
             ),
             CacheError::TooManyAccesses(n) => write!(
                 f,
-                "the kernel makes up to {n} accesses; the model counts at most {MAX_ACCESSES} (a smaller domain has the same per-cell behaviour away from the boundaries)"
+                "the code counted makes up to {n} accesses; the model counts at most {MAX_ACCESSES} ({SMALLER})"
             ),
 
         }
@@ -155,20 +158,20 @@ pub fn model(
     if accesses > u128::from(MAX_ACCESSES) {
         return Err(CacheError::TooManyAccesses(accesses));
     }
-    let sites = walk.sites.len();
+    let (sites, n) = (walk.sites.len(), per_thread.len());
     let at_once = (MAX_LINE_STATES / states.max(1)).max(1) as usize;
-    let counted = parallel_map(threads, jobs.clamp(1, threads).min(at_once), |t| {
+    // Each thread's counts are added as it ends, so that only the threads being counted hold
+    // theirs.
+    let total = std::sync::Mutex::new(vec![Counts::default(); sites * n]);
+    parallel_map(threads, jobs.clamp(1, threads).min(at_once), |t| {
         let mut counter = count::Counter::new(&per_thread, layout::ALIGN, walk.end(), sites);
         walk.run(t, &mut counter);
-        counter.counts
-    });
-    let n = per_thread.len();
-    let mut per_site = vec![Counts::default(); sites * n];
-    for counts in &counted {
-        for (sum, c) in per_site.iter_mut().zip(counts) {
+        let mut total = total.lock().unwrap_or_else(|e| e.into_inner());
+        for (sum, c) in total.iter_mut().zip(&counter.counts) {
             sum.add(c);
         }
-    }
+    });
+    let per_site = total.into_inner().unwrap_or_else(|e| e.into_inner());
     debug_assert!(
         per_site
             .iter()

@@ -113,21 +113,23 @@ pub fn forward_signals() {
 }
 
 extern "C" fn on_signal(signal: libc::c_int) {
-    for slot in &FILES {
-        let path = slot.load(Ordering::SeqCst);
-        if !path.is_null() {
-            // SAFETY: `unlink` is async-signal-safe; `path` is a C string that is never freed.
-            unsafe {
-                libc::unlink(path);
-            }
-        }
-    }
     for slot in &GROUPS {
         let group = slot.load(Ordering::SeqCst);
         if group > 0 {
             // SAFETY: `kill` is async-signal-safe; a group that has ended makes it fail harmlessly.
             unsafe {
                 libc::kill(-group, libc::SIGTERM);
+            }
+        }
+    }
+    // After the children, so that none writes a temporary again. Best effort: a thread of
+    // absinthe's own may still create one between here and the end.
+    for slot in &FILES {
+        let path = slot.load(Ordering::SeqCst);
+        if !path.is_null() {
+            // SAFETY: `unlink` is async-signal-safe; `path` is a C string that is never freed.
+            unsafe {
+                libc::unlink(path);
             }
         }
     }

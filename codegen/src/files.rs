@@ -202,6 +202,12 @@ impl Handoff {
         &self.path
     }
 
+    /// Whether the file is replaced on [`Handoff::commit`] (else it is a FIFO or a device,
+    /// written to directly).
+    pub fn replaces(&self) -> bool {
+        self.staged.is_some()
+    }
+
     /// Puts what the writer wrote in place.
     pub fn commit(mut self) -> Result<(), WriteError> {
         self.staged.take().map_or(Ok(()), Staged::commit)

@@ -570,9 +570,10 @@ impl Bench {
     }
 
     /// The cache model's levels of `p` when the options ask for them, or why it could not
-    /// count them; neither for skipped variants.
+    /// count them; neither for skipped variants and other targets than OpenMP.
     fn row_cache(&self, p: &Planned) -> (Option<Vec<absinthe_cache::LevelReport>>, Option<String>) {
-        if !self.options.cache_model || p.skipped.is_some() {
+        let openmp = self.options.target == BenchTarget::Openmp;
+        if !self.options.cache_model || !openmp || p.skipped.is_some() {
             return (None, None);
         }
         match self

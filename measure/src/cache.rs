@@ -68,10 +68,18 @@ impl Bench {
     /// Builds `p`'s kernel with its trace harness, runs it once with this bench's threads and
     /// the harness's deterministic inputs, and writes the trace of the kernel (of the reference
     /// for `naive`) to `path`: one line per access, `THREAD R|W ADDRESS`, thread by thread,
-    /// each in execution order. The file is replaced only once the run has written it whole
-    /// ([`absinthe_codegen::files::handoff`]).
-    pub fn trace(&self, p: &Planned, path: &Path) -> Result<TraceRun, MeasureError> {
+    /// each in execution order. `accesses`: how many the cache model counted, at most
+    /// [`MAX_TRACE_ACCESSES`]. The file is replaced only once the run has verified, ended well
+    /// and written every access it reports ([`absinthe_codegen::files::handoff`]).
+    pub fn trace(&self, p: &Planned, path: &Path, accesses: u64) -> Result<TraceRun, MeasureError> {
         self.openmp_only()?;
+        if accesses > MAX_TRACE_ACCESSES {
+            return Err(MeasureError::Cache(format!(
+                "--trace {}: variant {} makes {accesses} accesses; a variant of more than {MAX_TRACE_ACCESSES} is not traced (the trace build keeps each access in memory, and the file takes about 20 bytes a line): trace a smaller domain, whose cells away from the boundaries behave the same",
+                path.display(),
+                p.name
+            )));
+        }
         let handoff = absinthe_codegen::files::handoff(path)?;
         let (schedule, _) = self.schedule_of(p)?;
         let h = HarnessOptions {
@@ -123,17 +131,22 @@ impl Bench {
             })?;
         let run: TraceRun = serde_json::from_str(line)
             .map_err(|e| run_error(format!("bad trace line `{line}`: {e}")))?;
+        // The harness ends with status 1 when the run did not verify.
+        if !run.verified {
+            let kept = if handoff.replaces() {
+                format!("; {} was left as it was", path.display())
+            } else {
+                String::new()
+            };
+            return Err(MeasureError::Cache(format!(
+                "variant {}: the traced run did not verify against the reference{kept}",
+                p.name
+            )));
+        }
         if !out.status.success() {
             return Err(run_error(format!(
                 "{} after its result line: the trace may be cut short",
                 out.status
-            )));
-        }
-        if !run.verified {
-            return Err(MeasureError::Cache(format!(
-                "variant {}: the traced run did not verify against the reference; {} was left as it was",
-                p.name,
-                path.display()
             )));
         }
         let written = count_lines(handoff.path()).map_err(|e| {
@@ -142,11 +155,11 @@ impl Bench {
                 handoff.path().display()
             ))
         })?;
-        if written.is_some_and(|w| w != run.accesses) {
+        if let Some(w) = written.filter(|&w| w != run.accesses) {
             return Err(run_error(format!(
-                "the run reported {} accesses but wrote {} lines",
+                "the run reported {} accesses, but the trace has {w} line{}",
                 run.accesses,
-                written.unwrap_or(0)
+                if w == 1 { "" } else { "s" }
             )));
         }
         handoff.commit()?;

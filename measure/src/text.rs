@@ -139,10 +139,22 @@ impl BenchReport<'_> {
     /// table marks those `(!)` instead), and for each the cache model could not count.
     pub fn warnings(&self) -> String {
         let mut out = String::new();
+        // One line per reason, naming the variants it kept from counting.
+        let mut reasons: Vec<(&str, Vec<&str>)> = Vec::new();
         for r in &self.rows {
             if let Some(e) = &r.cache_error {
-                let _ = writeln!(out, "warning: {}: no cache counts: {e}", r.variant);
+                match reasons.iter_mut().find(|(why, _)| why == e) {
+                    Some((_, variants)) => variants.push(&r.variant),
+                    None => reasons.push((e, vec![&r.variant])),
+                }
             }
+        }
+        for (why, variants) in reasons {
+            let _ = writeln!(
+                out,
+                "warning: {}: no cache counts: {why}",
+                variants.join(", ")
+            );
         }
         for r in self.rows.iter().filter(|r| disturbed(r)) {
             let _ = writeln!(

@@ -134,9 +134,12 @@ pub fn parse_variants(list: &str) -> Result<Vec<Variant>, String> {
             "autotune" => Variant::Autotune,
             t if t.starts_with("groups:") => {
                 let first = &t["groups:".len()..];
-                let g = first
-                    .parse::<usize>()
-                    .map_err(|_| format!("`{t}`: expected groups:0,0,1,..."))?;
+                let g = first.parse::<usize>().map_err(|_| match first.parse::<i64>() {
+                    Ok(_) => format!(
+                        "group index `{first}`: the indices after `groups:` are whole numbers from 0"
+                    ),
+                    Err(_) => format!("`{t}`: expected groups:0,0,1,..."),
+                })?;
                 Variant::Groups(vec![g])
             }
             t if t.starts_with("random:") => match t["random:".len()..].parse() {

@@ -192,8 +192,9 @@ impl Planner<'_> {
                 let name = path.file_name().map_or(path.display().to_string(), |n| {
                     n.to_string_lossy().into_owned()
                 });
-                // A configuration the model calls infeasible is still built (and timed, or counted) as
-                // written, but given no prediction: the model's figure would mean nothing.
+                // A configuration the model calls infeasible is still built (and timed, or
+                // counted) as written, but given no prediction: the model's figure would mean
+                // nothing.
                 let predicted = match &cost.infeasible {
                     None => cost.total,
                     Some(why) => {
