@@ -318,6 +318,37 @@ fn a_trace_that_falls_short_leaves_the_file_as_it_was() {
     }
 }
 
+/// A number quoted as a string is called a string; only digits past a double's range are
+/// called out of range.
+#[test]
+fn quoted_numbers_are_strings_not_out_of_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let default = std::fs::read_to_string(root().join("machines/default.yaml")).unwrap();
+    for (value, needle) in [
+        (
+            "'0.5'",
+            "cache_fraction: expected a number, found string \"0.5\"",
+        ),
+        (
+            "1e999",
+            "cache_fraction: the number `1e999` is out of the range of a double",
+        ),
+    ] {
+        let text = default.replace(
+            "cache_fraction: 0.3333",
+            &format!("cache_fraction: {value}"),
+        );
+        let m = temp_file(dir.path(), "q.yaml", &text);
+        let o = absinthe(&[
+            "solve",
+            "configs/hdiff.yaml",
+            "--machine",
+            m.to_str().unwrap(),
+        ]);
+        assert_clean_error(&o, &[needle]);
+    }
+}
+
 /// A halo so large that the generated code's pointer offsets overflowed, and offsets whose
 /// inlined sum wrapped.
 #[test]

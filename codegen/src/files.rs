@@ -250,11 +250,29 @@ fn target_of(path: &Path) -> Result<Target, WriteError> {
 
 /// Writes `contents` to a path that is not a regular file (a FIFO, a device).
 fn write_special(path: &Path, contents: &[u8]) -> Result<(), WriteError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    // Opened without waiting: a FIFO that no process reads would otherwise block forever.
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .truncate(true)
+        .custom_flags(libc::O_NONBLOCK)
         .open(path)
-        .or_say(|| format!("cannot open {}", path.display()))?;
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ENXIO) => WriteError::new(format!(
+                "cannot write {}: it is a FIFO that no process reads",
+                path.display()
+            )),
+            _ => WriteError::new(format!("cannot open {}: {e}", path.display())),
+        })?;
+    // Writes then wait for a reader that is slow, as they would have.
+    // SAFETY: `fcntl` on a descriptor this function owns, with flags read from it.
+    unsafe {
+        let flags = libc::fcntl(f.as_raw_fd(), libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(f.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
+        }
+    }
     f.write_all(contents)
         .and_then(|()| f.flush())
         .or_say(|| format!("cannot write {}", path.display()))

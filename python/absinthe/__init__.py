@@ -28,6 +28,7 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -63,10 +64,25 @@ def executable() -> str:
 
 
 def _run(*args: str) -> str:
-    proc = subprocess.run([executable(), *args], capture_output=True, text=True)
+    # Not `subprocess.run`: on an exception (Ctrl-C) it kills absinthe outright, whose own
+    # handler would otherwise end its compilers and remove its temporaries. Here absinthe gets
+    # the interrupt as SIGINT and is waited for.
+    proc = subprocess.Popen(
+        [executable(), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        stdout, stderr = proc.communicate()
+    except BaseException:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+        raise
     if proc.returncode != 0:
-        raise AbsintheError(proc.stderr.strip() or f"absinthe {args[0]} failed ({proc.returncode})")
-    return proc.stdout
+        raise AbsintheError(stderr.strip() or f"absinthe {args[0]} failed ({proc.returncode})")
+    return stdout
 
 
 def _cache_dir() -> Path:
@@ -124,20 +140,32 @@ class Program:
             text = path.read_text()
         except OSError as e:
             raise AbsintheError(f"{path}: {e.strerror}") from None
+        except UnicodeDecodeError as e:
+            raise AbsintheError(f"{path}: not UTF-8 text (byte {e.start})") from None
         program = cls(text, path.resolve())
         program.check()
         return program
 
     @classmethod
     def from_string(cls, text: str) -> "Program":
+        """A program given as its YAML text, kept in the cache directory by its digest; a text
+        the CLI refuses is not kept, and its errors name `<string>`."""
+        if not isinstance(text, str):
+            raise TypeError(f"Program.from_string takes the program's text, found {type(text).__name__}")
         digest = hashlib.sha256(text.encode()).hexdigest()[:16]
         path = _cache_dir() / f"program-{digest}.yaml"
-        if not path.exists():
+        fresh = not path.exists()
+        if fresh:
             tmp = path.with_suffix(f".tmp{os.getpid()}")
             tmp.write_text(text)
             os.replace(tmp, path)
         program = cls(text, path)
-        program.check()
+        try:
+            program.check()
+        except AbsintheError as e:
+            if fresh:
+                path.unlink(missing_ok=True)
+            raise AbsintheError(str(e).replace(str(path), "<string>")) from None
         return program
 
     def check(self) -> dict:
@@ -156,11 +184,12 @@ class Program:
     def solve(self, machine=None, solver: str = "highs", extra=(), model=None) -> Solution:
         """`absinthe solve` against a machine file (default: the shipped default); `model`
         names the form of the model (`linear` or `absinthe`; default: the file's)."""
-        args = ["solve", str(self.path), "--solver", solver, *extra]
+        # `--flag=value`, so that a value that begins with `-` is not read as a flag.
+        args = ["solve", str(self.path), f"--solver={solver}", *_words(extra)]
         if machine is not None:
-            args += ["--machine", str(machine)]
+            args.append(f"--machine={machine}")
         if model is not None:
-            args += ["--model", str(model)]
+            args.append(f"--model={model}")
         # One run: the report and the file it writes are the same solve.
         text = _run(*args, "--format", "json")
         report = json.loads(text)
@@ -183,18 +212,18 @@ class Program:
               scalars: dict | None = None) -> list:
         """`absinthe bench --format json`: one row per variant (verified, timed); `scalars` maps
         scalar names to the values the harness passes (`--scalar NAME=VALUE`)."""
-        args = ["bench", str(self.path), "--variants", variants, "--runs", str(runs)]
+        args = ["bench", str(self.path), f"--variants={variants}", f"--runs={runs}"]
         for name, value in (scalars or {}).items():
-            args += ["--scalar", f"{name}={float(value)!r}"]
+            args.append(f"--scalar={name}={_scalar(name, value)!r}")
         if machine is not None:
-            args += ["--machine", str(machine)]
+            args.append(f"--machine={machine}")
         return json.loads(_run(*args, "--format", "json"))
 
     def tune(self, machine=None, extra=()) -> str:
         """`absinthe tune`: its report, as the CLI prints it."""
-        args = ["tune", str(self.path), *extra]
+        args = ["tune", str(self.path), *_words(extra)]
         if machine is not None:
-            args += ["--machine", str(machine)]
+            args.append(f"--machine={machine}")
         return _run(*args)
 
     def compile(self, solution: Solution | None = None, machine=None, threads: int | None = None) -> "Kernel":
@@ -209,11 +238,11 @@ class Program:
         with tempfile.TemporaryDirectory() as tmp:
             args = ["codegen", str(self.path), "-o", tmp]
             if machine is not None:
-                args += ["--machine", str(machine)]
+                args.append(f"--machine={machine}")
             if solution is not None:
                 sol = Path(tmp) / "solution.yaml"
                 solution.save(sol)
-                args += ["--solution", str(sol)]
+                args.append(f"--solution={sol}")
             _run(*args)
             headers = list(Path(tmp).glob("*.h"))
             if len(headers) != 1:
@@ -239,12 +268,30 @@ _CXX_FLAGS = ["-O3", "-march=native", "-fopenmp", "-ffp-contract=off", "-fno-tra
 _MAX_THREADS = 4096
 
 _CORES = re.compile(r"^cores:[ \t]*\+?(0x[0-9a-fA-F]+|0o[0-7]+|\d+)[ \t]*(?:#.*)?$", re.M)
+# The same key in a machine file written as JSON (which is YAML too).
+_CORES_JSON = re.compile(r'"cores"[ \t\r\n]*:[ \t\r\n]*(\d+)')
+
+
+def _words(extra) -> list:
+    """Extra command-line words: a string is one word, not its characters."""
+    return [extra] if isinstance(extra, str) else [str(w) for w in extra]
+
+
+def _scalar(name, value) -> float:
+    """A scalar's value for `--scalar`: a real number, else `ValueError` (as a kernel call)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"scalar {name}: expected a real number, found {type(value).__name__}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"scalar {name}: the value is beyond a double's range") from None
 
 
 def _machine_cores(machine) -> int:
     """A machine file's `cores` (the CLI has read and checked the file by then), else 0. The
     integer forms are YAML 1.2's, as the CLI reads them: decimal, `0x` hexadecimal, `0o` octal."""
-    found = _CORES.search(Path(machine).read_text())
+    text = Path(machine).read_text()
+    found = _CORES.search(text) or _CORES_JSON.search(text)
     if not found:
         return 0
     text = found.group(1)

@@ -133,6 +133,32 @@ def test_threads_come_from_the_machine_file_unless_given(tmp_path):
         assert p.compile(machine=one).threads == 3, written
 
 
+def test_arguments_that_look_like_flags_and_odd_types(tmp_path, monkeypatch):
+    p = program("example2", (8, 8, 4))
+    # A machine file whose name begins with `-` is a file, not a flag.
+    (tmp_path / "-m.yaml").write_text(Path(MACHINE).read_text())
+    monkeypatch.chdir(tmp_path)
+    assert p.solve(machine="-m.yaml").estimate_seconds > 0
+    # A negative count reaches the CLI as a value, which refuses it.
+    with pytest.raises(absinthe.AbsintheError, match="runs"):
+        p.bench(machine=MACHINE, runs=-1)
+    # One extra word is one word.
+    assert p.solve(machine=MACHINE, extra="--no-inline").inline == []
+    # Scalars are real numbers, as a kernel call takes them.
+    for bad in (True, "1", None, 10**400):
+        with pytest.raises(ValueError, match="scalar dt"):
+            p.bench(machine=MACHINE, scalars={"dt": bad})
+    # A refused program text is named `<string>` and not kept.
+    before = set(absinthe._cache_dir().glob("program-*.yaml"))
+    with pytest.raises(absinthe.AbsintheError, match="<string>:"):
+        absinthe.Program.from_string("name: x\n")
+    assert set(absinthe._cache_dir().glob("program-*.yaml")) == before
+    # A machine file written as JSON (which is YAML too) gives its cores.
+    as_json = tmp_path / "m.yaml"
+    as_json.write_text('{"name": "json", "cores": 3, "cache_bytes": 2097152}\n')
+    assert absinthe._machine_cores(as_json) == 3
+
+
 def test_cli_errors_are_exceptions_with_the_file_key_and_column(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: bad\ndomain: [8, 8, 8]\nhalo: [1, 1, 1]\noutputs: [out]\n"

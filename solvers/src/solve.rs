@@ -32,6 +32,9 @@ pub struct Solved {
     pub solution: Solution,
     /// With a grid of ranks: the grid, and `optimum.objective_seconds` is one rank's time.
     pub ranks: Option<Grid>,
+    /// With a grid of ranks: the configuration's estimate as one process over the whole
+    /// domain (the solution's `estimate_seconds` before it became one rank's time).
+    pub single_seconds: Option<f64>,
 }
 
 /// How [`solve`] searches.
@@ -182,9 +185,11 @@ fn solve_once(
         &optimum,
         &inline,
     );
+    let mut single_seconds = None;
     if let Some(grid) = settings.ranks {
         // One rank's time, halo exchanges included: what the ranked DP minimised.
         solution.ranks = Some([grid.px, grid.py]);
+        single_seconds = solution.estimate_seconds;
         solution.estimate_seconds = Some(optimum.objective_seconds);
     }
     Ok(Solved {
@@ -197,6 +202,7 @@ fn solve_once(
         optimum,
         solution,
         ranks: settings.ranks,
+        single_seconds,
     })
 }
 

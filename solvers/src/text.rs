@@ -33,7 +33,7 @@ impl Solved {
                 grid.py,
                 human_seconds(self.optimum.objective_seconds),
                 s.model,
-                human_seconds(s.estimate_seconds.unwrap_or(0.0))
+                human_seconds(self.single_seconds.unwrap_or(f64::NAN))
             )?,
             None => writeln!(
                 f,

@@ -179,7 +179,7 @@ pub struct LearnArgs {
     /// generated code's halo exchange on a Cartesian grid of the N ranks) and write the machine
     /// file's `network:` section (latency, bandwidth), which `solve --ranks` prices exchanges
     /// with; the rest of the file stays as it is. A few seconds.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_network_ranks)]
     pub ranks: Option<usize>,
     /// The form of the model to fit: `linear` (the default, every step above) or `absinthe`,
     /// the original model as published: its six parameters fitted to the training programs
@@ -265,4 +265,14 @@ fn write_listed(path: &Path, text: &str) -> anyhow::Result<()> {
     write(path, text)?;
     crate::output::emit(format_args!("{}\n", path.display()))?;
     Ok(())
+}
+
+/// `learn --ranks N`: a whole number from 2 to 1024, checked before anything is measured.
+fn parse_network_ranks(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if (2..=1024).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "the network is measured between 2 and 1024 ranks, a whole number; found `{text}`"
+        )),
+    }
 }

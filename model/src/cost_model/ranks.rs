@@ -39,6 +39,10 @@ pub struct Grid {
 /// The most ranks along one dimension `--ranks` accepts.
 pub const MAX_RANKS_PER_DIM: usize = 4096;
 
+/// The most ranks `codegen` and `bench` build code for and start (`learn` measures the network
+/// over as many).
+pub const MAX_RUN_RANKS: usize = 1024;
+
 impl Grid {
     /// Parses `PX,PY` (each 1..=[`MAX_RANKS_PER_DIM`]).
     pub fn parse(text: &str) -> Result<Grid, String> {
@@ -64,6 +68,19 @@ impl Grid {
 
     pub fn ranks(&self) -> usize {
         self.px * self.py
+    }
+
+    /// Refused unless code can be built and run for every rank (at most [`MAX_RUN_RANKS`]):
+    /// `codegen` and `bench` lay out and start each one; `solve` prices any grid.
+    pub fn runnable(&self, command: &str) -> Result<(), String> {
+        let n = self.ranks();
+        if n > MAX_RUN_RANKS {
+            return Err(format!(
+                "--ranks {},{}: {n} ranks; `{command}` builds and runs code for at most {MAX_RUN_RANKS} (each is a process of its own; `solve --ranks` prices larger grids)",
+                self.px, self.py
+            ));
+        }
+        Ok(())
     }
 
     /// `[px, py]`.

@@ -72,10 +72,19 @@ impl Network {
                 ),
             ));
         }
-        if self.source.len() > 200 {
+        if self.source.chars().count() > 200 {
             errors.push(Diagnostic::new(
                 "network.source",
                 "network.source must be at most 200 characters",
+            ));
+        }
+        if let Some(c) = self.source.chars().find(|c| c.is_control()) {
+            errors.push(Diagnostic::new(
+                "network.source",
+                format!(
+                    "network.source holds the control character U+{:04X}; it is printed as it is",
+                    c as u32
+                ),
             ));
         }
     }

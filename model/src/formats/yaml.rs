@@ -90,7 +90,11 @@ fn plain_words(message: &str) -> String {
     // `invalid type: string "1e999", expected a number`: a number past a double's range.
     if let Some(rest) = out.strip_prefix("invalid type: string \"") {
         if let Some((text, tail)) = rest.split_once('"') {
-            if tail.starts_with(", expected a number") && text.parse::<f64>().is_ok() {
+            // Only digits that overflow: a quoted `'1'` or `'nan'` is a string where a number
+            // belongs, which the general message below says.
+            let overflows = matches!(text.parse::<f64>(), Ok(v) if v.is_infinite())
+                && !text.to_ascii_lowercase().contains("inf");
+            if tail.starts_with(", expected a number") && overflows {
                 return format!("the number `{text}` is out of the range of a double");
             }
         }

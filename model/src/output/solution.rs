@@ -281,6 +281,15 @@ impl Solution {
         // (key, value, whether +inf is a value it may take: a gap without a bound)
         let mut figures: Vec<(String, f64, bool)> = Vec::new();
         let mut errors = Vec::new();
+        let most = crate::cost_model::ranks::MAX_RANKS_PER_DIM;
+        if let Some([px, py]) = self.ranks {
+            if ![px, py].iter().all(|n| (1..=most).contains(n)) {
+                errors.push(Diagnostic::new(
+                    "ranks",
+                    format!("ranks along x and y must be whole numbers from 1 to {most}, found [{px}, {py}]"),
+                ));
+            }
+        }
         if let Some(r) = &self.solver {
             figures.push(("solver.gap".into(), r.gap, true));
             figures.push(("solver.seconds".into(), r.seconds, false));
