@@ -90,7 +90,12 @@ def _cache_dir() -> Path:
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "absinthe"
     )
     path = Path(base) / "python"
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise AbsintheError(
+            f"cannot create the cache directory {path} (ABSINTHE_CACHE_DIR, else XDG_CACHE_HOME or "
+            f"~/.cache): {e.strerror}") from None
     return path
 
 
