@@ -126,16 +126,21 @@ impl Planner<'_> {
         let fallback = groups.clone().unwrap_or_else(|| self.unfused());
         let infeasible = found.is_none();
         self.push(name.into(), &[], found, false, fallback);
-        // Why, where the constraints say it (a 2-D stencil fused, a cache too small).
         let mut space = self.settings.options.space.clone();
         space.fixed_groups = groups;
-        let why = infeasible
-            .then(|| explain_infeasible(self.analysis, self.view, &space))
-            .flatten();
+        if infeasible {
+            self.explain_last(self.analysis, &space);
+        }
+        Ok(())
+    }
+
+    /// Why the variant pushed last found no configuration, where the constraints say it (a
+    /// 2-D stencil fused, a cache too small, fewer tiles than threads).
+    fn explain_last(&mut self, analysis: &Analysis, space: &SearchSpace) {
+        let why = explain_infeasible(analysis, self.view, space);
         if let (Some(why), Some(last)) = (why, self.plan.planned.last_mut()) {
             last.skipped = Some(format!("infeasible: {why}"));
         }
-        Ok(())
     }
 
     fn variant(&mut self, v: &Variant) -> Result<(), PlanError> {
@@ -145,7 +150,12 @@ impl Planner<'_> {
             Variant::Opt => {
                 let c = self.choice()?;
                 let found = solve_with_groups(&c.analysis, view, self.settings, None)?;
+                let infeasible = found.is_none();
                 self.push("opt".into(), &c.inline, found, false, self.unfused());
+                if infeasible {
+                    let space = self.settings.options.space.clone();
+                    self.explain_last(&c.analysis, &space);
+                }
             }
             Variant::NoInline => self.solved("noinline", None)?,
             Variant::Unfused => self.solved("unfused", Some(self.unfused()))?,
