@@ -9,7 +9,7 @@ use crate::bench::BenchArgs;
 use crate::solving::solve_program;
 
 pub fn run(args: &BenchArgs, grid: Grid) -> anyhow::Result<std::process::ExitCode> {
-    grid.runnable("bench").map_err(anyhow::Error::msg)?;
+    grid.buildable(true).map_err(anyhow::Error::msg)?;
     let (path, machine, mut search) = (&args.program, &args.machine, args.search.clone());
     let ranked = solve_program(path, machine, &search, args.solver)?;
     search.ranks = None;

@@ -101,7 +101,7 @@ struct Chosen {
 
 fn chosen(args: &CodegenArgs) -> anyhow::Result<Chosen> {
     if let Some(grid) = args.search.ranks {
-        grid.runnable("codegen").map_err(anyhow::Error::msg)?;
+        grid.buildable(false).map_err(anyhow::Error::msg)?;
     }
     if let Some(sol) = &args.solution {
         args.search.refuse_search_flags("codegen")?;

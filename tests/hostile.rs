@@ -318,39 +318,46 @@ fn a_trace_that_falls_short_leaves_the_file_as_it_was() {
     }
 }
 
-/// `codegen` and `bench` build and start a process per rank: more than 1024 are refused before
-/// any work, where `solve` prices the grid.
+/// `bench` starts a process per rank and `codegen` lists every rank in its code: more than
+/// 1024 and 65536 ranks are refused before any work, where `solve` prices the grid.
 #[test]
 fn runs_over_too_many_ranks_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let p = temp_file(
         dir.path(),
         "sq.yaml",
-        &hdiff_with("domain", "[256, 256, 4]"),
+        &hdiff_with("domain", "[512, 256, 4]"),
     );
     let out = dir.path().join("out");
-    for args in [
-        vec![
-            "codegen",
-            p.to_str().unwrap(),
-            "--ranks",
-            "64,32",
-            "-o",
-            out.to_str().unwrap(),
-        ],
-        vec![
-            "bench",
-            p.to_str().unwrap(),
-            "--ranks",
-            "64,32",
-            "--runs",
-            "1",
-        ],
+    let out = out.to_str().unwrap();
+    for (args, says) in [
+        (
+            vec![
+                "codegen",
+                p.to_str().unwrap(),
+                "--ranks",
+                "512,256",
+                "-o",
+                out,
+            ],
+            "--ranks 512,256: 131072 ranks; `codegen` takes at most 65536",
+        ),
+        (
+            vec![
+                "bench",
+                p.to_str().unwrap(),
+                "--ranks",
+                "64,32",
+                "--runs",
+                "1",
+            ],
+            "--ranks 64,32: 2048 ranks; `bench` takes at most 1024",
+        ),
     ] {
         let o = absinthe(&args);
-        assert_clean_error(&o, &["--ranks 64,32: 2048 ranks", "at most 1024"]);
+        assert_clean_error(&o, &[says]);
     }
-    assert!(!out.exists());
+    assert!(!Path::new(out).exists());
 }
 
 /// A number quoted as a string is called a string; only digits past a double's range are

@@ -39,9 +39,11 @@ pub struct Grid {
 /// The most ranks along one dimension `--ranks` accepts.
 pub const MAX_RANKS_PER_DIM: usize = 4096;
 
-/// The most ranks `codegen` and `bench` build code for and start (`learn` measures the network
-/// over as many).
+/// The most ranks `bench` starts (`learn` measures the network over as many).
 pub const MAX_RUN_RANKS: usize = 1024;
+
+/// The most ranks `codegen` writes code for: the code holds a table of every rank's class.
+pub const MAX_CODE_RANKS: usize = 1 << 16;
 
 impl Grid {
     /// Parses `PX,PY` (each 1..=[`MAX_RANKS_PER_DIM`]).
@@ -70,13 +72,23 @@ impl Grid {
         self.px * self.py
     }
 
-    /// Refused unless code can be built and run for every rank (at most [`MAX_RUN_RANKS`]):
-    /// `codegen` and `bench` lay out and start each one; `solve` prices any grid.
-    pub fn runnable(&self, command: &str) -> Result<(), String> {
+    /// Refused unless `bench` can start a process for every rank (at most
+    /// [`MAX_RUN_RANKS`]), or with `run` false, unless `codegen`'s code can list them (at most
+    /// [`MAX_CODE_RANKS`]); `solve` prices any grid.
+    pub fn buildable(&self, run: bool) -> Result<(), String> {
         let n = self.ranks();
-        if n > MAX_RUN_RANKS {
+        let (most, command, why) = if run {
+            (MAX_RUN_RANKS, "bench", "starts a process for each")
+        } else {
+            (
+                MAX_CODE_RANKS,
+                "codegen",
+                "lists each in the code it writes",
+            )
+        };
+        if n > most {
             return Err(format!(
-                "--ranks {},{}: {n} ranks; `{command}` builds and runs code for at most {MAX_RUN_RANKS} (each is a process of its own; `solve --ranks` prices larger grids)",
+                "--ranks {},{}: {n} ranks; `{command}` takes at most {most} (it {why}; `solve --ranks` prices larger grids)",
                 self.px, self.py
             ));
         }
