@@ -37,6 +37,20 @@ pub fn temp_file(dir: &Path, name: &str, text: &str) -> PathBuf {
     p
 }
 
+/// `machines/default.yaml` as `NAME.yaml` in `dir`, its compiler the shell script `script`
+/// (written as `NAME.sh`, executable).
+pub fn machine_with_compiler(dir: &Path, name: &str, script: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let cxx = temp_file(dir, &format!("{name}.sh"), script);
+    std::fs::set_permissions(&cxx, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let default = std::fs::read_to_string(root().join("machines/default.yaml")).unwrap();
+    temp_file(
+        dir,
+        &format!("{name}.yaml"),
+        &default.replace("cxx: g++", &format!("cxx: {}", cxx.display())),
+    )
+}
+
 pub fn analyse(text: &str) -> Analysis {
     let p = Program::from_yaml(text).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
     Analysis::new(&p).unwrap_or_else(|e| panic!("{e:?}\n{text}"))

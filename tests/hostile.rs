@@ -5,7 +5,7 @@ use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::common::{absinthe, root, stderr, stdout, temp_file};
+use crate::common::{absinthe, machine_with_compiler, root, stderr, stdout, temp_file};
 
 fn hdiff() -> String {
     std::fs::read_to_string(root().join("configs/hdiff.yaml")).unwrap()
@@ -255,7 +255,6 @@ fn cache_model_work_is_bounded() {
 #[test]
 fn a_trace_that_falls_short_leaves_the_file_as_it_was() {
     let dir = tempfile::tempdir().unwrap();
-    let default = std::fs::read_to_string(root().join("machines/default.yaml")).unwrap();
     let trace = temp_file(dir.path(), "keep.trace", "ORIGINAL\n");
     for (name, verified, end, needle) in [
         // The harness ends with status 1 when the run did not verify.
@@ -273,18 +272,12 @@ fn a_trace_that_falls_short_leaves_the_file_as_it_was() {
         let program = format!(
             "#!/bin/sh\necho '0 R 8' > \"$4\"\necho 'ABSINTHE_TRACE {{\"verified\":{verified},\"threads\":2,\"accesses\":27648}}'\n{end}\n"
         );
-        let cxx = temp_file(
+        let m = machine_with_compiler(
             dir.path(),
-            &format!("{name}.sh"),
+            name,
             &format!(
                 "#!/bin/sh\nout=\"\"; prev=\"\"\nfor a in \"$@\"; do [ \"$prev\" = \"-o\" ] && out=$a; prev=$a; done\ncat > \"$out\" <<'EOF'\n{program}EOF\nchmod +x \"$out\"\n"
             ),
-        );
-        std::fs::set_permissions(&cxx, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let m = temp_file(
-            dir.path(),
-            &format!("{name}.yaml"),
-            &default.replace("cxx: g++", &format!("cxx: {}", cxx.display())),
         );
         let cache = dir.path().join(format!("build-{name}"));
         let o = absinthe_env(

@@ -2,12 +2,11 @@
 //! be written, a signal while a compiler runs, the generated harness given bad arguments or a
 //! bad scalars file, timing files as outputs, and values on the edge of their ranges.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{absinthe, root, stderr, stdout, temp_file};
+use crate::common::{absinthe, machine_with_compiler, root, stderr, stdout, temp_file};
 use crate::hostile::assert_clean_error;
 
 fn absinthe_in(args: &[&str], env: &[(&str, &str)]) -> Output {
@@ -300,27 +299,33 @@ fn the_harness_refuses_what_it_would_misread() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
+/// The process id a stand-in compiler wrote to `pidfile` once it started (at most a minute on).
+fn wait_for_pid(pidfile: &Path) -> String {
+    let started = Instant::now();
+    loop {
+        let pid = std::fs::read_to_string(pidfile).unwrap_or_default();
+        if !pid.trim().is_empty() {
+            return pid.trim().to_string();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the compiler never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// A signal while `cache --trace FILE` builds its trace removes the temporary the trace was to
 /// be written to, and leaves FILE as it was.
 #[test]
 fn a_signal_during_a_trace_leaves_no_temporary() {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("compiler.pid");
-    let compiler = temp_file(
-        dir.path(),
-        "slowcxx",
-        &format!(
-            "#!/bin/sh\necho $$ > {}\nexec sleep 60\n",
-            pidfile.display()
-        ),
+    let script = format!(
+        "#!/bin/sh\necho $$ > {}\nexec sleep 60\n",
+        pidfile.display()
     );
-    std::fs::set_permissions(&compiler, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let default = std::fs::read_to_string(root().join("machines/default.yaml")).unwrap();
-    let machine = temp_file(
-        dir.path(),
-        "m.yaml",
-        &default.replace("cxx: g++", &format!("cxx: {}", compiler.display())),
-    );
+    let machine = machine_with_compiler(dir.path(), "slow", &script);
     let out = dir.path().join("out");
     std::fs::create_dir(&out).unwrap();
     let trace = temp_file(&out, "hdiff.trace", "ORIGINAL\n");
@@ -337,14 +342,7 @@ fn a_signal_during_a_trace_leaves_no_temporary() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let started = Instant::now();
-        while !pidfile.exists() || std::fs::read_to_string(&pidfile).unwrap().trim().is_empty() {
-            assert!(
-                started.elapsed() < Duration::from_secs(60),
-                "the compiler never started"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_for_pid(&pidfile);
         // SAFETY: sends a signal to the child this test started.
         unsafe {
             libc::kill(child.id() as i32, signal);
@@ -371,22 +369,12 @@ fn a_signal_ends_the_compilers_and_their_temporaries_go() {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("compiler.pid");
     let fast = dir.path().join("fast");
-    let compiler = temp_file(
-        dir.path(),
-        "slowcxx",
-        &format!(
-            "#!/bin/sh\nif [ -e {} ]; then exec g++ \"$@\"; fi\necho $$ > {}\nexec sleep 60\n",
-            fast.display(),
-            pidfile.display()
-        ),
+    let script = format!(
+        "#!/bin/sh\nif [ -e {} ]; then exec g++ \"$@\"; fi\necho $$ > {}\nexec sleep 60\n",
+        fast.display(),
+        pidfile.display()
     );
-    std::fs::set_permissions(&compiler, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let default = std::fs::read_to_string(root().join("machines/default.yaml")).unwrap();
-    let machine = temp_file(
-        dir.path(),
-        "m.yaml",
-        &default.replace("cxx: g++", &format!("cxx: {}", compiler.display())),
-    );
+    let machine = machine_with_compiler(dir.path(), "slow", &script);
     let home = dir.path().join("home");
     let mut child = Command::new(env!("CARGO_BIN_EXE_absinthe"))
         .args([
@@ -404,18 +392,7 @@ fn a_signal_ends_the_compilers_and_their_temporaries_go() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let started = Instant::now();
-    while !pidfile.exists() || std::fs::read_to_string(&pidfile).unwrap().trim().is_empty() {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "the compiler never started"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let pid = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .to_string();
+    let pid = wait_for_pid(&pidfile);
     // SAFETY: sends SIGTERM to the child this test started.
     unsafe {
         libc::kill(child.id() as i32, libc::SIGTERM);
