@@ -480,6 +480,19 @@ fn output_paths_are_written_through() {
         .file_type()
         .is_symlink());
 
+    // A dangling link as codegen's output directory: the directory it names is made, through
+    // a second link too.
+    std::os::unix::fs::symlink("second", dir.path().join("out")).unwrap();
+    std::os::unix::fs::symlink("made/code", dir.path().join("second")).unwrap();
+    let out = dir.path().join("out");
+    let o = absinthe(&["codegen", "configs/hdiff.yaml", "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(dir.path().join("made/code/hdiff.cpp").is_file());
+    assert!(std::fs::symlink_metadata(&out)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+
     // A FIFO is written to, not replaced.
     let fifo = dir.path().join("fifo");
     let made = Command::new("mkfifo").arg(&fifo).status().unwrap();

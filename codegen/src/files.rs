@@ -49,7 +49,11 @@ pub fn write_files(
     for (name, _) in files {
         not_an_input(&dir.join(name), inputs)?;
     }
-    std::fs::create_dir_all(dir).or_say(|| format!("cannot create {}", dir.display()))?;
+    // A link to a directory that does not exist yet: the directory is made where it points,
+    // as a file written through such a link is.
+    let target = dangling_target(dir);
+    std::fs::create_dir_all(target.as_deref().unwrap_or(dir))
+        .or_say(|| format!("cannot create {}", dir.display()))?;
     let mut staged = Vec::new();
     let mut special = Vec::new();
     let mut written = || -> Result<(), WriteError> {
@@ -105,6 +109,28 @@ pub fn check_output(path: &Path, dir: bool) -> Result<(), WriteError> {
         }
     }
     Ok(())
+}
+
+/// Where `path` points when it is a symbolic link (or a chain of them) to nothing: the path
+/// of the missing target, relative links read from the link's directory.
+fn dangling_target(path: &Path) -> Option<std::path::PathBuf> {
+    let mut at = path.to_path_buf();
+    // A loop of links is left to `create_dir_all` to report.
+    for _ in 0..40 {
+        let link = std::fs::symlink_metadata(&at).ok()?;
+        if !link.file_type().is_symlink() || std::fs::metadata(&at).is_ok() {
+            return None;
+        }
+        let to = std::fs::read_link(&at).ok()?;
+        at = match at.parent() {
+            Some(parent) if to.is_relative() => parent.join(to),
+            _ => to,
+        };
+        if std::fs::symlink_metadata(&at).is_err() {
+            return Some(at);
+        }
+    }
+    None
 }
 
 /// Refuses an output path that names one of the command's input files (`solve P -o P` would

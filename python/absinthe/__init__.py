@@ -31,6 +31,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -140,7 +141,7 @@ class Program:
 
     @classmethod
     def load(cls, path) -> "Program":
-        path = Path(path)
+        path = Path(_path("path", path))
         try:
             text = path.read_text()
         except OSError as e:
@@ -190,11 +191,11 @@ class Program:
         """`absinthe solve` against a machine file (default: the shipped default); `model`
         names the form of the model (`linear` or `absinthe`; default: the file's)."""
         # `--flag=value`, so that a value that begins with `-` is not read as a flag.
-        args = ["solve", str(self.path), f"--solver={solver}", *_words(extra)]
+        args = ["solve", str(self.path), f"--solver={_text('solver', solver)}", *_words(extra)]
         if machine is not None:
-            args.append(f"--machine={machine}")
+            args.append(f"--machine={_path('machine', machine)}")
         if model is not None:
-            args.append(f"--model={model}")
+            args.append(f"--model={_text('model', model)}")
         # One run: the report and the file it writes are the same solve.
         text = _run(*args, "--format", "json")
         report = json.loads(text)
@@ -217,18 +218,22 @@ class Program:
               scalars: dict | None = None) -> list:
         """`absinthe bench --format json`: one row per variant (verified, timed); `scalars` maps
         scalar names to the values the harness passes (`--scalar NAME=VALUE`)."""
-        args = ["bench", str(self.path), f"--variants={variants}", f"--runs={runs}"]
+        if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)):
+            raise TypeError(f"runs: expected a whole number, found {type(runs).__name__}")
+        if scalars is not None and not isinstance(scalars, dict):
+            raise TypeError(f"scalars: expected a dict of names to numbers, found {type(scalars).__name__}")
+        args = ["bench", str(self.path), f"--variants={_text('variants', variants)}", f"--runs={runs}"]
         for name, value in (scalars or {}).items():
-            args.append(f"--scalar={name}={_scalar(name, value)!r}")
+            args.append(f"--scalar={_text('scalar name', name)}={_scalar(name, value)!r}")
         if machine is not None:
-            args.append(f"--machine={machine}")
+            args.append(f"--machine={_path('machine', machine)}")
         return json.loads(_run(*args, "--format", "json"))
 
     def tune(self, machine=None, extra=()) -> str:
         """`absinthe tune`: its report, as the CLI prints it."""
         args = ["tune", str(self.path), *_words(extra)]
         if machine is not None:
-            args.append(f"--machine={machine}")
+            args.append(f"--machine={_path('machine', machine)}")
         return _run(*args)
 
     def compile(self, solution: Solution | None = None, machine=None, threads: int | None = None) -> "Kernel":
@@ -240,6 +245,10 @@ class Program:
                                     or not 0 <= threads <= _MAX_THREADS):
             raise ValueError(f"threads: expected a whole number from 0 (OpenMP's default) to "
                              f"{_MAX_THREADS}, found {threads!r}")
+        if solution is not None and not isinstance(solution, Solution):
+            raise TypeError(f"solution: expected a Solution (from Program.solve), found {type(solution).__name__}")
+        if machine is not None:
+            machine = _path("machine", machine)
         with tempfile.TemporaryDirectory() as tmp:
             args = ["codegen", str(self.path), "-o", tmp]
             if machine is not None:
@@ -278,8 +287,32 @@ _CORES_JSON = re.compile(r'"cores"[ \t\r\n]*:[ \t\r\n]*(\d+)')
 
 
 def _words(extra) -> list:
-    """Extra command-line words: a string is one word, not its characters."""
-    return [extra] if isinstance(extra, str) else [str(w) for w in extra]
+    """Extra command-line words: a string is one word, not its characters; else a sequence of
+    strings and numbers (`TypeError` otherwise)."""
+    if isinstance(extra, str):
+        return [extra]
+    if isinstance(extra, (bytes, dict)) or not isinstance(extra, Iterable):
+        raise TypeError(f"extra: expected a string or a sequence of strings, found {type(extra).__name__}")
+    words = list(extra)
+    for w in words:
+        if isinstance(w, bool) or not isinstance(w, (str, int, float)):
+            raise TypeError(f"extra: expected strings or numbers, found {type(w).__name__} ({w!r})")
+    return [str(w) for w in words]
+
+
+def _path(name, value) -> str:
+    """A file argument as the command line takes it: a string or `os.PathLike`, else
+    `TypeError` naming the argument."""
+    if isinstance(value, bool) or not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name}: expected a path (str or os.PathLike), found {type(value).__name__}")
+    return os.fspath(value)
+
+
+def _text(name, value) -> str:
+    """A word-valued argument (a solver, a variant list, a model): a string, else `TypeError`."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name}: expected a string, found {type(value).__name__}")
+    return value
 
 
 def _scalar(name, value) -> float:

@@ -157,6 +157,24 @@ def test_arguments_that_look_like_flags_and_odd_types(tmp_path, monkeypatch):
     as_json = tmp_path / "m.yaml"
     as_json.write_text('{"name": "json", "cores": 3, "cache_bytes": 2097152}\n')
     assert absinthe._machine_cores(as_json) == 3
+    # Arguments of the wrong type are refused by name, before the CLI runs.
+    wrong = [
+        (lambda: absinthe.Program.load(123), "path: expected a path"),
+        (lambda: p.solve(machine=5), "machine: expected a path"),
+        (lambda: p.solve(solver=None), "solver: expected a string"),
+        (lambda: p.solve(extra=5), "extra: expected a string or a sequence"),
+        (lambda: p.solve(extra=[None]), "extra: expected strings or numbers"),
+        (lambda: p.bench(runs="8"), "runs: expected a whole number"),
+        (lambda: p.bench(runs=True), "runs: expected a whole number"),
+        (lambda: p.bench(variants=None), "variants: expected a string"),
+        (lambda: p.bench(scalars=[1]), "scalars: expected a dict"),
+        (lambda: p.tune(machine=[MACHINE]), "machine: expected a path"),
+        (lambda: p.compile(solution="s.yaml"), "solution: expected a Solution"),
+    ]
+    for call, message in wrong:
+        with pytest.raises(TypeError, match=message):
+            call()
+    assert p.solve(machine=Path(MACHINE)).estimate_seconds > 0
 
 
 def test_cli_errors_are_exceptions_with_the_file_key_and_column(tmp_path):
