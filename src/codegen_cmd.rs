@@ -21,7 +21,7 @@ use crate::args::renderer;
 use crate::args::Target;
 use crate::args::{MachineArg, SearchArgs};
 use crate::solving::solve_program;
-use absinthe_codegen::files::write_files;
+use absinthe_codegen::files::{check_output, write_files};
 
 /// Emit tiled OpenMP C++ or CUDA for a program: the kernels and, with `--harness`, a main
 /// program that verifies them against the naive reference bit for bit and times them.
@@ -167,6 +167,8 @@ fn schedule(args: &CodegenArgs, c: &Chosen) -> anyhow::Result<Schedule> {
 pub fn run(mut args: CodegenArgs) -> anyhow::Result<ExitCode> {
     // Checked even where a solution file makes no solve run: a bad value is a mistake.
     args.search.solve_options()?;
+    // An output that cannot be a directory is refused before the solve, not after it.
+    check_output(&args.output, true)?;
     if args.target == Target::Cuda && args.machine.machine.is_none() {
         let gpu = crate::output::shipped_file(crate::args::DEFAULT_GPU_MACHINE)
             .context("--target cuda without --machine uses the shipped H100 file")?;

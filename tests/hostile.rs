@@ -1109,6 +1109,54 @@ fn traces_plots_and_generated_files_never_replace_inputs() {
     assert!(std::fs::metadata(&png).unwrap().len() > 0);
 }
 
+/// A trace into a FIFO nothing reads, two generated files linked to one, an output that cannot
+/// be a directory, and variants that draw the same configurations twice are refused before any
+/// work, and leave every file as it was.
+#[test]
+fn outputs_and_variants_that_cannot_work_are_refused_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let p = temp_file(d, "p.yaml", &hdiff_with("domain", "[8, 8, 4]"));
+    let ps = p.to_str().unwrap();
+    let fifo = d.join("fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let o = absinthe(&["cache", ps, "--trace", fifo.to_str().unwrap()]);
+    assert_clean_error(&o, &["cannot write", "it is a FIFO that no process reads"]);
+
+    let shared = temp_file(d, "shared.txt", "old\n");
+    let out = d.join("linked");
+    std::fs::create_dir(&out).unwrap();
+    for name in ["hdiff.h", "hdiff.cpp"] {
+        std::os::unix::fs::symlink(&shared, out.join(name)).unwrap();
+    }
+    let o = absinthe(&["codegen", ps, "-o", out.to_str().unwrap()]);
+    assert_clean_error(&o, &["hdiff.cpp are one file (through a link)"]);
+    assert_eq!(std::fs::read_to_string(&shared).unwrap(), "old\n");
+
+    let o = absinthe(&["codegen", ps, "-o", shared.to_str().unwrap()]);
+    assert_clean_error(&o, &["shared.txt is not a directory"]);
+
+    for (variants, said) in [
+        (
+            "random:2,random:3",
+            "names `random:2` and `random:3`, which draw or name the same",
+        ),
+        ("top:1,opt,top:4", "names `top:1` and `top:4`"),
+        (
+            "groups:0,0,1",
+            "variant groups:0,0,1: 3 group indices given for 4 stencils",
+        ),
+    ] {
+        let o = absinthe(&["bench", ps, "--variants", variants, "--runs", "1"]);
+        assert_clean_error(&o, &[said]);
+        assert!(!stderr(&o).contains("measuring"), "{}", stderr(&o));
+    }
+}
+
 /// A group refused by the machine's `group_arrays` limit is reported as that, not as the cache.
 #[test]
 fn the_group_arrays_limit_is_named_as_the_reason() {
@@ -1228,6 +1276,15 @@ fn solution_files_are_checked_and_named() {
     );
     let gap = bad("gap.yaml", "gap: 0.0", "gap: .nan");
     assert_clean_error(&verify(&gap), &["solver.gap: must be 0 or more, found NaN"]);
+    let huge = bad(
+        "huge.yaml",
+        "tiles:\n  - 1",
+        "tiles:\n  - 1180591620717411303424",
+    );
+    assert_clean_error(
+        &verify(&huge),
+        &["tiles[0]: expected a whole number of 0 or more, found integer `1180591620717411303424`, too large"],
+    );
     let mut negative = solution.clone();
     negative["estimate_seconds"] = serde_json::json!(-1.0);
     let estimate = temp_file(d, "estimate.json", &negative.to_string());
@@ -1272,11 +1329,29 @@ fn solution_files_are_checked_and_named() {
         "{}",
         stderr(&o)
     );
-    let o = absinthe_env(
-        &["solve", "configs/hdiff.yaml"],
-        &[("ABSINTHE_HIGHS_OPTIONS", "mip_rel_gap=nan")],
+    let highs = |options: &str| {
+        absinthe_env(
+            &["solve", "configs/hdiff.yaml"],
+            &[("ABSINTHE_HIGHS_OPTIONS", options)],
+        )
+    };
+    let o = highs("mip_heuristic_effort=nan");
+    assert_clean_error(&o, &["`nan` is not a finite number"]);
+    // Options absinthe sets, or that would end the search before the optimum is proved.
+    let o = highs("mip_rel_gap=5");
+    assert_clean_error(&o, &["`mip_rel_gap` is not taken: it is set by --gap"]);
+    let o = highs("objective_bound=-1");
+    assert_clean_error(
+        &o,
+        &["`objective_bound` is not taken: it would stop the search"],
     );
-    assert_clean_error(&o, &["`nan` is not a finite number or a bool"]);
+    let o = highs("output_flag=1");
+    assert_clean_error(&o, &["`output_flag` is not taken: it is set by --verbose"]);
+    let o = highs("made_up=3");
+    assert_clean_error(&o, &["HiGHS refused option `made_up` = 3: an unknown name"]);
+    // A string option is passed as a string.
+    let o = highs("presolve=off");
+    assert!(o.status.success(), "{}", stderr(&o));
 }
 
 /// machines/default.yaml with its `key:` line replaced by `key: value`.

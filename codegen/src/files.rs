@@ -54,6 +54,10 @@ pub fn write_files(
     let target = dangling_target(dir);
     std::fs::create_dir_all(target.as_deref().unwrap_or(dir))
         .or_say(|| format!("cannot create {}", dir.display()))?;
+    // Two names linked to one file would leave it holding one of them and the command failed.
+    let paths: Vec<PathBuf> = files.iter().map(|(name, _)| dir.join(name)).collect();
+    let outputs: Vec<Option<&Path>> = paths.iter().map(|p| Some(p.as_path())).collect();
+    outputs_apart(&outputs, inputs)?;
     let mut staged = Vec::new();
     let mut special = Vec::new();
     let mut written = || -> Result<(), WriteError> {
@@ -173,12 +177,22 @@ pub fn outputs_apart(outputs: &[Option<&Path>], inputs: &[&Path]) -> Result<(), 
         check_output(out, false)?;
         let twice = outputs[..n]
             .iter()
-            .any(|o| resolved(o).is_some_and(|r| Some(r) == resolved(out)));
-        if twice {
-            return Err(WriteError::new(format!(
-                "{} is named for two outputs; give each its own file",
-                out.display()
-            )));
+            .find(|o| resolved(o).is_some_and(|r| Some(r) == resolved(out)));
+        match twice {
+            Some(o) if o == out => {
+                return Err(WriteError::new(format!(
+                    "{} is named for two outputs; give each its own file",
+                    out.display()
+                )))
+            }
+            Some(o) => {
+                return Err(WriteError::new(format!(
+                    "{} and {} are one file (through a link); give each output its own file",
+                    o.display(),
+                    out.display()
+                )))
+            }
+            None => {}
         }
     }
     Ok(())
@@ -205,18 +219,27 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), WriteError> {
 pub struct Handoff {
     staged: Option<Staged>,
     path: PathBuf,
+    /// A FIFO or device held open while the writer runs: a FIFO with no reader is refused
+    /// before the writer would block opening it, and its reader sees no end of file until the
+    /// writer has finished.
+    _special: Option<std::fs::File>,
 }
 
 /// The [`Handoff`] of `path`, refused where [`write_atomic`] would refuse it.
 pub fn handoff(path: &Path) -> Result<Handoff, WriteError> {
     check_output(path, false)?;
     Ok(match target_of(path)? {
-        Target::Special(path) => Handoff { staged: None, path },
+        Target::Special(path) => Handoff {
+            _special: Some(open_special(&path)?),
+            staged: None,
+            path,
+        },
         Target::Regular(path, existing) => {
             let staged = stage(&path, b"", existing.as_ref())?;
             Handoff {
                 path: staged.tmp.clone(),
                 staged: Some(staged),
+                _special: None,
             }
         }
     })
@@ -276,10 +299,19 @@ fn target_of(path: &Path) -> Result<Target, WriteError> {
 
 /// Writes `contents` to a path that is not a regular file (a FIFO, a device).
 fn write_special(path: &Path, contents: &[u8]) -> Result<(), WriteError> {
+    let mut f = open_special(path)?;
+    f.write_all(contents)
+        .and_then(|()| f.flush())
+        .or_say(|| format!("cannot write {}", path.display()))
+}
+
+/// A FIFO or a device opened for writing, refused at once where a FIFO has no reader; writes to
+/// it then wait for a reader that is slow, as they would have.
+fn open_special(path: &Path) -> Result<std::fs::File, WriteError> {
     use std::os::unix::fs::OpenOptionsExt;
     use std::os::unix::io::AsRawFd;
     // Opened without waiting: a FIFO that no process reads would otherwise block forever.
-    let mut f = std::fs::OpenOptions::new()
+    let f = std::fs::OpenOptions::new()
         .write(true)
         .truncate(true)
         .custom_flags(libc::O_NONBLOCK)
@@ -291,7 +323,6 @@ fn write_special(path: &Path, contents: &[u8]) -> Result<(), WriteError> {
             )),
             _ => WriteError::new(format!("cannot open {}: {e}", path.display())),
         })?;
-    // Writes then wait for a reader that is slow, as they would have.
     // SAFETY: `fcntl` on a descriptor this function owns, with flags read from it.
     unsafe {
         let flags = libc::fcntl(f.as_raw_fd(), libc::F_GETFL);
@@ -299,9 +330,7 @@ fn write_special(path: &Path, contents: &[u8]) -> Result<(), WriteError> {
             libc::fcntl(f.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
         }
     }
-    f.write_all(contents)
-        .and_then(|()| f.flush())
-        .or_say(|| format!("cannot write {}", path.display()))
+    Ok(f)
 }
 
 /// A file's new contents written to a temporary beside it, waiting to be renamed over it.

@@ -27,6 +27,7 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -68,9 +69,15 @@ def _run(*args: str) -> str:
     # Not `subprocess.run`: on an exception (Ctrl-C) it kills absinthe outright, whose own
     # handler would otherwise end its compilers and remove its temporaries. Here absinthe gets
     # the interrupt as SIGINT and is waited for.
-    proc = subprocess.Popen(
-        [executable(), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    exe = executable()
+    if any("\0" in a for a in args):
+        raise AbsintheError("an argument holds a NUL character, which no command line can carry")
+    try:
+        proc = subprocess.Popen(
+            [exe, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+    except OSError as e:
+        raise AbsintheError(f"cannot run absinthe at {exe} (ABSINTHE_BIN, else PATH): {e.strerror or e}") from None
     try:
         stdout, stderr = proc.communicate()
     except BaseException:
@@ -84,6 +91,15 @@ def _run(*args: str) -> str:
     if proc.returncode != 0:
         raise AbsintheError(stderr.strip() or f"absinthe {args[0]} failed ({proc.returncode})")
     return stdout
+
+
+def _report(text: str, command: str):
+    """A command's JSON report, else `AbsintheError` (an executable that is not absinthe)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise AbsintheError(f"absinthe {command} printed no JSON report; is ABSINTHE_BIN absinthe? "
+                            f"It printed: {text[:200]!r}") from None
 
 
 def _cache_dir() -> Path:
@@ -126,10 +142,28 @@ class Solution:
     yaml: str = field(repr=False)
     # The grid of MPI ranks it was priced over (`solve --ranks`), else None.
     ranks: tuple | None = None
+    # The program file it was solved for: `save` refuses to replace it.
+    program_path: Path | None = field(default=None, repr=False, compare=False)
 
     def save(self, path) -> None:
-        """Writes the solution file (`absinthe codegen --solution` reads it)."""
-        Path(path).write_text(self.yaml)
+        """Writes the solution file (`absinthe codegen --solution` reads it): whole or not at
+        all, through a temporary beside it; never over the program it solves."""
+        path = Path(_path("path", path))
+        try:
+            if self.program_path is not None and path.resolve() == Path(self.program_path).resolve():
+                raise AbsintheError(f"{path} is the program this solution solves; save it to another file")
+            if path.is_dir():
+                raise AbsintheError(f"{path} is a directory, not a file")
+            # A link is written through, as the command line writes through it.
+            target = path.resolve() if path.is_symlink() else path
+            tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
+            try:
+                tmp.write_text(self.yaml)
+                os.replace(tmp, target)
+            finally:
+                tmp.unlink(missing_ok=True)
+        except OSError as e:
+            raise AbsintheError(f"cannot write {path}: {e.strerror or e}") from None
 
 
 class Program:
@@ -143,7 +177,13 @@ class Program:
     def load(cls, path) -> "Program":
         path = Path(_path("path", path))
         try:
-            text = path.read_text()
+            if path.exists() and not path.is_file():
+                raise AbsintheError(f"{path}: not a regular file")
+            with open(path, "rb") as f:
+                data = f.read(_MAX_FILE_BYTES + 1)
+            if len(data) > _MAX_FILE_BYTES:
+                raise AbsintheError(f"{path}: the file is larger than {_MAX_FILE_BYTES >> 20} MiB, the most absinthe reads")
+            text = data.decode()
         except OSError as e:
             raise AbsintheError(f"{path}: {e.strerror}") from None
         except UnicodeDecodeError as e:
@@ -158,7 +198,11 @@ class Program:
         the CLI refuses is not kept, and its errors name `<string>`."""
         if not isinstance(text, str):
             raise TypeError(f"Program.from_string takes the program's text, found {type(text).__name__}")
-        digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+        try:
+            data = text.encode()
+        except UnicodeEncodeError as e:
+            raise AbsintheError(f"<string>: not valid Unicode (character {e.start} is a lone surrogate)") from None
+        digest = hashlib.sha256(data).hexdigest()[:16]
         path = _cache_dir() / f"program-{digest}.yaml"
         fresh = not path.exists()
         if fresh:
@@ -176,7 +220,7 @@ class Program:
 
     def check(self) -> dict:
         """`absinthe check`: the program's arrays, reads and extents (raises on a bad program)."""
-        return json.loads(_run("check", str(self.path), "--format", "json"))
+        return _report(_run("check", str(self.path), "--format", "json"), "check")
 
     @property
     def name(self) -> str:
@@ -198,7 +242,7 @@ class Program:
             args.append(f"--model={_text('model', model)}")
         # One run: the report and the file it writes are the same solve.
         text = _run(*args, "--format", "json")
-        report = json.loads(text)
+        report = _report(text, "solve")
         return Solution(
             program=report["program"],
             machine=report["machine"],
@@ -212,6 +256,7 @@ class Program:
             solver=report["solver"],
             yaml=text,
             ranks=tuple(report["ranks"]) if "ranks" in report else None,
+            program_path=self.path,
         )
 
     def bench(self, machine=None, variants: str = "naive,unfused,opt", runs: int = 16,
@@ -224,10 +269,12 @@ class Program:
             raise TypeError(f"scalars: expected a dict of names to numbers, found {type(scalars).__name__}")
         args = ["bench", str(self.path), f"--variants={_text('variants', variants)}", f"--runs={runs}"]
         for name, value in (scalars or {}).items():
-            args.append(f"--scalar={_text('scalar name', name)}={_scalar(name, value)!r}")
+            if not _text("scalar name", name).isidentifier():
+                raise ValueError(f"scalar name {name!r}: expected the name of one of the program's scalars")
+            args.append(f"--scalar={name}={_scalar(name, value)!r}")
         if machine is not None:
             args.append(f"--machine={_path('machine', machine)}")
-        return json.loads(_run(*args, "--format", "json"))
+        return _report(_run(*args, "--format", "json"), "bench")
 
     def tune(self, machine=None, extra=()) -> str:
         """`absinthe tune`: its report, as the CLI prints it."""
@@ -277,6 +324,9 @@ _SCALAR = re.compile(r"^    , const (double|float) sc_(\w+) // scalar `(\w+)`$")
 _CXX_FLAGS = ["-O3", "-march=native", "-fopenmp", "-ffp-contract=off", "-fno-trapping-math",
               "-fno-math-errno", "-fPIC", "-shared"]
 
+
+# The most bytes a program file may have, as the CLI reads them.
+_MAX_FILE_BYTES = 64 << 20
 
 # The most threads a kernel runs with: the CLI's bound on a machine file's `cores`.
 _MAX_THREADS = 4096
@@ -401,9 +451,17 @@ class Kernel:
         shim = (
             f'#include <omp.h>\n#include "{header_name}"\n'
             f'extern "C" void absinthe_call(void* const* arrays, const double* scalars, int threads)\n'
-            f"{{\n    if (threads > 0) omp_set_num_threads(threads);\n    {kernel.group(1)}({casts});\n}}\n"
+            # The caller's thread count is restored: another kernel's default stays OpenMP's.
+            f"{{\n    int before = omp_get_max_threads();\n    if (threads > 0) omp_set_num_threads(threads);\n"
+            f"    {kernel.group(1)}({casts});\n    if (threads > 0) omp_set_num_threads(before);\n}}\n"
         )
-        cxx = os.environ.get("CXX", "g++")
+        cxx = os.environ.get("CXX") or "g++"
+        try:
+            compiler = shlex.split(cxx)
+        except ValueError as e:
+            raise AbsintheError(f"CXX={cxx!r}: not a command ({e})") from None
+        if not compiler:
+            compiler = ["g++"]
         digest = hashlib.sha256("\0".join([header, source, shim, cxx, *_CXX_FLAGS]).encode()).hexdigest()[:24]
         lib_path = _cache_dir() / f"kernel-{digest}.so"
         if not lib_path.exists():
@@ -413,14 +471,22 @@ class Kernel:
                 (d / "kernel.cpp").write_text(source)
                 (d / "shim.cpp").write_text(shim)
                 out = d / "kernel.so"
-                proc = subprocess.run([cxx, *_CXX_FLAGS, "kernel.cpp", "shim.cpp", "-o", str(out)],
-                                      cwd=d, capture_output=True, text=True)
+                try:
+                    proc = subprocess.run([*compiler, *_CXX_FLAGS, "kernel.cpp", "shim.cpp", "-o", str(out)],
+                                          cwd=d, capture_output=True, text=True)
+                except (OSError, ValueError) as e:
+                    raise AbsintheError(f"cannot run the compiler {cxx!r} (CXX): {e}") from None
                 if proc.returncode != 0:
                     raise AbsintheError(f"{cxx} failed on the generated kernel:\n{proc.stderr}")
+                if not out.is_file():
+                    raise AbsintheError(f"{cxx} (CXX) exited 0 but wrote no shared library")
                 tmp_lib = lib_path.with_suffix(f".tmp{os.getpid()}")
                 shutil.copyfile(out, tmp_lib)
                 os.replace(tmp_lib, lib_path)
-        lib = ctypes.CDLL(str(lib_path))
+        try:
+            lib = ctypes.CDLL(str(lib_path))
+        except OSError as e:
+            raise AbsintheError(f"cannot load the compiled kernel {lib_path}: {e}") from None
         fn = lib.absinthe_call
         fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_double), ctypes.c_int]
         fn.restype = None
@@ -466,7 +532,7 @@ class Kernel:
             raise ValueError(f"array `{name}`: expected a C-contiguous array (x fastest), found strides {array.strides}")
         return array
 
-    def __call__(self, **arguments) -> dict:
+    def __call__(self, /, **arguments) -> dict:
         """Runs the kernel: inputs by name (required), the program's run-time scalars by name
         (required, finite numbers, converted to the program's type), outputs by name (optional:
         allocated and returned when absent). Returns the outputs. Every argument is checked

@@ -148,6 +148,8 @@ def test_arguments_that_look_like_flags_and_odd_types(tmp_path, monkeypatch):
     for bad in (True, "1", None, 10**400):
         with pytest.raises(ValueError, match="scalar dt"):
             p.bench(machine=MACHINE, scalars={"dt": bad})
+    with pytest.raises(ValueError, match="scalar name 'a=b'"):
+        p.bench(machine=MACHINE, scalars={"a=b": 1.0})
     # A refused program text is named `<string>` and not kept.
     before = set(absinthe._cache_dir().glob("program-*.yaml"))
     with pytest.raises(absinthe.AbsintheError, match="<string>:"):
@@ -175,6 +177,68 @@ def test_arguments_that_look_like_flags_and_odd_types(tmp_path, monkeypatch):
         with pytest.raises(TypeError, match=message):
             call()
     assert p.solve(machine=Path(MACHINE)).estimate_seconds > 0
+
+
+def test_a_call_leaves_the_processs_thread_count_as_it_was():
+    import ctypes
+    gomp = ctypes.CDLL("libgomp.so.1")
+    before = gomp.omp_get_max_threads()
+    p = program("j3d7pt", (12, 10, 6))
+    k = p.compile(p.solve(machine=MACHINE), threads=before + 1)
+    k(**inputs_for(k, 3))
+    assert gomp.omp_get_max_threads() == before
+
+
+def test_an_array_may_be_named_self():
+    p = absinthe.Program.from_string(
+        "name: selfish\ndomain: [8, 6, 4]\nhalo: [1, 0, 0]\noutputs: [arguments]\n"
+        "stencils:\n  - name: arguments\n    expr: self(i-1,j,k) + self(i+1,j,k)\n")
+    k = p.compile(p.solve(machine=MACHINE))
+    x = inputs_for(k, 5)
+    out = k(**x)["arguments"]
+    s = x["self"]
+    assert np.array_equal(out[:, :, 1:-1], s[:, :, :-2] + s[:, :, 2:])
+
+
+def test_files_and_commands_that_fail_are_absinthe_errors(tmp_path, monkeypatch):
+    victim = tmp_path / "victim.yaml"
+    victim.write_text((ROOT / "configs" / "example2.yaml").read_text())
+    p = absinthe.Program.load(victim)
+    s = p.solve(machine=MACHINE)
+    before = victim.read_text()
+    with pytest.raises(absinthe.AbsintheError, match="is the program this solution solves"):
+        s.save(victim)
+    assert victim.read_text() == before
+    with pytest.raises(absinthe.AbsintheError, match="is a directory"):
+        s.save(tmp_path)
+    with pytest.raises(absinthe.AbsintheError, match="cannot write"):
+        s.save(tmp_path / "missing" / "s.yaml")
+    s.save(tmp_path / "s.yaml")
+    assert (tmp_path / "s.yaml").read_text() == s.yaml
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["s.yaml", "victim.yaml"]
+    with pytest.raises(absinthe.AbsintheError, match="not a regular file"):
+        absinthe.Program.load("/dev/zero")
+    with pytest.raises(absinthe.AbsintheError, match="lone surrogate"):
+        absinthe.Program.from_string("name: \udc80\n")
+    with pytest.raises(absinthe.AbsintheError, match="NUL"):
+        p.solve(solver="hi\0ghs")
+    monkeypatch.setenv("ABSINTHE_BIN", str(tmp_path / "no-absinthe"))
+    with pytest.raises(absinthe.AbsintheError, match="cannot run absinthe"):
+        p.check()
+    monkeypatch.setenv("ABSINTHE_BIN", "/bin/true")
+    with pytest.raises(absinthe.AbsintheError, match="printed no JSON report"):
+        p.check()
+    monkeypatch.delenv("ABSINTHE_BIN")
+    monkeypatch.setenv("ABSINTHE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("CXX", str(tmp_path / "no-compiler"))
+    with pytest.raises(absinthe.AbsintheError, match="cannot run the compiler"):
+        p.compile(s)
+    monkeypatch.setenv("CXX", "/bin/true")
+    with pytest.raises(absinthe.AbsintheError, match="wrote no shared library"):
+        p.compile(s)
+    # A compiler command with arguments is split as a shell would.
+    monkeypatch.setenv("CXX", "env g++")
+    assert p.compile(s).kernel
 
 
 def test_cli_errors_are_exceptions_with_the_file_key_and_column(tmp_path):

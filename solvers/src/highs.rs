@@ -195,27 +195,73 @@ fn configure(model: &mut Model, options: &SolveOptions) -> Result<(), SolverErro
     Ok(())
 }
 
+/// Options absinthe sets from its own flags, and those that stop the search before it proves
+/// the optimum (the answer would no longer be the exact optimum the tool reports).
+const OWNED_OPTIONS: [(&str, &str); 12] = [
+    ("mip_rel_gap", "it is set by --gap"),
+    ("mip_abs_gap", "absinthe sets it so that --gap governs"),
+    ("time_limit", "it is set by --time-limit"),
+    ("output_flag", "it is set by --verbose"),
+    ("log_to_console", "it is set by --verbose"),
+    (
+        "objective_bound",
+        "it would stop the search before it proves the optimum",
+    ),
+    (
+        "objective_target",
+        "it would stop the search before it proves the optimum",
+    ),
+    (
+        "mip_max_nodes",
+        "it would stop the search before it proves the optimum",
+    ),
+    (
+        "mip_max_leaves",
+        "it would stop the search before it proves the optimum",
+    ),
+    (
+        "mip_max_stall_nodes",
+        "it would stop the search before it proves the optimum",
+    ),
+    (
+        "mip_max_improving_sols",
+        "it would stop the search before it proves the optimum",
+    ),
+    (
+        "solution_limit",
+        "it would stop the search before it proves the optimum",
+    ),
+];
+
 /// One `name=value` pair of `ABSINTHE_HIGHS_OPTIONS`: the name, trimmed, and the value as an
-/// integer, a float or a bool, whichever reads first.
-fn extra_option(pair: &str) -> Result<(&str, OptionValue), SolverError> {
+/// integer, a float, a bool or else a string (`presolve=off`), whichever reads first.
+fn extra_option(pair: &str) -> Result<(&str, OptionValue<'_>), SolverError> {
     let (name, value) = pair.split_once('=').ok_or_else(|| {
         backend(format!(
             "ABSINTHE_HIGHS_OPTIONS: `{pair}` is not name=value"
         ))
     })?;
+    let name = name.trim();
+    if let Some((_, why)) = OWNED_OPTIONS.iter().find(|(owned, _)| *owned == name) {
+        return Err(backend(format!(
+            "ABSINTHE_HIGHS_OPTIONS: `{name}` is not taken: {why}"
+        )));
+    }
     let value = if let Ok(i) = value.parse::<i32>() {
         OptionValue::Int(i)
-    } else if let Some(f) = value.parse::<f64>().ok().filter(|f| f.is_finite()) {
+    } else if let Ok(f) = value.parse::<f64>() {
         // HiGHS checks a float option's range with comparisons NaN passes.
+        if !f.is_finite() {
+            return Err(backend(format!(
+                "ABSINTHE_HIGHS_OPTIONS: `{value}` is not a finite number"
+            )));
+        }
         OptionValue::Float(f)
     } else if let Ok(b) = value.parse::<bool>() {
         OptionValue::Bool(b)
     } else {
-        return Err(backend(format!(
-            "ABSINTHE_HIGHS_OPTIONS: `{value}` is not a finite number or a bool"
-        )));
+        OptionValue::Text(value.trim())
     };
-    let name = name.trim();
     // HiGHS starts this many operating-system threads: the bound of `--threads`.
     if name == "threads"
         && !matches!(value, OptionValue::Int(t) if (1..=MAX_SOLVER_THREADS as i32).contains(&t))
@@ -234,15 +280,32 @@ fn set_option(model: &mut Model, option: &str, value: OptionValue) -> Result<(),
         OptionValue::Float(v) => model.try_set_option(option, v),
         OptionValue::Int(v) => model.try_set_option(option, v),
         OptionValue::Bool(v) => model.try_set_option(option, v),
+        OptionValue::Text(v) => model.try_set_option(option, v),
     };
-    result.map_err(|_| backend(format!("could not set option `{option}` to {value:?}")))
+    result.map_err(|_| {
+        backend(format!(
+            "HiGHS refused option `{option}` = {value}: an unknown name, or a value of the wrong type or out of its range (HiGHS's documentation lists its options)"
+        ))
+    })
 }
 
 #[derive(Clone, Copy, Debug)]
-enum OptionValue {
+enum OptionValue<'a> {
     Float(f64),
     Int(i32),
     Bool(bool),
+    Text(&'a str),
+}
+
+impl std::fmt::Display for OptionValue<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OptionValue::Float(v) => write!(f, "{v}"),
+            OptionValue::Int(v) => write!(f, "{v}"),
+            OptionValue::Bool(v) => write!(f, "{v}"),
+            OptionValue::Text(v) => write!(f, "`{v}`"),
+        }
+    }
 }
 
 fn backend(reason: String) -> SolverError {

@@ -168,14 +168,39 @@ pub fn parse_variants(list: &str) -> Result<Vec<Variant>, String> {
     if out.is_empty() {
         return Err("no variant given".into());
     }
-    // The same variant twice would build and time it twice under two rows.
-    if let Some(twice) = (1..out.len()).find(|&n| out[..n].contains(&out[n])) {
-        return Err(format!(
-            "`{list}` names the variant `{}` twice",
-            token_of(&out[twice])
-        ));
-    }
+    named_once(list, &out)?;
     Ok(out)
+}
+
+/// Refuses a list that names a variant twice: the same variant twice would build and time it
+/// twice under two rows; so would two draws of one kind (random:2,random:3 both draw random0
+/// and random1) and two names of one solution file.
+fn named_once(list: &str, out: &[Variant]) -> Result<(), String> {
+    let same = |a: &Variant, b: &Variant| match (a, b) {
+        (Variant::Random(_), Variant::Random(_))
+        | (Variant::Top(_), Variant::Top(_))
+        | (Variant::InlineSets(_), Variant::InlineSets(_)) => true,
+        (Variant::Solution(x), Variant::Solution(y)) => {
+            x == y
+                || matches!((std::fs::canonicalize(x), std::fs::canonicalize(y)),
+                    (Ok(x), Ok(y)) if x == y)
+        }
+        _ => a == b,
+    };
+    if let Some((first, twice)) = (1..out.len()).find_map(|n| {
+        out[..n]
+            .iter()
+            .find(|v| same(v, &out[n]))
+            .map(|v| (v, &out[n]))
+    }) {
+        let (first, twice) = (token_of(first), token_of(twice));
+        return Err(if first == twice {
+            format!("`{list}` names the variant `{twice}` twice")
+        } else {
+            format!("`{list}` names `{first}` and `{twice}`, which draw or name the same variants: give one")
+        });
+    }
+    Ok(())
 }
 
 /// A variant as `--variants` writes it.

@@ -80,6 +80,10 @@ fn plain_words(message: &str) -> String {
     for (from, to) in WORDS {
         out = out.replace(from, to);
     }
+    // `found integer `2^70` as u128`: an integer past 64 bits, in the reader's words.
+    out = out
+        .replace("` as u128", "`, too large")
+        .replace("` as i128", "`, too large");
     // `expected struct ProgramFile`: the name is the reader's own.
     if let Some(at) = out.find("expected struct ") {
         let end = out[at + 16..]
