@@ -100,6 +100,25 @@ fn gpu_limits_out_of_range_are_errors_not_a_panic() {
             "gpu.max_threads_per_block must be between 32 and 4096, found 1",
         ],
     );
+    // Shared memory smaller than one value: no tile fits, as a CPU cache that small.
+    let tiny = GPU_MACHINE
+        .replace("4294967296", "4")
+        .replace("shared_bytes_per_block: 1000", "shared_bytes_per_block: 1");
+    let m = temp_file(dir.path(), "tiny.yaml", &tiny);
+    let o = absinthe(&[
+        "solve",
+        "configs/hdiff.yaml",
+        "--machine",
+        m.to_str().unwrap(),
+    ]);
+    assert_clean_error(
+        &o,
+        &[
+            "tiny.yaml",
+            "gpu.shared_bytes_per_block: shared_bytes_per_block x cache_fraction is 0.33",
+            "less than one 8-byte value",
+        ],
+    );
 }
 
 /// Domains `check` accepted whose tilings the search listed one by one, and domains past the
@@ -991,7 +1010,7 @@ fn silent_losses_and_wrong_reasons_are_errors() {
         assert_clean_error(&o, &needles);
     }
     let o = absinthe(&["check", "/dev/zero"]);
-    assert_clean_error(&o, &["/dev/zero: the file is larger than 64 MiB"]);
+    assert_clean_error(&o, &["/dev/zero: the file is larger than 16 MiB"]);
     let sweep = "configs/cosmo_vadv_implicit.yaml";
     let o = absinthe(&["solve", sweep, "--tiles-min", "1,1,2"]);
     assert_clean_error(&o, &["--tiles-min", "computes whole columns"]);
@@ -1565,6 +1584,27 @@ fn reader_errors_and_carets_point_at_the_fault() {
         )],
     );
     assert!(!stderr(&o).contains("usize"), "{}", stderr(&o));
+    // A bidirectional override reaches the terminal as an escape, never as itself.
+    let bidi = temp_file(
+        d,
+        "bidi.yaml",
+        "name: t\ndomain: [8, 8, 4]\nhalo: [1, 1, 1]\noutputs: [out]\nstencils:\n  - name: out\n    expr: \"in(i,j,k) \u{202e}+* 2\"\n",
+    );
+    let o = absinthe(&["check", bidi.to_str().unwrap()]);
+    assert_clean_error(
+        &o,
+        &["bidi.yaml:7:22: stencils[0].expr: unexpected character `\\u{202e}`"],
+    );
+    assert!(!stderr(&o).contains('\u{202e}'), "{}", stderr(&o));
+    // A FIFO that no process writes is refused at once, not waited on.
+    let fifo = d.join("fifo.yaml");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let o = absinthe(&["check", fifo.to_str().unwrap()]);
+    assert_clean_error(&o, &["fifo.yaml: it is a FIFO that no process writes"]);
     for (name, text, needle) in [
         ("seq.yaml", "- 1\n- 2\n".to_string(), "seq.yaml:1:1: expected a mapping of keys, found sequence"),
         ("multi.yaml", format!("{}\n---\n{}", hdiff(), hdiff()), "multi.yaml: the file holds more than one YAML document"),
@@ -1572,6 +1612,21 @@ fn reader_errors_and_carets_point_at_the_fault() {
             "sweep.yaml",
             "name: p\ndomain: [8, 8, 4]\nhalo: [1, 1, 0]\noutputs: [a]\nstencils:\n  - name: a\n    computation: forward\n    intervals:\n      - k: [0, 1]\n        expr: \"1.0\"\n      - k: [1, null]\n        expr: \"a(i,j,k-1) + x(i,j,k) + a(i+1,j,k-1)\"\n".to_string(),
             "sweep.yaml:12:40: stencils[0].intervals[1].expr: stencil `a`: `a(i+1, j, k-1)`",
+        ),
+        (
+            "syntax.yaml",
+            "# a header\nname: t\ndomain: [8, 8, 4]\nhalo: [1, 1, 1]\noutputs: [out]\nstencils:\n  - name: out\n    expr: in(i,j,k)\n bad: 1\n".to_string(),
+            "syntax.yaml:9:2: did not find expected key, while parsing a block mapping at line 2 column 1",
+        ),
+        (
+            "indent.yaml",
+            "name: t\ndomain: [8, 8, 4]\nhalo: [1, 1, 1]\noutputs: [out]\nstencils:\n  - name: out\n    expr: in(i,j,k)\n     typo: 1\n".to_string(),
+            "indent.yaml:8:10: stencils[0]: mapping values are not allowed in this context",
+        ),
+        (
+            "bare.yaml",
+            "name: t\ndomain: [8, 8, 4]\nhalo: [1, 1, 1]\noutputs: [out]\nstencils:\n  - name: out\n    expr: \"in(i,j,k) + in\"\n".to_string(),
+            "bare.yaml:7:24: stencils[0].expr: `in` is not defined",
         ),
         (
             "reach.yaml",

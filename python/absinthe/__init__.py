@@ -326,7 +326,7 @@ _CXX_FLAGS = ["-O3", "-march=native", "-fopenmp", "-ffp-contract=off", "-fno-tra
 
 
 # The most bytes a program file may have, as the CLI reads them.
-_MAX_FILE_BYTES = 64 << 20
+_MAX_FILE_BYTES = 16 << 20
 
 # The most threads a kernel runs with: the CLI's bound on a machine file's `cores`.
 _MAX_THREADS = 4096

@@ -23,15 +23,22 @@ pub const MAX_MESSAGE: usize = 2000;
 /// The most characters of source text a snippet shows.
 pub const SNIPPET_WINDOW: usize = 120;
 
-/// `text` with each control character written as an escape (`\n`, `\u{0}`), so that a
-/// diagnostic stays one line.
+/// Whether `c` would change how a terminal shows the text around it: a control character, a
+/// bidirectional override or isolate (which reorders what follows), or a zero-width one.
+fn unprintable(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
+}
+
+/// `text` with each character a terminal would not show as itself written as an escape
+/// (`\n`, `\u{0}`, `\u{202e}`), so that a diagnostic stays one line and reads as written.
 fn escape_controls(text: &str) -> String {
-    if !text.chars().any(char::is_control) {
+    if !text.chars().any(unprintable) {
         return text.to_string();
     }
     text.chars()
         .map(|c| {
-            if c.is_control() {
+            if unprintable(c) {
                 c.escape_default().to_string()
             } else {
                 c.to_string()
@@ -78,8 +85,8 @@ impl Diagnostic {
     /// Marks `len` characters from the 1-based `column` of `text`. Of a text longer than
     /// [`SNIPPET_WINDOW`] characters only a window around the mark is kept, with `...` where it
     /// was cut.
-    /// Of a text of several lines only the line holding the mark is shown; control characters
-    /// show as spaces.
+    /// Of a text of several lines only the line holding the mark is shown; control characters,
+    /// bidirectional overrides and zero-width characters show as spaces.
     pub fn with_snippet(mut self, text: &str, column: usize, len: usize) -> Self {
         let mut column = column.max(1);
         let offset = column - 1;
@@ -99,7 +106,7 @@ impl Diagnostic {
             .chars()
             .skip(line_start)
             .take(line_end.saturating_sub(line_start))
-            .map(|c| if c.is_control() { ' ' } else { c })
+            .map(|c| if unprintable(c) { ' ' } else { c })
             .collect();
         let text: &str = &chars.iter().collect::<String>();
         column -= line_start;
@@ -274,9 +281,30 @@ pub fn load_file<T>(
     parse(&text).map_err(|d| FileError::new(path, d))
 }
 
-/// The most bytes a program, machine or solution file may have: 64 MiB, a thousand times the
-/// largest shipped one. Past it the parsers' memory and time grow with a file nobody wrote.
-pub const MAX_FILE_BYTES: u64 = 64 << 20;
+/// The most bytes a program, machine or solution file may have: 16 MiB, ten times a program of
+/// the most stencils with twenty inputs each. The YAML parser holds about 64 bytes a byte of a
+/// file of small values (1 GiB at the limit), so the bound is what keeps a file nobody wrote
+/// from taking the machine's memory.
+pub const MAX_FILE_BYTES: u64 = 16 << 20;
+
+/// `path` opened for reading without waiting for a writer (a FIFO that no process writes
+/// would block the open forever; read, it then ends at once), reads waiting as usual.
+fn open_without_waiting(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    // SAFETY: `fcntl` on a descriptor this function owns, with flags read from it.
+    unsafe {
+        let flags = libc::fcntl(f.as_raw_fd(), libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(f.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
+        }
+    }
+    Ok(f)
+}
 
 /// The text of a file of at most [`MAX_FILE_BYTES`], or why not: a pipe is read (`<(...)`), a
 /// device that never ends (`/dev/zero`) stops at the bound.
@@ -284,11 +312,18 @@ fn read_text(path: &std::path::Path) -> Result<String, String> {
     use std::io::Read;
     let cannot = |e: std::io::Error| format!("cannot read the file: {e}");
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
+    open_without_waiting(path)
         .map_err(cannot)?
         .take(MAX_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(cannot)?;
+    let fifo = || {
+        use std::os::unix::fs::FileTypeExt;
+        std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo())
+    };
+    if bytes.is_empty() && fifo() {
+        return Err("it is a FIFO that no process writes".into());
+    }
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(format!(
             "the file is larger than {} MiB, the most absinthe reads",

@@ -589,13 +589,22 @@ impl Machine {
                 )]);
             };
             let value_bytes = self.value_bytes.unwrap_or(program_value_bytes);
+            let bytes = gpu.shared_bytes_per_block as f64 * self.cache_fraction;
+            if bytes < value_bytes as f64 {
+                return Err(vec![Diagnostic::new(
+                    "gpu.shared_bytes_per_block",
+                    format!(
+                        "shared_bytes_per_block x cache_fraction is {} bytes, less than one {value_bytes}-byte value: no tile would fit",
+                        limits::shown(bytes)
+                    ),
+                )]);
+            }
             // CUDA code divides by literals.
             let mut params = params;
             params.operations.divide_literals = true;
             return Ok(ModelMachine {
                 threads: gpu.model_threads(),
-                cache_values: gpu.shared_bytes_per_block as f64 * self.cache_fraction
-                    / value_bytes as f64,
+                cache_values: bytes / value_bytes as f64,
                 slack: self.slack,
                 params,
                 streams: true,

@@ -33,7 +33,12 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, Diagnostic> {
             let suffix = format!(" at line {line} column {column}");
             message = message.replace(&suffix, "");
         }
-        let path = if path == "." { String::new() } else { path };
+        // `?`: the parser failed before it read the key (at the top, or below `KEY`).
+        let path = match path.strip_suffix('?') {
+            _ if path == "." => String::new(),
+            Some(head) => head.trim_end_matches('.').to_string(),
+            None => path,
+        };
         if path.is_empty() {
             if let Some(m) = top_level_twice(text, &message) {
                 message = m;
@@ -49,8 +54,10 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, Diagnostic> {
             }
         }
         let mut d = Diagnostic::new(path, plain_words(&short_numbers(&message)));
-        // A message that places itself (a key given twice, at two lines) keeps its own words.
-        d.at = at.filter(|_| !d.message.contains(" at line "));
+        // A message that places itself (a key given twice, at two lines) keeps its own words;
+        // a syntax error is placed where it is, and says where the construct it broke began.
+        let placed = d.message.contains(" at line ") && !d.message.contains(", while parsing ");
+        d.at = at.filter(|_| !placed);
         d
     })
 }

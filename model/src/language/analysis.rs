@@ -4,7 +4,7 @@
 //! evaluates each stencil on. Construction validates the data flow: forward reads and cycles, dead
 //! stencils, outputs that are not stencils, reads beyond the halo.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use petgraph::graph::{DiGraph, NodeIndex};
 
@@ -121,6 +121,12 @@ fn bounds_of(reads: &BTreeSet<(ArrayId, [i32; 3])>) -> BTreeMap<ArrayId, Bounds>
     bounds
 }
 
+/// The declared `inputs:`, when there are: a name no stencil writes must be one of them.
+fn declared_inputs(program: &Program) -> Option<HashSet<&str>> {
+    let inputs = program.inputs.as_ref()?;
+    Some(inputs.iter().map(String::as_str).collect())
+}
+
 /// What the analysis knows of each stencil before linking: its reads (arrays not written by a
 /// stencil become inputs, in order of first read), bounds, fetch weight and operations. Reads of
 /// later stencils, of itself, and of undeclared names are errors.
@@ -132,6 +138,7 @@ fn stencil_infos(
     errors: &mut Vec<Diagnostic>,
 ) -> Vec<StencilInfo> {
     let mut stencils = Vec::new();
+    let declared = declared_inputs(program);
     for (n, s) in program.stencils.iter().enumerate() {
         let mut reads: BTreeSet<(ArrayId, [i32; 3])> = BTreeSet::new();
         let mut self_reads: BTreeSet<[i32; 3]> = BTreeSet::new();
@@ -140,7 +147,7 @@ fn stencil_infos(
             expr.visit_accesses(&mut |name, offset| {
                 let id = match ids.get(name) {
                     Some(&id) => id,
-                    None if undeclared(program, name) => {
+                    None if declared.as_ref().is_some_and(|d| !d.contains(name)) => {
                         if reported.insert(name.to_string()) {
                             errors.push(undeclared_error(
                                 program,
@@ -560,14 +567,6 @@ fn located(
     }
 }
 
-/// Whether `name`, which no stencil writes, is missing from the program's declared `inputs:`.
-fn undeclared(program: &Program, name: &str) -> bool {
-    program
-        .inputs
-        .as_ref()
-        .is_some_and(|inputs| !inputs.iter().any(|i| i == name))
-}
-
 /// The error for a read of `name`, neither a stencil nor a declared input, with the closest
 /// declared name as a hint.
 fn undeclared_error(
@@ -596,25 +595,56 @@ fn undeclared_error(
     d
 }
 
+/// For each of `names`, the first of `stencils` exactly one edit away, if any. Two names one
+/// edit apart share a key (a name itself or it less one character), so each stencil is filed
+/// under its keys and a name is compared only with the stencils that share one of its keys:
+/// linear in the names, where comparing every pair was quadratic.
+fn one_edit_away(names: &[&str], stencils: &[&str]) -> Vec<Option<usize>> {
+    let mut by_key: HashMap<String, Vec<usize>> = HashMap::new();
+    for (n, s) in stencils.iter().enumerate() {
+        for key in one_deleted(s) {
+            by_key.entry(key).or_default().push(n);
+        }
+    }
+    names
+        .iter()
+        .map(|name| {
+            one_deleted(name)
+                .filter_map(|key| by_key.get(&key))
+                .flatten()
+                .copied()
+                .filter(|&n| edit_distance(name, stencils[n]) == 1)
+                .min()
+        })
+        .collect()
+}
+
+/// `name` and every string made of it by deleting one character.
+fn one_deleted(name: &str) -> impl Iterator<Item = String> + '_ {
+    let at: Vec<usize> = name.char_indices().map(|(i, _)| i).collect();
+    let cut = move |k: usize| {
+        let end = at.get(k + 1).copied().unwrap_or(name.len());
+        format!("{}{}", &name[..at[k]], &name[end..])
+    };
+    std::iter::once(name.to_string()).chain((0..name.char_indices().count()).map(cut))
+}
+
 impl Analysis {
     /// Inputs of three or more characters whose names are one edit away from a stencil's:
     /// likely misspellings when the program declares no `inputs:` (`check` warns about them).
     /// Pairs (input, stencil).
     pub fn near_miss_inputs(&self) -> Vec<(String, String)> {
-        self.inputs
+        let stencils: Vec<&str> = self.stencils.iter().map(|s| s.name.as_str()).collect();
+        let inputs: Vec<&str> = self
+            .inputs
             .iter()
-            .filter_map(|&a| {
-                let name = &self.arrays[a].name;
-                if name.chars().count() < 3 {
-                    return None;
-                }
-                let close = self
-                    .stencils
-                    .iter()
-                    .map(|s| s.name.as_str())
-                    .find(|s| edit_distance(name, s) == 1)?;
-                Some((name.clone(), close.to_string()))
-            })
+            .map(|&a| self.arrays[a].name.as_str())
+            .filter(|name| name.chars().count() >= 3)
+            .collect();
+        inputs
+            .iter()
+            .zip(one_edit_away(&inputs, &stencils))
+            .filter_map(|(name, close)| Some((name.to_string(), stencils[close?].to_string())))
             .collect()
     }
 
@@ -760,5 +790,36 @@ impl Analysis {
 
     pub fn num_stencils(&self) -> usize {
         self.stencils.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::support::rng::Rng;
+
+    /// The keyed search finds, for random names over a small alphabet (multibyte letters
+    /// included), the stencil that comparing every pair finds.
+    #[test]
+    fn one_edit_away_equals_comparing_every_pair() {
+        let letters = ['a', 'b', 'c', 'é', '_'];
+        let mut rng = Rng::new(7);
+        let word = |rng: &mut Rng| -> String {
+            (0..rng.range(1, 5)).map(|_| *rng.pick(&letters)).collect()
+        };
+        let mut found = 0;
+        for _ in 0..300 {
+            let stencils: Vec<String> = (0..rng.range(1, 12)).map(|_| word(&mut rng)).collect();
+            let names: Vec<String> = (0..12).map(|_| word(&mut rng)).collect();
+            let s: Vec<&str> = stencils.iter().map(String::as_str).collect();
+            let n: Vec<&str> = names.iter().map(String::as_str).collect();
+            let brute: Vec<Option<usize>> = n
+                .iter()
+                .map(|x| s.iter().position(|y| edit_distance(x, y) == 1))
+                .collect();
+            found += brute.iter().flatten().count();
+            assert_eq!(one_edit_away(&n, &s), brute, "{n:?} against {s:?}");
+        }
+        assert!(found > 500, "{found} pairs one edit apart");
     }
 }

@@ -116,9 +116,10 @@ pub(crate) fn check_inputs(
     }
     // A read of a name neither declared nor a stencil is most often the misspelling of an
     // input, which the analysis names with a hint: the input it misspells is not reported.
+    let declared: HashSet<&str> = inputs.iter().map(String::as_str).collect();
     let misspelt = read
         .iter()
-        .any(|r| !stencils.contains_key(r) && !inputs.iter().any(|i| i == r));
+        .any(|r| !stencils.contains_key(r) && !declared.contains(r));
     for (n, name) in inputs.iter().enumerate().filter(|_| !misspelt) {
         if !read.contains(name.as_str()) && !stencils.contains_key(name.as_str()) {
             errors.push(Diagnostic::new(

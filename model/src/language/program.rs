@@ -719,7 +719,8 @@ fn check_locals(
     }
 }
 
-/// 1-based character column of the first whole-word occurrence of `word` in `src`.
+/// 1-based character column of the first occurrence of `word` in `src` as a bare name: a whole
+/// word not called (`in` in `in(i,j,k) + in` is the second).
 fn find_word(src: &str, word: &str) -> Option<usize> {
     let bytes = src.as_bytes();
     let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
@@ -729,7 +730,8 @@ fn find_word(src: &str, word: &str) -> Option<usize> {
         let end = start + word.len();
         let before_ok = start == 0 || !is_ident(bytes[start - 1]);
         let after_ok = end >= bytes.len() || !is_ident(bytes[end]);
-        if before_ok && after_ok {
+        let called = src[end..].trim_start().starts_with('(');
+        if before_ok && after_ok && !called {
             return Some(src[..start].chars().count() + 1);
         }
         from = end;
