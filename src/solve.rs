@@ -50,7 +50,8 @@ pub struct SolveArgs {
     pub solver: absinthe_solvers::method::Method,
     /// Also write the problem as a file for another solver: `--emit lp FILE`, `--emit mps FILE`
     /// (the MILP of --encoding), or `--emit smt2 FILE` (SMT-LIB 2, the digits MILP in exact
-    /// rationals, with Z3's `minimize`).
+    /// rationals, with Z3's `minimize`). It is written before the solve, so that a problem
+    /// that is infeasible, slow or refused later can still be inspected.
     #[arg(long, num_args = 2, value_names = ["KIND", "FILE"])]
     pub emit: Option<Vec<String>>,
     /// Output format on standard output.

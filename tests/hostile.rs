@@ -1624,6 +1624,11 @@ fn reader_errors_and_carets_point_at_the_fault() {
             "indent.yaml:8:10: stencils[0]: mapping values are not allowed in this context",
         ),
         (
+            "tag.yaml",
+            "name: t\ndomain: [!!str 8, 8, 4]\nhalo: [1, 1, 1]\noutputs: [out]\nstencils:\n  - name: out\n    expr: in(i,j,k)\n".to_string(),
+            "tag.yaml: the tag `!!str` at line 2 column 10: absinthe's files take no YAML tags",
+        ),
+        (
             "bare.yaml",
             "name: t\ndomain: [8, 8, 4]\nhalo: [1, 1, 1]\noutputs: [out]\nstencils:\n  - name: out\n    expr: \"in(i,j,k) + in\"\n".to_string(),
             "bare.yaml:7:24: stencils[0].expr: `in` is not defined",

@@ -282,6 +282,18 @@ fn structure_error(text: &str) -> Option<Diagnostic> {
                         return Some(Diagnostic::new("", message));
                     }
                 }
+                (None, '!') if opens_value(last, c.checked_sub(1).map(|p| chars[p])) => {
+                    let tag: String = chars[c..]
+                        .iter()
+                        .take_while(|ch| !ch.is_whitespace() && !",[]{}".contains(**ch))
+                        .collect();
+                    let message = format!(
+                        "the tag `{tag}` at line {} column {}: absinthe's files take no YAML tags (they would change what a value is read as, or be ignored); write the value plainly",
+                        line + 1,
+                        c + 1
+                    );
+                    return Some(Diagnostic::new("", message));
+                }
                 (None, '|' | '>') if depth == 0 && matches!(last, Some(':' | '-')) => {
                     block = Some(indent);
                     break;
