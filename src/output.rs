@@ -79,8 +79,15 @@ pub fn format_error(err: &anyhow::Error) -> String {
         return fe.to_string();
     }
     let mut out = format!("error: {err}");
+    let mut said = err.to_string();
     for cause in err.chain().skip(1) {
-        out.push_str(&format!("\n  caused by: {cause}"));
+        // A message that already quotes its cause (`building variant opt: CAUSE`) is not
+        // followed by the same words again.
+        let cause = cause.to_string();
+        if !said.contains(&cause) {
+            out.push_str(&format!("\n  caused by: {cause}"));
+        }
+        said = cause;
     }
     out
 }

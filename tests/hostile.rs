@@ -575,6 +575,23 @@ fn relative_and_corrupt_build_caches_work() {
     let o = run();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("yes"), "{}", stdout(&o));
+    // A cache that cannot be a directory is named, with the variable it comes from, once.
+    std::fs::remove_dir_all(dir.path().join("relcache")).unwrap();
+    std::fs::write(dir.path().join("relcache"), "").unwrap();
+    let o = run();
+    assert_clean_error(
+        &o,
+        &[
+            "cannot use the build cache",
+            "relcache (from ABSINTHE_CACHE_DIR",
+        ],
+    );
+    assert_eq!(
+        stderr(&o).matches("cannot use the build cache").count(),
+        1,
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// A byte-order mark before a valid program or machine file.
@@ -1295,6 +1312,11 @@ fn solution_files_are_checked_and_named() {
     );
     let gap = bad("gap.yaml", "gap: 0.0", "gap: .nan");
     assert_clean_error(&verify(&gap), &["solver.gap: must be 0 or more, found NaN"]);
+    let twice = bad("twice.yaml", "- flj\n", "- lap\n");
+    assert_clean_error(
+        &verify(&twice),
+        &["twice.yaml:", "inline[2]: `lap` is listed twice"],
+    );
     let huge = bad(
         "huge.yaml",
         "tiles:\n  - 1",

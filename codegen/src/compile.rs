@@ -274,7 +274,12 @@ impl Toolchain {
             return Ok(exe);
         }
         let io = |e: std::io::Error, p: &Path| CodegenError::Io(format!("{}: {e}", p.display()));
-        std::fs::create_dir_all(&dir).map_err(|e| io(e, &dir))?;
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            CodegenError::Io(format!(
+                "cannot use the build cache {} (from ABSINTHE_CACHE_DIR, else XDG_CACHE_HOME or ~/.cache): {e}",
+                self.cache_dir.display()
+            ))
+        })?;
         for (n, t) in files {
             let p = dir.join(n);
             std::fs::write(&p, t).map_err(|e| io(e, &p))?;

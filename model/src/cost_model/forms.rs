@@ -43,9 +43,18 @@ pub fn load_priced(
     if let Some(n) = overrides.group_arrays {
         machine.group_arrays = n;
     }
-    let view = machine
-        .model_view(value_bytes)
-        .map_err(|d| FileError::new(path, d))?;
+    let view = machine.model_view(value_bytes).map_err(|mut d| {
+        // A capacity that no value fits because of `--cache-fraction` is that flag's fault.
+        if let Some(f) = overrides.cache_fraction {
+            for d in d
+                .iter_mut()
+                .filter(|d| d.message.contains("x cache_fraction"))
+            {
+                d.message = format!("with --cache-fraction {}: {}", limits::shown(f), d.message);
+            }
+        }
+        FileError::new(path, d)
+    })?;
     let fitted = machine
         .learned
         .as_ref()

@@ -225,8 +225,10 @@ impl Solution {
         if self.inline.is_empty() {
             return Ok(program.clone());
         }
-        let at = |name: &str| {
-            let k = self.inline.iter().position(|n| n == name).unwrap_or(0);
+        // The entry at fault: a name's first listing, or for one listed twice its repeat.
+        let at = |name: &str, twice: bool| {
+            let mut listed = self.inline.iter().enumerate().filter(|(_, n)| *n == name);
+            let k = listed.nth(usize::from(twice)).map_or(0, |(k, _)| k);
             format!("inline[{k}]")
         };
         let indices = indices_of(program, &self.inline).map_err(|e| {
@@ -237,7 +239,8 @@ impl Solution {
                 | InlineError::ByLevel(n) => n,
                 InlineError::TooLarge { stencil, .. } => stencil,
             };
-            vec![Diagnostic::new(at(name), e.to_string())]
+            let twice = matches!(e, InlineError::Twice(_));
+            vec![Diagnostic::new(at(name, twice), e.to_string())]
         })?;
         inline_program(program, &indices)
             .map_err(|e| vec![Diagnostic::new("inline", e.to_string())])
