@@ -4,8 +4,9 @@ use std::path::PathBuf;
 
 use absinthe_measure::accuracy::check_plot_path;
 use absinthe_measure::bench::{BenchOptions, BenchTarget, Build};
-use absinthe_measure::variants::{input_files, parse_variants, Variant, BENCH_DEFAULT};
-use absinthe_model::language::constraints::check_group_indices;
+use absinthe_measure::variants::{
+    check_groups, input_files, parse_variants, Variant, BENCH_DEFAULT,
+};
 use anyhow::Context;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
@@ -129,14 +130,7 @@ pub fn run(mut args: BenchArgs) -> anyhow::Result<std::process::ExitCode> {
     let (path, search, templates) = (&args.program, &args.search, args.templates.as_deref());
     // A groups:G of the wrong length is refused before the bandwidth is measured.
     let stencils = crate::args::load(path)?.1.stencils.len();
-    for v in &variants {
-        if let Variant::Groups(g) = v {
-            check_group_indices(g, stencils).map_err(|why| {
-                let list: Vec<String> = g.iter().map(usize::to_string).collect();
-                anyhow::anyhow!("variant groups:{}: {why}", list.join(","))
-            })?;
-        }
-    }
+    check_groups(&variants, stencils).map_err(anyhow::Error::msg)?;
     let bench = bench_of(path, &args.machine, templates, &args.scalars, options)?;
     let settings = search.plan_settings(&bench.program, args.solver, args.seed)?;
     let report = bench.report(&plan_on(&bench, &variants, &settings)?)?;

@@ -80,10 +80,8 @@ pub fn format_error(err: &anyhow::Error) -> String {
     }
     let mut out = format!("error: {err}");
     let mut said = err.to_string();
-    for cause in err.chain().skip(1) {
-        // A message that already quotes its cause (`building variant opt: CAUSE`) is not
-        // followed by the same words again.
-        let cause = cause.to_string();
+    // A message that quotes its cause (`building variant opt: CAUSE`) is not followed by it.
+    for cause in err.chain().skip(1).map(|c| c.to_string()) {
         if !said.contains(&cause) {
             out.push_str(&format!("\n  caused by: {cause}"));
         }

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use absinthe_measure::progress::Progress;
 use absinthe_model::output::solution::Solution;
 use absinthe_model::FileError;
 use absinthe_solvers::certify::{Query, Verdict};
@@ -101,11 +102,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
             QueryArg::Linear => Query::Linear,
         },
     };
-    // Z3's queries may be slow on large domains: a line every few seconds says so.
-    let _progress = absinthe_measure::progress::Progress::start(format!(
-        "verifying {} (--time-limit bounds each Z3 query)",
-        args.solution.display()
-    ));
+    let _progress = Progress::start(format!("verifying {}", args.solution.display()));
     let report = verify(
         (&program.name, args.solution.display().to_string()),
         (&analysis, &view),
