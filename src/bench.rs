@@ -4,9 +4,7 @@ use std::path::PathBuf;
 
 use absinthe_measure::accuracy::check_plot_path;
 use absinthe_measure::bench::{BenchOptions, BenchTarget, Build};
-use absinthe_measure::variants::{
-    check_groups, input_files, parse_variants, Variant, BENCH_DEFAULT,
-};
+use absinthe_measure::variants::{input_files, parse_variants, Variant, BENCH_DEFAULT};
 use anyhow::Context;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
@@ -118,7 +116,6 @@ pub fn run(mut args: BenchArgs) -> anyhow::Result<std::process::ExitCode> {
     let build = Build::of_flags(args.exact, args.relaxed_math);
     let options = BenchOptions {
         warm: args.warm,
-        roofline: !args.no_roofline,
         cache_model: args.format == Format::Json,
         ..BenchOptions::new(args.runs, args.flush.flush()?, build, args.target)
     };
@@ -128,12 +125,16 @@ pub fn run(mut args: BenchArgs) -> anyhow::Result<std::process::ExitCode> {
     outputs_apart(&[args.plot.as_deref()], &inputs)?;
     args.plot.as_deref().map(check_plot_path).transpose()?;
     let (path, search, templates) = (&args.program, &args.search, args.templates.as_deref());
-    // A groups:G of the wrong length is refused before the bandwidth is measured.
-    let stencils = crate::args::load(path)?.1.stencils.len();
-    check_groups(&variants, stencils).map_err(anyhow::Error::msg)?;
-    let bench = bench_of(path, &args.machine, templates, &args.scalars, options)?;
+    let mut bench = bench_of(path, &args.machine, templates, &args.scalars, options)?;
     let settings = search.plan_settings(&bench.program, args.solver, args.seed)?;
-    let report = bench.report(&plan_on(&bench, &variants, &settings)?)?;
+    // Planned first, so that a variant that cannot be planned is refused before the bandwidth
+    // is measured.
+    let planned = plan_on(&bench, &variants, &settings)?;
+    if !args.no_roofline {
+        crate::output::step("measuring streaming bandwidth ...");
+        bench.measure_roofline()?;
+    }
+    let report = bench.report(&planned)?;
     if args.format != Format::Table {
         eprint!("{}", report.warnings());
     }

@@ -82,43 +82,35 @@ fn gpu_limits_out_of_range_are_errors_not_a_panic() {
     let o = absinthe(&["solve", "configs/hdiff.yaml", "--machine", m]);
     assert_clean_error(&o, &["gpu.sm_count must be between 1 and 4096"]);
     // Fewer threads per block than a warp: the kernels' blocks are whole warps along x, so the
-    // limit could not be honoured; it is refused rather than rounded up.
-    let narrow = GPU_MACHINE
-        .replace("4294967296", "4")
-        .replace("max_threads_per_block: 1024", "max_threads_per_block: 1");
-    let m = temp_file(dir.path(), "narrow.yaml", &narrow);
-    let o = absinthe(&[
-        "solve",
-        "configs/hdiff.yaml",
-        "--machine",
-        m.to_str().unwrap(),
-    ]);
-    assert_clean_error(
-        &o,
-        &[
+    // limit could not be honoured; it is refused rather than rounded up. Shared memory smaller
+    // than one value: no tile fits, as in a CPU cache that small.
+    for (name, from, to, said) in [
+        (
             "narrow.yaml",
-            "gpu.max_threads_per_block must be between 32 and 4096, found 1",
-        ],
-    );
-    // Shared memory smaller than one value: no tile fits, as a CPU cache that small.
-    let tiny = GPU_MACHINE
-        .replace("4294967296", "4")
-        .replace("shared_bytes_per_block: 1000", "shared_bytes_per_block: 1");
-    let m = temp_file(dir.path(), "tiny.yaml", &tiny);
-    let o = absinthe(&[
-        "solve",
-        "configs/hdiff.yaml",
-        "--machine",
-        m.to_str().unwrap(),
-    ]);
-    assert_clean_error(
-        &o,
-        &[
+            "max_threads_per_block: 1024",
+            "max_threads_per_block: 1",
+            &["gpu.max_threads_per_block must be between 32 and 4096, found 1"][..],
+        ),
+        (
             "tiny.yaml",
-            "gpu.shared_bytes_per_block: shared_bytes_per_block x cache_fraction is 0.33",
-            "less than one 8-byte value",
-        ],
-    );
+            "shared_bytes_per_block: 1000",
+            "shared_bytes_per_block: 1",
+            &[
+                "gpu.shared_bytes_per_block: shared_bytes_per_block x cache_fraction is 0.33",
+                "less than one 8-byte value: no tile would fit",
+            ],
+        ),
+    ] {
+        let text = GPU_MACHINE.replace("4294967296", "4").replace(from, to);
+        let m = temp_file(dir.path(), name, &text);
+        let o = absinthe(&[
+            "solve",
+            "configs/hdiff.yaml",
+            "--machine",
+            m.to_str().unwrap(),
+        ]);
+        assert_clean_error(&o, &[&[name][..], said].concat());
+    }
 }
 
 /// Domains `check` accepted whose tilings the search listed one by one, and domains past the
@@ -1618,6 +1610,14 @@ fn reader_errors_and_carets_point_at_the_fault() {
         &["bidi.yaml:7:22: stencils[0].expr: unexpected character `\\u{202e}`"],
     );
     assert!(!stderr(&o).contains('\u{202e}'), "{}", stderr(&o));
+    // A `!` inside an expression is the language's not, not a YAML tag.
+    let not = temp_file(
+        d,
+        "not.yaml",
+        "name: t\ndomain: [8, 8, 4]\nhalo: [1, 1, 1]\noutputs: [out, o2]\nstencils:\n  - name: out\n    expr: in(i,j,k) * (1.0 - !in(i,j,k))\n  - name: o2\n    expr: max(in(i,j,k), !in(i,j,k))\n",
+    );
+    let o = absinthe(&["check", not.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
     // A FIFO that no process writes is refused at once, not waited on.
     let fifo = d.join("fifo.yaml");
     assert!(Command::new("mkfifo")
@@ -1649,6 +1649,11 @@ fn reader_errors_and_carets_point_at_the_fault() {
             "tag.yaml",
             "name: t\ndomain: [!!str 8, 8, 4]\nhalo: [1, 1, 1]\noutputs: [out]\nstencils:\n  - name: out\n    expr: in(i,j,k)\n".to_string(),
             "tag.yaml: the tag `!!str` at line 2 column 10: absinthe's files take no YAML tags",
+        ),
+        (
+            "tagflow.yaml",
+            "name: t\ndomain: [8, 8, 4]\nhalo: [1, 1, 1]\noutputs: [out]\nstencils: [{name: out, expr: !x in(i,j,k)}]\n".to_string(),
+            "tagflow.yaml: the tag `!x` at line 5 column 30",
         ),
         (
             "bare.yaml",

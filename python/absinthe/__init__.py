@@ -154,11 +154,18 @@ class Solution:
                 raise AbsintheError(f"{path} is the program this solution solves; save it to another file")
             if path.is_dir():
                 raise AbsintheError(f"{path} is a directory, not a file")
-            # A link is written through, as the command line writes through it.
+            # A link is written through, as the command line writes through it; a FIFO or a
+            # device (`/dev/stdout`) is written to, not replaced; a file keeps its mode.
             target = path.resolve() if path.is_symlink() else path
+            if target.exists() and not target.is_file():
+                with open(target, "w") as f:
+                    f.write(self.yaml)
+                return
             tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
             try:
                 tmp.write_text(self.yaml)
+                if target.exists():
+                    shutil.copymode(target, tmp)
                 os.replace(tmp, target)
             finally:
                 tmp.unlink(missing_ok=True)
@@ -344,10 +351,11 @@ def _words(extra) -> list:
     if isinstance(extra, (bytes, dict)) or not isinstance(extra, Iterable):
         raise TypeError(f"extra: expected a string or a sequence of strings, found {type(extra).__name__}")
     words = list(extra)
+    kinds = (str, int, float, os.PathLike, np.integer, np.floating)
     for w in words:
-        if isinstance(w, bool) or not isinstance(w, (str, int, float)):
-            raise TypeError(f"extra: expected strings or numbers, found {type(w).__name__} ({w!r})")
-    return [str(w) for w in words]
+        if isinstance(w, (bool, np.bool_)) or not isinstance(w, kinds):
+            raise TypeError(f"extra: expected strings, paths or numbers, found {type(w).__name__} ({w!r})")
+    return [os.fspath(w) if isinstance(w, os.PathLike) else str(w) for w in words]
 
 
 def _path(name, value) -> str:

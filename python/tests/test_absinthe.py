@@ -165,7 +165,7 @@ def test_arguments_that_look_like_flags_and_odd_types(tmp_path, monkeypatch):
         (lambda: p.solve(machine=5), "machine: expected a path"),
         (lambda: p.solve(solver=None), "solver: expected a string"),
         (lambda: p.solve(extra=5), "extra: expected a string or a sequence"),
-        (lambda: p.solve(extra=[None]), "extra: expected strings or numbers"),
+        (lambda: p.solve(extra=[None]), "extra: expected strings, paths or numbers"),
         (lambda: p.bench(runs="8"), "runs: expected a whole number"),
         (lambda: p.bench(runs=True), "runs: expected a whole number"),
         (lambda: p.bench(variants=None), "variants: expected a string"),
@@ -177,6 +177,10 @@ def test_arguments_that_look_like_flags_and_odd_types(tmp_path, monkeypatch):
         with pytest.raises(TypeError, match=message):
             call()
     assert p.solve(machine=Path(MACHINE)).estimate_seconds > 0
+    # Paths and NumPy numbers are words of the command line.
+    lp = tmp_path / "p.lp"
+    assert p.solve(machine=MACHINE, extra=["--emit", "lp", lp, "--threads", np.int64(1)]).estimate_seconds > 0
+    assert lp.read_text().strip()
 
 
 def test_a_call_leaves_the_processs_thread_count_as_it_was():
@@ -213,9 +217,23 @@ def test_files_and_commands_that_fail_are_absinthe_errors(tmp_path, monkeypatch)
         s.save(tmp_path)
     with pytest.raises(absinthe.AbsintheError, match="cannot write"):
         s.save(tmp_path / "missing" / "s.yaml")
-    s.save(tmp_path / "s.yaml")
-    assert (tmp_path / "s.yaml").read_text() == s.yaml
+    kept = tmp_path / "s.yaml"
+    kept.write_text("old\n")
+    kept.chmod(0o600)
+    s.save(kept)
+    assert kept.read_text() == s.yaml and (kept.stat().st_mode & 0o777) == 0o600
     assert sorted(f.name for f in tmp_path.iterdir()) == ["s.yaml", "victim.yaml"]
+    # A FIFO is written to, not replaced by a file.
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    import threading
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    s.save(fifo)
+    reader.join(timeout=30)
+    assert got == [s.yaml] and fifo.is_fifo()
+    fifo.unlink()
     with pytest.raises(absinthe.AbsintheError, match="not a regular file"):
         absinthe.Program.load("/dev/zero")
     with pytest.raises(absinthe.AbsintheError, match="lone surrogate"):

@@ -280,18 +280,6 @@ pub enum PlanError {
     File(#[from] absinthe_model::formats::diagnostic::FileError),
 }
 
-/// Each `groups:G` of `variants` checked against the program's `stencils` (one index per
-/// stencil, from 0, steps of 0 or 1), before any work: the error names the variant.
-pub fn check_groups(variants: &[Variant], stencils: usize) -> Result<(), String> {
-    variants.iter().try_for_each(|v| match v {
-        Variant::Groups(g) => check_group_indices(g, stencils).map_err(|why| {
-            let list: Vec<String> = g.iter().map(usize::to_string).collect();
-            format!("variant groups:{}: {why}", list.join(","))
-        }),
-        _ => Ok(()),
-    })
-}
-
 /// The optimum with the groups fixed (or free): None when infeasible.
 pub(crate) fn solve_with_groups(
     analysis: &Analysis,
@@ -301,8 +289,10 @@ pub(crate) fn solve_with_groups(
 ) -> Result<Option<(Configuration, f64)>, PlanError> {
     let mut options = settings.options.clone();
     if let Some(g) = groups {
-        check_groups(&[Variant::Groups(g.clone())], analysis.stencils.len())
-            .map_err(PlanError::Variant)?;
+        check_group_indices(&g, analysis.stencils.len()).map_err(|why| {
+            let list: Vec<String> = g.iter().map(usize::to_string).collect();
+            PlanError::Variant(format!("variant groups:{}: {why}", list.join(",")))
+        })?;
         options.space.fixed_groups = Some(g);
     }
     match optimize_with(

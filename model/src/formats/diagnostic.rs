@@ -168,6 +168,52 @@ pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
         .map(|(_, c)| c)
 }
 
+/// The longest input name looked at for a misspelt stencil name: one letter off in a longer
+/// name is no likely slip, and its keys would cost the square of its length.
+pub const NEAR_MISS_CHARS: usize = 64;
+
+/// For each of `names`, the first of `stencils` exactly one edit away, if any. Two names one
+/// edit apart share a key (a name itself or it less one character), so each stencil is filed
+/// under its keys and a name is compared only with the stencils that share one of its keys:
+/// linear in the names, where comparing every pair was quadratic.
+pub fn one_edit_away(names: &[&str], stencils: &[&str]) -> Vec<Option<usize>> {
+    // Only stencils within one character of some name's length are filed: the keys of a name of
+    // L characters take about L^2 bytes, and a name nothing can be one edit from needs none.
+    let lengths: std::collections::HashSet<usize> =
+        names.iter().map(|n| n.chars().count()).collect();
+    let near = |s: &str| {
+        let l = s.chars().count();
+        (l.saturating_sub(1)..=l + 1).any(|m| lengths.contains(&m))
+    };
+    let mut by_key: std::collections::HashMap<String, Vec<usize>> = Default::default();
+    for (n, s) in stencils.iter().enumerate().filter(|(_, s)| near(s)) {
+        for key in one_deleted(s) {
+            by_key.entry(key).or_default().push(n);
+        }
+    }
+    names
+        .iter()
+        .map(|name| {
+            one_deleted(name)
+                .filter_map(|key| by_key.get(&key))
+                .flatten()
+                .copied()
+                .filter(|&n| edit_distance(name, stencils[n]) == 1)
+                .min()
+        })
+        .collect()
+}
+
+/// `name` and every string made of it by deleting one character.
+fn one_deleted(name: &str) -> impl Iterator<Item = String> + '_ {
+    let at: Vec<usize> = name.char_indices().map(|(i, _)| i).collect();
+    let cut = move |k: usize| {
+        let end = at.get(k + 1).copied().unwrap_or(name.len());
+        format!("{}{}", &name[..at[k]], &name[end..])
+    };
+    std::iter::once(name.to_string()).chain((0..name.char_indices().count()).map(cut))
+}
+
 /// All problems found in one file. Displayed one per paragraph:
 /// `error: FILE:LINE:COLUMN: KEY: MESSAGE` (`error: FILE: KEY: MESSAGE` where the key is not
 /// found in the file) followed by the snippet and caret when there is one.
@@ -334,4 +380,35 @@ fn read_text(path: &std::path::Path) -> Result<String, String> {
         let at = e.utf8_error().valid_up_to();
         format!("cannot read the file: it is not UTF-8 text (byte {at})")
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::support::rng::Rng;
+
+    /// The keyed search finds, for random names over a small alphabet (multibyte letters
+    /// included), the stencil that comparing every pair finds.
+    #[test]
+    fn one_edit_away_equals_comparing_every_pair() {
+        let letters = ['a', 'b', 'c', 'é', '_'];
+        let mut rng = Rng::new(7);
+        let word = |rng: &mut Rng| -> String {
+            (0..rng.range(1, 5)).map(|_| *rng.pick(&letters)).collect()
+        };
+        let mut found = 0;
+        for _ in 0..300 {
+            let stencils: Vec<String> = (0..rng.range(1, 12)).map(|_| word(&mut rng)).collect();
+            let names: Vec<String> = (0..12).map(|_| word(&mut rng)).collect();
+            let s: Vec<&str> = stencils.iter().map(String::as_str).collect();
+            let n: Vec<&str> = names.iter().map(String::as_str).collect();
+            let brute: Vec<Option<usize>> = n
+                .iter()
+                .map(|x| s.iter().position(|y| edit_distance(x, y) == 1))
+                .collect();
+            found += brute.iter().flatten().count();
+            assert_eq!(one_edit_away(&n, &s), brute, "{n:?} against {s:?}");
+        }
+        assert!(found > 500, "{found} pairs one edit apart");
+    }
 }

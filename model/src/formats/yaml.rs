@@ -282,7 +282,7 @@ fn structure_error(text: &str) -> Option<Diagnostic> {
                         return Some(Diagnostic::new("", message));
                     }
                 }
-                (None, '!') if opens_value(last, c.checked_sub(1).map(|p| chars[p])) => {
+                (None, '!') if starts_node(&chars[..c], last, depth) => {
                     let tag: String = chars[c..]
                         .iter()
                         .take_while(|ch| !ch.is_whitespace() && !",[]{}".contains(**ch))
@@ -325,6 +325,20 @@ fn anchor_names(text: &str) -> std::collections::HashSet<&str> {
 /// Whether a quote after `last` (the last non-space character before it on its line) and
 /// `before` (the character right before it) starts a quoted scalar: at the line's start, after
 /// `[`, `{` or `,`, or after `:`, `-` or `?` and a space.
+/// Whether a character after `before` (its row so far) starts a YAML node, where a tag may
+/// stand: after a mapping's `: `, a block sequence's `- ` that begins the row, or a flow
+/// collection's `[`, `{` or `,`. Not at the start of a row (a plain scalar may go on there),
+/// nor after a `-` or `,` inside a plain scalar (`1.0 - !m(i,j,k)`, `max(a, !b)`).
+fn starts_node(before: &[char], last: Option<char>, depth: usize) -> bool {
+    let spaced = before.last().is_some_and(|c| c.is_whitespace());
+    match last {
+        Some(':') => spaced,
+        Some('-') => spaced && before.iter().all(|c| c.is_whitespace() || *c == '-'),
+        Some('[' | '{' | ',') => depth > 0,
+        _ => false,
+    }
+}
+
 fn opens_value(last: Option<char>, before: Option<char>) -> bool {
     match last {
         None | Some('[' | '{' | ',') => true,

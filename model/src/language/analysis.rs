@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use petgraph::graph::{DiGraph, NodeIndex};
 
-use crate::formats::diagnostic::{closest, edit_distance, Diagnostic};
+use crate::formats::diagnostic::{closest, one_edit_away, Diagnostic, NEAR_MISS_CHARS};
 use crate::formats::machine::OperationWeights;
 use crate::language::expr::{AccessSpan, Dims, Expr, OperationCounts};
 use crate::language::levels::Computation;
@@ -595,42 +595,8 @@ fn undeclared_error(
     d
 }
 
-/// For each of `names`, the first of `stencils` exactly one edit away, if any. Two names one
-/// edit apart share a key (a name itself or it less one character), so each stencil is filed
-/// under its keys and a name is compared only with the stencils that share one of its keys:
-/// linear in the names, where comparing every pair was quadratic.
-fn one_edit_away(names: &[&str], stencils: &[&str]) -> Vec<Option<usize>> {
-    let mut by_key: HashMap<String, Vec<usize>> = HashMap::new();
-    for (n, s) in stencils.iter().enumerate() {
-        for key in one_deleted(s) {
-            by_key.entry(key).or_default().push(n);
-        }
-    }
-    names
-        .iter()
-        .map(|name| {
-            one_deleted(name)
-                .filter_map(|key| by_key.get(&key))
-                .flatten()
-                .copied()
-                .filter(|&n| edit_distance(name, stencils[n]) == 1)
-                .min()
-        })
-        .collect()
-}
-
-/// `name` and every string made of it by deleting one character.
-fn one_deleted(name: &str) -> impl Iterator<Item = String> + '_ {
-    let at: Vec<usize> = name.char_indices().map(|(i, _)| i).collect();
-    let cut = move |k: usize| {
-        let end = at.get(k + 1).copied().unwrap_or(name.len());
-        format!("{}{}", &name[..at[k]], &name[end..])
-    };
-    std::iter::once(name.to_string()).chain((0..name.char_indices().count()).map(cut))
-}
-
 impl Analysis {
-    /// Inputs of three or more characters whose names are one edit away from a stencil's:
+    /// Inputs of 3 to [`NEAR_MISS_CHARS`] characters whose names are one edit away from a stencil's:
     /// likely misspellings when the program declares no `inputs:` (`check` warns about them).
     /// Pairs (input, stencil).
     pub fn near_miss_inputs(&self) -> Vec<(String, String)> {
@@ -639,7 +605,7 @@ impl Analysis {
             .inputs
             .iter()
             .map(|&a| self.arrays[a].name.as_str())
-            .filter(|name| name.chars().count() >= 3)
+            .filter(|name| (3..=NEAR_MISS_CHARS).contains(&name.chars().count()))
             .collect();
         inputs
             .iter()
@@ -790,36 +756,5 @@ impl Analysis {
 
     pub fn num_stencils(&self) -> usize {
         self.stencils.len()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::support::rng::Rng;
-
-    /// The keyed search finds, for random names over a small alphabet (multibyte letters
-    /// included), the stencil that comparing every pair finds.
-    #[test]
-    fn one_edit_away_equals_comparing_every_pair() {
-        let letters = ['a', 'b', 'c', 'é', '_'];
-        let mut rng = Rng::new(7);
-        let word = |rng: &mut Rng| -> String {
-            (0..rng.range(1, 5)).map(|_| *rng.pick(&letters)).collect()
-        };
-        let mut found = 0;
-        for _ in 0..300 {
-            let stencils: Vec<String> = (0..rng.range(1, 12)).map(|_| word(&mut rng)).collect();
-            let names: Vec<String> = (0..12).map(|_| word(&mut rng)).collect();
-            let s: Vec<&str> = stencils.iter().map(String::as_str).collect();
-            let n: Vec<&str> = names.iter().map(String::as_str).collect();
-            let brute: Vec<Option<usize>> = n
-                .iter()
-                .map(|x| s.iter().position(|y| edit_distance(x, y) == 1))
-                .collect();
-            found += brute.iter().flatten().count();
-            assert_eq!(one_edit_away(&n, &s), brute, "{n:?} against {s:?}");
-        }
-        assert!(found > 500, "{found} pairs one edit apart");
     }
 }
