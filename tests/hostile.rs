@@ -452,6 +452,12 @@ fn thread_and_run_counts_are_bounded() {
     );
 }
 
+/// Makes a FIFO at `path`.
+fn mkfifo(path: &Path) {
+    let made = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(made.success(), "mkfifo {}", path.display());
+}
+
 fn solve_to(out: &Path) -> Output {
     absinthe(&[
         "solve",
@@ -506,8 +512,7 @@ fn output_paths_are_written_through() {
 
     // A FIFO is written to, not replaced.
     let fifo = dir.path().join("fifo");
-    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
-    assert!(made.success());
+    mkfifo(&fifo);
     let reader = {
         let fifo = fifo.clone();
         std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
@@ -1147,11 +1152,7 @@ fn outputs_and_variants_that_cannot_work_are_refused_first() {
     let p = temp_file(d, "p.yaml", &hdiff_with("domain", "[8, 8, 4]"));
     let ps = p.to_str().unwrap();
     let fifo = d.join("fifo");
-    assert!(Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap()
-        .success());
+    mkfifo(&fifo);
     let o = absinthe(&["cache", ps, "--trace", fifo.to_str().unwrap()]);
     assert_clean_error(&o, &["cannot write", "it is a FIFO that no process reads"]);
 
@@ -1620,11 +1621,7 @@ fn reader_errors_and_carets_point_at_the_fault() {
     assert!(o.status.success(), "{}", stderr(&o));
     // A FIFO that no process writes is refused at once, not waited on.
     let fifo = d.join("fifo.yaml");
-    assert!(Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap()
-        .success());
+    mkfifo(&fifo);
     let o = absinthe(&["check", fifo.to_str().unwrap()]);
     assert_clean_error(&o, &["fifo.yaml: it is a FIFO that no process writes"]);
     for (name, text, needle) in [

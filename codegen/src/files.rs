@@ -2,6 +2,8 @@
 //! and a failure leaves the old one untouched (generated code, solutions, machine files).
 
 use std::io::Write;
+
+use absinthe_model::support::files::open_without_waiting;
 use std::path::{Path, PathBuf};
 
 /// A file that could not be written: what failed, and the system's reason when there is one.
@@ -308,29 +310,16 @@ fn write_special(path: &Path, contents: &[u8]) -> Result<(), WriteError> {
 /// A FIFO or a device opened for writing, refused at once where a FIFO has no reader; writes to
 /// it then wait for a reader that is slow, as they would have.
 fn open_special(path: &Path) -> Result<std::fs::File, WriteError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    use std::os::unix::io::AsRawFd;
     // Opened without waiting: a FIFO that no process reads would otherwise block forever.
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .truncate(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            Some(libc::ENXIO) => WriteError::new(format!(
-                "cannot write {}: it is a FIFO that no process reads",
-                path.display()
-            )),
-            _ => WriteError::new(format!("cannot open {}: {e}", path.display())),
-        })?;
-    // SAFETY: `fcntl` on a descriptor this function owns, with flags read from it.
-    unsafe {
-        let flags = libc::fcntl(f.as_raw_fd(), libc::F_GETFL);
-        if flags >= 0 {
-            libc::fcntl(f.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
-        }
-    }
-    Ok(f)
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).truncate(true);
+    open_without_waiting(&mut options, path).map_err(|e| match e.raw_os_error() {
+        Some(libc::ENXIO) => WriteError::new(format!(
+            "cannot write {}: it is a FIFO that no process reads",
+            path.display()
+        )),
+        _ => WriteError::new(format!("cannot open {}: {e}", path.display())),
+    })
 }
 
 /// A file's new contents written to a temporary beside it, waiting to be renamed over it.

@@ -86,6 +86,7 @@ pub mod output {
 
 /// Support: the one work queue and a small random-number generator.
 pub mod support {
+    pub mod files;
     pub mod parallel;
     pub mod rng;
 }

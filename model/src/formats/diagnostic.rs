@@ -333,32 +333,14 @@ pub fn load_file<T>(
 /// from taking the machine's memory.
 pub const MAX_FILE_BYTES: u64 = 16 << 20;
 
-/// `path` opened for reading without waiting for a writer (a FIFO that no process writes
-/// would block the open forever; read, it then ends at once), reads waiting as usual.
-fn open_without_waiting(path: &std::path::Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    use std::os::unix::io::AsRawFd;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
-    // SAFETY: `fcntl` on a descriptor this function owns, with flags read from it.
-    unsafe {
-        let flags = libc::fcntl(f.as_raw_fd(), libc::F_GETFL);
-        if flags >= 0 {
-            libc::fcntl(f.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
-        }
-    }
-    Ok(f)
-}
-
 /// The text of a file of at most [`MAX_FILE_BYTES`], or why not: a pipe is read (`<(...)`), a
 /// device that never ends (`/dev/zero`) stops at the bound.
 fn read_text(path: &std::path::Path) -> Result<String, String> {
     use std::io::Read;
     let cannot = |e: std::io::Error| format!("cannot read the file: {e}");
     let mut bytes = Vec::new();
-    open_without_waiting(path)
+    // A FIFO that no process writes would block the open forever; read, it ends at once.
+    crate::support::files::open_without_waiting(std::fs::OpenOptions::new().read(true), path)
         .map_err(cannot)?
         .take(MAX_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
