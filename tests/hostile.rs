@@ -1710,3 +1710,33 @@ fn reader_errors_and_carets_point_at_the_fault() {
         &["groups[1].stencils[2]: `t3` is stencil 2 of the program, but it is listed before"],
     );
 }
+
+/// `cache --trace /dev/stdout` writes the trace to absinthe's standard output (a pipe here),
+/// every access, ahead of the report; not to the harness's own, which absinthe reads.
+#[test]
+fn a_trace_to_standard_output_reaches_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = temp_file(dir.path(), "p.yaml", &hdiff_with("domain", "[8, 8, 4]"));
+    let o = absinthe(&[
+        "cache",
+        p.to_str().unwrap(),
+        "--trace",
+        "/dev/stdout",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let report = out.find("\n{").expect("the JSON report follows the trace") + 1;
+    let access = |l: &str| {
+        let f: Vec<&str> = l.split(' ').collect();
+        f.len() == 3 && (f[1] == "R" || f[1] == "W") && f[2].parse::<u64>().is_ok()
+    };
+    let lines: Vec<&str> = out[..report].lines().collect();
+    assert!(lines.iter().all(|l| access(l)), "{}", &out[..report.min(2000)]);
+    let json: serde_json::Value = serde_json::from_str(&out[report..]).unwrap();
+    assert_eq!(
+        lines.len() as u64,
+        json["levels"][0]["accesses"].as_u64().unwrap()
+    );
+}

@@ -215,8 +215,9 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), WriteError> {
 
 /// A file another program writes for this one (the trace harness's trace): the writer is given
 /// [`Handoff::path`], an empty temporary beside a regular file (renamed over it by
-/// [`Handoff::commit`] once the writer has finished; dropped uncommitted, it is removed), or the
-/// path itself when that is a FIFO or a device, written to directly. So a failed writer leaves
+/// [`Handoff::commit`] once the writer has finished; dropped uncommitted, it is removed), or,
+/// when that is a FIFO or a device, what this process holds open on it, written to directly
+/// (`/dev/stdout` is then absinthe's standard output, not the writer's). So a failed writer leaves
 /// the old file as it was, and a device stays a device.
 pub struct Handoff {
     staged: Option<Staged>,
@@ -231,11 +232,14 @@ pub struct Handoff {
 pub fn handoff(path: &Path) -> Result<Handoff, WriteError> {
     check_output(path, false)?;
     Ok(match target_of(path)? {
-        Target::Special(path) => Handoff {
-            _special: Some(open_special(&path)?),
-            staged: None,
-            path,
-        },
+        Target::Special(path) => {
+            let file = open_special(&path)?;
+            Handoff {
+                path: held_path(&file).unwrap_or(path),
+                _special: Some(file),
+                staged: None,
+            }
+        }
         Target::Regular(path, existing) => {
             let staged = stage(&path, b"", existing.as_ref())?;
             Handoff {
@@ -245,6 +249,15 @@ pub fn handoff(path: &Path) -> Result<Handoff, WriteError> {
             }
         }
     })
+}
+
+/// Where another process opens what `file` is open on: `/proc/PID/fd/FD` of this process,
+/// where `/proc` shows it. So `/dev/stdout` (and `/dev/fd/N`, `/dev/stderr`) names this
+/// process's stream, not the writer's own, whose standard output absinthe reads.
+fn held_path(file: &std::fs::File) -> Option<PathBuf> {
+    use std::os::fd::AsRawFd;
+    let path = PathBuf::from(format!("/proc/{}/fd/{}", std::process::id(), file.as_raw_fd()));
+    path.exists().then_some(path)
 }
 
 impl Handoff {

@@ -98,10 +98,16 @@ impl Bench {
                     doing: "building the trace of",
                     source,
                 })?;
+        // The harness names the file it was given; a FIFO or a device is named as the user did.
+        let given = handoff.path().display().to_string();
         let run_error = |message: String| MeasureError::Run {
             source: CodegenError::Run {
                 program: exe.display().to_string(),
-                message,
+                message: if handoff.replaces() {
+                    message
+                } else {
+                    message.replace(&given, &path.display().to_string())
+                },
             },
         };
         let mut cmd = Command::new(&exe);
