@@ -93,6 +93,11 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let (_, view) = args.machine.load_for_solution(&program, solution.model)?;
     let analysis = absinthe_model::Analysis::weighed(&program, view.params.operations)
         .map_err(|d| FileError::new(&args.solution, d))?;
+    // A configuration the file does not describe consistently is an error at its place in the
+    // file, as for codegen and bench, not a verdict.
+    solution
+        .configuration(&analysis)
+        .map_err(|d| FileError::new(&args.solution, d))?;
     let search = &args.search;
     let checks = Checks {
         soundness: !args.skip.contains(&Skip::Soundness),

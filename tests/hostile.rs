@@ -664,6 +664,31 @@ fn a_solution_for_another_program_is_refused() {
     assert_clean_error(&o, &expect);
 }
 
+/// A solution whose tile counts and sizes disagree is an error at the entry in the file, the
+/// same for `verify` as for `codegen` and `cache`.
+#[test]
+fn a_solution_that_contradicts_itself_is_placed() {
+    let dir = tempfile::tempdir().unwrap();
+    let sol = dir.path().join("hdiff.solution.yaml");
+    assert!(solve_to(&sol).status.success());
+    let text = std::fs::read_to_string(&sol).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let at = lines.iter().position(|l| l == "  tile_size:").expect("a tile_size entry");
+    lines[at + 1] = "  - 7".into();
+    let line = at + 2;
+    let bad = lines.join("\n") + "\n";
+    std::fs::write(&sol, &bad).unwrap();
+    let sol = sol.to_str().unwrap();
+    let place = format!("hdiff.solution.yaml:{line}:5: groups[0].tile_size[0]");
+    for args in [
+        vec!["verify", "configs/hdiff.yaml", "--solution", sol],
+        vec!["cache", "configs/hdiff.yaml", "--solution", sol],
+    ] {
+        let o = absinthe(&args);
+        assert_clean_error(&o, &[&place]);
+    }
+}
+
 /// `--flush-bytes 0` times with no flush, and the header says so.
 #[test]
 fn no_flush_is_reported_as_no_flush() {
