@@ -673,7 +673,10 @@ fn a_solution_that_contradicts_itself_is_placed() {
     assert!(solve_to(&sol).status.success());
     let text = std::fs::read_to_string(&sol).unwrap();
     let mut lines: Vec<String> = text.lines().map(String::from).collect();
-    let at = lines.iter().position(|l| l == "  tile_size:").expect("a tile_size entry");
+    let at = lines
+        .iter()
+        .position(|l| l == "  tile_size:")
+        .expect("a tile_size entry");
     lines[at + 1] = "  - 7".into();
     let line = at + 2;
     let bad = lines.join("\n") + "\n";
@@ -1758,7 +1761,11 @@ fn a_trace_to_standard_output_reaches_it() {
         f.len() == 3 && (f[1] == "R" || f[1] == "W") && f[2].parse::<u64>().is_ok()
     };
     let lines: Vec<&str> = out[..report].lines().collect();
-    assert!(lines.iter().all(|l| access(l)), "{}", &out[..report.min(2000)]);
+    assert!(
+        lines.iter().all(|l| access(l)),
+        "{}",
+        &out[..report.min(2000)]
+    );
     let json: serde_json::Value = serde_json::from_str(&out[report..]).unwrap();
     assert_eq!(
         lines.len() as u64,

@@ -256,7 +256,11 @@ pub fn handoff(path: &Path) -> Result<Handoff, WriteError> {
 /// process's stream, not the writer's own, whose standard output absinthe reads.
 fn held_path(file: &std::fs::File) -> Option<PathBuf> {
     use std::os::fd::AsRawFd;
-    let path = PathBuf::from(format!("/proc/{}/fd/{}", std::process::id(), file.as_raw_fd()));
+    let path = PathBuf::from(format!(
+        "/proc/{}/fd/{}",
+        std::process::id(),
+        file.as_raw_fd()
+    ));
     path.exists().then_some(path)
 }
 
