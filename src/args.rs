@@ -203,10 +203,10 @@ impl MachineArg {
 #[derive(Args, Clone)]
 pub struct SearchArgs {
     /// Stop after S seconds: a MILP with its best configuration and gap, solve's searches with an error.
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "S", value_parser = SolveOptions::parse_time_limit)]
     pub time_limit: Option<f64>,
-    /// Relative optimality gap at which the solver stops.
-    #[arg(long, default_value_t = 1e-4)]
+    /// Relative optimality gap at which the solver stops, in [0, 1).
+    #[arg(long, default_value_t = 1e-4, value_parser = SolveOptions::parse_gap)]
     pub gap: f64,
     /// Solver threads, 1 to 256 [default: the solver's own].
     #[arg(long, value_parser = parse_threads)]

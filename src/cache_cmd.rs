@@ -75,7 +75,10 @@ pub struct CacheArgs {
 pub fn run(args: CacheArgs) -> anyhow::Result<ExitCode> {
     args.search.refuse_ranks("cache")?;
     let variant = match &args.solution {
-        Some(path) => Variant::Solution(path.clone()),
+        Some(path) => {
+            args.search.refuse_search_flags("cache")?;
+            Variant::Solution(path.clone())
+        }
         None => parse_countable(&args.variant).map_err(anyhow::Error::msg)?,
     };
     let (machine, variants) = (args.machine.path()?, [variant]);

@@ -144,10 +144,12 @@ pub fn run(args: TuneArgs) -> anyhow::Result<std::process::ExitCode> {
         e => e.into(),
     })?;
     let json = absinthe_model::output::solution::Solution::json_named(&output);
-    write_atomic(&output, solution_text(&tuning.solution, json)?.as_bytes())?;
+    let text = solution_text(&tuning.solution, json)?;
     tuning.report.solution_file = output.clone();
     let report = &tuning.report;
+    // The report first: a solution file that cannot be written then loses no measurement.
     crate::output::print(args.format, report, report.text(&bench.flush_phrase()))?;
+    write_atomic(&output, text.as_bytes())?;
     eprintln!("wrote the solution to {}", output.display());
     // Last, so that a plot that cannot be drawn loses neither the solution nor the report.
     if let Some(path) = &args.plot {

@@ -1772,3 +1772,121 @@ fn a_trace_to_standard_output_reaches_it() {
         json["levels"][0]["accesses"].as_u64().unwrap()
     );
 }
+
+/// `learn` refuses, before it measures anything: a GPU's machine file without `--target cuda`,
+/// `--write-programs` beside flags it would ignore, numbers past their range, a calibration
+/// domain too large to allocate, and an output path that names a directory. `--write-programs`
+/// writes all its programs or none.
+#[test]
+fn learn_refuses_what_it_would_measure_wrongly_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = d.join("o.yaml");
+    let out = out.to_str().unwrap();
+    let learn = |extra: &[&str]| {
+        let mut args = vec!["learn", "--machine", "machines/template.yaml"];
+        args.extend_from_slice(extra);
+        absinthe(&args)
+    };
+    let o = absinthe(&["learn", "--machine", "machines/h100.yaml", "--out", out]);
+    assert_clean_error(&o, &["describes a GPU", "learn --target cuda"]);
+    let programs = d.join("programs");
+    std::fs::create_dir_all(programs.join("learn_slow1w0.yaml")).unwrap();
+    let p = programs.to_str().unwrap();
+    let o = learn(&["--write-programs", p, "--ranks", "2"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = learn(&["--write-programs", p]);
+    assert_clean_error(&o, &["learn_slow1w0.yaml is a directory, not a file"]);
+    assert_eq!(std::fs::read_dir(&programs).unwrap().count(), 1);
+    for (flag, value) in [("--repeats", "18446744073709551615"), ("--shapes", "0")] {
+        let o = learn(&["--out", out, flag, value]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    }
+    let o = learn(&["--out", out, "--calibration-domain", "99999,99999,9999"]);
+    assert_clean_error(&o, &["more than 16777216 cells"]);
+    let o = learn(&["--out", &format!("{out}/")]);
+    assert_clean_error(&o, &["ends in `/`, which names a directory"]);
+    assert!(!stderr(&o).contains("learning "), "{}", stderr(&o));
+    assert!(!Path::new(out).exists());
+}
+
+/// The `compiler:` section takes each key's default where it is left out; text keys refuse
+/// YAML's null, booleans and numbers, control characters, and an empty flag list; a machine
+/// needs a name.
+#[test]
+fn compiler_keys_default_one_by_one_and_take_only_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::read_to_string(root().join("machines/default.yaml")).unwrap();
+    let without: String = base
+        .lines()
+        .filter(|l| !l.starts_with("compiler:"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert_ne!(
+        without, base,
+        "machines/default.yaml has a one-line compiler section"
+    );
+    for (n, (section, said)) in [
+        ("compiler: {flags: [-O3]}", None),
+        ("compiler: {cxx: g++}", None),
+        (
+            "compiler: {cxx: null}",
+            Some("compiler.cxx: expected text, found null"),
+        ),
+        ("compiler: {cxx: true}", Some("found the boolean true")),
+        ("compiler: {flags: [-O3, 3]}", Some("found the number 3")),
+        (
+            "compiler: {flags: []}",
+            Some("no flags builds without optimisation"),
+        ),
+        (
+            "compiler: {cxx: \"g\\u001b[31m++\"}",
+            Some("control character U+001B"),
+        ),
+        ("name: ''", Some("the name is empty")),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let text = if section.starts_with("name") {
+            base.lines()
+                .map(|l| if l.starts_with("name:") { section } else { l })
+                .collect::<Vec<_>>()
+                .join("\n")
+        } else {
+            format!("{without}\n{section}\n")
+        };
+        let m = temp_file(dir.path(), &format!("m{n}.yaml"), &text);
+        let o = absinthe(&[
+            "solve",
+            "configs/hdiff.yaml",
+            "--machine",
+            m.to_str().unwrap(),
+        ]);
+        match said {
+            None => assert!(o.status.success(), "{section}: {}", stderr(&o)),
+            Some(said) => assert_clean_error(&o, &[said]),
+        }
+    }
+}
+
+/// `cache --solution` refuses the flags that choose a solve's configuration, as `codegen
+/// --solution` does; `--gap` and `--time-limit` out of range are usage errors.
+#[test]
+fn flags_a_command_would_ignore_or_misread_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let sol = dir.path().join("hdiff.solution.yaml");
+    assert!(solve_to(&sol).status.success());
+    let o = absinthe(&[
+        "cache",
+        "configs/hdiff.yaml",
+        "--solution",
+        sol.to_str().unwrap(),
+        "--no-inline",
+    ]);
+    assert_clean_error(&o, &["--no-inline chooses the configuration a solve finds"]);
+    for (flag, value) in [("--gap", "nan"), ("--gap", "1"), ("--time-limit", "0")] {
+        let o = absinthe(&["solve", "configs/hdiff.yaml", flag, value]);
+        assert_eq!(o.status.code(), Some(2), "{flag} {value}: {}", stderr(&o));
+    }
+}

@@ -94,6 +94,13 @@ pub fn write_files(
 /// directory, or a path under something that is not a directory (`-o notes.txt/x`). `dir`: the
 /// path is a directory to write files into (`--keep-data`), which may exist.
 pub fn check_output(path: &Path, dir: bool) -> Result<(), WriteError> {
+    use std::os::unix::ffi::OsStrExt;
+    if !dir && path.as_os_str().as_bytes().ends_with(b"/") {
+        return Err(WriteError::new(format!(
+            "{} ends in `/`, which names a directory; give the file's name",
+            path.display()
+        )));
+    }
     if !dir && path.is_dir() {
         return Err(WriteError::new(format!(
             "{} is a directory, not a file",

@@ -56,8 +56,23 @@ pub fn domains(extents: &[usize]) -> Result<Vec<[usize; 3]>, LearnError> {
             "--calibration-domain takes three extents of at least 4 (x,y,z), found {extents:?}"
         )));
     }
-    Ok(extents.chunks(3).map(|d| [d[0], d[1], d[2]]).collect())
+    let domains: Vec<[usize; 3]> = extents.chunks(3).map(|d| [d[0], d[1], d[2]]).collect();
+    if let Some(d) = domains.iter().find(|d| {
+        d.iter()
+            .try_fold(1u128, |cells, &n| cells.checked_mul(n as u128))
+            .is_none_or(|cells| cells > MAX_CALIBRATION_CELLS)
+    }) {
+        return Err(LearnError::Invalid(format!(
+            "--calibration-domain {},{},{}: more than {MAX_CALIBRATION_CELLS} cells; a calibration program keeps 19 arrays of them (the default domains are 256,128,60 and 64,64,60)",
+            d[0], d[1], d[2]
+        )));
+    }
+    Ok(domains)
 }
+
+/// The most cells of a calibration domain (`--calibration-domain`): 19 arrays of doubles, 2.5
+/// GB.
+pub const MAX_CALIBRATION_CELLS: u128 = 1 << 24;
 
 /// What one fraction's optima measured.
 #[derive(Clone, Debug, PartialEq)]

@@ -218,6 +218,17 @@ pub fn write_files<E: From<LearnError>>(
     Ok(())
 }
 
+/// Writes the training and calibration programs into `dir` (`learn --write-programs`), all of
+/// them or none: each is staged, then renamed into place. Returns the paths written.
+pub fn write_programs(
+    dir: &Path,
+    inputs: &[&Path],
+) -> Result<Vec<PathBuf>, Box<dyn std::error::Error + Send + Sync>> {
+    let files = program_files()?;
+    absinthe_codegen::files::write_files(dir, &files, inputs)?;
+    Ok(files.iter().map(|(name, _)| dir.join(name)).collect())
+}
+
 /// The training and calibration programs as files, (name, YAML text): what `learn` measures.
 pub fn program_files() -> Result<Vec<(String, String)>, LearnError> {
     let domains = &calibrate::CALIBRATION_DOMAINS;

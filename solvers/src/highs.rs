@@ -144,7 +144,11 @@ impl Highs {
             | HighsModelStatus::ReachedMemoryLimit
             | HighsModelStatus::ObjectiveBound
             | HighsModelStatus::ObjectiveTarget => Ok(stopped_early(&solved, milp, seconds())),
-            other => Err(backend(format!("HiGHS ended with model status {other:?}"))),
+            // `Unknown` where the coefficients span many orders of magnitude (a machine file
+            // of extreme costs on a huge domain): the other backends may still solve it.
+            other => Err(backend(format!(
+                "HiGHS ended with model status {other:?}, without an answer; another --solver may solve it (cbc, or for a search dp, which needs no MILP)"
+            ))),
         }
     }
 }

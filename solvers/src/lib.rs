@@ -86,6 +86,26 @@ pub struct SolveOptions {
 }
 
 impl SolveOptions {
+    /// A `--gap` value, checked as [`SolveOptions::check`] checks it.
+    pub fn parse_gap(text: &str) -> Result<f64, String> {
+        let gap = number(text)?;
+        let options = SolveOptions {
+            relative_gap: gap,
+            ..SolveOptions::default()
+        };
+        options.check().map(|()| gap)
+    }
+
+    /// A `--time-limit` value, checked as [`SolveOptions::check`] checks it.
+    pub fn parse_time_limit(text: &str) -> Result<f64, String> {
+        let limit = number(text)?;
+        let options = SolveOptions {
+            time_limit: Some(limit),
+            ..SolveOptions::default()
+        };
+        options.check().map(|()| limit)
+    }
+
     /// Why these options (from `--gap`, `--time-limit`, `--threads`) cannot be used: a gap
     /// outside [0, 1), a time limit that is not positive or exceeds
     /// `limits::MAX_TIME_LIMIT`, zero threads.
@@ -111,6 +131,12 @@ impl SolveOptions {
         }
         Ok(())
     }
+}
+
+fn number(text: &str) -> Result<f64, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| format!("not a number: `{text}`"))
 }
 
 impl Default for SolveOptions {

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use absinthe_learn::machine_file::read;
-use absinthe_learn::pipeline::{self, write_files, Host, Outputs, Request};
+use absinthe_learn::pipeline::{self, Host, Outputs, Request};
 use absinthe_learn::text::{start_line, Bar};
 use absinthe_model::formats::model_kind::ModelKind;
 use clap::Args;
@@ -74,12 +74,12 @@ pub struct LearnArgs {
     /// Write the raw measurements as CSV (measurements.csv) into this directory.
     #[arg(long, value_name = "DIR")]
     pub keep_data: Option<PathBuf>,
-    /// Tile shapes per family, beside one full-row shape per five (at most four) [default: 20, or 103 with --thorough].
-    #[arg(long, hide = true)]
-    pub shapes: Option<usize>,
-    /// Timed runs per shape [default: 16, or 64 with --thorough].
-    #[arg(long, hide = true)]
-    pub repeats: Option<usize>,
+    /// Tile shapes per family (1-103), beside one full-row shape per five (at most four) [default: 20, or 103 with --thorough].
+    #[arg(long, hide = true, value_parser = clap::value_parser!(u64).range(1..=103))]
+    pub shapes: Option<u64>,
+    /// Timed runs per shape (1-1024) [default: 16, or 64 with --thorough].
+    #[arg(long, hide = true, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub repeats: Option<u64>,
     #[command(flatten)]
     pub flush: FlushArgs,
     /// The LP backend of the fit.
@@ -141,17 +141,17 @@ pub struct LearnArgs {
     /// them out of --emit's bundles, or out of --timings' fit.
     #[arg(long)]
     pub no_kernel_refit: bool,
-    /// Configurations per kernel in the refit beside its optimum [default: 8]: random ones; with
-    /// --target cuda, half of them the model's next best.
-    #[arg(long, hide = true)]
-    pub kernel_variants: Option<usize>,
+    /// Configurations per kernel in the refit beside its optimum (0-64) [default: 8]: random
+    /// ones; with --target cuda, half of them the model's next best.
+    #[arg(long, hide = true, value_parser = clap::value_parser!(u64).range(0..=64))]
+    pub kernel_variants: Option<u64>,
     /// Domains of the calibration programs, e.g. 64,64,60 (repeat for several)
     /// [default: 256,128,60 and 64,64,60].
     #[arg(long, value_delimiter = ',', value_name = "X,Y,Z", hide = true)]
     pub calibration_domain: Vec<usize>,
     /// Write the training and calibration programs (YAML, one file each) into this directory
     /// and stop: to see what `learn` measures, or to run them through `bench`.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "keep_data", "ranks", "emit", "timings", "calibration_domain"])]
     pub write_programs: Option<PathBuf>,
     /// What to learn: this CPU (`openmp`), or a GPU (`cuda`): the training programs as CUDA
     /// kernels, one thread block per x-y tile streaming along z, at the tile shapes the GPU
@@ -179,8 +179,8 @@ pub struct LearnArgs {
     /// generated code's halo exchange on a Cartesian grid of the N ranks) and write the machine
     /// file's `network:` section (latency, bandwidth), which `solve --ranks` prices exchanges
     /// with; the rest of the file stays as it is. A few seconds.
-    #[arg(long, value_name = "N", value_parser = parse_network_ranks)]
-    pub ranks: Option<usize>,
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(2..=1024))]
+    pub ranks: Option<u64>,
     /// The form of the model to fit: `linear` (the default, every step above) or `absinthe`,
     /// the original model as published: its six parameters fitted to the training programs
     /// alone, a store weighted like a load, no compute part and no crowding charge; the kernel
@@ -192,6 +192,14 @@ pub struct LearnArgs {
 
 pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
+    if let Some(dir) = &args.write_programs {
+        read(&args.machine)?;
+        let written =
+            pipeline::write_programs(dir, &[&args.machine]).map_err(anyhow::Error::msg)?;
+        let list: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+        crate::output::emit(format_args!("{}\n", list.join("\n")))?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.target == Target::Cuda && !args.model.is_default() {
         anyhow::bail!(
             "--model {} fits a CPU; --target cuda fits the linear form",
@@ -205,15 +213,14 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--emit and --timings go with --target cuda");
     }
     if let Some(ranks) = args.ranks {
-        return network::run(&args, ranks);
-    }
-    if let Some(dir) = &args.write_programs {
-        write_files(dir, &pipeline::program_files()?, &write_listed)?;
-        return Ok(ExitCode::SUCCESS);
+        return network::run(&args, ranks as usize);
     }
     let outputs = outputs(&args);
     outputs.check()?;
     let (machine, text) = read(&args.machine)?;
+    if let Some(why) = machine.target_mismatch(false) {
+        anyhow::bail!("{}: {why}", args.machine.display());
+    }
     let host = Host::of(&machine)?;
     let (options, steps) = request(&args).plan(&machine, host, args.flush.flush()?)?;
     if !args.quiet {
@@ -231,14 +238,14 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
 fn request(args: &LearnArgs) -> Request {
     Request {
         thorough: args.thorough,
-        shapes: args.shapes,
-        repeats: args.repeats,
+        shapes: args.shapes.map(|n| n as usize),
+        repeats: args.repeats.map(|n| n as usize),
         solver: args.solver,
         generated_kernels: args.generated_kernels,
         streamed_shapes: args.streamed_shapes,
         model: args.model,
         kernel_refit: !args.no_kernel_refit,
-        kernel_variants: args.kernel_variants,
+        kernel_variants: args.kernel_variants.map(|n| n as usize),
         cache_fraction: !args.keep_cache_fraction,
         compiler_flags: !args.keep_flags,
         flag_rounds: args.flag_rounds.map(|r| r as usize),
@@ -258,21 +265,4 @@ fn outputs(args: &LearnArgs) -> Outputs<'_> {
 /// Writes `text` to `path` atomically: the libraries' file writer.
 fn write(path: &Path, text: &str) -> anyhow::Result<()> {
     Ok(write_atomic(path, text.as_bytes())?)
-}
-
-/// Writes `text` to `path` atomically and prints the path.
-fn write_listed(path: &Path, text: &str) -> anyhow::Result<()> {
-    write(path, text)?;
-    crate::output::emit(format_args!("{}\n", path.display()))?;
-    Ok(())
-}
-
-/// `learn --ranks N`: a whole number from 2 to 1024, checked before anything is measured.
-fn parse_network_ranks(text: &str) -> Result<usize, String> {
-    match text.trim().parse::<usize>() {
-        Ok(n) if (2..=1024).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "the network is measured between 2 and 1024 ranks, a whole number; found `{text}`"
-        )),
-    }
 }

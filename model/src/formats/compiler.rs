@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::formats::diagnostic::Diagnostic;
 use crate::formats::limits;
+use crate::formats::yaml;
 
 /// How the timed (FMA) build divides by a literal that is not a power of two
 /// (docs/decisions/0054-division-by-a-literal-through-its-reciprocal.md). Both give the correctly
@@ -37,8 +38,11 @@ impl Division {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Compiler {
+    /// The compiler command [default: `g++`].
+    #[serde(default = "default_cxx", deserialize_with = "yaml::text")]
     pub cxx: String,
-    #[serde(default)]
+    /// [default: `-O3 -march=native -fopenmp`; each key of the section has its own default].
+    #[serde(default = "default_flags", deserialize_with = "yaml::text")]
     pub flags: Vec<String>,
     /// How the timed build divides by literals; `learn` chooses it by measurement.
     #[serde(default, skip_serializing_if = "Division::is_default")]
@@ -46,15 +50,27 @@ pub struct Compiler {
     /// Flags `learn` may add to [`Compiler::base_flags`]: it times learn's kernels built with
     /// the base flags and with each candidate added, and writes the fastest set into `flags`
     /// (`learn::flags`). Empty: `flags` stay as they are.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "yaml::text"
+    )]
     pub candidates: Vec<Vec<String>>,
+}
+
+fn default_cxx() -> String {
+    "g++".into()
+}
+
+fn default_flags() -> Vec<String> {
+    vec!["-O3".into(), "-march=native".into(), "-fopenmp".into()]
 }
 
 impl Default for Compiler {
     fn default() -> Self {
         Compiler {
-            cxx: "g++".into(),
-            flags: vec!["-O3".into(), "-march=native".into(), "-fopenmp".into()],
+            cxx: default_cxx(),
+            flags: default_flags(),
             division: Division::Reciprocal,
             candidates: Vec::new(),
         }
@@ -96,13 +112,23 @@ impl Compiler {
                 "the compiler command is empty",
             ));
         }
+        if let Some(c) = self.cxx.chars().find(|c| c.is_control()) {
+            errors.push(Diagnostic::new(
+                "compiler.cxx",
+                format!(
+                    "the command holds the control character U+{:04X}; it is printed as it is",
+                    c as u32
+                ),
+            ));
+        }
+        if self.flags.is_empty() {
+            errors.push(Diagnostic::new(
+                "compiler.flags",
+                "no flags builds without optimisation; leave `flags` out for the default (-O3 -march=native -fopenmp), or name the flags meant",
+            ));
+        }
         for (n, f) in self.flags.iter().enumerate() {
-            if f.trim().is_empty() {
-                errors.push(Diagnostic::new(
-                    format!("compiler.flags[{n}]"),
-                    "a flag is empty",
-                ));
-            }
+            flag_errors(f, &format!("compiler.flags[{n}]"), errors);
         }
         if self.candidates.len() > limits::MAX_FLAG_CANDIDATES {
             errors.push(Diagnostic::new(
@@ -122,14 +148,24 @@ impl Compiler {
                 ));
             }
             for (m, f) in c.iter().enumerate() {
-                if f.trim().is_empty() {
-                    errors.push(Diagnostic::new(
-                        format!("compiler.candidates[{n}][{m}]"),
-                        "a flag is empty",
-                    ));
-                }
+                flag_errors(f, &format!("compiler.candidates[{n}][{m}]"), errors);
             }
         }
+    }
+}
+
+/// A flag that is empty, or holds a control character (printed as it is in progress lines).
+fn flag_errors(flag: &str, key: &str, errors: &mut Vec<Diagnostic>) {
+    if flag.trim().is_empty() {
+        errors.push(Diagnostic::new(key, "a flag is empty"));
+    } else if let Some(c) = flag.chars().find(|c| c.is_control()) {
+        errors.push(Diagnostic::new(
+            key,
+            format!(
+                "the flag holds the control character U+{:04X}; it is printed as it is",
+                c as u32
+            ),
+        ));
     }
 }
 

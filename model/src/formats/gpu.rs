@@ -90,7 +90,7 @@ impl crate::formats::machine::Machine {
                 self.name
             )),
             (true, false) => Some(format!(
-                "machine `{}` describes a GPU (`gpu:`): OpenMP code for a CPU needs a CPU's machine file (machines/default.yaml, or one `learn` wrote), or --target cuda",
+                "machine `{}` describes a GPU (`gpu:`): OpenMP code for a CPU needs a CPU's machine file (machines/default.yaml, or one `learn` wrote); for the GPU use `codegen --target cuda`, `bench --target cuda-emulated` or `learn --target cuda`",
                 self.name
             )),
             _ => None,

@@ -303,6 +303,7 @@ impl Default for Slack {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Machine {
+    #[serde(deserialize_with = "crate::formats::yaml::text")]
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cores: Option<usize>,
@@ -452,6 +453,12 @@ pub struct ModelMachine {
 /// Commands print a machine's name: an escaped control character in it (`"\u001b[31m"`) would
 /// reach the terminal.
 fn name_problem(name: &str) -> Option<Diagnostic> {
+    if name.trim().is_empty() {
+        return Some(Diagnostic::new(
+            "name",
+            "the name is empty; reports name the machine by it",
+        ));
+    }
     let c = name.chars().find(|c| c.is_control())?;
     Some(Diagnostic::new(
         "name",

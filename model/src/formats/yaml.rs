@@ -476,6 +476,34 @@ where
     de.deserialize_map(Keys(std::marker::PhantomData))
 }
 
+/// `deserialize_with` for text, or lists of text (a command, its flags, a name): YAML reads
+/// `null`, `~`, `true` and `3` as other types, and a lenient reader would turn them into the
+/// words "null", "~", "true" and "3" (a compiler named `true` runs `/bin/true`). They are
+/// refused; quoted, they are text.
+pub fn text<'de, D, T>(de: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    fn check(v: &Value) -> Result<(), String> {
+        let found = match v {
+            Value::String(_) => return Ok(()),
+            Value::Sequence(items) => return items.iter().try_for_each(check),
+            Value::Null => "null (`~`, `null` or nothing)".to_string(),
+            Value::Bool(b) => format!("the boolean {b}"),
+            Value::Number(n) => format!("the number {n}"),
+            Value::Mapping(_) => "a mapping".to_string(),
+            Value::Tagged(_) => "a tagged value".to_string(),
+        };
+        Err(format!(
+            "expected text, found {found}; quote it if it is meant as text"
+        ))
+    }
+    let value = <Value as serde::Deserialize>::deserialize(de)?;
+    check(&value).map_err(serde::de::Error::custom)?;
+    T::deserialize(value).map_err(serde::de::Error::custom)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
