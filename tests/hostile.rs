@@ -1360,10 +1360,9 @@ fn solution_files_are_checked_and_named() {
     let inlined = bad("inlined.yaml", "- stencils:\n", "- stencils:\n  - fli\n");
     let o = verify(&inlined);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    let said = stdout(&o);
-    assert!(
-        said.contains("groups[0].stencils[0]: `fli` is inlined (`inline:`)"),
-        "{said}"
+    assert_clean_error(
+        &o,
+        &["inlined.yaml:", "groups[0].stencils[0]: `fli` is inlined (`inline:`)"],
     );
     // One tile for two threads: infeasible for the model, generated as written.
     let tiles = solution["groups"][0]["tiles"].clone();
@@ -1889,4 +1888,36 @@ fn flags_a_command_would_ignore_or_misread_are_refused() {
         let o = absinthe(&["solve", "configs/hdiff.yaml", flag, value]);
         assert_eq!(o.status.code(), Some(2), "{flag} {value}: {}", stderr(&o));
     }
+}
+
+/// A key given twice inside a nested mapping is placed at the second, naming the first's line
+/// (the YAML parser places the mapping that holds it).
+#[test]
+fn a_nested_key_given_twice_is_placed_at_the_second() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = temp_file(
+        dir.path(),
+        "p.yaml",
+        "name: p\ndomain: [8, 8, 4]\nhalo: [1, 1, 1]\noutputs: [out]\nstencils:\n  - name: out\n    expr: \"in(i,j,k)\"\n    name: again\n",
+    );
+    let o = absinthe(&["check", p.to_str().unwrap()]);
+    assert_clean_error(
+        &o,
+        &["p.yaml:8:5: stencils[0].name: the key `name` is given twice, here and at line 6"],
+    );
+    let m = temp_file(
+        dir.path(),
+        "m.yaml",
+        "name: m\ncores: 2\ncache_bytes: 1048576\ncaches:\n  - name: L1\n    bytes: 49152\n    line: 64\n    ways: 12\n    shared: false\n    ways: 8\n",
+    );
+    let o = absinthe(&[
+        "solve",
+        "configs/hdiff.yaml",
+        "--machine",
+        m.to_str().unwrap(),
+    ]);
+    assert_clean_error(
+        &o,
+        &["m.yaml:10:5: caches[0].ways: the key `ways` is given twice"],
+    );
 }

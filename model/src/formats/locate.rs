@@ -60,6 +60,8 @@ struct Finder<'a> {
     at_first_key: bool,
     /// The scalar the whole target path names, and where it starts.
     value: Option<(Marker, String)>,
+    /// Where the whole target path was last found (a key given twice: the second).
+    last: Option<Marker>,
 }
 
 impl Finder<'_> {
@@ -80,6 +82,9 @@ impl Finder<'_> {
         let on_path = self.matched == depth && self.target.get(depth - 1) == Some(&step);
         if on_path && self.best.is_none_or(|(d, _)| d < depth) {
             self.best = Some((depth, at));
+        }
+        if on_path && depth == self.target.len() {
+            self.last = Some(at);
         }
         on_path
     }
@@ -143,6 +148,20 @@ pub fn locate(text: &str, path: &str) -> Option<(usize, usize)> {
     finder.best.map(|(_, m)| (m.line(), m.col() + 1))
 }
 
+/// Where `path` is written the first and the last time (a key given twice), 1-based; None
+/// unless the whole path is in the text.
+pub fn locate_twice(text: &str, path: &str) -> Option<((usize, usize), (usize, usize))> {
+    let text = without_bom(text);
+    let target = steps(path)?;
+    let finder = find(text, &target);
+    let (depth, first) = finder.best?;
+    let last = finder.last.filter(|_| depth == target.len())?;
+    Some((
+        (first.line(), first.col() + 1),
+        (last.line(), last.col() + 1),
+    ))
+}
+
 /// The 1-based line and column of the character `offset` characters into the scalar at
 /// `path`, where the file writes that scalar on one line as it reads (plain, or quoted without
 /// escapes before the offset); else what [`locate`] finds.
@@ -182,6 +201,7 @@ fn find<'a>(text: &str, target: &'a [Step]) -> Finder<'a> {
         best: None,
         at_first_key: false,
         value: None,
+        last: None,
     };
     // Event by event (the parser's own `load` recurses into nested collections): a parse
     // error ends the search, and what was found before it stands.

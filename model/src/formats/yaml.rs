@@ -53,6 +53,11 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, Diagnostic> {
                 message = rest.to_string();
             }
         }
+        // A key given twice below the top: placed at the second, where the parser places the
+        // mapping that holds it.
+        if let Some(twice) = nested_twice(text, &path, &message) {
+            return twice;
+        }
         let mut d = Diagnostic::new(path, plain_words(&short_numbers(&message)));
         // A message that places itself (a key given twice, at two lines) keeps its own words;
         // a syntax error is placed where it is, and says where the construct it broke began.
@@ -135,6 +140,30 @@ fn short_numbers(message: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("`")
+}
+
+/// A key given twice in a mapping at `path` (not the top): the diagnostic at the second, which
+/// names the first's line. None when `message` is not about a duplicate key or the second is
+/// not found.
+fn nested_twice(text: &str, path: &str, message: &str) -> Option<Diagnostic> {
+    let key = message
+        .strip_prefix("duplicate field `")?
+        .split('`')
+        .next()?;
+    if path.is_empty() {
+        return None;
+    }
+    let full = format!("{path}.{key}");
+    let ((first, _), second) = crate::formats::locate::locate_twice(text, &full)?;
+    if second.0 == first {
+        return None;
+    }
+    let mut d = Diagnostic::new(
+        full,
+        format!("the key `{key}` is given twice, here and at line {first}"),
+    );
+    d.at = Some(second);
+    Some(d)
 }
 
 /// serde_yaml_ng places a duplicate key of the top-level mapping at the mapping's start (line 1).
