@@ -1362,7 +1362,10 @@ fn solution_files_are_checked_and_named() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert_clean_error(
         &o,
-        &["inlined.yaml:", "groups[0].stencils[0]: `fli` is inlined (`inline:`)"],
+        &[
+            "inlined.yaml:",
+            "groups[0].stencils[0]: `fli` is inlined (`inline:`)",
+        ],
     );
     // One tile for two threads: infeasible for the model, generated as written.
     let tiles = solution["groups"][0]["tiles"].clone();

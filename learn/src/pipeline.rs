@@ -219,14 +219,18 @@ pub fn write_files<E: From<LearnError>>(
 }
 
 /// Writes the training and calibration programs into `dir` (`learn --write-programs`), all of
-/// them or none: each is staged, then renamed into place. Returns the paths written.
+/// them or none: each is staged, then renamed into place. Returns the paths written, a line
+/// each.
 pub fn write_programs(
     dir: &Path,
     inputs: &[&Path],
-) -> Result<Vec<PathBuf>, Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
     let files = program_files()?;
     absinthe_codegen::files::write_files(dir, &files, inputs)?;
-    Ok(files.iter().map(|(name, _)| dir.join(name)).collect())
+    Ok(files
+        .iter()
+        .map(|(name, _)| format!("{}\n", dir.join(name).display()))
+        .collect())
 }
 
 /// The training and calibration programs as files, (name, YAML text): what `learn` measures.

@@ -330,9 +330,14 @@ impl RankReport {
 }
 
 /// Runs an MPI harness on `ranks` ranks of `threads` threads each, bound to cores, under a
-/// 10-minute limit; its result line.
+/// 10-minute limit; its result line. Ranks of one thread are bound to a core each, several to a
+/// core where there are more ranks than cores (Open MPI refuses plain `core` binding then).
 pub fn run_mpi(exe: &Path, ranks: usize, threads: usize) -> Result<MpiResult, MeasureError> {
-    let bind = if threads == 1 { "core" } else { "none" };
+    let bind = if threads == 1 {
+        "core:overload-allowed"
+    } else {
+        "none"
+    };
     let out = absinthe_codegen::children::mpirun(
         600,
         ranks,
@@ -357,8 +362,8 @@ pub fn run_mpi(exe: &Path, ranks: usize, threads: usize) -> Result<MpiResult, Me
     match line {
         Some(json) => serde_json::from_str(json).map_err(|e| fail(format!("{e}: {json}"))),
         None => Err(fail(format!(
-            "no result line (exit {:?}):\n{stdout}{}",
-            out.status.code(),
+            "no result line ({}):\n{stdout}{}",
+            out.status,
             String::from_utf8_lossy(&out.stderr)
         ))),
     }

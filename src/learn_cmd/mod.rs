@@ -194,10 +194,8 @@ pub fn run(args: LearnArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     if let Some(dir) = &args.write_programs {
         read(&args.machine)?;
-        let written =
-            pipeline::write_programs(dir, &[&args.machine]).map_err(anyhow::Error::msg)?;
-        let list: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
-        crate::output::emit(format_args!("{}\n", list.join("\n")))?;
+        let written = pipeline::write_programs(dir, &[&args.machine]).map_err(anyhow::Error::msg);
+        crate::output::emit(format_args!("{}", written?))?;
         return Ok(ExitCode::SUCCESS);
     }
     if args.target == Target::Cuda && !args.model.is_default() {
