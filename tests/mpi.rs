@@ -452,6 +452,14 @@ fn bad_grids_and_narrow_sub_domains_are_refused() {
             vec!["--ranks", "128,1", "--inline", "lap,fli,flj"],
             "a neighbour would have to send cells it does not own",
         ),
+        (
+            vec!["--ranks", "128,1", "--no-inline", "--fix-groups", "0,0,0,0"],
+            "but the group [lap, fli, flj, out] reads `in` 2 cells beyond its own along x",
+        ),
+        (
+            vec!["--ranks", "2,2", "--machine", "machines/h100.yaml"],
+            "describes a GPU",
+        ),
     ] {
         let mut all = vec!["codegen", "configs/hdiff.yaml", "-o", out];
         if !args.contains(&"--machine") {
@@ -463,6 +471,19 @@ fn bad_grids_and_narrow_sub_domains_are_refused() {
         assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
     }
     assert!(!Path::new(out).exists(), "a refused run wrote {out}");
+    let o = absinthe(&[
+        "solve",
+        "configs/hdiff.yaml",
+        "--machine",
+        "machines/h100.yaml",
+        "--ranks",
+        "2,2",
+    ]);
+    assert!(
+        stderr(&o).contains("--ranks: machine `nvidia-h100-sxm5` describes a GPU"),
+        "{}",
+        stderr(&o)
+    );
     // What solve prices, codegen builds: no group of the ranked optimum reaches further than
     // the 1-cell sub-domains (a fused hdiff reaches 2), and the fully inlined program, whose
     // output alone reaches 2, is refused by solve with the reason.

@@ -88,9 +88,21 @@ def _run(*args: str) -> str:
             proc.kill()
             proc.communicate()
         raise
+    if proc.returncode < 0:
+        # Killed: what it printed before (a note) is not why it ended.
+        said = f"\n{stderr.strip()}" if stderr.strip() else ""
+        raise AbsintheError(f"absinthe {args[0]} was ended by signal {-proc.returncode}{said}")
     if proc.returncode != 0:
         raise AbsintheError(stderr.strip() or f"absinthe {args[0]} failed ({proc.returncode})")
     return stdout
+
+
+def _beside(target: Path) -> Path:
+    """A new empty file of a name no other thread or process has, in `target`'s directory: a
+    temporary to write and rename over `target`."""
+    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    os.close(fd)
+    return Path(name)
 
 
 def _report(text: str, command: str):
@@ -106,7 +118,9 @@ def _cache_dir() -> Path:
     base = os.environ.get("ABSINTHE_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "absinthe"
     )
-    path = Path(base) / "python"
+    # Absolute: a relative directory would move with the working directory, and one that
+    # begins with `-` would be read as a flag.
+    path = Path(base).absolute() / "python"
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -144,6 +158,8 @@ class Solution:
     ranks: tuple | None = None
     # The program file it was solved for: `save` refuses to replace it.
     program_path: Path | None = field(default=None, repr=False, compare=False)
+    # The machine file it was solved with, where one was given: `save` refuses it too.
+    machine_path: Path | None = field(default=None, repr=False, compare=False)
 
     def save(self, path) -> None:
         """Writes the solution file (`absinthe codegen --solution` reads it): whole or not at
@@ -152,6 +168,8 @@ class Solution:
         try:
             if self.program_path is not None and path.resolve() == Path(self.program_path).resolve():
                 raise AbsintheError(f"{path} is the program this solution solves; save it to another file")
+            if self.machine_path is not None and path.resolve() == Path(self.machine_path).resolve():
+                raise AbsintheError(f"{path} is the machine file this solution was solved with; save it to another file")
             if path.is_dir():
                 raise AbsintheError(f"{path} is a directory, not a file")
             # A link is written through, as the command line writes through it; a FIFO or a
@@ -161,7 +179,7 @@ class Solution:
                 with open(target, "w") as f:
                     f.write(self.yaml)
                 return
-            tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
+            tmp = _beside(target)
             try:
                 tmp.write_text(self.yaml)
                 if target.exists():
@@ -211,19 +229,25 @@ class Program:
             raise AbsintheError(f"<string>: not valid Unicode (character {e.start} is a lone surrogate)") from None
         digest = hashlib.sha256(data).hexdigest()[:16]
         path = _cache_dir() / f"program-{digest}.yaml"
-        fresh = not path.exists()
-        if fresh:
-            tmp = path.with_suffix(f".tmp{os.getpid()}")
-            tmp.write_text(text)
-            os.replace(tmp, path)
-        program = cls(text, path)
-        try:
+        if path.exists():
+            program = cls(text, path)
             program.check()
-        except AbsintheError as e:
-            if fresh:
-                path.unlink(missing_ok=True)
-            raise AbsintheError(str(e).replace(str(path), "<string>")) from None
-        return program
+            return program
+        # Checked under a name of its own, kept under the digest's only when valid: threads
+        # and processes given the same text never read a file another is writing.
+        tmp = _beside(path)
+        try:
+            tmp.write_text(text)
+            try:
+                cls(text, tmp).check()
+            except AbsintheError as e:
+                raise AbsintheError(str(e).replace(str(tmp), "<string>")) from None
+            os.replace(tmp, path)
+        except OSError as e:
+            raise AbsintheError(f"cannot keep the program in {path.parent}: {e.strerror or e}") from None
+        finally:
+            tmp.unlink(missing_ok=True)
+        return cls(text, path)
 
     def check(self) -> dict:
         """`absinthe check`: the program's arrays, reads and extents (raises on a bad program)."""
@@ -264,6 +288,7 @@ class Program:
             yaml=text,
             ranks=tuple(report["ranks"]) if "ranks" in report else None,
             program_path=self.path,
+            machine_path=Path(_path("machine", machine)) if machine is not None else None,
         )
 
     def bench(self, machine=None, variants: str = "naive,unfused,opt", runs: int = 16,
@@ -363,7 +388,10 @@ def _path(name, value) -> str:
     `TypeError` naming the argument."""
     if isinstance(value, bool) or not isinstance(value, (str, os.PathLike)):
         raise TypeError(f"{name}: expected a path (str or os.PathLike), found {type(value).__name__}")
-    return os.fspath(value)
+    path = os.fspath(value)
+    if "\0" in os.fsdecode(path):
+        raise AbsintheError(f"{name}: the path holds a NUL character, which no file name can")
+    return path
 
 
 def _text(name, value) -> str:
@@ -488,9 +516,12 @@ class Kernel:
                     raise AbsintheError(f"{cxx} failed on the generated kernel:\n{proc.stderr}")
                 if not out.is_file():
                     raise AbsintheError(f"{cxx} (CXX) exited 0 but wrote no shared library")
-                tmp_lib = lib_path.with_suffix(f".tmp{os.getpid()}")
-                shutil.copyfile(out, tmp_lib)
-                os.replace(tmp_lib, lib_path)
+                tmp_lib = _beside(lib_path)
+                try:
+                    shutil.copyfile(out, tmp_lib)
+                    os.replace(tmp_lib, lib_path)
+                finally:
+                    tmp_lib.unlink(missing_ok=True)
         try:
             lib = ctypes.CDLL(str(lib_path))
         except OSError as e:

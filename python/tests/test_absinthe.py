@@ -825,3 +825,48 @@ def test_halide_peer_ratios_are_taken_round_by_round():
     assert peer.paired_ratio({"median": 3.0}, {"median": 2.0}) == 1.5
     assert peer.paired_ratio({"median": None}, {"median": 2.0}) is None
     assert peer.paired_ratios(None, opt) is None
+
+
+def test_threads_given_one_text_and_one_file_never_meet_half_written_files(tmp_path, monkeypatch):
+    import threading
+    monkeypatch.setenv("ABSINTHE_CACHE_DIR", str(tmp_path / "cache"))
+    text = (ROOT / "configs" / "hdiff.yaml").read_text() + "# padding\n" * 20000
+    solution = absinthe.Program.load(ROOT / "configs" / "hdiff.yaml").solve()
+    target = tmp_path / "same.yaml"
+    errors = []
+    barrier = threading.Barrier(4)
+
+    def work():
+        try:
+            barrier.wait()
+            absinthe.Program.from_string(text)
+            solution.save(target)
+        except Exception as e:  # noqa: BLE001 - the test reports any
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert target.read_text() == solution.yaml
+    assert not [p for p in target.parent.iterdir() if p.name.endswith(".tmp")]
+    assert not [p for p in (tmp_path / "cache" / "python").iterdir() if p.name.endswith(".tmp")]
+
+
+def test_the_machine_file_a_nul_and_a_relative_cache_are_handled(tmp_path, monkeypatch):
+    machine = tmp_path / "m.yaml"
+    machine.write_text((ROOT / "machines" / "default.yaml").read_text())
+    p = absinthe.Program.load(ROOT / "configs" / "hdiff.yaml")
+    s = p.solve(machine=machine)
+    with pytest.raises(absinthe.AbsintheError, match="machine file this solution was solved with"):
+        s.save(machine)
+    assert machine.read_text() == (ROOT / "machines" / "default.yaml").read_text()
+    with pytest.raises(absinthe.AbsintheError, match="path: the path holds a NUL"):
+        absinthe.Program.load("a\0b")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ABSINTHE_CACHE_DIR", "-cache")
+    q = absinthe.Program.from_string((ROOT / "configs" / "hdiff.yaml").read_text())
+    monkeypatch.chdir(ROOT)
+    assert q.solve().estimate_seconds > 0

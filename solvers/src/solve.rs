@@ -235,6 +235,9 @@ fn optimize_ranked(
             )));
         }
     }
+    if let Some(why) = machine.target_mismatch(false) {
+        return Err(SolveError::Ranks(format!("--ranks: {why}")));
+    }
     let Some(network) = machine.network.clone() else {
         return Err(SolveError::Ranks(format!(
             "--ranks {},{} prices the halo exchanges with the machine file's `network:` section, which machine `{}` lacks: measure it with `absinthe learn --machine FILE --ranks 2`",
@@ -245,9 +248,14 @@ fn optimize_ranked(
     };
     let model = Ranked::new(analysis, view, grid.dims(), network, value_bytes);
     let optimum = optimize_dp_with(analysis, &model, &settings.options, &settings.solve_options)
-        .map_err(|e| match (&e, model.too_narrow(analysis)) {
-            (OptimizeError::Infeasible(_), Some(why)) => SolveError::TooNarrow(why),
-            _ => SolveError::Ranked(e),
+        .map_err(|e| {
+            match (
+                &e,
+                model.too_narrow(analysis, settings.options.space.fixed_groups.as_deref()),
+            ) {
+                (OptimizeError::Infeasible(_), Some(why)) => SolveError::TooNarrow(why),
+                _ => SolveError::Ranked(e),
+            }
         })?;
     let (largest, classes) = model.sub_domains();
     let ranks = grid.px * grid.py;

@@ -360,19 +360,43 @@ impl Ranked {
             .fold(0.0, f64::max)
     }
 
-    /// Why no configuration exists, where a stencil alone reaches further beyond a sub-domain
-    /// than the narrowest sub-domain's cells (`Ranked::narrowest`): the first such stencil, the
-    /// array and the dimension. None when every stencil alone fits (a cover of single groups
-    /// then exists where the tiles fit).
-    pub fn too_narrow(&self, analysis: &Analysis) -> Option<String> {
-        (0..analysis.stencils.len()).find_map(|s| {
-            let (a, d, w) = reach(analysis, s..s + 1, &[Extent::default()])
+    /// Why no configuration is feasible because a sub-domain is too narrow: the first group
+    /// that reads beyond its sub-domain farther than the narrowest sub-domain's cells, among
+    /// the groups `fixed` gives (`--fix-groups`: a fused group's evaluation widths add to its
+    /// reach), else among the stencils alone. None when every group's reach fits.
+    pub fn too_narrow(&self, analysis: &Analysis, fixed: Option<&[usize]>) -> Option<String> {
+        let n = analysis.stencils.len();
+        let ranges: Vec<std::ops::Range<usize>> = match fixed {
+            Some(g) if g.len() == n => {
+                let mut out: Vec<std::ops::Range<usize>> = Vec::new();
+                for s in 0..n {
+                    match out.last_mut() {
+                        Some(r) if g[s] == g[s - 1] => r.end = s + 1,
+                        _ => out.push(s..s + 1),
+                    }
+                }
+                out
+            }
+            _ => (0..n).map(|s| s..s + 1).collect(),
+        };
+        ranges.into_iter().find_map(|range| {
+            let widths: Vec<Extent> = if range.len() == 1 {
+                vec![Extent::default()]
+            } else {
+                let shape = crate::cost_model::evaluate::group_shape(analysis, range.clone(), 1);
+                shape.stencils.iter().map(|s| s.widths).collect()
+            };
+            let (a, d, w) = reach(analysis, range.clone(), &widths)
                 .into_iter()
                 .find_map(|(a, w)| self.too_far(&w).map(|d| (a, d, w)))?;
+            let names: Vec<&str> = range.map(|s| analysis.stencils[s].name.as_str()).collect();
+            let who = match names.as_slice() {
+                [one] => format!("`{one}`"),
+                _ => format!("the group [{}]", names.join(", ")),
+            };
             Some(format!(
-                "--ranks leaves sub-domains of {} cell(s) along {axis}, but `{}` reads `{}` {} cells beyond its own along {axis}: a neighbour would have to send cells it does not own (use fewer ranks along {axis}, or --no-inline where inlining widened the reach)",
+                "--ranks leaves sub-domains of {} cell(s) along {axis}, but {who} reads `{}` {} cells beyond its own along {axis}: a neighbour would have to send cells it does not own (use fewer ranks along {axis}, groups that fuse less, or --no-inline where inlining widened the reach)",
                 self.narrowest[d],
-                analysis.stencils[s].name,
                 analysis.arrays[a].name,
                 w[d][0].max(w[d][1]),
                 axis = ["x", "y"][d],
