@@ -257,6 +257,10 @@ fn the_harness_refuses_what_it_would_misread() {
         (&["3", "-5"], "the flush"),
         (&["3", "0", "kernal"], "`kernel` or `reference`"),
         (&["3", "0", "kernel", "verifed"], "`verify` or `verified`"),
+        (
+            &["3", "0", "kernel", "verify", "extra"],
+            "at most four arguments",
+        ),
     ] {
         let o = run(args, &[]);
         let err = String::from_utf8_lossy(&o.stderr);
