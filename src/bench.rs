@@ -98,8 +98,9 @@ pub struct BenchArgs {
     pub relaxed_math: bool,
     /// What to build: the OpenMP kernels, or the host emulation of the CUDA kernels (one
     /// block at a time on the CPU; it verifies the GPU index arithmetic, its times are not GPU
-    /// times). `cuda-emulated` without `--machine` uses machines/h100.yaml.
-    #[arg(long, default_value = "openmp", value_parser = PossibleValuesParser::new(BenchTarget::NAMES).try_map(|s| s.parse::<BenchTarget>()))]
+    /// times). `cuda-emulated` without `--machine` uses machines/h100.yaml. Not with --ranks,
+    /// which times OpenMP code on MPI ranks.
+    #[arg(long, default_value = "openmp", conflicts_with = "ranks", value_parser = PossibleValuesParser::new(BenchTarget::NAMES).try_map(|s| s.parse::<BenchTarget>()))]
     pub target: BenchTarget,
 }
 

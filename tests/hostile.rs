@@ -1891,6 +1891,15 @@ fn flags_a_command_would_ignore_or_misread_are_refused() {
         let o = absinthe(&["solve", "configs/hdiff.yaml", flag, value]);
         assert_eq!(o.status.code(), Some(2), "{flag} {value}: {}", stderr(&o));
     }
+    let o = absinthe(&[
+        "bench",
+        "configs/hdiff.yaml",
+        "--ranks",
+        "2,1",
+        "--target",
+        "cuda-emulated",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
 
 /// A key given twice inside a nested mapping is placed at the second, naming the first's line
