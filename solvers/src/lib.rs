@@ -88,22 +88,12 @@ pub struct SolveOptions {
 impl SolveOptions {
     /// A `--gap` value, checked as [`SolveOptions::check`] checks it.
     pub fn parse_gap(text: &str) -> Result<f64, String> {
-        let gap = number(text)?;
-        let options = SolveOptions {
-            relative_gap: gap,
-            ..SolveOptions::default()
-        };
-        options.check().map(|()| gap)
+        checked(text, |o, gap| o.relative_gap = gap)
     }
 
     /// A `--time-limit` value, checked as [`SolveOptions::check`] checks it.
     pub fn parse_time_limit(text: &str) -> Result<f64, String> {
-        let limit = number(text)?;
-        let options = SolveOptions {
-            time_limit: Some(limit),
-            ..SolveOptions::default()
-        };
-        options.check().map(|()| limit)
+        checked(text, |o, limit| o.time_limit = Some(limit))
     }
 
     /// Why these options (from `--gap`, `--time-limit`, `--threads`) cannot be used: a gap
@@ -133,10 +123,16 @@ impl SolveOptions {
     }
 }
 
-fn number(text: &str) -> Result<f64, String> {
-    text.trim()
+/// The number `text`, checked by [`SolveOptions::check`] once `set` puts it into the default
+/// options.
+fn checked(text: &str, set: impl FnOnce(&mut SolveOptions, f64)) -> Result<f64, String> {
+    let value: f64 = text
+        .trim()
         .parse()
-        .map_err(|_| format!("not a number: `{text}`"))
+        .map_err(|_| format!("not a number: `{text}`"))?;
+    let mut options = SolveOptions::default();
+    set(&mut options, value);
+    options.check().map(|()| value)
 }
 
 impl Default for SolveOptions {

@@ -247,15 +247,11 @@ fn optimize_ranked(
         )));
     };
     let model = Ranked::new(analysis, view, grid.dims(), network, value_bytes);
+    let fixed = settings.options.space.fixed_groups.as_deref();
     let optimum = optimize_dp_with(analysis, &model, &settings.options, &settings.solve_options)
-        .map_err(|e| {
-            match (
-                &e,
-                model.too_narrow(analysis, settings.options.space.fixed_groups.as_deref()),
-            ) {
-                (OptimizeError::Infeasible(_), Some(why)) => SolveError::TooNarrow(why),
-                _ => SolveError::Ranked(e),
-            }
+        .map_err(|e| match (&e, model.too_narrow(analysis, fixed)) {
+            (OptimizeError::Infeasible(_), Some(why)) => SolveError::TooNarrow(why),
+            _ => SolveError::Ranked(e),
         })?;
     let (largest, classes) = model.sub_domains();
     let ranks = grid.px * grid.py;

@@ -366,17 +366,8 @@ impl Ranked {
     /// reach), else among the stencils alone. None when every group's reach fits.
     pub fn too_narrow(&self, analysis: &Analysis, fixed: Option<&[usize]>) -> Option<String> {
         let n = analysis.stencils.len();
-        let ranges: Vec<std::ops::Range<usize>> = match fixed {
-            Some(g) if g.len() == n => {
-                let mut out: Vec<std::ops::Range<usize>> = Vec::new();
-                for s in 0..n {
-                    match out.last_mut() {
-                        Some(r) if g[s] == g[s - 1] => r.end = s + 1,
-                        _ => out.push(s..s + 1),
-                    }
-                }
-                out
-            }
+        let ranges = match fixed {
+            Some(groups) if groups.len() == n => crate::cost_model::evaluate::ranges_of(groups),
             _ => (0..n).map(|s| s..s + 1).collect(),
         };
         ranges.into_iter().find_map(|range| {

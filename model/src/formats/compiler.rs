@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::formats::diagnostic::Diagnostic;
+use crate::formats::diagnostic::{control_character_in, Diagnostic};
 use crate::formats::limits;
 use crate::formats::yaml;
 
@@ -112,15 +112,12 @@ impl Compiler {
                 "the compiler command is empty",
             ));
         }
-        if let Some(c) = self.cxx.chars().find(|c| c.is_control()) {
-            errors.push(Diagnostic::new(
-                "compiler.cxx",
-                format!(
-                    "the command holds the control character U+{:04X}; it is printed as it is",
-                    c as u32
-                ),
-            ));
-        }
+        errors.extend(control_character_in(
+            &self.cxx,
+            "compiler.cxx",
+            "the command",
+            "it",
+        ));
         if self.flags.is_empty() {
             errors.push(Diagnostic::new(
                 "compiler.flags",
@@ -158,14 +155,8 @@ impl Compiler {
 fn flag_errors(flag: &str, key: &str, errors: &mut Vec<Diagnostic>) {
     if flag.trim().is_empty() {
         errors.push(Diagnostic::new(key, "a flag is empty"));
-    } else if let Some(c) = flag.chars().find(|c| c.is_control()) {
-        errors.push(Diagnostic::new(
-            key,
-            format!(
-                "the flag holds the control character U+{:04X}; it is printed as it is",
-                c as u32
-            ),
-        ));
+    } else {
+        errors.extend(control_character_in(flag, key, "the flag", "it"));
     }
 }
 

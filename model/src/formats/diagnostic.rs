@@ -30,6 +30,25 @@ fn unprintable(c: char) -> bool {
         || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
 }
 
+/// A diagnostic at `key` where `text`, which commands print as it is, holds a control
+/// character (an escape sequence would reach the terminal): `{subject} holds the control
+/// character U+XXXX; {printed} is printed as it is`. None when it holds none.
+pub fn control_character_in(
+    text: &str,
+    key: &str,
+    subject: &str,
+    printed: &str,
+) -> Option<Diagnostic> {
+    let c = text.chars().find(|c| c.is_control())?;
+    Some(Diagnostic::new(
+        key,
+        format!(
+            "{subject} holds the control character U+{:04X}; {printed} is printed as it is",
+            c as u32
+        ),
+    ))
+}
+
 /// `text` with each character a terminal would not show as itself written as an escape
 /// (`\n`, `\u{0}`, `\u{202e}`), so that a diagnostic stays one line and reads as written.
 fn escape_controls(text: &str) -> String {

@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 pub use crate::formats::compiler::{Compiler, Division};
-use crate::formats::diagnostic::{Diagnostic, FileError};
+use crate::formats::diagnostic::{control_character_in, Diagnostic, FileError};
 pub use crate::formats::gpu::Gpu;
 use crate::formats::learned::Learned;
 use crate::formats::limits;
@@ -372,15 +372,12 @@ impl CacheLevel {
                 format!("{name_key} must be 1 to 32 characters"),
             ));
         }
-        if let Some(c) = self.name.chars().find(|c| c.is_control()) {
-            errors.push(Diagnostic::new(
-                &name_key,
-                format!(
-                    "{name_key} holds the control character U+{:04X}; a level's name is printed as it is",
-                    c as u32
-                ),
-            ));
-        }
+        errors.extend(control_character_in(
+            &self.name,
+            &name_key,
+            &name_key,
+            "a level's name",
+        ));
         let line_key = format!("{key}.line");
         if !(8..=4096).contains(&self.line) || !self.line.is_power_of_two() {
             errors.push(Diagnostic::new(
@@ -459,14 +456,7 @@ fn name_problem(name: &str) -> Option<Diagnostic> {
             "the name is empty; reports name the machine by it",
         ));
     }
-    let c = name.chars().find(|c| c.is_control())?;
-    Some(Diagnostic::new(
-        "name",
-        format!(
-            "the name holds the control character U+{:04X}; a machine's name is printed as it is",
-            c as u32
-        ),
-    ))
+    control_character_in(name, "name", "the name", "a machine's name")
 }
 
 impl Machine {

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::formats::diagnostic::Diagnostic;
+use crate::formats::diagnostic::{control_character_in, Diagnostic};
 
 /// The transport's cost of one message: `latency_us` microseconds, plus its bytes at
 /// `bandwidth_gbs` GB/s, plus `run_ns` nanoseconds per contiguous run of cells in it (a halo
@@ -78,14 +78,11 @@ impl Network {
                 "network.source must be at most 200 characters",
             ));
         }
-        if let Some(c) = self.source.chars().find(|c| c.is_control()) {
-            errors.push(Diagnostic::new(
-                "network.source",
-                format!(
-                    "network.source holds the control character U+{:04X}; it is printed as it is",
-                    c as u32
-                ),
-            ));
-        }
+        errors.extend(control_character_in(
+            &self.source,
+            "network.source",
+            "network.source",
+            "it",
+        ));
     }
 }
