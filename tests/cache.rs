@@ -363,3 +363,69 @@ fn cache_command_counts_what_the_traced_kernel_does() {
         assert!(table.contains(needle), "{needle} missing:\n{table}");
     }
 }
+
+/// `cache --sample`: a group whose first thread finishes within the budget is counted whole,
+/// so a lone group's estimate is the exact count; the table and the JSON say it is an
+/// estimate; the naive reference, `--trace` and a budget under 1024 are refused.
+#[test]
+fn cache_sample_estimates_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(root().join("configs/hdiff.yaml"))
+        .unwrap()
+        .replace("domain: [128, 128, 64]", "domain: [36, 20, 4]");
+    let program = dir.path().join("hdiff_small.yaml");
+    std::fs::write(&program, text).unwrap();
+    let machine = dir.path().join("machine.yaml");
+    let mut m = std::fs::read_to_string(root().join("machines/default.yaml")).unwrap();
+    m.push_str("caches: [{name: L1, bytes: 1024, line: 64, ways: 4}, {name: L2, bytes: 8192, line: 64, ways: 8}]\n");
+    std::fs::write(&machine, m).unwrap();
+    let cache = |more: &[&str]| {
+        let mut args = vec![
+            "cache",
+            program.to_str().unwrap(),
+            "--machine",
+            machine.to_str().unwrap(),
+            "--variant",
+            "fused",
+        ];
+        args.extend_from_slice(more);
+        absinthe(&args)
+    };
+    let exact = cache(&["--format", "json"]);
+    let sampled = cache(&["--format", "json", "--sample", "1048576"]);
+    assert!(sampled.status.success(), "{}", stderr(&sampled));
+    let json = |o: &std::process::Output| -> serde_json::Value {
+        serde_json::from_str(&stdout(o)).unwrap()
+    };
+    let (mut exact, sampled) = (json(&exact), json(&sampled));
+    assert_eq!(exact["groups"].as_array().unwrap().len(), 1);
+    assert_eq!(sampled["sampled"], 1048576);
+    exact["sampled"] = sampled["sampled"].clone();
+    assert_eq!(sampled, exact);
+    let table = cache(&["--sample", "4096"]);
+    assert!(table.status.success(), "{}", stderr(&table));
+    assert!(stdout(&table).contains("estimated: each group from empty caches"));
+    let naive = absinthe(&[
+        "cache",
+        program.to_str().unwrap(),
+        "--machine",
+        machine.to_str().unwrap(),
+        "--variant",
+        "naive",
+        "--sample",
+        "4096",
+    ]);
+    assert_eq!(naive.status.code(), Some(1), "{}", stderr(&naive));
+    assert!(
+        stderr(&naive).contains("naive reference"),
+        "{}",
+        stderr(&naive)
+    );
+    for bad in [
+        vec!["--sample", "1000"],
+        vec!["--sample", "4096", "--trace", "t.trace"],
+    ] {
+        let out = cache(&bad);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", stderr(&out));
+    }
+}

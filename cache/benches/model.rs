@@ -2,7 +2,8 @@
 //! of cosmo_hdiff4 (16 stencils) counted through three levels (a 48 KiB 12-way L1, a 2 MiB
 //! 16-way L2 and a 32 MiB 16-way shared L3), two threads, at 64x64x60 and 256x256x60: all in
 //! one group streamed along y in two z tiles with the flux stencils inlined (the shape of its
-//! optimum), and unfused untiled.
+//! optimum), and unfused untiled; each also estimated from samples of 2^21 accesses a group
+//! (`absinthe cache --sample`).
 
 use std::path::Path;
 
@@ -62,6 +63,12 @@ fn bench(c: &mut Criterion) {
                 b.iter(|| {
                     absinthe_cache::model(&schedule, absinthe_cache::Code::Kernel, &levels(), 2, 2)
                         .expect("model")
+                })
+            });
+            // `cache --sample 2097152`: each group estimated from a sample.
+            group.bench_function(format!("{name}/{size}/sampled"), |b| {
+                b.iter(|| {
+                    absinthe_cache::estimate(&schedule, &levels(), 2, 1 << 21, 2).expect("estimate")
                 })
             });
         }

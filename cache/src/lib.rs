@@ -17,6 +17,7 @@ mod fold;
 pub mod layout;
 pub mod levels;
 mod lru;
+pub mod sample;
 pub mod text;
 pub mod walk;
 
@@ -66,6 +67,10 @@ pub struct CacheReport {
     pub stencils: Vec<PartReport>,
     pub groups: Vec<PartReport>,
     pub accesses: Vec<AccessReport>,
+    /// Estimated ([`estimate`]): the budget of accesses each group's sample had. Absent when
+    /// the counts are [`model`]'s, exact.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampled: Option<u64>,
 }
 
 /// The most (line, level) pairs the counting keeps state for at once: the lines the arrays
@@ -135,29 +140,16 @@ pub fn model(
     threads: usize,
     jobs: usize,
 ) -> Result<CacheReport, CacheError> {
-    if levels.is_empty() {
-        return Err(CacheError::NoLevels);
-    }
-    if levels.len() > MAX_CACHE_LEVELS {
-        return Err(CacheError::TooManyLevels(levels.len()));
-    }
     let threads = threads.max(1);
-    let per_thread = levels::thread_levels(levels, threads);
-    let walk = walk::Walk::new(schedule, threads, code);
-    let states: u64 = per_thread
-        .iter()
-        .map(|l| (walk.end() - layout::ALIGN) / l.line)
-        .sum();
-    if states > MAX_LINE_STATES {
-        return Err(CacheError::TooLarge(states));
-    }
-    if u128::from(states) * threads as u128 > u128::from(MAX_THREAD_LINE_STATES) {
-        return Err(CacheError::TooManyThreads(threads, states));
-    }
+    let (walk, per_thread) = checked_walk(schedule, code, levels, threads)?;
     let accesses = walk.accesses_at_most();
     if accesses > u128::from(MAX_ACCESSES) {
         return Err(CacheError::TooManyAccesses(accesses));
     }
+    let states: u64 = per_thread
+        .iter()
+        .map(|l| (walk.end() - layout::ALIGN) / l.line)
+        .sum();
     let (sites, n) = (walk.sites.len(), per_thread.len());
     let at_once = (MAX_LINE_STATES / states.max(1)).max(1) as usize;
     // Each thread's counts are added as it ends, so that only the threads being counted hold
@@ -188,6 +180,84 @@ pub fn model(
         &per_site,
         threads,
     ))
+}
+
+/// The walk of `schedule`'s `code` and each thread's levels, where the counting's state is
+/// within its bounds.
+fn checked_walk<'a>(
+    schedule: &'a Schedule,
+    code: Code,
+    levels: &[CacheLevel],
+    threads: usize,
+) -> Result<(walk::Walk<'a>, Vec<ThreadLevel>), CacheError> {
+    if levels.is_empty() {
+        return Err(CacheError::NoLevels);
+    }
+    if levels.len() > MAX_CACHE_LEVELS {
+        return Err(CacheError::TooManyLevels(levels.len()));
+    }
+    let per_thread = levels::thread_levels(levels, threads);
+    let walk = walk::Walk::new(schedule, threads, code);
+    let states: u64 = per_thread
+        .iter()
+        .map(|l| (walk.end() - layout::ALIGN) / l.line)
+        .sum();
+    if states > MAX_LINE_STATES {
+        return Err(CacheError::TooLarge(states));
+    }
+    if u128::from(states) * threads as u128 > u128::from(MAX_THREAD_LINE_STATES) {
+        return Err(CacheError::TooManyThreads(threads, states));
+    }
+    Ok((walk, per_thread))
+}
+
+/// [`model`]'s report for the kernel, each group estimated apart from a sample of about
+/// `budget` accesses of its first thread, from empty caches ([`sample`]; a group whose first
+/// thread is done within the budget is counted whole), the groups in parallel on up to `jobs`
+/// cores.
+pub fn estimate(
+    schedule: &Schedule,
+    levels: &[CacheLevel],
+    threads: usize,
+    budget: u64,
+    jobs: usize,
+) -> Result<CacheReport, CacheError> {
+    let threads = threads.max(1);
+    let (walk, per_thread) = checked_walk(schedule, Code::Kernel, levels, threads)?;
+    let (sites, n) = (walk.sites.len(), per_thread.len());
+    let groups = parallel_map(walk.groups(), jobs.max(1), |gi| {
+        sample::group_counts(&walk, gi, &per_thread, (layout::ALIGN, walk.end()), budget)
+    });
+    let mut per_site = vec![Counts::default(); sites * n];
+    for (counts, _) in &groups {
+        for (sum, c) in per_site.iter_mut().zip(counts) {
+            sum.add(c);
+        }
+    }
+    let mut report = report(&schedule.program, &walk, per_thread, &per_site, threads);
+    report.sampled = Some(budget);
+    Ok(report)
+}
+
+/// Group `gi`'s counts per level (summed over its accesses and threads), estimated as
+/// [`estimate`] does, and whether they are exact.
+pub fn estimate_group(
+    schedule: &Schedule,
+    gi: usize,
+    levels: &[CacheLevel],
+    threads: usize,
+    budget: u64,
+) -> Result<(Vec<Counts>, bool), CacheError> {
+    let threads = threads.max(1);
+    let (walk, per_thread) = checked_walk(schedule, Code::Kernel, levels, threads)?;
+    let n = per_thread.len();
+    let (counts, exact) =
+        sample::group_counts(&walk, gi, &per_thread, (layout::ALIGN, walk.end()), budget);
+    let mut out = vec![Counts::default(); n];
+    for (i, c) in counts.iter().enumerate() {
+        out[i % n].add(c);
+    }
+    Ok((out, exact))
 }
 
 fn report(
@@ -249,5 +319,6 @@ fn report(
         stencils,
         groups,
         accesses,
+        sampled: None,
     }
 }

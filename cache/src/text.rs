@@ -43,12 +43,33 @@ fn columns(rows: &[Vec<String>]) -> String {
 }
 
 impl CacheReport {
-    /// The report as text; `accesses` adds a table of every access site.
-    pub fn text(&self, accesses: bool) -> String {
+    /// What `cache` prints when it is done: the accesses, counted or estimated, and the time.
+    pub fn done(&self, seconds: f64) -> String {
+        let verb = match self.sampled {
+            Some(_) => "estimated the misses of",
+            None => "counted",
+        };
+        let accesses = self.levels.first().map_or(0, |l| l.counts.accesses);
+        format!("{verb} {accesses} accesses in {seconds:.2} s")
+    }
+
+    /// The table's first lines: the program, the threads, the caches and, for an estimate, how
+    /// it was made.
+    fn header(&self) -> String {
         let mut out = format!(
-            "{}: {} thread(s); each level an LRU cache per thread (write-allocate, no prefetching)\n\n",
+            "{}: {} thread(s); each level an LRU cache per thread (write-allocate, no prefetching)\n",
             self.program, self.threads
         );
+        if let Some(budget) = self.sampled {
+            out += &format!("estimated: each group from empty caches, from a sample of about {budget} accesses of its first thread (docs/MODEL.md, \"Sampled counts\")\n");
+        }
+        out.push('\n');
+        out
+    }
+
+    /// The report as text; `accesses` adds a table of every access site.
+    pub fn text(&self, accesses: bool) -> String {
+        let mut out = self.header();
         let mut rows = vec![[
             "level",
             "bytes/thread",

@@ -335,30 +335,102 @@ impl Walk<'_> {
         total
     }
 
+    /// The accesses every site of group `gi` makes over all threads and tiles, indexed by site
+    /// (0 for the other groups' sites), without walking: a row loop runs its first step's loop
+    /// box, every tile's, and each of its steps' reads and buffer write every cell of it; a
+    /// stored, buffered step stores over its store box, any other stored step over its loop
+    /// box.
+    pub fn group_accesses(&self, gi: usize) -> Vec<u64> {
+        let len = |i: &[i64; 2]| (i[1] - i[0]).max(0) as u64;
+        let cells = |boxes: &[Vec<[i64; 2]>; 3]| -> u64 {
+            boxes
+                .iter()
+                .map(|b| b.iter().map(len).sum::<u64>())
+                .product()
+        };
+        let (g, ops) = (&self.schedule.groups[gi], &self.ops[gi]);
+        let mut out = vec![0; self.sites.len()];
+        for lp in &g.loops {
+            let first = cells(&g.steps[lp[0]].loop_box);
+            for &n in lp {
+                let (st, o) = (&g.steps[n], &ops[n]);
+                for op in o.reads.iter().chain(&o.buffer_write) {
+                    out[op.site as usize] += first;
+                }
+                if let Some(op) = &o.store {
+                    out[op.site as usize] += match (&st.buffer, &st.store_box) {
+                        (Some(_), Some(b)) if st.global.is_some() => cells(b),
+                        _ => first,
+                    };
+                }
+            }
+        }
+        out
+    }
+
+    /// How many groups the kernel has.
+    pub fn groups(&self) -> usize {
+        self.schedule.groups.len()
+    }
+
+    /// How many tiles group `gi` has.
+    pub fn group_tiles(&self, gi: usize) -> usize {
+        self.schedule.groups[gi].tiles_total
+    }
+
+    /// Group `gi`'s tiles along each dimension.
+    pub fn group_grid(&self, gi: usize) -> [usize; 3] {
+        self.schedule.groups[gi].grid
+    }
+
+    /// The threads that run the code.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
     /// Every access thread `t` makes, in order, to `sink`.
     pub fn run<S: Sink>(&self, t: usize, sink: &mut S) {
         if self.code == Code::Reference {
             self.run_reference(t, sink);
             return;
         }
-        for (gi, g) in self.schedule.groups.iter().enumerate() {
-            let (lo, hi) = static_chunk(g.tiles_total, self.threads, t);
-            for tile in lo..hi {
-                let tx = tile % g.grid[0];
-                let ty = (tile / g.grid[0]) % g.grid[1];
-                let tz = tile / (g.grid[0] * g.grid[1]);
-                let mut tw = TileWalk {
-                    walk: self,
-                    g,
-                    ops: &self.ops[gi],
-                    buffers: &self.layout.buffers[gi],
-                    thread: t,
-                    bounds: bounds_of(g, [tx, ty, tz]),
-                    rows: Vec::new(),
-                };
-                tw.run(sink);
+        for gi in 0..self.schedule.groups.len() {
+            self.run_group(t, gi, sink, &mut |_, _| false);
+        }
+    }
+
+    /// Group `gi`'s accesses of thread `t` of the kernel, in order, to `sink`. `stop` is asked
+    /// after every tile and, in a streamed tile, after every step along the stream (every row
+    /// loop's rows of that step made), with the thread's tiles finished so far; the walk ends
+    /// where it answers true. Whether it did.
+    pub fn run_group<S: Sink>(
+        &self,
+        t: usize,
+        gi: usize,
+        sink: &mut S,
+        stop: &mut dyn FnMut(&mut S, usize) -> bool,
+    ) -> bool {
+        let g = &self.schedule.groups[gi];
+        let (lo, hi) = static_chunk(g.tiles_total, self.threads, t);
+        for tile in lo..hi {
+            let tx = tile % g.grid[0];
+            let ty = (tile / g.grid[0]) % g.grid[1];
+            let tz = tile / (g.grid[0] * g.grid[1]);
+            let mut tw = TileWalk {
+                walk: self,
+                g,
+                ops: &self.ops[gi],
+                buffers: &self.layout.buffers[gi],
+                thread: t,
+                bounds: bounds_of(g, [tx, ty, tz]),
+                rows: Vec::new(),
+            };
+            let done = tile - lo;
+            if tw.run(sink, &mut |s| stop(s, done)) || stop(sink, done + 1) {
+                return true;
             }
         }
+        false
     }
 
     /// The reference's accesses of thread `t`: each stencil over its box, the thread's
@@ -431,7 +503,9 @@ struct TileWalk<'w, 'a> {
 }
 
 impl TileWalk<'_, '_> {
-    fn run<S: Sink>(&mut self, sink: &mut S) {
+    /// The tile's accesses to `sink`, asking `stop` after every step along the stream (see
+    /// [`Walk::run_group`]); whether it stopped.
+    fn run<S: Sink>(&mut self, sink: &mut S, stop: &mut dyn FnMut(&mut S) -> bool) -> bool {
         let g = self.g;
         match &g.stream {
             Some(s) => {
@@ -453,6 +527,9 @@ impl TileWalk<'_, '_> {
                                 }
                             }
                         }
+                        if stop(sink) {
+                            return true;
+                        }
                     }
                 } else {
                     let first = self.bounds[0];
@@ -469,6 +546,9 @@ impl TileWalk<'_, '_> {
                                     }
                                 }
                             }
+                            if stop(sink) {
+                                return true;
+                            }
                         }
                     }
                 }
@@ -484,6 +564,7 @@ impl TileWalk<'_, '_> {
                 }
             }
         }
+        false
     }
 
     /// The steps `[lo, hi)` along `d` that cover every line of every stencil's loop box, less

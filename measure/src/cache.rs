@@ -65,6 +65,30 @@ impl Bench {
             .map_err(|e| MeasureError::Cache(e.to_string()))
     }
 
+    /// [`Bench::cache_model`], or with `sample` its estimate from a sample of about that many
+    /// accesses per group ([`absinthe_cache::estimate`]; kernels only).
+    pub fn cache_counts(
+        &self,
+        p: &Planned,
+        levels: &[CacheLevel],
+        sample: Option<u64>,
+    ) -> Result<CacheReport, MeasureError> {
+        let Some(budget) = sample else {
+            return self.cache_model(p, levels);
+        };
+        self.openmp_only()?;
+        if code_of(p) == Code::Reference {
+            return Err(MeasureError::Cache(format!(
+                "--sample estimates a kernel's groups; variant {} is the naive reference, which only the exact count takes (leave out --sample)",
+                p.name
+            )));
+        }
+        let (schedule, _) = self.schedule_of(p)?;
+        let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+        absinthe_cache::estimate(&schedule, levels, self.threads(), budget, jobs)
+            .map_err(|e| MeasureError::Cache(e.to_string()))
+    }
+
     /// Builds `p`'s kernel with its trace harness, runs it once with this bench's threads and
     /// the harness's deterministic inputs, and writes the trace of the kernel (of the reference
     /// for `naive`) to `path`: one line per access, `THREAD R|W ADDRESS`, thread by thread,
