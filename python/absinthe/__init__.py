@@ -308,6 +308,31 @@ class Program:
             args.append(f"--machine={_path('machine', machine)}")
         return _report(_run(*args, "--format", "json"), "bench")
 
+    def cache(self, machine=None, variant: str = "opt", solution=None, sample: int | None = None) -> dict:
+        """`absinthe cache --format json`: each cache level's misses of `variant`'s kernel, or of
+        `solution` (a Solution, or a solution file), counted without running it (docs/MODEL.md,
+        "Cache model"). `sample`: estimate each group from a sample of about that many accesses
+        instead (at least 1024; docs/MODEL.md, "Sampled counts"); the report then carries
+        `"sampled"`."""
+        args = ["cache", str(self.path)]
+        if sample is not None:
+            if isinstance(sample, bool) or not isinstance(sample, (int, np.integer)):
+                raise TypeError(f"sample: expected a whole number of accesses, found {type(sample).__name__}")
+            args.append(f"--sample={int(sample)}")
+        if machine is not None:
+            args.append(f"--machine={_path('machine', machine)}")
+        if solution is None:
+            return _report(_run(*args, f"--variant={_text('variant', variant)}", "--format", "json"), "cache")
+        if not isinstance(solution, Solution):
+            return _report(_run(*args, f"--solution={_path('solution', solution)}", "--format", "json"), "cache")
+        # A Solution is passed as its file, written under a name of its own and removed after.
+        tmp = _beside(_cache_dir() / "solution.yaml")
+        try:
+            tmp.write_text(solution.yaml)
+            return _report(_run(*args, f"--solution={tmp}", "--format", "json"), "cache")
+        finally:
+            tmp.unlink(missing_ok=True)
+
     def tune(self, machine=None, extra=()) -> str:
         """`absinthe tune`: its report, as the CLI prints it."""
         args = ["tune", str(self.path), *_words(extra)]

@@ -683,6 +683,25 @@ def test_bench_and_tune_are_reachable(tmp_path):
     assert out.exists()
 
 
+def test_cache_counts_and_estimates_misses():
+    """`Program.cache` runs `absinthe cache`: a variant's counts, a solution's (a Solution or
+    its file) the same as its variant's, and with `sample` an estimate that says so; a sample
+    that is not a whole number is refused before the CLI runs."""
+    p = program("hdiff", (16, 12, 4))
+    counted = p.cache(machine=MACHINE)
+    assert counted["levels"] and "sampled" not in counted
+    assert counted["levels"][0]["accesses"] > 0
+    solution = p.solve(machine=MACHINE)
+    assert p.cache(machine=MACHINE, solution=solution)["levels"] == counted["levels"]
+    estimated = p.cache(machine=MACHINE, sample=4096)
+    assert estimated["sampled"] == 4096
+    assert estimated["levels"][0]["accesses"] == counted["levels"][0]["accesses"]
+    with pytest.raises(TypeError):
+        p.cache(machine=MACHINE, sample=4096.0)
+    with pytest.raises(absinthe.AbsintheError):
+        p.cache(machine=MACHINE, sample=10)
+
+
 def test_gt4py_calls_cover_every_level_absinthe_computes():
     """benches/gt4py_peer.py runs each GT4Py call over the cells absinthe computes for its
     stencils, beyond the domain along k as well (cosmo_pgrad reads ppk and wnew at k + 1, so both
