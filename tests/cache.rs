@@ -264,22 +264,28 @@ fn fully_and_set_associative_misses_equal_a_simulation_of_the_kernels_trace() {
     });
 }
 
-#[test]
-fn cache_command_counts_what_the_traced_kernel_does() {
-    let dir = tempfile::tempdir().unwrap();
-    // The shipped horizontal diffusion, small: its optimum inlines.
+/// The shipped horizontal diffusion at 36x20x4 (its optimum inlines) and the default machine
+/// file with a 1 KiB L1 and a shared 8 KiB L2, in `dir`.
+fn small_hdiff(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
     let text = std::fs::read_to_string(root().join("configs/hdiff.yaml"))
         .unwrap()
         .replace("domain: [128, 128, 64]", "domain: [36, 20, 4]");
-    let program = dir.path().join("hdiff_small.yaml");
+    let program = dir.join("hdiff_small.yaml");
     std::fs::write(&program, text).unwrap();
-    let machine = dir.path().join("machine.yaml");
+    let machine = dir.join("machine.yaml");
     let mut m = std::fs::read_to_string(root().join("machines/default.yaml")).unwrap();
     m.push_str("caches: [{name: L1, bytes: 1024, line: 64, ways: 4}, {name: L2, bytes: 8192, line: 64, ways: 8, shared: true}]\n");
     // Learned with the caches flushed by eviction: `cache` times nothing and so says nothing
     // of the flush.
     m.push_str("learned: {at: x, host: y, samples: 1, r2: {fast: 0.5, slow: 0.5}, flush: evict}\n");
     std::fs::write(&machine, m).unwrap();
+    (program, machine)
+}
+
+#[test]
+fn cache_command_counts_what_the_traced_kernel_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let (program, machine) = small_hdiff(dir.path());
     let cache = |variant: &str, more: &[&str]| {
         let mut args = vec![
             "cache",
@@ -370,15 +376,7 @@ fn cache_command_counts_what_the_traced_kernel_does() {
 #[test]
 fn cache_sample_estimates_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(root().join("configs/hdiff.yaml"))
-        .unwrap()
-        .replace("domain: [128, 128, 64]", "domain: [36, 20, 4]");
-    let program = dir.path().join("hdiff_small.yaml");
-    std::fs::write(&program, text).unwrap();
-    let machine = dir.path().join("machine.yaml");
-    let mut m = std::fs::read_to_string(root().join("machines/default.yaml")).unwrap();
-    m.push_str("caches: [{name: L1, bytes: 1024, line: 64, ways: 4}, {name: L2, bytes: 8192, line: 64, ways: 8}]\n");
-    std::fs::write(&machine, m).unwrap();
+    let (program, machine) = small_hdiff(dir.path());
     let cache = |more: &[&str]| {
         let mut args = vec![
             "cache",
