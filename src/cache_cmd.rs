@@ -67,10 +67,12 @@ pub struct CacheArgs {
     pub trace: Option<PathBuf>,
     /// Estimate instead of counting: each group from empty caches, from a sample of about
     /// ACCESSES accesses of its first thread whose misses per access at the sample's end are
-    /// charged to the rest (docs/MODEL.md, "Sampled counts"). With 2097152, 3.5-79x faster
-    /// than the count; a larger sample is closer (the errors measured: docs/RESULTS.md, "Cache
-    /// model"). The JSON carries `"sampled": ACCESSES`. Not for `naive` or with --trace.
-    #[arg(long, value_name = "ACCESSES", conflicts_with = "trace", value_parser = clap::value_parser!(u64).range(1024..=1 << 40))]
+    /// charged to the rest (docs/MODEL.md, "Sampled counts"). With 2097152, tiled groups are
+    /// estimated 4-112x faster than counted (untiled ones are counted whole, at the count's
+    /// cost); a larger sample is closer (the errors measured: docs/RESULTS.md, "Cache model").
+    /// At least 65536: smaller samples end in the first, cold tiles. The JSON carries
+    /// `"sampled": ACCESSES`. Not for `naive` or with --trace.
+    #[arg(long, value_name = "ACCESSES", conflicts_with = "trace", value_parser = clap::value_parser!(u64).range(65536..=1 << 40))]
     pub sample: Option<u64>,
     /// Also list every access site (the JSON always has them).
     #[arg(long)]

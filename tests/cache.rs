@@ -372,7 +372,7 @@ fn cache_command_counts_what_the_traced_kernel_does() {
 
 /// `cache --sample`: a group whose first thread finishes within the budget is counted whole,
 /// so a lone group's estimate is the exact count; the table and the JSON say it is an
-/// estimate; the naive reference, `--trace` and a budget under 1024 are refused.
+/// estimate; the naive reference, `--trace` and a budget under 65536 are refused.
 #[test]
 fn cache_sample_estimates_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
@@ -400,7 +400,7 @@ fn cache_sample_estimates_and_says_so() {
     assert_eq!(sampled["sampled"], 1048576);
     exact["sampled"] = sampled["sampled"].clone();
     assert_eq!(sampled, exact);
-    let table = cache(&["--sample", "4096"]);
+    let table = cache(&["--sample", "65536"]);
     assert!(table.status.success(), "{}", stderr(&table));
     assert!(stdout(&table).contains("estimated: each group from empty caches"));
     let naive = absinthe(&[
@@ -411,7 +411,7 @@ fn cache_sample_estimates_and_says_so() {
         "--variant",
         "naive",
         "--sample",
-        "4096",
+        "65536",
     ]);
     assert_eq!(naive.status.code(), Some(1), "{}", stderr(&naive));
     assert!(
@@ -420,8 +420,8 @@ fn cache_sample_estimates_and_says_so() {
         stderr(&naive)
     );
     for bad in [
-        vec!["--sample", "1000"],
-        vec!["--sample", "4096", "--trace", "t.trace"],
+        vec!["--sample", "65535"],
+        vec!["--sample", "65536", "--trace", "t.trace"],
     ] {
         let out = cache(&bad);
         assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", stderr(&out));

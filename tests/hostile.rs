@@ -211,6 +211,19 @@ fn cache_model_work_is_bounded() {
             ],
             "the model counts at most 34359738368",
         ),
+        // A sample that would count every group whole is bounded alike.
+        (
+            vec![
+                cube.to_str().unwrap(),
+                "--machine",
+                wide.to_str().unwrap(),
+                "--variant",
+                "fused",
+                "--sample",
+                "1099511627776",
+            ],
+            "the model counts at most 34359738368",
+        ),
         (
             vec![
                 big.to_str().unwrap(),

@@ -16,6 +16,10 @@ pub const ALIGN: u64 = 2 << 20;
 pub struct Layout {
     /// Per global array (in `Schedule::arrays` order): the address of element (0, 0, 0).
     pub origin: Vec<u64>,
+    /// Per global array, and per group its tile buffers' arenas (one per thread and buffer):
+    /// the bytes `[start, end)` of the allocation.
+    pub array_span: Vec<(u64, u64)>,
+    pub buffer_spans: Vec<Vec<(u64, u64)>>,
     /// Per reference array (in `Schedule::stencil_arrays` order): the same.
     pub reference: Vec<u64>,
     /// Per group, per step: per thread, the address of the thread's tile buffer (its element
@@ -36,7 +40,7 @@ impl Layout {
         let mut allocate = |bytes: u64| {
             let at = next;
             next += bytes.div_ceil(ALIGN) * ALIGN;
-            at
+            (at, next)
         };
         // The harness's slots: inputs first, then the kernel's other arrays
         // (`harness_body.j2`, `absinthe_array`).
@@ -49,6 +53,7 @@ impl Layout {
         let slots = (inputs + others.max(schedule.stencil_arrays.len())) as u64;
         let step = 64 * (64 / slots.max(1)).max(1);
         let mut origin = Vec::with_capacity(schedule.arrays.len());
+        let mut array_span = Vec::with_capacity(schedule.arrays.len());
         let (mut input, mut other) = (0u64, 0u64);
         for a in &schedule.arrays {
             let slot = if a.role == Role::Input {
@@ -59,42 +64,55 @@ impl Layout {
                 inputs as u64 + other - 1
             };
             // Each array over its own extent (a field's is smaller).
-            let base = allocate(a.cells as u64 * vb + 8192) + (slot * step) % 4096;
+            let span = allocate(a.cells as u64 * vb + 8192);
+            array_span.push(span);
+            let base = span.0 + (slot * step) % 4096;
             origin.push(base + a.origin_offset as u64 * vb);
         }
         // Each buffer's arena is per thread and holds every thread's slice; a thread uses its
         // own (`kernel_body.j2`).
+        let mut buffer_spans = Vec::with_capacity(schedule.groups.len());
         let buffers = schedule
             .groups
             .iter()
             .map(|g| {
-                g.steps
+                let mut spans = Vec::new();
+                let steps = g
+                    .steps
                     .iter()
                     .map(|st| {
                         st.buffer.as_ref().map(|b| {
                             let stride = b.host.thread_stride as u64 * vb;
                             let arena = (threads as u64 * stride).div_ceil(4096) * 4096;
                             (0..threads as u64)
-                                .map(|t| allocate(arena) + t * stride + b.host.offset as u64 * vb)
+                                .map(|t| {
+                                    let span = allocate(arena);
+                                    spans.push(span);
+                                    span.0 + t * stride + b.host.offset as u64 * vb
+                                })
                                 .collect()
                         })
                     })
-                    .collect()
+                    .collect();
+                buffer_spans.push(spans);
+                steps
             })
             .collect();
         // The reference's arrays take the slots after the inputs too; they follow the kernel's
         // allocations, so that the kernel's lines are counted over its own span alone.
-        let kernel_end = allocate(0);
+        let kernel_end = allocate(0).0;
         let reference = (0..schedule.stencil_arrays.len() as u64)
             .map(|n| {
                 let slot = inputs as u64 + n;
-                allocate(cells * vb + 8192)
+                allocate(cells * vb + 8192).0
                     + (slot * step) % 4096
                     + schedule.stencil_origins[n as usize] as u64 * vb
             })
             .collect();
         Layout {
             origin,
+            array_span,
+            buffer_spans,
             reference,
             buffers,
             kernel_end,

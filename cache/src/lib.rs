@@ -224,8 +224,21 @@ pub fn estimate(
 ) -> Result<CacheReport, CacheError> {
     let threads = threads.max(1);
     let (walk, per_thread) = checked_walk(schedule, Code::Kernel, levels, threads)?;
+    let walked: u128 = (0..walk.groups())
+        .map(|gi| u128::from(sample::walked_at_most(&walk, gi, budget)))
+        .sum();
+    if walked > u128::from(MAX_ACCESSES) {
+        return Err(CacheError::TooManyAccesses(walked));
+    }
+    // Each group in parallel keeps at most the layout's lines of state, as a thread does in
+    // `model`.
+    let states: u64 = per_thread
+        .iter()
+        .map(|l| (walk.end() - layout::ALIGN) / l.line)
+        .sum();
+    let at_once = (MAX_LINE_STATES / states.max(1)).max(1) as usize;
     let (sites, n) = (walk.sites.len(), per_thread.len());
-    let groups = parallel_map(walk.groups(), jobs.max(1), |gi| {
+    let groups = parallel_map(walk.groups(), jobs.clamp(1, at_once), |gi| {
         sample::group_counts(&walk, gi, &per_thread, (layout::ALIGN, walk.end()), budget)
     });
     let mut per_site = vec![Counts::default(); sites * n];

@@ -123,10 +123,9 @@ fn piece_bytes(levels: &[ThreadLevel]) -> u64 {
 
 /// Thread `t`'s counts of group `gi`, until `budget` accesses at a stop of the walk, and at
 /// the first stop of the sample's window (see [`Window`]); whether the budget ended the walk.
-/// In a compact span of 16 bytes per access of the budget first (a sample reaches about one
-/// new value per access, and a window that spans a row of tiles can take four budgets), four
-/// times larger whenever the walk reaches more pieces than it holds, at most as many pieces as
-/// the layout's span `whole` (which then holds every piece).
+/// In a compact span of 16 bytes per access of the budget first, four times larger whenever
+/// the walk reaches more pieces than it holds, at most the pieces of the allocations the group
+/// reaches (which then holds every piece it can reach; `whole`: the layout's span).
 fn thread_counts(
     walk: &Walk,
     (gi, t): (usize, usize),
@@ -135,18 +134,11 @@ fn thread_counts(
     budget: u64,
 ) -> (Vec<Counts>, Option<Vec<Counts>>, bool) {
     let chunk = piece_bytes(levels);
-    // Where two rows of tiles take at most four budgets, the window starts after the first
-    // (whose tiles find no row before them in the caches) and spans a whole row (its first and
-    // last tiles, at the domain's edges, in their share); else it starts at half the budget.
-    let tiles = walk.group_tiles(gi).max(1) as u64;
-    let row = walk.group_grid(gi)[0].max(1);
-    let row_accesses = walk.group_accesses(gi).iter().sum::<u64>() / tiles * row as u64;
-    let warm = if row_accesses <= budget.saturating_mul(2) {
-        row
-    } else {
-        0
-    };
-    let whole_pieces = (whole.1 - whole.0).div_ceil(chunk);
+    let warm = warm_tiles(walk, gi, budget);
+    // The pieces the group can reach at most: its own arrays' and buffers'.
+    let whole_pieces = walk
+        .group_pieces(gi, chunk)
+        .min((whole.1 - whole.0).div_ceil(chunk));
     let mut room = (budget.saturating_mul(16) / chunk).clamp(64, whole_pieces.max(64));
     loop {
         let mut sink = Compact::new(levels, walk.sites.len(), chunk, room);
@@ -157,8 +149,57 @@ fn thread_counts(
         if !sink.full {
             return (sink.counter.counts, window.half, stopped);
         }
-        assert!(room < whole_pieces, "the layout's pieces fit its span");
-        room = room.saturating_mul(4).min(whole_pieces);
+        // The allocations' pieces all fit the layout's span.
+        let layout = (whole.1 - whole.0).div_ceil(chunk);
+        assert!(room < layout, "the layout's pieces fit its span");
+        room = if room < whole_pieces {
+            room.saturating_mul(4).min(whole_pieces)
+        } else {
+            layout
+        };
+    }
+}
+
+/// Whether group `gi` is counted whole: a sample that would walk half of its thread's share or
+/// more counts every thread whole, since the share's rest (the last rows of tiles, at the
+/// domain's edge) need not be like the window, and the whole costs at most twice as much.
+fn counts_whole(walk: &Walk, gi: usize, budget: u64) -> bool {
+    let share = walk.group_accesses(gi).iter().sum::<u64>() / walk.threads().max(1) as u64;
+    let sampled = match warm_tiles(walk, gi, budget) {
+        0 => budget,
+        _ => budget.max(2 * row_accesses(walk, gi)),
+    };
+    sampled.saturating_mul(2) >= share
+}
+
+/// At least as many accesses as [`group_counts`] walks for group `gi`: every thread's where it
+/// counts the group whole, else twice an average share of thread 0's tiles.
+pub fn walked_at_most(walk: &Walk, gi: usize, budget: u64) -> u64 {
+    let total = walk.group_accesses(gi).iter().sum::<u64>();
+    if counts_whole(walk, gi, budget) {
+        return total;
+    }
+    let tiles = walk.group_tiles(gi).max(1) as u64;
+    let mine = tiles.div_ceil(walk.threads().max(1) as u64);
+    total.min((total / tiles + 1).saturating_mul(2 * mine))
+}
+
+/// The accesses of one row of group `gi`'s tiles (along x), all threads' tiles alike.
+fn row_accesses(walk: &Walk, gi: usize) -> u64 {
+    let tiles = walk.group_tiles(gi).max(1) as u64;
+    let row = walk.group_grid(gi)[0].max(1) as u64;
+    walk.group_accesses(gi).iter().sum::<u64>() / tiles * row
+}
+
+/// The tiles a sample of group `gi` walks before its window: where a row of tiles takes at
+/// most eight budgets, the window starts after the first row (whose tiles find no row before
+/// them in the caches) and spans a whole row (its first and last tiles, at the domain's
+/// edges, in their share); else none, and it starts at half the budget.
+fn warm_tiles(walk: &Walk, gi: usize, budget: u64) -> usize {
+    if row_accesses(walk, gi) <= budget.saturating_mul(8) {
+        walk.group_grid(gi)[0].max(1)
+    } else {
+        0
     }
 }
 
@@ -208,6 +249,11 @@ pub fn group_counts(
     budget: u64,
 ) -> (Vec<Counts>, bool) {
     let (n, sites) = (levels.len(), walk.sites.len());
+    let budget = if counts_whole(walk, gi, budget) {
+        u64::MAX
+    } else {
+        budget
+    };
     let (last, half, stopped) = thread_counts(walk, (gi, 0), levels, whole, budget);
     if !stopped {
         let mut total = last;
@@ -255,6 +301,10 @@ pub fn group_counts(
                 let estimate = threads * start + rate * total as f64;
                 *kind(&mut out[at(s)]) = estimate.round().clamp(0.0, total as f64) as u64;
             }
+            // No more misses than accesses.
+            let o = &mut out[at(s)];
+            o.capacity = o.capacity.min(total - o.compulsory);
+            o.capacity_sa = o.capacity_sa.min(total - o.compulsory_sa);
         }
     }
     (out, false)
@@ -314,11 +364,15 @@ mod tests {
     }
 
     fn random_text(seed: u64) -> String {
+        random_text_within(seed, 14)
+    }
+
+    fn random_text_within(seed: u64, max_domain: usize) -> String {
         let shape = RandomShape {
             min_stencils: 1,
             max_stencils: 5,
             min_domain: 4,
-            max_domain: 14,
+            max_domain,
             max_offset: 2,
             rich_expressions: false,
         };
@@ -371,6 +425,35 @@ mod tests {
                 .map(|a| a.levels[0].accesses)
                 .collect();
             assert_eq!(sum, walked, "seed {seed}");
+        }
+    }
+
+    /// However small the sample, no site misses more often than it is accessed, at any level,
+    /// and the accesses are the walk's.
+    #[test]
+    fn an_estimate_misses_no_more_than_it_accesses() {
+        let mut rng = Rng::new(13);
+        for seed in 0..24 {
+            let schedule = schedule_of(&random_text_within(seed, 40), &mut rng, false);
+            // One line of a page: most accesses find the line of the access before.
+            let page = vec![CacheLevel {
+                name: "page".into(),
+                bytes: 4096,
+                line: 4096,
+                ways: 1,
+                shared: false,
+            }];
+            for levels in [levels(), page] {
+                let exact = model(&schedule, Code::Kernel, &levels, 3, 1).unwrap();
+                let sampled = estimate(&schedule, &levels, 3, 64, 1).unwrap();
+                for (e, x) in sampled.accesses.iter().zip(&exact.accesses) {
+                    for (c, w) in e.levels.iter().zip(&x.levels) {
+                        assert_eq!(c.accesses, w.accesses, "seed {seed}");
+                        assert!(c.misses() <= c.accesses, "seed {seed}: {c:?}");
+                        assert!(c.misses_sa() <= c.accesses, "seed {seed}: {c:?}");
+                    }
+                }
+            }
         }
     }
 

@@ -368,6 +368,26 @@ impl Walk<'_> {
         out
     }
 
+    /// How many `chunk`-byte pieces (a divisor of the allocations' alignment) the allocations
+    /// group `gi` of the kernel can reach hold: its arrays' and its tile buffers'.
+    pub fn group_pieces(&self, gi: usize, chunk: u64) -> u64 {
+        let mut arrays: Vec<usize> = self.ops[gi]
+            .iter()
+            .flat_map(|o| o.reads.iter().chain(&o.buffer_write).chain(&o.store))
+            .filter_map(|op| match op.target {
+                Target::Global(origin, _) => self.layout.origin.iter().position(|&o| o == origin),
+                Target::Buffer(_) => None,
+            })
+            .collect();
+        arrays.sort_unstable();
+        arrays.dedup();
+        let spans = arrays.iter().map(|&a| self.layout.array_span[a]);
+        spans
+            .chain(self.layout.buffer_spans[gi].iter().copied())
+            .map(|(start, end)| (end - start) / chunk)
+            .sum()
+    }
+
     /// How many groups the kernel has.
     pub fn groups(&self) -> usize {
         self.schedule.groups.len()

@@ -312,7 +312,7 @@ class Program:
         """`absinthe cache --format json`: each cache level's misses of `variant`'s kernel, or of
         `solution` (a Solution, or a solution file), counted without running it (docs/MODEL.md,
         "Cache model"). `sample`: estimate each group from a sample of about that many accesses
-        instead (at least 1024; docs/MODEL.md, "Sampled counts"); the report then carries
+        instead (at least 65536; docs/MODEL.md, "Sampled counts"); the report then carries
         `"sampled"`."""
         args = ["cache", str(self.path)]
         if sample is not None:

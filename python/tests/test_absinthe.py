@@ -693,11 +693,11 @@ def test_cache_counts_and_estimates_misses():
     assert counted["levels"][0]["accesses"] > 0
     solution = p.solve(machine=MACHINE)
     assert p.cache(machine=MACHINE, solution=solution)["levels"] == counted["levels"]
-    estimated = p.cache(machine=MACHINE, sample=4096)
-    assert estimated["sampled"] == 4096
+    estimated = p.cache(machine=MACHINE, sample=65536)
+    assert estimated["sampled"] == 65536
     assert estimated["levels"][0]["accesses"] == counted["levels"][0]["accesses"]
     with pytest.raises(TypeError):
-        p.cache(machine=MACHINE, sample=4096.0)
+        p.cache(machine=MACHINE, sample=65536.0)
     with pytest.raises(absinthe.AbsintheError):
         p.cache(machine=MACHINE, sample=10)
 
