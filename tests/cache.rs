@@ -282,22 +282,25 @@ fn small_hdiff(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
     (program, machine)
 }
 
+/// `absinthe cache PROGRAM --machine MACHINE --variant VARIANT MORE...`.
+fn cache_run(program: &Path, machine: &Path, variant: &str, more: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "cache",
+        program.to_str().unwrap(),
+        "--machine",
+        machine.to_str().unwrap(),
+        "--variant",
+        variant,
+    ];
+    args.extend_from_slice(more);
+    absinthe(&args)
+}
+
 #[test]
 fn cache_command_counts_what_the_traced_kernel_does() {
     let dir = tempfile::tempdir().unwrap();
     let (program, machine) = small_hdiff(dir.path());
-    let cache = |variant: &str, more: &[&str]| {
-        let mut args = vec![
-            "cache",
-            program.to_str().unwrap(),
-            "--machine",
-            machine.to_str().unwrap(),
-            "--variant",
-            variant,
-        ];
-        args.extend_from_slice(more);
-        absinthe(&args)
-    };
+    let cache = |variant: &str, more: &[&str]| cache_run(&program, &machine, variant, more);
     for variant in ["opt", "unfused", "naive"] {
         let trace = dir.path().join(format!("{variant}.trace"));
         let out = cache(
@@ -377,18 +380,7 @@ fn cache_command_counts_what_the_traced_kernel_does() {
 fn cache_sample_estimates_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let (program, machine) = small_hdiff(dir.path());
-    let cache = |more: &[&str]| {
-        let mut args = vec![
-            "cache",
-            program.to_str().unwrap(),
-            "--machine",
-            machine.to_str().unwrap(),
-            "--variant",
-            "fused",
-        ];
-        args.extend_from_slice(more);
-        absinthe(&args)
-    };
+    let cache = |more: &[&str]| cache_run(&program, &machine, "fused", more);
     let exact = cache(&["--format", "json"]);
     let sampled = cache(&["--format", "json", "--sample", "1048576"]);
     assert!(sampled.status.success(), "{}", stderr(&sampled));
@@ -403,16 +395,7 @@ fn cache_sample_estimates_and_says_so() {
     let table = cache(&["--sample", "65536"]);
     assert!(table.status.success(), "{}", stderr(&table));
     assert!(stdout(&table).contains("estimated: each group from empty caches"));
-    let naive = absinthe(&[
-        "cache",
-        program.to_str().unwrap(),
-        "--machine",
-        machine.to_str().unwrap(),
-        "--variant",
-        "naive",
-        "--sample",
-        "65536",
-    ]);
+    let naive = cache_run(&program, &machine, "naive", &["--sample", "65536"]);
     assert_eq!(naive.status.code(), Some(1), "{}", stderr(&naive));
     assert!(
         stderr(&naive).contains("naive reference"),

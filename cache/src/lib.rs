@@ -141,15 +141,11 @@ pub fn model(
     jobs: usize,
 ) -> Result<CacheReport, CacheError> {
     let threads = threads.max(1);
-    let (walk, per_thread) = checked_walk(schedule, code, levels, threads)?;
+    let (walk, per_thread, states) = checked_walk(schedule, code, levels, threads)?;
     let accesses = walk.accesses_at_most();
     if accesses > u128::from(MAX_ACCESSES) {
         return Err(CacheError::TooManyAccesses(accesses));
     }
-    let states: u64 = per_thread
-        .iter()
-        .map(|l| (walk.end() - layout::ALIGN) / l.line)
-        .sum();
     let (sites, n) = (walk.sites.len(), per_thread.len());
     let at_once = (MAX_LINE_STATES / states.max(1)).max(1) as usize;
     // Each thread's counts are added as it ends, so that only the threads being counted hold
@@ -182,14 +178,14 @@ pub fn model(
     ))
 }
 
-/// The walk of `schedule`'s `code` and each thread's levels, where the counting's state is
-/// within its bounds.
+/// The walk of `schedule`'s `code`, each thread's levels and the (line, level) pairs a thread
+/// keeps state for, where that state is within its bounds.
 fn checked_walk<'a>(
     schedule: &'a Schedule,
     code: Code,
     levels: &[CacheLevel],
     threads: usize,
-) -> Result<(walk::Walk<'a>, Vec<ThreadLevel>), CacheError> {
+) -> Result<(walk::Walk<'a>, Vec<ThreadLevel>, u64), CacheError> {
     if levels.is_empty() {
         return Err(CacheError::NoLevels);
     }
@@ -208,7 +204,7 @@ fn checked_walk<'a>(
     if u128::from(states) * threads as u128 > u128::from(MAX_THREAD_LINE_STATES) {
         return Err(CacheError::TooManyThreads(threads, states));
     }
-    Ok((walk, per_thread))
+    Ok((walk, per_thread, states))
 }
 
 /// [`model`]'s report for the kernel, each group estimated apart from a sample of about
@@ -223,7 +219,7 @@ pub fn estimate(
     jobs: usize,
 ) -> Result<CacheReport, CacheError> {
     let threads = threads.max(1);
-    let (walk, per_thread) = checked_walk(schedule, Code::Kernel, levels, threads)?;
+    let (walk, per_thread, states) = checked_walk(schedule, Code::Kernel, levels, threads)?;
     let walked: u128 = (0..walk.groups())
         .map(|gi| u128::from(sample::walked_at_most(&walk, gi, budget)))
         .sum();
@@ -232,10 +228,6 @@ pub fn estimate(
     }
     // Each group in parallel keeps at most the layout's lines of state, as a thread does in
     // `model`.
-    let states: u64 = per_thread
-        .iter()
-        .map(|l| (walk.end() - layout::ALIGN) / l.line)
-        .sum();
     let at_once = (MAX_LINE_STATES / states.max(1)).max(1) as usize;
     let (sites, n) = (walk.sites.len(), per_thread.len());
     let groups = parallel_map(walk.groups(), jobs.clamp(1, at_once), |gi| {
@@ -262,7 +254,7 @@ pub fn estimate_group(
     budget: u64,
 ) -> Result<(Vec<Counts>, bool), CacheError> {
     let threads = threads.max(1);
-    let (walk, per_thread) = checked_walk(schedule, Code::Kernel, levels, threads)?;
+    let (walk, per_thread, _) = checked_walk(schedule, Code::Kernel, levels, threads)?;
     let n = per_thread.len();
     let (counts, exact) =
         sample::group_counts(&walk, gi, &per_thread, (layout::ALIGN, walk.end()), budget);
