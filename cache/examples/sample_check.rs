@@ -1,6 +1,7 @@
-//! `absinthe cache --sample`'s estimate (`cache/src/sample.rs`) against the exact count, and
-//! the size and cost of a table of every (group range, tiling) the DP prices (docs/RESULTS.md,
-//! "Cache model"; decision 0057). The machine file needs `caches:`.
+//! `absinthe cache --sample`'s estimate (`cache/src/sample.rs`) and the layer conditions
+//! (`cache/src/walk/layer.rs`) against the exact count, and the size and cost of a table of
+//! every (group range, tiling) the DP prices (docs/RESULTS.md, "Cache model"; decisions 0057,
+//! 0058). The machine file needs `caches:`.
 //!
 //! ```sh
 //! cargo build --release -p absinthe-cache --example sample_check
@@ -8,6 +9,9 @@
 //! $E PROGRAM MACHINE BUDGET CONFIGS SEED         # random configurations: exact, per group, sampled
 //! $E table PROGRAM MACHINE BUDGET fixed N CHECK  # N random entries of the table of the chosen
 //!                                                # inline set timed, the first CHECK counted whole
+//! $E table PROGRAM MACHINE layer fixed N CHECK   # the same by layer conditions, each entry's
+//!                                                # group lowered alone; checked against the fully
+//!                                                # associative count (the sample: set-associative)
 //! ```
 
 use std::path::Path;
@@ -198,7 +202,8 @@ fn table(a: &[String]) {
     use absinthe_model::cost_model::inline_search::{choose_inline_with, InlinePolicy};
     let original = Program::load(Path::new(&a[0])).expect("program");
     let machine = Machine::load(Path::new(&a[1])).expect("machine");
-    let budget: u64 = a[2].parse().unwrap();
+    let layer = a[2] == "layer";
+    let budget: u64 = if layer { 0 } else { a[2].parse().unwrap() };
     let view = machine.model_view(8).expect("view");
     let levels = machine.caches.clone().expect("caches");
     let threads = machine.cores.unwrap_or(2);
@@ -271,6 +276,9 @@ fn table(a: &[String]) {
         seen.len()
     );
     let t1 = Instant::now();
+    // Each inline set applied once.
+    type Applied = std::sync::Arc<(Program, Analysis)>;
+    let memo: std::sync::Mutex<std::collections::HashMap<Vec<usize>, Applied>> = Default::default();
     let results = absinthe_model::support::parallel::parallel_map(seen.len(), 2, |e| {
         let (names, start, end, tiles) = &seen[e];
         let names: Vec<&str> = names.split(',').collect();
@@ -278,8 +286,18 @@ fn table(a: &[String]) {
         let inline: Vec<usize> = (0..original.stencils.len())
             .filter(|&s| !names.contains(&original.stencils[s].name.as_str()))
             .collect();
-        let (program, an, _) =
-            inline_search::apply(&original, view.params.operations, &inline).expect("apply");
+        let applied = {
+            let mut memo = memo.lock().unwrap();
+            memo.entry(inline.clone())
+                .or_insert_with(|| {
+                    let (p, a, _) =
+                        inline_search::apply(&original, view.params.operations, &inline)
+                            .expect("apply");
+                    std::sync::Arc::new((p, a))
+                })
+                .clone()
+        };
+        let (program, an) = (&applied.0, &applied.1);
         let n = program.stencils.len();
         let mut groups = Vec::new();
         let mut gi = 0;
@@ -296,19 +314,39 @@ fn table(a: &[String]) {
         let mut tl = vec![[1, 1, 1]; g + 1];
         tl[gi] = *tiles;
         let config = Configuration::new(groups, tl)
-            .smallest_working_set(an.domain, options.stream_shape(&an, &view));
-        let cost = evaluate(&an, &view, &config);
-        let schedule = lower(&program, &an, &config, &cost).expect("lower");
+            .smallest_working_set(an.domain, options.stream_shape(an, &view));
+        let cost = evaluate(an, &view, &config);
         let s = Instant::now();
-        let (c, exact) = absinthe_cache::estimate_group(&schedule, gi, &levels, threads, budget)
-            .expect("estimate");
+        let (c, exact) = if layer {
+            // The group lowered alone, its misses by layer conditions (fully associative).
+            let group =
+                absinthe_codegen::lower_group(program, an, &config, &cost, gi).expect("lower");
+            let m = absinthe_cache::layer_group(&group, 0, &levels, threads);
+            let c = m
+                .iter()
+                .map(|&m| absinthe_cache::Counts {
+                    compulsory: m.round() as u64,
+                    ..Default::default()
+                })
+                .collect();
+            (c, false)
+        } else {
+            let schedule = lower(program, an, &config, &cost).expect("lower");
+            absinthe_cache::estimate_group(&schedule, gi, &levels, threads, budget)
+                .expect("estimate")
+        };
         let took = s.elapsed().as_secs_f64();
         let errs: Vec<f64> = if e < check {
+            let schedule = lower(program, an, &config, &cost).expect("lower");
             let (x, _) = absinthe_cache::estimate_group(&schedule, gi, &levels, threads, u64::MAX)
                 .expect("exact");
+            let misses = |c: &absinthe_cache::Counts| match layer {
+                true => c.misses(),
+                false => c.misses_sa(),
+            };
             c.iter()
                 .zip(&x)
-                .map(|(c, x)| c.misses_sa() as f64 / (x.misses_sa().max(1)) as f64 - 1.0)
+                .map(|(c, x)| misses(c) as f64 / misses(x).max(1) as f64 - 1.0)
                 .collect()
         } else {
             Vec::new()

@@ -265,6 +265,19 @@ pub fn estimate_group(
     Ok((out, exact))
 }
 
+/// Group `gi`'s misses at each level, summed over its tiles and threads, by layer conditions
+/// ([`walk::Walk::layer_misses`]): a closed form, not a count.
+pub fn layer_group(
+    schedule: &Schedule,
+    gi: usize,
+    levels: &[CacheLevel],
+    threads: usize,
+) -> Vec<f64> {
+    let threads = threads.max(1);
+    let walk = walk::Walk::new(schedule, threads, Code::Kernel);
+    walk.layer_misses(gi, &levels::thread_levels(levels, threads))
+}
+
 fn report(
     program: &str,
     walk: &walk::Walk,

@@ -11,6 +11,8 @@ use serde::Serialize;
 
 use crate::layout::Layout;
 
+mod layer;
+
 /// One access of the kernel's source: a read of a step, or its tile-buffer write or store.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Site {

@@ -30,7 +30,7 @@ pub mod render;
 pub mod runtime_tiles;
 pub mod schedule;
 
-pub use schedule::{lower, lower_cuda, lower_plain, lower_within, Schedule};
+pub use schedule::{lower, lower_cuda, lower_group, lower_plain, lower_within, Schedule};
 
 /// What can go wrong while generating or building code.
 #[derive(Debug, thiserror::Error)]

@@ -69,7 +69,7 @@ pub fn lower(
         cost,
         Target::OpenMp,
         UNSTAGED,
-        None,
+        Scope::default(),
     )
 }
 
@@ -92,7 +92,7 @@ pub fn lower_plain(
         cost,
         Target::Plain,
         UNSTAGED,
-        None,
+        Scope::default(),
     )
 }
 
@@ -111,7 +111,15 @@ pub fn lower_cuda(
     cost: &Cost,
     limits: BlockLimits,
 ) -> Result<Schedule, CodegenError> {
-    lower_with(program, analysis, config, cost, Target::Cuda, limits, None)
+    lower_with(
+        program,
+        analysis,
+        config,
+        cost,
+        Target::Cuda,
+        limits,
+        Scope::default(),
+    )
 }
 
 /// [`lower`] for a box of the domain computed inside arrays allocated for a larger one,
@@ -132,8 +140,43 @@ pub fn lower_within(
         cost,
         Target::OpenMp,
         UNSTAGED,
-        Some(within),
+        Scope {
+            within: Some(within),
+            only: None,
+        },
     )
+}
+
+/// [`lower`]'s schedule of group `only` alone: `groups` holds that group's schedule (as
+/// [`lower`] makes it) and `reference` is empty. What the cache model's per-(range, tiling)
+/// tables lower, once per entry.
+pub fn lower_group(
+    program: &Program,
+    analysis: &Analysis,
+    config: &Configuration,
+    cost: &Cost,
+    only: usize,
+) -> Result<Schedule, CodegenError> {
+    lower_with(
+        program,
+        analysis,
+        config,
+        cost,
+        Target::OpenMp,
+        UNSTAGED,
+        Scope {
+            within: None,
+            only: Some(only),
+        },
+    )
+}
+
+/// What a lowering covers: the arrays of a larger allocation (`within`, [`lower_within`]), one
+/// group alone (`only`, [`lower_group`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct Scope {
+    within: Option<[usize; 3]>,
+    only: Option<usize>,
 }
 
 /// The block limits of the CPU targets (whose schedules carry a block plan nobody runs).
@@ -203,13 +246,13 @@ fn lower_with(
     cost: &Cost,
     target: Target,
     limits: BlockLimits,
-    within: Option<[usize; 3]>,
+    scope: Scope,
 ) -> Result<Schedule, CodegenError> {
     let ranges = config.group_ranges();
     check_configuration(program, analysis, config, cost, &ranges)?;
     check_levels(analysis, config)?;
     let vt = program.value_type;
-    let allocation = Allocation::of(analysis, within, vt, target);
+    let allocation = Allocation::of(analysis, scope.within, vt, target);
     let lowering = Lowering {
         program,
         analysis,
@@ -226,10 +269,14 @@ fn lower_with(
         memory_bound: memory_bound_groups(cost, target),
     };
     let arrays = global_arrays(analysis, &lowering.stored, &allocation);
-    let reference = reference_stencils(program, analysis, allocation.alloc);
+    let reference = match scope.only {
+        Some(_) => Vec::new(),
+        None => reference_stencils(program, analysis, allocation.alloc),
+    };
     let groups = ranges
         .into_iter()
         .enumerate()
+        .filter(|(g, _)| scope.only.is_none_or(|o| o == *g))
         .map(|(g, range)| GroupLowering::new(&lowering, g, range).schedule())
         .collect::<Result<Vec<_>, _>>()?;
     let scalars: Vec<ScalarParam> = program
