@@ -3,7 +3,8 @@
 //! 16-way L2 and a 32 MiB 16-way shared L3), two threads, at 64x64x60 and 256x256x60: all in
 //! one group streamed along y in two z tiles with the flux stencils inlined (the shape of its
 //! optimum), and unfused untiled; each also estimated from samples of 2^21 accesses a group
-//! (`absinthe cache --sample`).
+//! (`absinthe cache --sample`), and by layer conditions (`absinthe_cache::layer_group`, every
+//! group: what one entry of a per-(range, tiling) table costs, times the groups).
 
 use std::path::Path;
 
@@ -69,6 +70,14 @@ fn bench(c: &mut Criterion) {
             group.bench_function(format!("{name}/{size}/sampled"), |b| {
                 b.iter(|| {
                     absinthe_cache::estimate(&schedule, &levels(), 2, 1 << 21, 2).expect("estimate")
+                })
+            });
+            // Layer conditions, each group's.
+            group.bench_function(format!("{name}/{size}/layer"), |b| {
+                b.iter(|| {
+                    (0..schedule.groups.len())
+                        .map(|g| absinthe_cache::layer_group(&schedule, g, &levels(), 2))
+                        .collect::<Vec<_>>()
                 })
             });
         }
