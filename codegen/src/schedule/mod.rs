@@ -147,9 +147,11 @@ pub fn lower_within(
     )
 }
 
-/// [`lower`]'s schedule of group `only` alone: `groups` holds that group's schedule (as
-/// [`lower`] makes it) and `reference` is empty. What the cache model's per-(range, tiling)
-/// tables lower, once per entry.
+/// [`lower`]'s schedule of group `only` alone, for the cache model's per-(range, tiling)
+/// tables: `groups` holds that one group's schedule (as [`lower`] makes it, its `index` still
+/// `only`) at position 0, and `reference` is empty; the other fields (arrays, configuration)
+/// are the whole program's. Not for rendering: the harness expects every group and the
+/// reference. A group that does not exist is an error.
 pub fn lower_group(
     program: &Program,
     analysis: &Analysis,
@@ -157,6 +159,12 @@ pub fn lower_group(
     cost: &Cost,
     only: usize,
 ) -> Result<Schedule, CodegenError> {
+    let groups = config.group_ranges().len();
+    if only >= groups {
+        return Err(CodegenError::Configuration(format!(
+            "group {only} does not exist: the configuration has {groups}"
+        )));
+    }
     lower_with(
         program,
         analysis,
