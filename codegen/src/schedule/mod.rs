@@ -62,15 +62,7 @@ pub fn lower(
     config: &Configuration,
     cost: &Cost,
 ) -> Result<Schedule, CodegenError> {
-    lower_with(
-        program,
-        analysis,
-        config,
-        cost,
-        Target::OpenMp,
-        UNSTAGED,
-        Scope::default(),
-    )
+    lower_openmp(program, analysis, config, cost, Scope::default())
 }
 
 /// [`lower`] in the original schedule: no group streams and every stencil has its own loop nest
@@ -133,18 +125,11 @@ pub fn lower_within(
     cost: &Cost,
     within: [usize; 3],
 ) -> Result<Schedule, CodegenError> {
-    lower_with(
-        program,
-        analysis,
-        config,
-        cost,
-        Target::OpenMp,
-        UNSTAGED,
-        Scope {
-            within: Some(within),
-            only: None,
-        },
-    )
+    let scope = Scope {
+        within: Some(within),
+        only: None,
+    };
+    lower_openmp(program, analysis, config, cost, scope)
 }
 
 /// [`lower`]'s schedule of group `only` alone, for the cache model's per-(range, tiling)
@@ -165,6 +150,21 @@ pub fn lower_group(
             "group {only} does not exist: the configuration has {groups}"
         )));
     }
+    let scope = Scope {
+        within: None,
+        only: Some(only),
+    };
+    lower_openmp(program, analysis, config, cost, scope)
+}
+
+/// The OpenMP kernel's lowering of what `scope` covers.
+fn lower_openmp(
+    program: &Program,
+    analysis: &Analysis,
+    config: &Configuration,
+    cost: &Cost,
+    scope: Scope,
+) -> Result<Schedule, CodegenError> {
     lower_with(
         program,
         analysis,
@@ -172,10 +172,7 @@ pub fn lower_group(
         cost,
         Target::OpenMp,
         UNSTAGED,
-        Scope {
-            within: None,
-            only: Some(only),
-        },
+        scope,
     )
 }
 
